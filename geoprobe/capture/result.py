@@ -1,0 +1,183 @@
+"""Capture results: arrays + metadata, frozen, saved losslessly as safetensors + JSON."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jaxtyping import Float, Int
+
+from geoprobe.errors import GeoprobeError, OutputExistsError
+from geoprobe.models.adapters import Layout
+from geoprobe.provenance import Provenance
+
+FORMAT_VERSION = 1
+_ARRAYS = (
+    "n_tokens",
+    "n_truncated",
+    "next_entropy",
+    "next_top_ids",
+    "next_top_probs",
+    "attn_entropy",
+    "values",
+    "keys",
+    "queries",
+    "attn_out",
+    "attn_pattern",
+    "w_k",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Capture:
+    """Final-token geometry of every captured layer for a set of prompts.
+
+    Axes: ``L`` captured layers (``layers`` gives their indices), ``n`` prompts, ``H`` query
+    heads, ``Hkv`` key/value heads, ``d`` head width, ``T`` longest prompt in tokens.
+    Entropies are in bits. ``attn_pattern[l, i, h, t]`` is the final token's attention to the
+    ``t``-th real token of prompt ``i`` (padding removed; zero for ``t >= n_tokens[i]``).
+    """
+
+    layers: tuple[int, ...]
+    layout: Layout
+    provenance: Provenance
+    prompts: tuple[str, ...]
+    config: dict[str, Any]
+    n_tokens: Int[np.ndarray, "n"]
+    n_truncated: Int[np.ndarray, "n"]
+    next_entropy: Float[np.ndarray, "n"]
+    next_top_ids: Int[np.ndarray, "n k"]
+    next_top_probs: Float[np.ndarray, "n k"]
+    attn_entropy: Float[np.ndarray, "L n H"]
+    values: Float[np.ndarray, "L n Hkv d"] | None = None
+    keys: Float[np.ndarray, "L n Hkv d"] | None = None
+    queries: Float[np.ndarray, "L n H d"] | None = None
+    attn_out: Float[np.ndarray, "L n H d"] | None = None
+    attn_pattern: Float[np.ndarray, "L n H T"] | None = None
+    w_k: Float[np.ndarray, "L Hkv D d"] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n, L, lay = len(self.prompts), len(self.layers), self.layout
+        if n == 0:
+            raise ValueError("a capture needs at least one prompt")
+        if any(not 0 <= layer < lay.n_layers for layer in self.layers):
+            raise ValueError(f"layers {self.layers} out of range for {lay.n_layers} layers")
+        expect = {
+            "n_tokens": (n,),
+            "n_truncated": (n,),
+            "next_entropy": (n,),
+            "attn_entropy": (L, n, lay.n_heads),
+            "values": (L, n, lay.n_kv_heads, lay.d_head),
+            "keys": (L, n, lay.n_kv_heads, lay.d_head),
+            "queries": (L, n, lay.n_heads, lay.d_head),
+            "attn_out": (L, n, lay.n_heads, lay.d_head),
+            "w_k": (L, lay.n_kv_heads, lay.d_model, lay.d_head),
+        }
+        for name, shape in expect.items():
+            arr = getattr(self, name)
+            if arr is not None and tuple(arr.shape) != shape:
+                raise ValueError(f"{name} has shape {tuple(arr.shape)}, expected {shape}")
+        if self.next_top_ids.shape != self.next_top_probs.shape or self.next_top_ids.shape[0] != n:
+            raise ValueError("next_top_ids and next_top_probs must both be (n, k)")
+        if self.attn_pattern is not None:
+            if self.attn_pattern.shape[:3] != (L, n, lay.n_heads):
+                raise ValueError(f"attn_pattern has shape {self.attn_pattern.shape}, expected ({L}, {n}, {lay.n_heads}, T)")
+        for name in _ARRAYS:
+            arr = getattr(self, name)
+            if arr is not None:
+                arr.setflags(write=False)
+
+    # -- access -----------------------------------------------------------------------
+    @property
+    def n_prompts(self) -> int:
+        return len(self.prompts)
+
+    def index(self, layer: int) -> int:
+        """Position of model layer ``layer`` in the captured arrays (negative counts from the end)."""
+        if layer < 0:
+            layer += self.layout.n_layers
+        try:
+            return self.layers.index(layer)
+        except ValueError:
+            raise GeoprobeError(f"layer {layer} was not captured; captured layers: {list(self.layers)}") from None
+
+    def values_flat(self, layer: int) -> Float[np.ndarray, "n Hkv_d"]:
+        """Value vectors of ``layer`` concatenated over KV heads: (n, Hkv·d)."""
+        if self.values is None:
+            raise GeoprobeError("values were not captured; capture with values=True")
+        v = self.values[self.index(layer)]
+        return v.reshape(v.shape[0], -1)
+
+    # -- persistence ------------------------------------------------------------------
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "layers": list(self.layers),
+            "layout": self.layout.to_dict(),
+            "provenance": self.provenance.to_dict(),
+            "prompts": list(self.prompts),
+            "config": self.config,
+            "extra": self.extra,
+        }
+
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write ``arrays.safetensors`` and ``capture.json`` into directory ``path``.
+
+        The directory is written under a temporary name and renamed into place, so a crash
+        never leaves half a result; an existing directory is only replaced with ``overwrite``.
+        """
+        from safetensors.numpy import save_file
+
+        target = Path(path)
+        if target.exists() and not overwrite:
+            raise OutputExistsError(
+                f"output {str(target)!r} already exists; choose another --out or pass --overwrite"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        try:
+            arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in _ARRAYS if getattr(self, n) is not None}
+            save_file(arrays, str(tmp / "arrays.safetensors"))
+            (tmp / "capture.json").write_text(json.dumps(self.metadata(), indent=1, ensure_ascii=False))
+            if target.exists():
+                old = target.with_name(f".{target.name}.old-{os.getpid()}")
+                os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Capture":
+        from safetensors.numpy import load_file
+
+        p = Path(path)
+        meta_path, arr_path = p / "capture.json", p / "arrays.safetensors"
+        if not meta_path.exists() or not arr_path.exists():
+            raise GeoprobeError(f"{str(p)!r} is not a geoprobe capture (needs capture.json and arrays.safetensors)")
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise GeoprobeError(
+                f"capture {str(p)!r} has format {meta.get('format_version')}, this geoprobe reads {FORMAT_VERSION}"
+            )
+        arrays = load_file(str(arr_path))
+        known = {f.name for f in fields(cls)}
+        return cls(
+            layers=tuple(meta["layers"]),
+            layout=Layout.from_dict(meta["layout"]),
+            provenance=Provenance.from_dict(meta["provenance"]),
+            prompts=tuple(meta["prompts"]),
+            config=meta["config"],
+            extra=meta.get("extra", {}),
+            **{k: v for k, v in arrays.items() if k in known},
+        )

@@ -1,0 +1,293 @@
+"""Batched forward passes that keep only final-token slices.
+
+Hooks slice every captured tensor at each prompt's final real token inside the forward pass
+and copy that slice out; nothing of size (batch × positions × width) outlives the layer
+that produced it, and the full-vocabulary logits are computed for the final position only.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator, Literal, Sequence
+
+import numpy as np
+import torch
+from jaxtyping import Float
+
+from geoprobe.capture.result import Capture
+from geoprobe.errors import CaptureError, PromptError
+from geoprobe.models.adapters import Site, SiteKind, _unwrap
+from geoprobe.models.loading import LoadedModel
+
+_LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    """What to keep. Every array is taken at each prompt's final real token."""
+
+    layers: tuple[int, ...] | None = None  # None: all layers; negative indices count from the end
+    values: bool = True
+    keys: bool = True
+    queries: bool = False
+    attn_out: bool = False
+    attention: Literal["entropy", "distribution"] = "entropy"
+    key_weights: bool = True
+    top_k: int = 10
+    batch_size: int = 16
+    padding_side: Literal["left", "right"] = "right"
+    max_tokens: int | None = None  # longer prompts keep their final tokens
+    sort_by_length: bool = True  # batch prompts of similar length together (results keep input order)
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise CaptureError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
+        if self.top_k < 1:
+            raise CaptureError(f"top-k {self.top_k} must be at least 1; pass --top-k 1 or more")
+        if self.padding_side not in ("left", "right"):
+            raise CaptureError(f"padding side {self.padding_side!r} is not left|right; pass --padding-side left|right")
+        if self.attention not in ("entropy", "distribution"):
+            raise CaptureError(f"attention {self.attention!r} is not entropy|distribution")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise CaptureError(f"max tokens {self.max_tokens} must be at least 1; pass --max-tokens 1 or more")
+
+
+@contextmanager
+def attached_hooks(bridge: Any, hooks: dict[str, Callable]) -> Iterator[None]:
+    """Attach forward hooks by name; remove exactly those hooks on exit, even after an error."""
+    handles = []
+    try:
+        for name, fn in hooks.items():
+            point = bridge.hook_dict[name]
+            handles.append((point, point.add_hook(fn)))
+        yield
+    finally:
+        for point, handle in handles:
+            handle.hook.remove()
+            if handle in point.fwd_hooks:
+                point.fwd_hooks.remove(handle)
+
+
+def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ...]:
+    if layers is None:
+        return tuple(range(n_layers))
+    out = []
+    for layer in layers:
+        idx = layer + n_layers if layer < 0 else layer
+        if not 0 <= idx < n_layers:
+            raise CaptureError(
+                f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}); fix --layers"
+            )
+        out.append(idx)
+    return tuple(sorted(set(out)))
+
+
+def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None) -> tuple[list[list[int]], np.ndarray]:
+    """Token ids per prompt, cut to their final ``limit`` tokens; returns (ids, n_cut)."""
+    if isinstance(prompts, str) or len(prompts) == 0:
+        raise PromptError("no prompts given; pass a non-empty list or a --prompts file with one prompt per line")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, str) or not p.strip():
+            raise PromptError(f"prompt #{i} is empty; remove it from the --prompts file")
+    limit = min(max_tokens or model.context_length, model.context_length)
+    enc = model.tokenizer(list(prompts), add_special_tokens=True)["input_ids"]
+    cut = np.zeros(len(enc), dtype=np.int64)
+    ids = []
+    for i, seq in enumerate(enc):
+        if len(seq) == 0:
+            raise PromptError(f"prompt #{i} has no tokens; remove it from the --prompts file")
+        if len(seq) > limit:
+            cut[i] = len(seq) - limit
+            seq = seq[-limit:]
+        ids.append(list(seq))
+    if cut.any():
+        warnings.warn(
+            f"{int((cut > 0).sum())} prompt(s) longer than {limit} tokens were cut to their final {limit} tokens "
+            f"(up to {int(cut.max())} tokens dropped); raise --max-tokens (context window {model.context_length})",
+            stacklevel=2,
+        )
+    return ids, cut
+
+
+def _pad(batch: list[list[int]], pad_id: int, side: str) -> tuple[torch.Tensor, torch.Tensor]:
+    T = max(len(s) for s in batch)
+    ids = torch.full((len(batch), T), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch), T), dtype=torch.long)
+    for b, s in enumerate(batch):
+        if side == "right":
+            ids[b, : len(s)] = torch.tensor(s)
+            mask[b, : len(s)] = 1
+        else:
+            ids[b, T - len(s):] = torch.tensor(s)
+            mask[b, T - len(s):] = 1
+    return ids, mask
+
+
+def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Shannon entropy in bits along ``dim``; zero-probability entries contribute 0."""
+    return torch.special.entr(p.double()).sum(dim) / _LN2
+
+
+class _Slicer:
+    """Hook state for one batch: where each row's final real token is, and what was seen."""
+
+    def __init__(self, model: LoadedModel, keep_pattern: bool) -> None:
+        self.model = model
+        self.keep_pattern = keep_pattern
+        self.last: torch.Tensor = torch.zeros(0, dtype=torch.long)
+        self.start: torch.Tensor = torch.zeros(0, dtype=torch.long)
+        self.prompt_ids: list[int] = []
+        self.out: dict[tuple[int, str], torch.Tensor] = {}
+
+    def new_batch(self, mask: torch.Tensor, prompt_ids: list[int]) -> None:
+        T = mask.shape[1]
+        self.last = T - 1 - mask.flip(1).argmax(1)
+        self.start = mask.argmax(1)
+        self.prompt_ids = prompt_ids
+        self.out = {}
+
+    def _check(self, x: torch.Tensor, layer: int, kind: str) -> None:
+        if not torch.isfinite(x).all():
+            bad = (~torch.isfinite(x)).reshape(x.shape[0], -1).any(1).nonzero()[0, 0].item()
+            where = f"layer {layer} site {kind}" if layer >= 0 else kind
+            raise CaptureError(
+                f"non-finite value (NaN/Inf) at {where} for prompt #{self.prompt_ids[bad]}; "
+                "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
+            )
+
+    def hook(self, layer: int, kind: SiteKind) -> Callable:
+        d_head = self.model.layout.d_head
+        adapter = self.model.adapter
+
+        def fn(x: torch.Tensor, hook: Any) -> None:
+            sl = adapter.at_positions(kind, x.detach(), self.last, d_head).float()
+            if kind == "pattern":
+                self._check(sl, layer, kind)
+                self.out[(layer, "attn_entropy")] = entropy_bits(sl).float().cpu()
+                if self.keep_pattern:
+                    self.out[(layer, "attn_pattern")] = sl.cpu()
+            else:
+                self._check(sl, layer, kind)
+                self.out[(layer, kind)] = sl.cpu().clone()
+
+        return fn
+
+    def final_norm_hook(self) -> Callable:
+        def fn(x: torch.Tensor, hook: Any) -> None:
+            rows = torch.arange(x.shape[0], device=x.device)
+            h = x.detach()[rows, self.last.to(x.device)]
+            self._check(h, -1, "final layer norm")
+            self.out[(-1, "final_norm")] = h
+
+        return fn
+
+
+def next_token_distribution(model: LoadedModel, h: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities of the next token from the final normed hidden state (batch, vocab)."""
+    head = _unwrap(model.hf_model.get_output_embeddings())
+    logits = head(h.to(head.weight.dtype)).float()
+    cap = getattr(model.hf_model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return torch.log_softmax(logits, dim=-1)
+
+
+_SITE_FIELD: dict[str, str] = {"v": "values", "k": "keys", "q": "queries", "z": "attn_out"}
+
+
+def capture(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    config: CaptureConfig = CaptureConfig(),
+    *,
+    seed: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Capture:
+    """Run ``prompts`` through ``model`` in padded batches and keep the final-token geometry."""
+    lay = model.layout
+    layers = resolve_layers(config.layers, lay.n_layers)
+    ids, cut = tokenize(model, prompts, config.max_tokens)
+    n, L = len(ids), len(layers)
+    lengths = np.array([len(s) for s in ids], dtype=np.int64)
+    kinds: list[SiteKind] = [k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries),
+                                             ("z", config.attn_out)) if on]
+    width = {"v": lay.n_kv_heads, "k": lay.n_kv_heads, "q": lay.n_heads, "z": lay.n_heads}
+    arrays: dict[str, np.ndarray] = {
+        _SITE_FIELD[k]: np.zeros((L, n, width[k], lay.d_head), dtype=np.float32) for k in kinds
+    }
+    arrays["attn_entropy"] = np.zeros((L, n, lay.n_heads), dtype=np.float32)
+    keep_pattern = config.attention == "distribution"
+    if keep_pattern:
+        arrays["attn_pattern"] = np.zeros((L, n, lay.n_heads, int(lengths.max())), dtype=np.float32)
+    next_entropy = np.zeros(n, dtype=np.float32)
+    k_top = min(config.top_k, lay.vocab_size)
+    top_ids = np.zeros((n, k_top), dtype=np.int64)
+    top_probs = np.zeros((n, k_top), dtype=np.float32)
+
+    slicer = _Slicer(model, keep_pattern)
+    hooks: dict[str, Callable] = {}
+    for layer in layers:
+        for kind in (*kinds, "pattern"):
+            hooks[model.adapter.hook_name(Site(layer, kind))] = slicer.hook(layer, kind)
+    hooks[model.adapter.final_norm_hook] = slicer.final_norm_hook()
+
+    order = np.argsort(-lengths, kind="stable") if config.sort_by_length else np.arange(n)
+    batches = [order[i: i + config.batch_size] for i in range(0, n, config.batch_size)]
+    pad_id = model.tokenizer.pad_token_id
+    device = model.device
+    done = 0
+    with attached_hooks(model.bridge, hooks), torch.inference_mode():
+        for batch in batches:
+            tok, mask = _pad([ids[i] for i in batch], pad_id, config.padding_side)
+            position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+            slicer.new_batch(mask, [int(i) for i in batch])
+            model.bridge(
+                tok.to(device),
+                attention_mask=mask.to(device),
+                position_ids=position_ids.to(device),
+                return_type="logits",
+                logits_to_keep=1,
+                use_cache=False,
+            )
+            for layer_pos, layer in enumerate(layers):
+                for kind in kinds:
+                    arrays[_SITE_FIELD[kind]][layer_pos, batch] = slicer.out[(layer, kind)].numpy()
+                arrays["attn_entropy"][layer_pos, batch] = slicer.out[(layer, "attn_entropy")].numpy()
+                if keep_pattern:
+                    rows = slicer.out[(layer, "attn_pattern")]
+                    for r, i in enumerate(batch):
+                        s = int(slicer.start[r])
+                        arrays["attn_pattern"][layer_pos, i, :, : lengths[i]] = rows[r, :, s: s + lengths[i]].numpy()
+            logp = next_token_distribution(model, slicer.out[(-1, "final_norm")])
+            next_entropy[batch] = entropy_bits(logp.exp()).numpy()
+            tp, ti = logp.topk(k_top, dim=-1)
+            top_probs[batch], top_ids[batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
+            done += len(batch)
+            if progress is not None:
+                progress(done, n)
+    w_k = key_weights(model, layers) if config.key_weights else None
+    cfg = asdict(config)
+    cfg["layers"] = list(layers)
+    return Capture(
+        layers=layers,
+        layout=lay,
+        provenance=model.provenance.with_prompts(prompts, seed),
+        prompts=tuple(prompts),
+        config=cfg,
+        n_tokens=lengths,
+        n_truncated=cut,
+        next_entropy=next_entropy,
+        next_top_ids=top_ids,
+        next_top_probs=top_probs,
+        w_k=w_k,
+        **arrays,
+    )
+
+
+def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Float[np.ndarray, "L Hkv D d"]:
+    """Weight-derived key projections W_K (layer, kv_head, d_model, d_head), float32."""
+    w = model.adapter.key_weights(model.hf_model, model.hf_model.config).float().cpu().numpy()
+    idx = resolve_layers(layers, model.layout.n_layers)
+    return np.ascontiguousarray(w[list(idx)])

@@ -1,0 +1,254 @@
+"""One adapter per model family: typed sites -> TransformerBridge hook names, head layout, W_K.
+
+Every place in geoprobe that needs a hook name asks an adapter for it with a :class:`Site`;
+nothing else builds or parses hook-name strings. Weight-derived key projections are read
+from the Hugging Face modules with each family's own head layout written out explicitly:
+
+* GPT-NeoX (Pythia) fuses Q, K, V into one ``query_key_value`` projection whose output rows
+  are laid out **per head** as ``(heads, 3, d_head)`` — reshaping it as ``(3, heads, d_head)``
+  mixes Q, K and V of different heads.
+* Llama, Mistral, Mixtral, Phi and Gemma-3 have separate ``k_proj``; with grouped-query
+  attention it has ``n_kv_heads`` (not ``n_heads``) heads of ``d_head`` rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import torch
+from jaxtyping import Float
+
+from geoprobe.errors import UnsupportedArchitectureError
+
+SiteKind = Literal["q", "k", "v", "z", "pattern"]
+SITE_KINDS: tuple[SiteKind, ...] = ("q", "k", "v", "z", "pattern")
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place in layer ``layer``'s attention.
+
+    ``q``/``k``/``v``: projections per head before rotary embedding (after any per-head
+    q/k norm); ``z``: attention output per query head, before the output projection;
+    ``pattern``: post-softmax attention probabilities.
+    """
+
+    layer: int
+    kind: SiteKind
+
+    def __post_init__(self) -> None:
+        if self.kind not in SITE_KINDS:
+            raise ValueError(f"site kind {self.kind!r} is not one of {SITE_KINDS}")
+        if self.layer < 0:
+            raise ValueError(f"site layer must be >= 0, got {self.layer}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Head geometry of a model. ``kv_group[h]`` is the KV head that query head ``h`` reads."""
+
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    d_model: int
+    vocab_size: int
+    rotary_dim: int
+    sliding_window: tuple[int | None, ...]
+
+    def __post_init__(self) -> None:
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
+        if len(self.sliding_window) != self.n_layers:
+            raise ValueError("sliding_window needs one entry per layer")
+
+    @property
+    def kv_group(self) -> tuple[int, ...]:
+        per = self.n_heads // self.n_kv_heads
+        return tuple(h // per for h in range(self.n_heads))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_kv_heads": self.n_kv_heads,
+            "d_head": self.d_head,
+            "d_model": self.d_model,
+            "vocab_size": self.vocab_size,
+            "rotary_dim": self.rotary_dim,
+            "sliding_window": list(self.sliding_window),
+            "kv_group": list(self.kv_group),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Layout":
+        d = {k: v for k, v in d.items() if k != "kv_group"}
+        d["sliding_window"] = tuple(d["sliding_window"])
+        return cls(**d)
+
+
+class FamilyAdapter:
+    """Base adapter. Subclasses set ``family``, ``architectures`` and the layer path."""
+
+    family: ClassVar[str]
+    architectures: ClassVar[tuple[str, ...]]
+    _attn_hooks: ClassVar[dict[str, str]] = {
+        "q": "hook_q",
+        "k": "hook_k",
+        "v": "hook_v",
+        "z": "hook_z",
+        "pattern": "hook_pattern",
+    }
+
+    # -- hook names -------------------------------------------------------------------
+    def hook_name(self, site: Site) -> str:
+        return f"blocks.{site.layer}.attn.{self._attn_hooks[site.kind]}"
+
+    final_norm_hook: ClassVar[str] = "ln_final.hook_out"
+    #: sites whose hook tensor is (batch, head, pos, d_head) rather than (batch, pos, head, d_head)
+    _head_major: ClassVar[frozenset[str]] = frozenset()
+
+    def at_positions(
+        self, kind: SiteKind, x: torch.Tensor, pos: torch.Tensor, d_head: int
+    ) -> Float[torch.Tensor, "batch head d_head"]:
+        """Slice the hook tensor of ``kind`` at position ``pos[b]`` of each batch row ``b``.
+
+        q/k/v/z come back as (batch, head, d_head); ``pattern`` as (batch, head, key_pos).
+        """
+        rows = torch.arange(x.shape[0], device=x.device)
+        pos = pos.to(x.device)
+        if kind == "pattern":  # (batch, head, query_pos, key_pos)
+            return x[rows, :, pos, :]
+        if x.dim() == 3:  # flat (batch, pos, head*d_head)
+            x = x.reshape(x.shape[0], x.shape[1], -1, d_head)
+        if kind in self._head_major:
+            return x[rows, :, pos, :]
+        return x[rows, pos]
+
+    # -- layout -----------------------------------------------------------------------
+    def layout(self, cfg: Any) -> Layout:
+        n_heads = cfg.num_attention_heads
+        d_head = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads
+        n_layers = cfg.num_hidden_layers
+        return Layout(
+            n_layers=n_layers,
+            n_heads=n_heads,
+            n_kv_heads=getattr(cfg, "num_key_value_heads", None) or n_heads,
+            d_head=d_head,
+            d_model=cfg.hidden_size,
+            vocab_size=cfg.vocab_size,
+            rotary_dim=self._rotary_dim(cfg, d_head),
+            sliding_window=self._windows(cfg, n_layers),
+        )
+
+    def _rotary_dim(self, cfg: Any, d_head: int) -> int:
+        """Rotated dims per head (Pythia 25 %, Phi-2 40 %, others all)."""
+        rope = getattr(cfg, "rope_parameters", None) or {}
+        pct = rope.get("partial_rotary_factor")
+        for name in ("partial_rotary_factor", "rotary_pct"):
+            if pct is None:
+                pct = getattr(cfg, name, None)
+        return int(d_head * (1.0 if pct is None else pct))
+
+    def _windows(self, cfg: Any, n_layers: int) -> tuple[int | None, ...]:
+        window = getattr(cfg, "sliding_window", None)
+        return (window,) * n_layers
+
+    # -- weights ----------------------------------------------------------------------
+    def layers(self, hf_model: Any) -> list[Any]:
+        """The HF decoder layers (unwrapped from TransformerBridge if it booted them)."""
+        stack = hf_model.get_decoder().layers
+        return [_unwrap(layer) for layer in stack]
+
+    def key_weights(self, hf_model: Any, cfg: Any) -> Float[torch.Tensor, "layer kv_head d_model d_head"]:
+        """W_K per layer and KV head, as (d_model, d_head) so that k = x @ W_K."""
+        lay = self.layout(cfg)
+        out = []
+        for layer in self.layers(hf_model):
+            w = _weight(_unwrap(layer.self_attn).k_proj)  # (n_kv*d_head, d_model)
+            out.append(w.reshape(lay.n_kv_heads, lay.d_head, lay.d_model).transpose(1, 2))
+        return torch.stack(out).detach()
+
+
+def _unwrap(module: Any) -> Any:
+    """TransformerBridge keeps the HF module as ``original_component``; plain HF has none."""
+    inner = getattr(module, "original_component", None)
+    return inner if isinstance(inner, torch.nn.Module) else module
+
+
+def _weight(linear: Any) -> torch.Tensor:
+    return _unwrap(linear).weight
+
+
+class LlamaAdapter(FamilyAdapter):
+    family = "llama"
+    architectures = ("LlamaForCausalLM",)
+
+
+class MistralAdapter(FamilyAdapter):
+    family = "mistral"
+    architectures = ("MistralForCausalLM",)
+
+
+class MixtralAdapter(FamilyAdapter):
+    family = "mixtral"
+    architectures = ("MixtralForCausalLM",)
+
+
+class PhiAdapter(FamilyAdapter):
+    family = "phi"
+    architectures = ("PhiForCausalLM",)
+
+
+class Gemma3Adapter(FamilyAdapter):
+    """Gemma-3: per-head RMSNorm on q and k after projection; sliding-window layers."""
+
+    family = "gemma3"
+    architectures = ("Gemma3ForCausalLM",)
+    _attn_hooks = {**FamilyAdapter._attn_hooks, "q": "hook_q_normed", "k": "hook_k_normed"}
+    _head_major = frozenset({"q", "k"})  # the norms run on (batch, head, pos, d_head)
+
+    def _windows(self, cfg: Any, n_layers: int) -> tuple[int | None, ...]:
+        types = getattr(cfg, "layer_types", None) or ["full_attention"] * n_layers
+        return tuple(cfg.sliding_window if t == "sliding_attention" else None for t in types)
+
+
+class NeoXAdapter(FamilyAdapter):
+    family = "gpt_neox"
+    architectures = ("GPTNeoXForCausalLM",)
+
+    def layers(self, hf_model: Any) -> list[Any]:
+        return [_unwrap(layer) for layer in hf_model.gpt_neox.layers]
+
+    def key_weights(self, hf_model: Any, cfg: Any) -> Float[torch.Tensor, "layer kv_head d_model d_head"]:
+        lay = self.layout(cfg)
+        out = []
+        for layer in self.layers(hf_model):
+            fused = _weight(_unwrap(layer.attention).query_key_value)  # (heads*3*d_head, d_model)
+            per_head = fused.reshape(lay.n_heads, 3, lay.d_head, lay.d_model)  # per head: q, k, v
+            out.append(per_head[:, 1].transpose(1, 2))
+        return torch.stack(out).detach()
+
+
+ADAPTERS: tuple[type[FamilyAdapter], ...] = (
+    NeoXAdapter,
+    PhiAdapter,
+    LlamaAdapter,
+    MistralAdapter,
+    MixtralAdapter,
+    Gemma3Adapter,
+)
+
+
+def supported_architectures() -> list[str]:
+    return [a for cls in ADAPTERS for a in cls.architectures]
+
+
+def adapter_for(architecture: str) -> FamilyAdapter:
+    for cls in ADAPTERS:
+        if architecture in cls.architectures:
+            return cls()
+    raise UnsupportedArchitectureError(
+        f"architecture {architecture!r} is not supported; supported: {', '.join(supported_architectures())} "
+        "(choose one of those models with --model)"
+    )

@@ -1,0 +1,245 @@
+"""Load a model by alias, Hub id, local directory or .gguf file, and boot a TransformerBridge."""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError
+from geoprobe.models.adapters import FamilyAdapter, Layout, adapter_for
+from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec, closest_aliases, find_spec_by_hf_id
+from geoprobe.provenance import Provenance
+
+DType = Literal["float32", "bfloat16", "float16"]
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class LoadedModel:
+    """A booted model and everything capture needs to know about it."""
+
+    bridge: Any  # transformer_lens.model_bridge.TransformerBridge
+    hf_model: Any
+    tokenizer: Any
+    adapter: FamilyAdapter
+    layout: Layout
+    provenance: Provenance
+    context_length: int
+    spec: ModelSpec | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self.provenance.model_id
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.hf_model.parameters()).device
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in _DTYPES:
+        raise GeoprobeError(f"dtype {name!r} is not one of {sorted(_DTYPES)}; pass --dtype float32|bfloat16|float16")
+    return _DTYPES[name]
+
+
+def _quiet() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    logging.getLogger("root").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", module="transformer_lens")
+    warnings.filterwarnings("ignore", message=".*generation flags.*")
+
+
+def context_length(cfg: Any) -> int:
+    for field in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        v = getattr(cfg, field, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return 2048
+
+
+def prepare_tokenizer(tok: Any) -> Any:
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+    return tok
+
+
+def boot(
+    hf_model: Any,
+    tokenizer: Any,
+    provenance: Provenance,
+    spec: ModelSpec | None = None,
+) -> LoadedModel:
+    """Wrap a Hugging Face causal LM in a TransformerBridge and pick its family adapter."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    _quiet()
+    arch = (getattr(hf_model.config, "architectures", None) or [type(hf_model).__name__])[0]
+    adapter = adapter_for(arch)  # raises UnsupportedArchitectureError with the supported list
+    hf_model.config.architectures = [arch]
+    hf_model.eval()
+    tokenizer = prepare_tokenizer(tokenizer)
+    device = next(hf_model.parameters()).device
+    bridge = TransformerBridge.boot_transformers(
+        provenance.model_id,
+        hf_model=hf_model,
+        tokenizer=tokenizer,
+        device=None if getattr(hf_model, "hf_device_map", None) else str(device),
+        dtype=next(hf_model.parameters()).dtype,
+    )
+    bridge.eval()
+    return LoadedModel(
+        bridge=bridge,
+        hf_model=hf_model,
+        tokenizer=tokenizer,
+        adapter=adapter,
+        layout=adapter.layout(hf_model.config),
+        provenance=provenance,
+        context_length=context_length(hf_model.config),
+        spec=spec,
+    )
+
+
+def _offline_message(model: str, revision: str | None, exc: Exception) -> str:
+    rev = f" at revision {revision!r}" if revision else ""
+    return (
+        f"model {model!r}{rev}: weights are not in the local Hugging Face cache and the hub is unreachable "
+        f"({type(exc).__name__}); fix: point HF_HOME at a cache that holds them, pass --model /path/to/model_dir, "
+        "or a .gguf file (or --model smollm2-135m, which ships offline)"
+    )
+
+
+def _check_revision(spec: ModelSpec | None, revision: str | None) -> None:
+    if spec is None or revision is None or not spec.revisions:
+        return
+    if revision.startswith("step") and revision not in spec.revisions:
+        raise GeoprobeError(
+            f"revision {revision!r} is not a {spec.alias} checkpoint; valid: step0, step1, step2, …, step512 "
+            "and every 1000 steps to step143000 (pass one of them to --revision)"
+        )
+
+
+def load_model(
+    name: str = DEFAULT_MODEL,
+    *,
+    revision: str | None = None,
+    dtype: DType = "float32",
+    device: str = "cpu",
+    device_map: str | None = None,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+) -> LoadedModel:
+    """Load ``name`` (alias, Hub id, local directory or .gguf path) and boot the bridge.
+
+    ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
+    and library model code are loaded unless the caller opts in explicitly.
+    """
+    _quiet()
+    tdtype = torch_dtype(dtype)
+    path = Path(os.path.expanduser(name))
+    if name.lower().endswith(".gguf"):
+        return _load_gguf_file(path, tdtype, device, spec=None)
+    if path.is_dir():
+        return _load_pretrained(str(path), str(path), revision, tdtype, device, device_map,
+                                trust_remote_code, allow_pickle, source="local", spec=None)
+    spec = ALIASES.get(name.lower()) or (find_spec_by_hf_id(name) if "/" in name else None)
+    if spec is not None and spec.source == "embedded":
+        from geoprobe.models.gguf import embedded_gguf_path
+
+        assert spec.package is not None and spec.gguf_file is not None
+        return _load_gguf_file(embedded_gguf_path(spec.package, spec.gguf_file), tdtype, device, spec=spec)
+    if spec is not None:
+        _check_revision(spec, revision)
+        return _load_pretrained(spec.hf_id, spec.hf_id, revision, tdtype, device, device_map,
+                                trust_remote_code, allow_pickle, source="hub", spec=spec)
+    if "/" in name and not name.startswith((".", "/", "~")):
+        return _load_pretrained(name, name, revision, tdtype, device, device_map,
+                                trust_remote_code, allow_pickle, source="hub", spec=None)
+    near = closest_aliases(name)
+    hint = f"closest aliases: {', '.join(near)}" if near else "see 'geoprobe models' for the aliases"
+    raise UnknownModelError(
+        f"unknown model {name!r}: not an alias, a Hub id (owner/name), a directory or a .gguf file; {hint}"
+    )
+
+
+def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec | None) -> LoadedModel:
+    from geoprobe.models.gguf import load_gguf
+
+    model, tok, digest, _ = load_gguf(path, dtype)
+    model = model.to(device)
+    model_id = spec.alias if spec is not None else str(path)
+    prov = Provenance(model_id=model_id, source="gguf", weights=f"sha256:{digest}",
+                      tokenizer=f"gguf:{path.name}", dtype=str(dtype).removeprefix("torch."))
+    return boot(model, tok, prov, spec)
+
+
+def _load_pretrained(
+    model_id: str,
+    location: str,
+    revision: str | None,
+    dtype: torch.dtype,
+    device: str,
+    device_map: str | None,
+    trust_remote_code: bool,
+    allow_pickle: bool,
+    source: Literal["hub", "local"],
+    spec: ModelSpec | None,
+) -> LoadedModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code, dtype=dtype)
+    kwargs["use_safetensors"] = None if allow_pickle else True
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    try:
+        tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+    except (OSError, ValueError) as exc:
+        text = str(exc)
+        if "trust_remote_code" in text:
+            raise GeoprobeError(
+                f"model {model_id!r} needs its own Python code from the hub; geoprobe will not run it "
+                "unless you pass --trust-remote-code"
+            ) from exc
+        if "safetensors" in text.lower() and not allow_pickle:
+            raise GeoprobeError(
+                f"model {model_id!r} has no safetensors weights, only pickled ones; pass --allow-pickle to load "
+                "them (with torch.load(weights_only=True))"
+            ) from exc
+        if source == "local":
+            raise ModelUnavailableError(
+                f"directory {location!r} is not a loadable model ({type(exc).__name__}); it needs config.json, "
+                "tokenizer files and *.safetensors weights (fix the directory or pass another --model)"
+            ) from exc
+        raise ModelUnavailableError(_offline_message(model_id, revision, exc)) from exc
+    if device_map is None:
+        model = model.to(device)
+    if source == "hub":
+        weights = f"{revision or 'main'}@{getattr(model.config, '_commit_hash', None) or 'unknown'}"
+    else:
+        weights = _local_weights_hash(Path(location))
+    prov = Provenance(model_id=model_id, source=source, weights=weights,
+                      tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
+    return boot(model, tok, prov, spec)
+
+
+def _local_weights_hash(directory: Path) -> str:
+    from geoprobe.provenance import file_sha256
+
+    files = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
+    if not files:
+        return "unknown"
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        h.update(file_sha256(f).encode())
+    return f"sha256:{h.hexdigest()}"

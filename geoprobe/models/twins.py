@@ -1,0 +1,105 @@
+"""Architecture twins: random-init models built from the families' real configs.
+
+``twin("pythia-410m", scale="full")`` is Pythia-410M's exact architecture (24 layers, d_model
+1024, 16 heads, parallel residual, 25 % rotary) with the library's own random
+initialisation; ``scale="tiny"`` keeps every family feature (fused QKV, GQA ratio, partial
+rotary, sliding window, MoE routing, q/k norms) at a size that runs in milliseconds.
+
+Twins carry the embedded SmolLM2 tokenizer (no tokenizer of the real family is available
+offline); where the real vocabulary is smaller than that tokenizer's (Mistral's 32 000) the
+twin's vocabulary is enlarged to fit, and the layout records the size used.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from geoprobe.errors import GeoprobeError
+from geoprobe.models.loading import LoadedModel, boot, torch_dtype
+from geoprobe.models.registry import ALIASES, closest_aliases, load_config_dict
+from geoprobe.paths import cache_dir
+from geoprobe.provenance import Provenance
+
+Scale = Literal["tiny", "full"]
+
+# tiny: 3 layers, d_model 64, 4 query heads of 16 dims, GQA families keep a 2:1 ratio
+_TINY = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128)
+
+
+def tiny_config(cfg: dict) -> dict:
+    out = dict(cfg, **_TINY)
+    n_h, n_kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+    if "num_key_value_heads" in cfg:
+        out["num_key_value_heads"] = 4 if n_kv == n_h else 2
+    if "head_dim" in cfg:
+        out["head_dim"] = 16
+    if cfg.get("sliding_window"):
+        out["sliding_window"] = 6  # short enough that test prompts cross the window
+    if "num_local_experts" in cfg:
+        out["num_local_experts"] = 4
+    if cfg.get("model_type") == "gemma3_text":
+        out["layer_types"] = ["sliding_attention", "sliding_attention", "full_attention"]
+    if "rope_scaling" in cfg:
+        out["max_position_embeddings"] = 4096
+    return out
+
+
+def embedded_tokenizer() -> Any:
+    """The SmolLM2 tokenizer from the offline package, cached as a plain tokenizer directory."""
+    from transformers import AutoTokenizer
+
+    from geoprobe.models.gguf import embedded_gguf_path
+
+    target = cache_dir() / "tokenizers" / "smollm2-135m"
+    if (target / "DONE").exists():
+        return AutoTokenizer.from_pretrained(target)
+    spec = ALIASES["smollm2-135m"]
+    assert spec.package and spec.gguf_file
+    path = embedded_gguf_path(spec.package, spec.gguf_file)
+    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    tok.save_pretrained(tmp)
+    (tmp / "DONE").write_text("")
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)
+    return tok
+
+
+def twin_config(alias: str, scale: Scale = "tiny", vocab_size: int | None = None) -> Any:
+    from transformers import AutoConfig
+
+    spec = ALIASES.get(alias)
+    if spec is None:
+        near = closest_aliases(alias)
+        raise GeoprobeError(f"no twin for {alias!r}; closest aliases: {', '.join(near) or 'see geoprobe models'}")
+    if scale not in ("tiny", "full"):
+        raise GeoprobeError(f"twin scale {scale!r} is not 'tiny' or 'full'; pass --scale tiny|full")
+    d = dict(load_config_dict(spec.config))
+    if scale == "tiny":
+        d = tiny_config(d)
+    if vocab_size is not None:
+        d["vocab_size"] = vocab_size if scale == "tiny" else max(d["vocab_size"], vocab_size)
+    arch = d.pop("architectures")
+    cfg = AutoConfig.for_model(**d)
+    cfg.architectures = arch
+    return cfg
+
+
+def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32", device: str = "cpu") -> LoadedModel:
+    """A random-init model with the architecture of ``alias`` (see module docstring)."""
+    from transformers import AutoModelForCausalLM
+
+    tok = embedded_tokenizer()
+    cfg = twin_config(alias, scale, vocab_size=len(tok))
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype(dtype)).to(device)
+    prov = Provenance(model_id=f"twin:{alias}:{scale}", source="twin", weights=f"random-init seed={seed}",
+                      tokenizer="smollm2-135m (embedded)", dtype=dtype, seed=seed)
+    return boot(model, tok, prov, ALIASES[alias])
