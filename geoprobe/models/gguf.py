@@ -47,16 +47,17 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
         return model, tok, digest, True
 
     hf_logging.disable_progress_bar()
+    quiet_tqdm = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # the GGUF dequantiser and shard writer use bare tqdm bars
     try:
         model = AutoModelForCausalLM.from_pretrained(p.parent, gguf_file=p.name, dtype=torch.float32)
         tok = AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name)
     except Exception as exc:  # transformers raises many types for a bad file
+        _restore_env("TQDM_DISABLE", quiet_tqdm)
         raise ModelUnavailableError(
             f"could not read GGUF file {str(p)!r} ({type(exc).__name__}: {exc}); "
             "pass a GGUF file of a supported architecture to --model"
         ) from exc
-    finally:
-        hf_logging.enable_progress_bar()
     # GGUF-made configs lack `architectures` and carry the quantisation recipe; the cached
     # copy is plain float weights.
     model.config.architectures = [type(model).__name__]
@@ -76,9 +77,18 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        _restore_env("TQDM_DISABLE", quiet_tqdm)
     if dtype != torch.float32:
         model = model.to(dtype)
     return model, tok, digest, False
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def embedded_gguf_path(package: str, filename: str) -> Path:

@@ -136,13 +136,18 @@ def load_model(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> LoadedModel:
-    """Load ``name`` (alias, Hub id, local directory or .gguf path) and boot the bridge.
+    """Load ``name`` (alias, Hub id, local directory, .gguf path, or ``twin:ALIAS[:tiny|full]``).
 
     ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
     and library model code are loaded unless the caller opts in explicitly.
     """
     _quiet()
     tdtype = torch_dtype(dtype)
+    if name.startswith("twin:"):
+        from geoprobe.models.twins import twin
+
+        alias, _, scale = name.removeprefix("twin:").partition(":")
+        return twin(alias, scale or "tiny", dtype=dtype, device=device)  # type: ignore[arg-type]
     path = Path(os.path.expanduser(name))
     if name.lower().endswith(".gguf"):
         return _load_gguf_file(path, tdtype, device, spec=None)

@@ -1,0 +1,197 @@
+"""`geoprobe` command line: models, capture, scan.
+
+Errors the user can fix print one line (``error: ...``) and exit 2; ``--debug`` anywhere on
+the command line shows the traceback instead.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from geoprobe.errors import GeoprobeError, OutputExistsError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Measure the Bayesian geometry of attention in pretrained language models.")
+out = Console()
+err = Console(stderr=True)
+
+ModelOpt = typer.Option("smollm2-135m", "--model", "-m",
+                        help="alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]")
+
+
+def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
+    if spec is None or spec == "all":
+        return None
+    try:
+        return tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise GeoprobeError(f"--layers {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
+
+
+def _check_out(path: Path, overwrite: bool) -> None:
+    if path.exists() and not overwrite:
+        raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
+
+
+def _open(model: str, revision: Optional[str], dtype: str, device: str, device_map: Optional[str],
+          trust_remote_code: bool, allow_pickle: bool):
+    from geoprobe.models.loading import load_model
+
+    with err.status(f"loading {model} …"):
+        return load_model(model, revision=revision, dtype=dtype, device=device, device_map=device_map,
+                          trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+
+
+@app.command()
+def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """List model aliases: family, attention kind, parameters, weights available here."""
+    from geoprobe.models.registry import ALIASES, attention_kind, parameter_count, weights_available
+
+    rows = []
+    for spec in ALIASES.values():
+        cfg = spec.hf_config_dict()
+        rows.append({
+            "alias": spec.alias,
+            "hf_id": spec.hf_id,
+            "family": spec.family,
+            "attention": attention_kind(cfg),
+            "layers": cfg["num_hidden_layers"],
+            "parameters": parameter_count(spec.config),
+            "available": weights_available(spec),
+            "source": spec.source if spec.source == "hub" else f"offline package {spec.package}",
+        })
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    table = Table(title="geoprobe models")
+    for col in ("alias", "family", "attention", "layers", "params", "weights here", "source"):
+        table.add_column(col)
+    for r in rows:
+        p = r["parameters"]
+        size = f"{p / 1e9:.2f}B" if p >= 1e9 else f"{p / 1e6:.0f}M"
+        table.add_row(r["alias"], r["family"], r["attention"], str(r["layers"]), size,
+                      "yes" if r["available"] else "no", r["hf_id"] if r["source"] == "hub" else r["source"])
+    out.print(table)
+
+
+@app.command()
+def capture(
+    model: str = ModelOpt,
+    prompts: Optional[Path] = typer.Option(None, "--prompts", "-p", help="prompt file (.txt one per line, .jsonl, .json); default: built-in"),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="directory to write (must not exist)"),
+    layers: Optional[str] = typer.Option(None, "--layers", help="comma-separated layer indices, negative from the end; default all"),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    padding_side: str = typer.Option("right", "--padding-side", help="left|right"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
+    attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
+    queries: bool = typer.Option(False, "--queries", help="also keep query vectors"),
+    attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
+    top_k: int = typer.Option(10, "--top-k"),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Hub revision, e.g. step0 … step143000 for Pythia"),
+    dtype: str = typer.Option("float32", "--dtype", help="float32|bfloat16|float16"),
+    device: str = typer.Option("cpu", "--device"),
+    device_map: Optional[str] = typer.Option(None, "--device-map", help="accelerate device map, e.g. auto"),
+    seed: int = typer.Option(0, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="run model code from the Hub (off by default)"),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
+) -> None:
+    """Capture final-token values, keys, attention and next-token distributions to --out."""
+    cap = _run_capture(model, prompts, out_dir, layers, batch_size, padding_side, max_tokens, attention, queries,
+                       attn_out, top_k, revision, dtype, device, device_map, seed, overwrite, trust_remote_code,
+                       allow_pickle)
+    out.print(f"wrote {out_dir} ({cap.n_prompts} prompts × {len(cap.layers)} layers)")
+
+
+def _run_capture(model, prompts, out_dir, layers, batch_size, padding_side, max_tokens, attention, queries,
+                 attn_out, top_k, revision, dtype, device, device_map, seed, overwrite, trust_remote_code,
+                 allow_pickle):
+    from geoprobe.capture import CaptureConfig, capture as run
+    from geoprobe.prompts import builtin_prompts, read_prompts
+
+    _check_out(out_dir, overwrite)
+    texts = read_prompts(prompts) if prompts is not None else builtin_prompts()
+    config = CaptureConfig(layers=_layers(layers), queries=queries, attn_out=attn_out, attention=attention,
+                           top_k=top_k, batch_size=batch_size, padding_side=padding_side, max_tokens=max_tokens)
+    m = _open(model, revision, dtype, device, device_map, trust_remote_code, allow_pickle)
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("capturing", total=len(texts))
+        cap = run(m, texts, config, seed=seed, progress=lambda done, total: bar.update(task, completed=done))
+    cap.save(out_dir, overwrite=overwrite)
+    return cap
+
+
+@app.command()
+def scan(
+    model: str = ModelOpt,
+    prompts: Optional[Path] = typer.Option(None, "--prompts", "-p", help="prompt file; default: 32 built-in mixed-domain prompts"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory; default runs/<model>"),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    revision: Optional[str] = typer.Option(None, "--revision"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    device: str = typer.Option("cpu", "--device"),
+    seed: int = typer.Option(0, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+) -> None:
+    """Capture every layer and summarise the final-token geometry (full analyses: next release)."""
+    from geoprobe.summary import summarise, write_summary
+
+    target = out_dir or Path("runs") / model.replace("/", "--").replace(":", "-")
+    _check_out(target, overwrite)
+    cap = _run_capture(model, prompts, target / "capture", None, batch_size, "right", max_tokens, "entropy",
+                       False, False, 10, revision, dtype, device, None, seed, overwrite, trust_remote_code, False)
+    summary = summarise(cap)
+    path = write_summary(summary, cap, target)
+    table = Table(title=f"{cap.provenance.model_id}: final-token geometry over {cap.n_prompts} prompts")
+    for col in ("layer", "attn entropy (bits)", "value PC1 %", "value PR", "|v| mean"):
+        table.add_column(col, justify="right")
+    for row in summary["layers"]:
+        table.add_row(str(row["layer"]), f"{row['attn_entropy_mean']:.3f} ± {row['attn_entropy_sd']:.3f}",
+                      f"{100 * row['value_pc1']:.1f}", f"{row['value_participation_ratio']:.2f}",
+                      f"{row['value_norm_mean']:.3f}")
+    out.print(table)
+    out.print(f"next-token entropy: {summary['next_entropy_mean']:.3f} bits (mean); wrote {path}")
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    warnings.showwarning = lambda message, category, *a, **k: err.print(f"warning: {message}", highlight=False)
+    try:
+        app(args=argv, prog_name="geoprobe", standalone_mode=False)
+    except GeoprobeError as exc:
+        if debug:
+            raise
+        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            if debug:
+                raise
+            err.print(f"error: {exc.format_message()}", highlight=False, soft_wrap=True)
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        if debug:
+            raise
+        err.print(f"error: unexpected {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+                  highlight=False, soft_wrap=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
