@@ -1,6 +1,7 @@
 """GGUF files: dequantise once through transformers, cache as safetensors keyed by file hash."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -47,13 +48,12 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
         return model, tok, digest, True
 
     hf_logging.disable_progress_bar()
-    quiet_tqdm = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"  # the GGUF dequantiser and shard writer use bare tqdm bars
     try:
-        model = AutoModelForCausalLM.from_pretrained(p.parent, gguf_file=p.name, dtype=torch.float32)
-        tok = AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name)
+        # the GGUF dequantiser draws a bare tqdm bar on stderr that no logging switch turns off
+        with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+            model = AutoModelForCausalLM.from_pretrained(p.parent, gguf_file=p.name, dtype=torch.float32)
+            tok = AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name)
     except Exception as exc:  # transformers raises many types for a bad file
-        _restore_env("TQDM_DISABLE", quiet_tqdm)
         raise ModelUnavailableError(
             f"could not read GGUF file {str(p)!r} ({type(exc).__name__}: {exc}); "
             "pass a GGUF file of a supported architecture to --model"
@@ -67,7 +67,8 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
+        with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+            model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
         (tmp / "source.json").write_text(json.dumps({"gguf": str(p.resolve()), "sha256": digest}))
         (tmp / "DONE").write_text("")
@@ -77,18 +78,9 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    finally:
-        _restore_env("TQDM_DISABLE", quiet_tqdm)
     if dtype != torch.float32:
         model = model.to(dtype)
     return model, tok, digest, False
-
-
-def _restore_env(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
 
 
 def embedded_gguf_path(package: str, filename: str) -> Path:

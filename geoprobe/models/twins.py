@@ -44,8 +44,6 @@ def tiny_config(cfg: dict) -> dict:
         out["num_local_experts"] = 4
     if cfg.get("model_type") == "gemma3_text":
         out["layer_types"] = ["sliding_attention", "sliding_attention", "full_attention"]
-    if "rope_scaling" in cfg:
-        out["max_position_embeddings"] = 4096
     return out
 
 
@@ -86,6 +84,9 @@ def twin_config(alias: str, scale: Scale = "tiny", vocab_size: int | None = None
         d = tiny_config(d)
     if vocab_size is not None:
         d["vocab_size"] = vocab_size if scale == "tiny" else max(d["vocab_size"], vocab_size)
+        for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            if isinstance(d.get(key), int) and d[key] >= d["vocab_size"]:
+                d[key] = None  # the family's special ids lie outside the twin's tokenizer
     arch = d.pop("architectures")
     cfg = AutoConfig.for_model(**d)
     cfg.architectures = arch

@@ -1,0 +1,120 @@
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from geoprobe.capture import Capture, CaptureConfig, attached_hooks, capture, entropy_bits
+from geoprobe.errors import CaptureError, OutputExistsError, PromptError
+
+
+def _n_hooks(bridge):
+    points = {id(hp): hp for hp in bridge.hook_dict.values()}  # aliases share one HookPoint
+    return sum(len(hp.fwd_hooks) for hp in points.values())
+
+
+def test_hooks_are_removed_even_when_the_forward_raises(twin_factory, prompts):
+    m = twin_factory("llama-3.2-1b")
+    before = _n_hooks(m.bridge)
+
+    def boom(x, hook):
+        raise RuntimeError("planted failure")
+
+    with pytest.raises(RuntimeError, match="planted"):
+        with attached_hooks(m.bridge, {"blocks.1.attn.hook_v": boom}):
+            assert _n_hooks(m.bridge) == before + 1
+            capture(m, prompts)
+    assert _n_hooks(m.bridge) == before
+    capture(m, prompts[:2])  # still usable afterwards
+    assert _n_hooks(m.bridge) == before
+
+
+def test_nan_in_an_activation_names_layer_and_site(twin_factory, prompts):
+    from geoprobe.models.twins import twin
+
+    m = twin("mistral-7b", "tiny", seed=3)  # private copy: we poison its weights
+    v_proj = m.adapter.layers(m.hf_model)[1].self_attn.v_proj
+    w = getattr(v_proj, "original_component", v_proj).weight
+    with torch.no_grad():
+        w[0, 0] = float("nan")
+    with pytest.raises(CaptureError, match=r"layer 1 site v for prompt #\d") as e:
+        capture(m, prompts)
+    assert "--dtype float32" in str(e.value) and "\n" not in str(e.value)
+    assert _n_hooks(m.bridge) == 0
+
+
+def test_empty_prompts_are_refused(twin_factory):
+    m = twin_factory("llama-3.2-1b")
+    with pytest.raises(PromptError, match="no prompts"):
+        capture(m, [])
+    with pytest.raises(PromptError, match="prompt #1 is empty"):
+        capture(m, ["fine", "   "])
+
+
+def test_long_prompts_keep_their_final_tokens_and_warn(twin_factory):
+    m = twin_factory("llama-3.2-1b")
+    long = "one two three four five six seven eight nine ten eleven twelve"
+    ids = m.tokenizer(long)["input_ids"]
+    with pytest.warns(UserWarning, match=r"1 prompt\(s\) longer than 5 tokens .* \(up to \d+ tokens dropped\)"):
+        cut = capture(m, [long], CaptureConfig(max_tokens=5))
+    tail = m.tokenizer.decode(ids[-5:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ref = capture(m, [tail], CaptureConfig())
+    assert cut.n_truncated[0] == len(ids) - 5 and cut.n_tokens[0] == 5
+    if m.tokenizer(tail)["input_ids"] == ids[-5:]:
+        np.testing.assert_allclose(cut.values, ref.values, atol=1e-5)
+
+
+def test_layer_selection_and_errors(twin_factory, prompts):
+    m = twin_factory("pythia-410m")
+    c = capture(m, prompts, CaptureConfig(layers=(-1, 0)))
+    assert c.layers == (0, 2) and c.values.shape[0] == 2
+    full = capture(m, prompts)
+    np.testing.assert_array_equal(c.values[1], full.values[2])
+    np.testing.assert_array_equal(c.values_flat(-1), full.values_flat(2))
+    with pytest.raises(CaptureError, match=r"layer 7 is out of range .* 3 layers .*--layers"):
+        capture(m, prompts, CaptureConfig(layers=(7,)))
+    with pytest.raises(CaptureError, match="--batch-size"):
+        CaptureConfig(batch_size=0)
+
+
+def test_result_holds_arrays_not_the_model(twin_factory, prompts):
+    m = twin_factory("gemma-3-270m")
+    c = capture(m, prompts, CaptureConfig(queries=True, attn_out=True, attention="distribution"))
+    blob = pickle.dumps(c)
+    assert len(blob) < 2_000_000
+    for name in ("values", "keys", "queries", "attn_out", "attn_pattern", "attn_entropy", "w_k"):
+        assert isinstance(getattr(c, name), np.ndarray), name
+    assert not c.values.flags.writeable
+    # attention rows are distributions over each prompt's real tokens
+    sums = c.attn_pattern.sum(-1)
+    np.testing.assert_allclose(sums, 1.0, atol=1e-5)
+    for i, n in enumerate(c.n_tokens):
+        assert np.all(c.attn_pattern[:, i, :, n:] == 0)
+    np.testing.assert_allclose(c.next_top_probs.sum(1) <= 1 + 1e-6, True)
+    assert c.provenance.prompts_hash and c.provenance.model_id == "twin:gemma-3-270m:tiny"
+
+
+def test_entropy_bits_on_known_distributions():
+    p = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]])
+    np.testing.assert_allclose(entropy_bits(p).numpy(), [2.0, 0.0, 1.0], atol=1e-12)
+
+
+def test_save_load_is_lossless_and_never_overwrites(tmp_path, twin_factory, prompts):
+    m = twin_factory("phi-2")
+    c = capture(m, prompts, CaptureConfig(attention="distribution", queries=True), seed=7)
+    path = c.save(tmp_path / "cap")
+    back = Capture.load(path)
+    for name in ("values", "keys", "queries", "attn_pattern", "attn_entropy", "next_entropy", "next_top_ids",
+                 "next_top_probs", "n_tokens", "n_truncated", "w_k"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(c, name), err_msg=name)
+        assert getattr(back, name).dtype == getattr(c, name).dtype
+    assert back.prompts == c.prompts and back.layout == c.layout and back.provenance == c.provenance
+    assert back.provenance.seed == 7 and back.config == c.config and back.attn_out is None
+    with pytest.raises(OutputExistsError, match="--overwrite"):
+        c.save(path)
+    assert Capture.load(path).n_prompts == len(prompts)  # the first result is intact
+    c.save(path, overwrite=True)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dirs left behind

