@@ -126,3 +126,45 @@ def test_too_long_prompt_warns_with_the_count(tmp_path, capsys, monkeypatch):
     assert "warning: 1 prompt(s) longer than 8 tokens were cut to their final 8 tokens" in err
     cap = Capture.load(tmp_path / "o")
     assert cap.n_tokens.tolist()[0] == 8 and cap.n_truncated[0] > 0 and cap.n_truncated[1] == 0
+
+
+def _save_local(path, cfg, tok, poison=None):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg)
+    if poison is not None:
+        with torch.no_grad():
+            poison(model)
+    model.save_pretrained(path, safe_serialization=True)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_unsupported_architecture_from_a_local_directory(tmp_path, capsys, monkeypatch, twin_factory):
+    from transformers import GPT2Config
+
+    tok = twin_factory("llama-3.2-1b").tokenizer
+    cfg = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(tok), n_positions=64)
+    cfg.architectures = ["GPT2LMHeadModel"]
+    d = _save_local(tmp_path / "gpt2", cfg, tok)
+    code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "'GPT2LMHeadModel' is not supported; supported: GPTNeoXForCausalLM" in err
+
+
+def test_nan_activation_from_the_cli_names_layer_and_site(tmp_path, capsys, monkeypatch, twin_factory):
+    from geoprobe.models.twins import twin_config
+
+    tok = twin_factory("llama-3.2-1b").tokenizer
+    cfg = twin_config("llama-3.2-1b", "tiny", vocab_size=len(tok))
+
+    def poison(model):
+        model.model.layers[2].self_attn.v_proj.weight[3, 5] = float("inf")
+
+    d = _save_local(tmp_path / "bad", cfg, tok, poison)
+    code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "non-finite value (NaN/Inf) at layer 2 site v for prompt #" in err
+    assert not (tmp_path / "o").exists()
