@@ -51,6 +51,7 @@ def _quiet() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     hf_logging.disable_progress_bar()
     logging.getLogger("root").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", module="transformer_lens")
@@ -199,6 +200,8 @@ def _load_pretrained(
 ) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if source == "hub" and not _in_local_cache(location, revision) and not _hub_reachable():
+        raise ModelUnavailableError(_offline_message(model_id, revision, ConnectionError("no route to the hub")))
     kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code, dtype=dtype)
     kwargs["use_safetensors"] = None if allow_pickle else True
     if device_map is not None:
@@ -233,6 +236,31 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
+
+
+def _in_local_cache(repo_id: str, revision: str | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json", revision=revision), str)
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """One quick TCP connection to the hub instead of the client's minute of retries.
+
+    Never called with HF_HUB_OFFLINE set: then nothing opens a connection."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 def _local_weights_hash(directory: Path) -> str:

@@ -102,3 +102,24 @@ def test_gemma3_real_weights_capture():
     np.testing.assert_allclose(both.next_entropy[1], alone.next_entropy[0], atol=1e-4)
     top5 = [[m.tokenizer.decode([int(i)]).strip() for i in row] for row in both.next_top_ids[:, :5]]
     assert "Paris" in top5[0] and top5[1][0] == "five", top5  # a random model would not say these
+
+
+def test_unreachable_hub_fails_fast_without_retries(monkeypatch, tmp_path):
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    calls = []
+
+    def refuse(addr, timeout=None, *a, **k):
+        calls.append(addr)
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    t = time.perf_counter()
+    with pytest.raises(ModelUnavailableError, match="hub is unreachable"):
+        load_model("EleutherAI/pythia-160m")
+    assert time.perf_counter() - t < 10 and len(calls) == 1
