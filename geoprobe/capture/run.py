@@ -287,7 +287,13 @@ def capture(
 
 
 def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Float[np.ndarray, "L Hkv D d"]:
-    """Weight-derived key projections W_K (layer, kv_head, d_model, d_head), float32."""
-    w = model.adapter.key_weights(model.hf_model, model.hf_model.config).float().cpu().numpy()
+    """Weight-derived key projections W_K (layer, kv_head, d_model, d_head), float32.
+
+    Filled layer by layer from views of the weights: one float32 copy in all."""
     idx = resolve_layers(layers, model.layout.n_layers)
-    return np.ascontiguousarray(w[list(idx)])
+    lay = model.layout
+    views = model.adapter.key_weight_views(model.hf_model, model.hf_model.config)
+    out = np.empty((len(idx), lay.n_kv_heads, lay.d_model, lay.d_head), dtype=np.float32)
+    for i, layer in enumerate(idx):
+        out[i] = views[layer].float().cpu().numpy()
+    return out

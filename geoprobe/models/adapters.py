@@ -162,12 +162,16 @@ class FamilyAdapter:
 
     def key_weights(self, hf_model: Any, cfg: Any) -> Float[torch.Tensor, "layer kv_head d_model d_head"]:
         """W_K per layer and KV head, as (d_model, d_head) so that k = x @ W_K."""
+        return torch.stack(self.key_weight_views(hf_model, cfg)).detach()
+
+    def key_weight_views(self, hf_model: Any, cfg: Any) -> list[Float[torch.Tensor, "kv_head d_model d_head"]]:
+        """Per-layer W_K as views of the weights (no copies)."""
         lay = self.layout(cfg)
-        out = []
-        for layer in self.layers(hf_model):
-            w = _weight(_unwrap(layer.self_attn).k_proj)  # (n_kv*d_head, d_model)
-            out.append(w.reshape(lay.n_kv_heads, lay.d_head, lay.d_model).transpose(1, 2))
-        return torch.stack(out).detach()
+        return [self._layer_key_weight(layer, lay).detach() for layer in self.layers(hf_model)]
+
+    def _layer_key_weight(self, layer: Any, lay: Layout) -> torch.Tensor:
+        w = _weight(_unwrap(layer.self_attn).k_proj)  # (n_kv*d_head, d_model)
+        return w.reshape(lay.n_kv_heads, lay.d_head, lay.d_model).transpose(1, 2)
 
 
 def _unwrap(module: Any) -> Any:
@@ -220,14 +224,10 @@ class NeoXAdapter(FamilyAdapter):
     def layers(self, hf_model: Any) -> list[Any]:
         return [_unwrap(layer) for layer in hf_model.gpt_neox.layers]
 
-    def key_weights(self, hf_model: Any, cfg: Any) -> Float[torch.Tensor, "layer kv_head d_model d_head"]:
-        lay = self.layout(cfg)
-        out = []
-        for layer in self.layers(hf_model):
-            fused = _weight(_unwrap(layer.attention).query_key_value)  # (heads*3*d_head, d_model)
-            per_head = fused.reshape(lay.n_heads, 3, lay.d_head, lay.d_model)  # per head: q, k, v
-            out.append(per_head[:, 1].transpose(1, 2))
-        return torch.stack(out).detach()
+    def _layer_key_weight(self, layer: Any, lay: Layout) -> torch.Tensor:
+        fused = _weight(_unwrap(layer.attention).query_key_value)  # (heads*3*d_head, d_model)
+        per_head = fused.reshape(lay.n_heads, 3, lay.d_head, lay.d_model)  # per head: q, k, v
+        return per_head[:, 1].transpose(1, 2)
 
 
 ADAPTERS: tuple[type[FamilyAdapter], ...] = (
