@@ -1,0 +1,486 @@
+"""Capture overhead benchmark: bare Hugging Face forward vs geoprobe.capture vs TransformerLens.
+
+Run from the repository root::
+
+    python benchmarks/bench_capture.py            # full run, rewrites a section of docs/benchmarks.md
+    python benchmarks/bench_capture.py --quick    # smoke run (16 prompts, 1 repeat)
+
+Every (model, variant) pair runs in its own subprocess, so its memory is measured alone. A
+worker loads the model, makes its weights resident, records the RSS ("loaded"), resets the
+kernel's peak-RSS counter (``/proc/self/clear_refs``), runs one warm-up batch, then
+``--repeats`` timed passes over all prompts; ``--rounds`` such workers per variant run
+interleaved with the other variants. On CUDA the memory columns are torch-allocated
+GPU bytes (``max_memory_allocated``) and timings are synchronised.
+
+Variants (same token ids, same batches, ``torch.inference_mode()``, ``use_cache=False``):
+
+* ``bare``              plain HF model (default attention: sdpa), no hooks, ``logits_to_keep=1``
+* ``bare-eager``        the same with ``attn_implementation="eager"`` (what the bridge runs)
+* ``bare-full-logits``  ``bare`` without ``logits_to_keep`` (full-vocabulary logits)
+* ``geoprobe``          ``geoprobe.capture(model, prompts, CaptureConfig(batch_size=B))``
+* ``tl``                ``bridge.run_with_cache(ids, attention_mask=mask)``, no names_filter; then the
+                        final-token slices of the sites geoprobe keeps, and the cache is dropped
+
+The bare models are separate plain HF models with the same weights (SmolLM2: the safetensors
+that geoprobe.models.gguf caches; the Pythia-410M twin: the same config and seed), because
+TransformerBridge wraps the HF modules in place. Prompts are Python standard-library
+docstrings cut into chunks of exactly ``--tokens`` tokens and decoded; only chunks that
+re-tokenise to the same ids are kept, so no prompt needs padding. The GGUF section times
+``load_model("smollm2-135m")`` with an empty ``$GEOPROBE_CACHE`` against the cached load.
+The machine may be shared: each timing records how much CPU other processes used meanwhile.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import importlib
+import inspect
+import json
+import os
+import platform
+import re
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- bench_capture:start -->", "<!-- bench_capture:end -->"
+MODELS = {"smollm2": "smollm2-135m", "pythia-410m": "pythia-410m"}
+VARIANTS = ("bare", "bare-eager", "bare-full-logits", "geoprobe", "tl")
+STDLIB = ("argparse", "asyncio", "collections", "contextlib", "csv", "dataclasses", "datetime", "decimal",
+          "difflib", "email.message", "enum", "fractions", "functools", "heapq", "http.client", "inspect",
+          "itertools", "json", "logging", "os", "pathlib", "pickle", "random", "re", "shutil", "socket",
+          "statistics", "string", "subprocess", "tarfile", "textwrap", "threading", "typing", "unittest",
+          "urllib.parse", "uuid", "zipfile")
+
+
+# ------------------------------------------------------------------ prompts
+def corpus(max_chars: int) -> str:
+    """Docstrings of stdlib modules and their own public members, in a fixed order."""
+    parts: list[str] = []
+    for name in STDLIB:
+        mod = importlib.import_module(name)
+        for obj in [mod] + [getattr(mod, a) for a in sorted(vars(mod)) if not a.startswith("_")]:
+            doc = inspect.getdoc(obj) if obj is mod or getattr(obj, "__module__", None) == name else None
+            if doc and doc not in parts:
+                parts.append(doc)
+        if sum(map(len, parts)) > max_chars:
+            break
+    return "\n\n".join(parts)
+
+
+def make_prompts(tok, n: int, n_tokens: int) -> tuple[list[str], list[list[int]]]:
+    """``n`` strings that tokenise (special tokens included) to exactly ``n_tokens`` ids each."""
+    extra = len(tok("a")["input_ids"]) - len(tok("a", add_special_tokens=False)["input_ids"])
+    size = n_tokens - extra
+    ids = tok(corpus(n * n_tokens * 12), add_special_tokens=False)["input_ids"]
+    texts, out = [], []
+    for i in range(0, len(ids) - size, size):
+        text = tok.decode(ids[i: i + size])
+        again = tok(text)["input_ids"]
+        if text.strip() and len(again) == n_tokens and again[extra:] == ids[i: i + size]:
+            texts.append(text)
+            out.append(again)
+        if len(texts) == n:
+            return texts, out
+    raise SystemExit(f"the corpus gave only {len(texts)} prompts of exactly {n_tokens} tokens; need {n}")
+
+
+# ------------------------------------------------------------------ memory and CPU
+def mem_now(cuda: bool) -> float:
+    """MiB: torch-allocated GPU memory on CUDA, else this process's resident set."""
+    import psutil
+    import torch
+
+    return (torch.cuda.memory_allocated() if cuda else psutil.Process().memory_info().rss) / 2**20
+
+
+def mem_peak(cuda: bool) -> float:
+    """MiB: peak since :func:`mem_reset` (Linux VmHWM; elsewhere ru_maxrss, which never resets)."""
+    import torch
+
+    if cuda:
+        return torch.cuda.max_memory_allocated() / 2**20
+    m = re.search(r"VmHWM:\s+(\d+)", Path("/proc/self/status").read_text()) if sys.platform == "linux" else None
+    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (int(m.group(1)) if m else ru // (1024 if sys.platform == "darwin" else 1)) / 1024
+
+
+def mem_reset(cuda: bool) -> str:
+    """Restart the peak counter; returns how peaks are measured."""
+    import torch
+
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        return "torch.cuda.max_memory_allocated, reset after load"
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # sets VmHWM to the current RSS
+        return "VmHWM, reset after load"
+    except OSError:
+        return "ru_maxrss, which includes loading"
+
+
+def cpu_busy() -> float | None:
+    """Busy CPU seconds of the whole machine (all processes), from /proc/stat."""
+    try:
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(f) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_mark() -> tuple:
+    return cpu_busy(), sum(os.times()[:2]), time.perf_counter()
+
+
+def since(mark: tuple) -> tuple[float, float | None]:
+    """(wall seconds since ``mark``, CPUs' worth of time that other processes used meanwhile)."""
+    busy, own, t = mark
+    wall = time.perf_counter() - t
+    if busy is None:
+        return wall, None
+    return wall, max(0.0, (cpu_busy() - busy) - (sum(os.times()[:2]) - own)) / wall
+
+
+# ------------------------------------------------------------------ worker side
+def build(variant: str, model: str, dtype: str, device: str):
+    """(tokenizer, run(ids, mask) -> top-1 ids, modules to make resident, LoadedModel to capture or None)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from geoprobe import load_model, twin
+    from geoprobe.models.loading import torch_dtype
+
+    if variant.startswith("bare"):
+        kw = dict(dtype=torch_dtype(dtype), attn_implementation="eager" if variant == "bare-eager" else None)
+        if model == "pythia-410m":
+            from geoprobe.models.twins import embedded_tokenizer, twin_config
+
+            tok = embedded_tokenizer()
+            torch.manual_seed(0)  # twin()'s default seed: the same random weights
+            hf = AutoModelForCausalLM.from_config(twin_config(model, "full", vocab_size=len(tok)), **kw)
+        else:
+            from geoprobe.models.gguf import embedded_gguf_path, gguf_cache_path, load_gguf
+            from geoprobe.models.registry import ALIASES
+            from geoprobe.provenance import file_sha256
+
+            gguf = embedded_gguf_path(ALIASES[model].package, ALIASES[model].gguf_file)
+            path = gguf_cache_path(file_sha256(gguf))
+            if not (path / "DONE").exists():
+                load_gguf(gguf)  # dequantise once, as geoprobe does
+            tok = AutoTokenizer.from_pretrained(path)
+            hf = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, **kw)
+        hf = hf.to(device).eval()
+        keep = {} if variant == "bare-full-logits" else {"logits_to_keep": 1}
+
+        def run(ids, mask):
+            return hf(input_ids=ids, attention_mask=mask, use_cache=False, **keep).logits[:, -1].argmax(-1)
+
+        return tok, run, [hf], None
+    lm = twin(model, "full", dtype=dtype, device=device) if model == "pythia-410m" else \
+        load_model(model, dtype=dtype, device=device)
+    if variant == "geoprobe":
+        return lm.tokenizer, None, [lm.hf_model, lm.bridge], lm
+    from geoprobe.models.adapters import Site
+
+    ad, d_head = lm.adapter, lm.layout.d_head
+    sites = [Site(layer, k) for layer in range(lm.layout.n_layers) for k in ("v", "k", "pattern")]
+
+    def run(ids, mask):  # what a TransformerLens user writes
+        logits, cache = lm.bridge.run_with_cache(ids, attention_mask=mask)
+        last, rows = mask.sum(1) - 1, torch.arange(ids.shape[0], device=ids.device)
+        kept = {s: ad.at_positions(s.kind, cache[ad.hook_name(s)], last, d_head).cpu().clone() for s in sites}
+        kept["final_norm"] = cache[ad.final_norm_hook][rows, last].cpu().clone()
+        top1 = logits[rows, last].argmax(-1)
+        del cache, logits, kept
+        return top1
+
+    return lm.tokenizer, run, [lm.hf_model, lm.bridge], None
+
+
+def worker(job: dict) -> dict:
+    import torch
+
+    torch.set_num_threads(job["threads"])
+    if job["variant"] == "load":
+        return load_worker(job)
+    device, B = job["device"], job["batch_size"]
+    cuda = device.startswith("cuda")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    t0 = time.perf_counter()
+    tok, run, modules, lm = build(job["variant"], job["model"], job["dtype"], device)
+    with torch.inference_mode():  # make mmapped weights resident, so that "loaded" means loaded
+        for p in (p for m in modules for p in m.parameters()):
+            p.sum()
+    sync()
+    load_s = time.perf_counter() - t0
+    texts, ids = make_prompts(tok, job["n_prompts"], job["tokens"])
+    batches = [torch.tensor(ids[i: i + B]).to(device) for i in range(0, len(ids), B)]
+    loaded, peak_method = mem_now(cuda), mem_reset(cuda)
+    if lm is not None:
+        from geoprobe import CaptureConfig, capture
+
+        def one_pass(n_batches: int):
+            cap = capture(lm, texts[: n_batches * B], CaptureConfig(batch_size=B))
+            return torch.as_tensor(cap.next_top_ids[:, 0])
+    else:
+        def one_pass(n_batches: int):
+            with torch.inference_mode():
+                return torch.cat([run(b, torch.ones_like(b)).cpu() for b in batches[:n_batches]])
+    one_pass(1)  # warm-up batch
+    times, others = [], []
+    for _ in range(job["repeats"]):
+        sync()
+        mark = cpu_mark()
+        top1 = one_pass(len(batches))
+        sync()
+        wall, other = since(mark)
+        times.append(wall)
+        others.append(other)
+    return dict(job, times=times, others=others, load_s=load_s, loaded=loaded, peak=mem_peak(cuda),
+                peak_method=peak_method, top1=top1.tolist(),
+                prompts=hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:12])
+
+
+def load_worker(job: dict) -> dict:
+    """Time load_model() twice in this process and, inside it, the GGUF stage (load_gguf)."""
+    import geoprobe.models.gguf as gguf_mod
+    from geoprobe import load_model
+
+    stage: list[tuple[float, bool]] = []
+    original = gguf_mod.load_gguf
+
+    def timed(*a, **k):
+        t = time.perf_counter()
+        out = original(*a, **k)
+        stage.append((time.perf_counter() - t, out[3]))
+        return out
+
+    gguf_mod.load_gguf = timed  # loading.py imports it at call time
+    runs = []
+    for _ in range(2):  # the second load finds Python's imports and lazy modules warm
+        mark = cpu_mark()
+        load_model(job["model"], dtype=job["dtype"], device=job["device"])
+        runs.append(since(mark))
+    (total, other), (warm, warm_other) = runs
+    return dict(job, total_s=total, other=other, gguf_s=stage[0][0], from_cache=stage[0][1], warm_s=warm,
+                warm_other=warm_other, warm_gguf_s=stage[1][0])
+
+
+# ------------------------------------------------------------------ parent side
+def wait_idle(limit: float, cores: float = 0.2) -> None:
+    """Sleep (up to ``limit`` s) until other processes use less than ``cores`` CPUs over 2 s."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        busy = cpu_busy()
+        time.sleep(2.0)
+        if busy is None or (cpu_busy() - busy) / 2.0 < cores:
+            return
+
+
+def spawn(job: dict, env: dict | None = None) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return dict(job, error=f"exit {proc.returncode}: " + " | ".join(tail))
+    return json.loads(lines[-1][7:])
+
+
+def machine(args) -> str:
+    from importlib.metadata import version
+
+    import psutil
+    import torch
+    import transformers
+
+    cpu = platform.processor() or platform.machine()
+    if Path("/proc/cpuinfo").exists():
+        cpu = (re.findall(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text()) or [cpu])[0]
+    gpu = f", {torch.cuda.get_device_name(0)}" if args.device.startswith("cuda") else ""
+    return (f"{cpu}, {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.1f} GiB RAM{gpu}; "
+            f"Python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+            f"transformer-lens {version('transformer-lens')}; torch threads {args.threads}; "
+            f"device {args.device}, {args.dtype}")
+
+
+def merge(rows: dict, variant: str, r: dict) -> None:
+    """Pool the passes of several rounds; memory from the round with the highest peak."""
+    old = rows.setdefault(variant, r)
+    if old is r or "error" in old:
+        return
+    if "error" in r:
+        rows[variant] = r
+        return
+    times, others = old["times"] + r["times"], old["others"] + r["others"]
+    if r["peak"] > old["peak"]:
+        rows[variant] = old = dict(r)
+    old.update(times=times, others=others, prompts=",".join(sorted({old["prompts"], r["prompts"]})),
+               rounds=old.get("rounds", 1) + 1)
+
+
+def check(model: str, name: str, value: float, text: str, ok: bool | None, threshold: str) -> tuple:
+    return model, name, text or f"{value:.2f}", threshold, "info" if ok is None else ("**PASS**" if ok else "**FAIL**")
+
+
+def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple) -> str:
+    unit = "GPU MiB" if args.device.startswith("cuda") else "RSS MiB"
+    method = next((r["peak_method"] for rows in results.values() for r in rows.values() if "peak_method" in r), "")
+    out = [f"Command: `{command}`", "",
+           f"Run {dt.datetime.now().isoformat(timespec='seconds')} on {machine(args)}; load average "
+           f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after.", "",
+           f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), batch size "
+           f"{args.batch_size}. Each variant ran in {args.rounds} worker process(es), interleaved with the other "
+           f"variants; each worker ran one warm-up batch, then {args.repeats} timed pass(es) over all prompts. *time* "
+           f"is the best pass (median of all passes in brackets). *loaded*: {unit} after loading, weights "
+           f"resident; *peak*: highest during the passes ({method}); *increment*: peak − loaded. *other CPU*: CPUs' "
+           "worth of time other processes used during the best pass (the machine may be shared; above ~0.2 the "
+           "timing is contended). *top-1*: prompts whose next-token argmax equals `bare`'s.", ""]
+    checks = []
+    for key, rows in results.items():
+        out += [f"#### {key}" + (" (full-size twin: Pythia-410M architecture, random init)" if "pythia" in key
+                                  else f" ({MODELS[key]})"), "",
+                f"| variant | time / pass s | tokens/s | other CPU | load s | loaded {unit} | peak {unit} "
+                "| increment MiB | top-1 |", "|---|---|---|---|---|---|---|---|---|"]
+        ref = rows.get("bare", {}).get("top1")
+        for v, r in rows.items():
+            if "error" in r:
+                out.append(f"| {v} | error: {r['error'][:200]} |" + " |" * 7)
+                continue
+            best = r["best"] = min(r["times"])
+            other = r["others"][r["times"].index(best)]
+            r["inc"] = r["peak"] - r["loaded"]
+            out.append(f"| {v} | {best:.2f} ({statistics.median(r['times']):.2f}) "
+                       f"| {args.n_prompts * args.tokens / best:.0f} | {'—' if other is None else f'{other:.2f}'} "
+                       f"| {r['load_s']:.1f} | {r['loaded']:.0f} | {r['peak']:.0f} | {r['inc']:.0f} | "
+                       + (f"{sum(a == b for a, b in zip(r['top1'], ref))}/{len(ref)} |" if ref else "— |"))
+        digests = sorted({d for r in rows.values() if "prompts" in r for d in r["prompts"].split(",")})
+        out += ["", f"Prompt token ids, sha256 prefix: {', '.join(digests)}"
+                + (" — **the variants saw different prompts**" if len(digests) > 1 else ""), ""]
+        g, b, e, t = (rows.get(v, {}) for v in ("geoprobe", "bare", "bare-eager", "tl"))
+        if "best" in g and "best" in b:
+            tr, mr = g["best"] / b["best"], g["peak"] / b["peak"]
+            checks += [check(key, "geoprobe time / bare time", tr, "", tr <= 1.10, "≤ 1.10"),
+                       check(key, "geoprobe peak / bare peak", mr, f"{mr:.2f} ({g['peak']:.0f} / {b['peak']:.0f} "
+                             f"{unit})", mr <= 1.10, "≤ 1.10"),
+                       check(key, "(context) geoprobe − bare: loaded; increment", 0,
+                             f"{g['loaded'] - b['loaded']:+.0f} MiB; {g['inc'] - b['inc']:+.0f} MiB", None, "—")]
+            if "best" in e:
+                checks.append(check(key, "(context) geoprobe time / bare-eager time", g["best"] / e["best"], "",
+                                    None, "—"))
+        if "best" in g and "best" in t:
+            sp, mp, mi = t["best"] / g["best"], t["peak"] / g["peak"], t["inc"] / max(g["inc"], 1.0)
+            won = [w for w, ok in (("faster", sp >= 3), ("less memory: increment", mi >= 10),
+                                   ("less memory: total", mp >= 10)) if ok]
+            checks += [check(key, "TL time / geoprobe time", sp, "", sp >= 3, "≥ 3"),
+                       check(key, "TL peak / geoprobe peak (total)", mp, f"{mp:.2f} ({t['peak']:.0f} / "
+                             f"{g['peak']:.0f} {unit})", mp >= 10, "≥ 10"),
+                       check(key, "TL increment / geoprobe increment", mi, f"{mi:.1f} ({t['inc']:.0f} / "
+                             f"{g['inc']:.0f} MiB)", mi >= 10, "≥ 10"),
+                       check(key, "geoprobe ≥ 3× faster OR ≥ 10× less memory than TL", 0,
+                             "; ".join(won) or "neither", bool(won), "either")]
+    if loads:
+        out += ["#### GGUF load of smollm2-135m (`load_model`, fresh `$GEOPROBE_CACHE`, warm OS page cache)", "",
+                "| run | load_model s | of which load_gguf s | other CPU |", "|---|---|---|---|"]
+        for r in loads:
+            out.append(f"| error | {r['error'][:200]} | | |" if "error" in r else
+                       f"| {'cached, new process' if r['from_cache'] else 'first: hash, dequantise, write cache'} "
+                       f"| {r['total_s']:.2f} | {r['gguf_s']:.2f} | {r['other']:.2f} |")
+            if "warm_s" in r:
+                out.append(f"| cached, again in that process (imports warm) | {r['warm_s']:.2f} "
+                           f"| {r['warm_gguf_s']:.2f} | {r['warm_other']:.2f} |")
+        first = [r["total_s"] for r in loads if r.get("from_cache") is False]
+        cached = [r["total_s"] for r in loads if r.get("from_cache")]
+        warm = [r["warm_s"] for r in loads if "warm_s" in r]
+        if first and cached:
+            checks.append(check("smollm2", "GGUF first / cached load (new processes)", first[0] / min(cached),
+                                f"{first[0] / min(cached):.1f}", first[0] / min(cached) >= 10, "≥ 10"))
+        if first and warm:
+            checks.append(check("smollm2", "(context) GGUF first / cached load with imports warm",
+                                first[0] / min(warm), f"{first[0] / min(warm):.1f}", None, "≥ 10"))
+        out.append("")
+    out += ["#### Targets", "", "| model | target | measured | threshold | result |", "|---|---|---|---|---|"]
+    return "\n".join(out + [f"| {' | '.join(c)} |" for c in checks]) + "\n"
+
+
+def write_doc(path: Path, body: str) -> None:
+    """Replace the text between the bench_capture markers (or append it), keeping the rest."""
+    section = f"{START}\n## Capture benchmark (`benchmarks/bench_capture.py`)\n\n{body}{END}"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        text = text[: text.index(START)] + section + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: 16 prompts, 1 repeat, no idle wait")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma list of {', '.join(VARIANTS)}")
+    ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    ap.add_argument("--n-prompts", type=int, help="prompts per pass (default 64; 16 with --quick)")
+    ap.add_argument("--tokens", type=int, default=128, help="tokens per prompt")
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--repeats", type=int, help="timed passes per worker (default 2; 1 with --quick)")
+    ap.add_argument("--rounds", type=int, help="workers per variant, interleaved (default 2; 1 with --quick)")
+    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in every worker")
+    ap.add_argument("--wait-idle", type=float, help="seconds to wait, before each worker, for other processes "
+                    "to go idle (default 120; 0 with --quick)")
+    ap.add_argument("--no-gguf", action="store_true", help="skip the GGUF first-vs-cached load timing")
+    ap.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown file to update")
+    ap.add_argument("--no-write", action="store_true", help="print the report only")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
+        return
+    command = shlex.join(["python", "benchmarks/bench_capture.py", *sys.argv[1:]])
+    args.n_prompts = args.n_prompts or (16 if args.quick else 64)
+    args.repeats = args.repeats or (1 if args.quick else 2)
+    args.rounds = args.rounds or (1 if args.quick else 2)
+    args.wait_idle = (0 if args.quick else 120) if args.wait_idle is None else args.wait_idle
+    models, variants = args.models.split(","), args.variants.split(",")
+    if bad := [m for m in models if m not in MODELS] + [v for v in variants if v not in VARIANTS]:
+        ap.error(f"unknown model/variant {bad}; models: {list(MODELS)}, variants: {list(VARIANTS)}")
+    common = dict(dtype=args.dtype, device=args.device, threads=args.threads, n_prompts=args.n_prompts,
+                  tokens=args.tokens, batch_size=args.batch_size, repeats=args.repeats)
+    load_before = os.getloadavg()[0]
+    results: dict[str, dict] = {key: {} for key in models}
+    for rnd in range(args.rounds):  # interleaved, so that slow drift of the machine hits every variant alike
+        for key in models:
+            for v in variants:
+                wait_idle(args.wait_idle)
+                t = time.perf_counter()
+                r = spawn(dict(common, model=MODELS[key], variant=v))
+                print(f"[round {rnd} {key} {v}] {time.perf_counter() - t:.0f}s: " + (r["error"] if "error" in r else
+                      f"passes {', '.join(f'{x:.2f}' for x in r['times'])} s, peak {r['peak']:.0f} MiB, other CPU "
+                      + ", ".join(f"{o:.2f}" for o in r["others"] if o is not None)), flush=True)
+                merge(results[key], v, r)
+    loads: list[dict] = []
+    if not args.no_gguf:
+        with tempfile.TemporaryDirectory(prefix="geoprobe-bench-cache-") as cache:
+            for i in range(2 if args.quick else 3):  # the first fills the empty cache
+                wait_idle(args.wait_idle)
+                loads.append(spawn(dict(common, model="smollm2-135m", variant="load"),
+                                   dict(os.environ, GEOPROBE_CACHE=cache)))
+                print(f"[gguf load {i}] " + loads[-1].get("error", f"{loads[-1].get('total_s', 0):.1f}s"), flush=True)
+    body = report(args, command, results, loads, (load_before, os.getloadavg()[0]))
+    print("\n" + body)
+    if not args.no_write:
+        write_doc(Path(args.doc), body)
+        print(f"wrote {args.doc}")
+
+
+if __name__ == "__main__":
+    main()
