@@ -70,6 +70,15 @@ def attached_hooks(bridge: Any, hooks: dict[str, Callable]) -> Iterator[None]:
                 point.fwd_hooks.remove(handle)
 
 
+@contextmanager
+def _released(model: LoadedModel) -> Iterator[None]:
+    """Drop per-forward state the bridge keeps, also when a forward pass raises."""
+    try:
+        yield
+    finally:
+        model.adapter.release_forward_state(model.bridge)
+
+
 def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ...]:
     if layers is None:
         return tuple(range(n_layers))
@@ -238,7 +247,7 @@ def capture(
     pad_id = model.tokenizer.pad_token_id
     device = model.device
     done = 0
-    with attached_hooks(model.bridge, hooks), torch.inference_mode():
+    with attached_hooks(model.bridge, hooks), torch.inference_mode(), _released(model):
         for batch in batches:
             tok, mask = _pad([ids[i] for i in batch], pad_id, config.padding_side)
             position_ids = (mask.cumsum(1) - 1).clamp(min=0)
@@ -251,6 +260,7 @@ def capture(
                 logits_to_keep=1,
                 use_cache=False,
             )
+            model.adapter.release_forward_state(model.bridge)
             for layer_pos, layer in enumerate(layers):
                 for kind in kinds:
                     arrays[_SITE_FIELD[kind]][layer_pos, batch] = slicer.out[(layer, kind)].numpy()

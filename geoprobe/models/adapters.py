@@ -125,6 +125,9 @@ class FamilyAdapter:
             return x[rows, :, pos, :]
         return x[rows, pos]
 
+    def release_forward_state(self, bridge: Any) -> None:
+        """Drop tensors the bridge keeps from the last forward pass (none for most families)."""
+
     # -- layout -----------------------------------------------------------------------
     def layout(self, cfg: Any) -> Layout:
         n_heads = cfg.num_attention_heads
@@ -223,6 +226,13 @@ class NeoXAdapter(FamilyAdapter):
 
     def layers(self, hf_model: Any) -> list[Any]:
         return [_unwrap(layer) for layer in hf_model.gpt_neox.layers]
+
+    def release_forward_state(self, bridge: Any) -> None:
+        """TransformerBridge's fused-QKV attention keeps the last full (batch, head, pos, pos)
+        pattern of every layer (``_pattern``); drop it so capture memory stays O(final token)."""
+        for block in bridge.blocks:
+            if getattr(block.attn, "_pattern", None) is not None:
+                block.attn._pattern = None
 
     def _layer_key_weight(self, layer: Any, lay: Layout) -> torch.Tensor:
         fused = _weight(_unwrap(layer.attention).query_key_value)  # (heads*3*d_head, d_model)

@@ -118,3 +118,10 @@ def test_save_load_is_lossless_and_never_overwrites(tmp_path, twin_factory, prom
     assert Capture.load(path).n_prompts == len(prompts)  # the first result is intact
     c.save(path, overwrite=True)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dirs left behind
+
+
+def test_capture_leaves_no_full_attention_pattern_behind(twin_factory, prompts):
+    m = twin_factory("pythia-410m")  # the fused-QKV bridge stores its last pattern per layer
+    capture(m, prompts)
+    kept = [blk.attn._pattern for blk in m.bridge.blocks if getattr(blk.attn, "_pattern", None) is not None]
+    assert kept == []
