@@ -171,15 +171,15 @@ class _Slicer:
         adapter = self.model.adapter
 
         def fn(x: torch.Tensor, hook: Any) -> None:
+            # advanced indexing copies: the slice never aliases the layer's activation
             sl = adapter.at_positions(kind, x.detach(), self.last, d_head).float()
+            self._check(sl, layer, kind)
             if kind == "pattern":
-                self._check(sl, layer, kind)
                 self.out[(layer, "attn_entropy")] = entropy_bits(sl).float().cpu()
                 if self.keep_pattern:
                     self.out[(layer, "attn_pattern")] = sl.cpu()
             else:
-                self._check(sl, layer, kind)
-                self.out[(layer, kind)] = sl.cpu().clone()
+                self.out[(layer, kind)] = sl.cpu()
 
         return fn
 
