@@ -15,7 +15,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from geoprobe.errors import GeoprobeError, OutputExistsError
+from geoprobe.capture.result import ensure_writable
+from geoprobe.errors import GeoprobeError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure the Bayesian geometry of attention in pretrained language models.")
@@ -35,18 +36,11 @@ def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
         raise GeoprobeError(f"--layers {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
 
 
-def _check_out(path: Path, overwrite: bool) -> None:
-    if path.exists() and not overwrite:
-        raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
-
-
-def _open(model: str, revision: Optional[str], dtype: str, device: str, device_map: Optional[str],
-          trust_remote_code: bool, allow_pickle: bool):
+def _open(model: str, load_options: dict):
     from geoprobe.models.loading import load_model
 
     with err.status(f"loading {model} …"):
-        return load_model(model, revision=revision, dtype=dtype, device=device, device_map=device_map,
-                          trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+        return load_model(model, **load_options)
 
 
 @app.command()
@@ -104,23 +98,25 @@ def capture(
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
 ) -> None:
     """Capture final-token values, keys, attention and next-token distributions to --out."""
-    cap = _run_capture(model, prompts, out_dir, layers, batch_size, padding_side, max_tokens, attention, queries,
-                       attn_out, top_k, revision, dtype, device, device_map, seed, overwrite, trust_remote_code,
-                       allow_pickle)
+    from geoprobe.capture import CaptureConfig
+
+    ensure_writable(out_dir, overwrite)
+    config = CaptureConfig(layers=_layers(layers), queries=queries, attn_out=attn_out, attention=attention,
+                           top_k=top_k, batch_size=batch_size, padding_side=padding_side, max_tokens=max_tokens)
+    load_options = dict(revision=revision, dtype=dtype, device=device, device_map=device_map,
+                        trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+    cap = _run_capture(model, load_options, prompts, config, out_dir, seed, overwrite)
     out.print(f"wrote {out_dir} ({cap.n_prompts} prompts × {len(cap.layers)} layers)")
 
 
-def _run_capture(model, prompts, out_dir, layers, batch_size, padding_side, max_tokens, attention, queries,
-                 attn_out, top_k, revision, dtype, device, device_map, seed, overwrite, trust_remote_code,
-                 allow_pickle):
-    from geoprobe.capture import CaptureConfig, capture as run
+def _run_capture(model: str, load_options: dict, prompts: Optional[Path], config, out_dir: Path, seed: int,
+                 overwrite: bool):
+    """Read prompts, load the model, capture with progress, save to ``out_dir``."""
+    from geoprobe.capture import capture as run
     from geoprobe.prompts import builtin_prompts, read_prompts
 
-    _check_out(out_dir, overwrite)
     texts = read_prompts(prompts) if prompts is not None else builtin_prompts()
-    config = CaptureConfig(layers=_layers(layers), queries=queries, attn_out=attn_out, attention=attention,
-                           top_k=top_k, batch_size=batch_size, padding_side=padding_side, max_tokens=max_tokens)
-    m = _open(model, revision, dtype, device, device_map, trust_remote_code, allow_pickle)
+    m = _open(model, load_options)
     from rich.progress import Progress
 
     with Progress(console=err, transient=True) as bar:
@@ -147,10 +143,13 @@ def scan(
     """Capture every layer and summarise the final-token geometry (full analyses: next release)."""
     from geoprobe.summary import summarise, write_summary
 
+    from geoprobe.capture import CaptureConfig
+
     target = out_dir or Path("runs") / model.replace("/", "--").replace(":", "-")
-    _check_out(target, overwrite)
-    cap = _run_capture(model, prompts, target / "capture", None, batch_size, "right", max_tokens, "entropy",
-                       False, False, 10, revision, dtype, device, None, seed, overwrite, trust_remote_code, False)
+    ensure_writable(target, overwrite)
+    config = CaptureConfig(batch_size=batch_size, max_tokens=max_tokens)
+    load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
+    cap = _run_capture(model, load_options, prompts, config, target / "capture", seed, overwrite)
     summary = summarise(cap)
     path = write_summary(summary, cap, target)
     table = Table(title=f"{cap.provenance.model_id}: final-token geometry over {cap.n_prompts} prompts")

@@ -33,6 +33,12 @@ _ARRAYS = (
 )
 
 
+def ensure_writable(path: str | os.PathLike, overwrite: bool) -> None:
+    """Refuse to replace an existing result unless ``overwrite`` (the CLI's --overwrite)."""
+    if Path(path).exists() and not overwrite:
+        raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
+
+
 @dataclass(frozen=True, eq=False)
 class Capture:
     """Final-token geometry of every captured layer for a set of prompts.
@@ -135,10 +141,7 @@ class Capture:
         from safetensors.numpy import save_file
 
         target = Path(path)
-        if target.exists() and not overwrite:
-            raise OutputExistsError(
-                f"output {str(target)!r} already exists; choose another --out or pass --overwrite"
-            )
+        ensure_writable(target, overwrite)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         try:
