@@ -9,8 +9,14 @@ from geoprobe.errors import PromptError
 
 
 def builtin_prompts() -> list[str]:
-    """The 32 mixed-domain prompts (prose, news, fiction, code, maths, philosophy, science)
-    that `geoprobe scan` uses when no --prompts file is given."""
+    """The 160 built-in prompts that `geoprobe scan` uses when no --prompts file is given.
+
+    Each ends mid-sentence and is chosen to spread next-token entropy across three rough
+    strata: nearly determined continuations (counting, alphabets, well-known phrases, code
+    with an obvious next token), medium ones (factual prose, news, science, instructions,
+    recipes, law, medicine, sports, history, geography, code) and open-ended ones (fiction,
+    dialogue, arbitrary lists). On SmolLM2-135M (Q4_1) about 48 fall below 1 bit and 56 at
+    or above 4 bits. The file is a plain JSON list of strings, with no stratum labels."""
     text = resources.files("geoprobe").joinpath("data", "prompts.json").read_text(encoding="utf-8")
     return list(json.loads(text))
 
