@@ -1,10 +1,11 @@
-"""`geoprobe` command line: models, capture, scan.
+"""`geoprobe` command line: models, capture, scan, run, report.
 
 Errors the user can fix print one line (``error: ...``) and exit 2; ``--debug`` anywhere on
 the command line shows the traceback instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import warnings
@@ -126,41 +127,151 @@ def _run_capture(model: str, load_options: dict, prompts: Optional[Path], config
     return cap
 
 
+def _scan_options(prompts: Optional[str], layers: Optional[str], batch_size: Optional[int],
+                  max_tokens: Optional[int], seed: Optional[int], scatter: Optional[str], no_init: bool) -> dict:
+    changes: dict = dict(batch_size=batch_size, max_tokens=max_tokens, seed=seed)
+    if prompts is not None:
+        changes["prompts"] = prompts if prompts == "builtin" else str(Path(prompts))
+    if layers is not None:
+        changes["layers"] = _layers(layers) or None
+    if scatter is not None:
+        changes["scatter_layers"] = _layers(scatter) or ()
+    if no_init:
+        changes["init_baseline"] = False
+    return changes
+
+
+def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
+    """Scan ``model`` and write capture/, results.json and report.html under the run directory."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from geoprobe.scan.run import resolve_prompts, scan
+
+    target = out_dir or Path("runs") / model.replace("/", "--").replace(":", "-")
+    existing = [target / n for n in ("report.html", "results.json", "capture") if (target / n).exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    texts, notes = resolve_prompts(config)  # fail on bad prompts before loading the model
+    m = _open(model, load_options)
+    columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            key = "capture" if stage == "capture" else "analyse"
+            if key not in tasks:
+                tasks[key] = bar.add_task("capturing" if key == "capture" else stage, total=total)
+            bar.update(tasks[key], completed=done, description="capturing" if key == "capture" else stage)
+
+        result, cap = scan(m, texts, config, progress=progress, return_capture=True, notes=notes)
+    cap.save(target / "capture", overwrite=force)
+    result = dataclasses.replace(result, capture_dir="capture")
+    results_path = result.save(target / "results.json")
+    report_path = result.report(target / "report.html", force=True)  # existence was checked before any work
+    _print_scan(result)
+    out.print(f"wrote {report_path}, {results_path} and {target / 'capture'}")
+
+
+def _print_scan(result) -> None:
+    m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
+    table = Table(title=f"{result.model}: final-token geometry over {result.n_prompts} prompts")
+    cols = ["layer"] + (["value PC1", "null PC1 ≤"] if m else []) + (["ρ(PC1, H)"] if a else []) \
+        + (["key |cos|"] if o else []) + (["attn H (bits)"] if f else [])
+    for c in cols:
+        table.add_column(c, justify="right")
+    for i, layer in enumerate(result.layers):
+        row = [str(layer)]
+        if m:
+            row += [f"{m.pc1[i].value:.3f}", f"{m.null[i].pc1.high:.3f}"]
+        if a:
+            row += [f"{a.spearman[i].value:.2f}"]
+        if o:
+            row += [f"{o.layer_mean[i]:.3f}"]
+        if f:
+            row += [f"{f.mean[i].value:.2f}"]
+        table.add_row(*row)
+    out.print(table)
+    for r, c in zip(result.scorecard.rows(), result.scorecard.criteria):
+        out.print(f"{'PASS' if c.passes else 'fail'}  {r['criterion']}: {r['value']} ({r['ci']}); "
+                  f"beats null: {r['beats_null']}", highlight=False)
+
+
+PromptsOpt = typer.Option(None, "--prompts", "-p", help="prompt file (.txt/.jsonl/.json) or a built-in set: builtin")
+LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
+ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
+OutOpt = typer.Option(None, "--out", "-o", help="run directory; default runs/<model>")
+ForceOpt = typer.Option(False, "--force", "--overwrite", help="replace an existing report/results in --out")
+
+
 @app.command()
 def scan(
     model: str = ModelOpt,
-    prompts: Optional[Path] = typer.Option(None, "--prompts", "-p", help="prompt file; default: 32 built-in mixed-domain prompts"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory; default runs/<model>"),
-    batch_size: int = typer.Option(16, "--batch-size"),
+    prompts: Optional[str] = PromptsOpt,
+    layers: Optional[str] = LayersOpt,
+    batch_size: Optional[int] = typer.Option(None, "--batch-size"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
+    scatter_layers: Optional[str] = ScatterOpt,
+    no_init_baseline: bool = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline"),
+    revision: Optional[str] = typer.Option(None, "--revision"),
+    dtype: str = typer.Option("float32", "--dtype", help="float32|bfloat16|float16"),
+    device: str = typer.Option("cpu", "--device"),
+    out_dir: Optional[Path] = OutOpt,
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    force: bool = ForceOpt,
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle"),
+) -> None:
+    """Measure the Bayesian-geometry signatures on every layer; write report.html and results.json."""
+    from geoprobe.scan import ScanConfig
+
+    config = ScanConfig().updated(**_scan_options(prompts, layers, batch_size, max_tokens, seed, scatter_layers,
+                                                  no_init_baseline))
+    load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code,
+                        allow_pickle=allow_pickle)
+    _run_scan(model, config, load_options, out_dir, force)
+
+
+@app.command(name="run")
+def run_probe(
+    probe_file: Path = typer.Argument(..., help="a probe recipe, e.g. probes/scan.toml"),
+    model: str = ModelOpt,
+    prompts: Optional[str] = PromptsOpt,
+    layers: Optional[str] = LayersOpt,
+    batch_size: Optional[int] = typer.Option(None, "--batch-size"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    scatter_layers: Optional[str] = ScatterOpt,
+    no_init_baseline: bool = typer.Option(False, "--no-init-baseline"),
     revision: Optional[str] = typer.Option(None, "--revision"),
     dtype: str = typer.Option("float32", "--dtype"),
     device: str = typer.Option("cpu", "--device"),
-    seed: int = typer.Option(0, "--seed"),
-    overwrite: bool = typer.Option(False, "--overwrite"),
+    out_dir: Optional[Path] = OutOpt,
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    force: bool = ForceOpt,
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
 ) -> None:
-    """Capture every layer and summarise the final-token geometry (full analyses: next release)."""
-    from geoprobe.summary import summarise, write_summary
+    """Run a probe recipe (probes/*.toml); flags override the recipe's settings."""
+    from geoprobe.scan import load_probe
 
-    from geoprobe.capture import CaptureConfig
-
-    target = out_dir or Path("runs") / model.replace("/", "--").replace(":", "-")
-    ensure_writable(target, overwrite)
-    config = CaptureConfig(batch_size=batch_size, max_tokens=max_tokens)
+    probe = load_probe(probe_file)
+    config = probe.config.updated(**_scan_options(prompts, layers, batch_size, max_tokens, seed, scatter_layers,
+                                                  no_init_baseline))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-    cap = _run_capture(model, load_options, prompts, config, target / "capture", seed, overwrite)
-    summary = summarise(cap)
-    path = write_summary(summary, cap, target)
-    table = Table(title=f"{cap.provenance.model_id}: final-token geometry over {cap.n_prompts} prompts")
-    for col in ("layer", "attn entropy (bits)", "value PC1 %", "value PR", "|v| mean"):
-        table.add_column(col, justify="right")
-    for row in summary["layers"]:
-        table.add_row(str(row["layer"]), f"{row['attn_entropy_mean']:.3f} ± {row['attn_entropy_sd']:.3f}",
-                      f"{100 * row['value_pc1']:.1f}", f"{row['value_participation_ratio']:.2f}",
-                      f"{row['value_norm_mean']:.3f}")
-    out.print(table)
-    out.print(f"next-token entropy: {summary['next_entropy_mean']:.3f} bits (mean); wrote {path}")
+    _run_scan(model, config, load_options, out_dir, force)
+
+
+@app.command()
+def report(
+    results: Path = typer.Argument(..., help="results.json written by geoprobe scan (or its directory)"),
+    out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file; default report.html beside results"),
+    force: bool = ForceOpt,
+) -> None:
+    """Rebuild the HTML report from saved results, without the model."""
+    from geoprobe.scan import ScanResult
+
+    res = ScanResult.load(results)
+    base = results if results.is_dir() else results.parent
+    path = res.report(out_file or base / "report.html", force=force)
+    out.print(f"wrote {path}")
 
 
 def main() -> None:

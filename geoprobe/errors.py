@@ -38,3 +38,7 @@ class CaptureError(GeoprobeError):
 
 class OutputExistsError(GeoprobeError):
     """Refusing to overwrite results already on disk."""
+
+
+class ResultsError(GeoprobeError):
+    """A results.json that this geoprobe cannot read (wrong kind, incompatible version, damaged)."""

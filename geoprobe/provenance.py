@@ -11,7 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
-_PACKAGES = ("geoprobe", "torch", "transformers", "transformer-lens", "numpy", "safetensors", "gguf")
+_PACKAGES = ("geoprobe", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn", "plotly",
+             "safetensors", "gguf")
 
 
 def package_versions() -> dict[str, str]:

@@ -13,6 +13,7 @@ import numpy as np
 from jaxtyping import Float, Int
 
 from geoprobe.errors import GeoprobeError, OutputExistsError
+from geoprobe.paths import public_mode
 from geoprobe.models.adapters import Layout
 from geoprobe.provenance import Provenance
 
@@ -148,6 +149,7 @@ class Capture:
             arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in _ARRAYS if getattr(self, n) is not None}
             save_file(arrays, str(tmp / "arrays.safetensors"))
             (tmp / "capture.json").write_text(json.dumps(self.metadata(), indent=1, ensure_ascii=False))
+            os.chmod(tmp, public_mode(directory=True))  # mkdtemp makes it private (0700)
             if target.exists():
                 old = target.with_name(f".{target.name}.old-{os.getpid()}")
                 os.replace(target, old)

@@ -47,15 +47,19 @@ def test_capture_end_to_end_in_a_subprocess(tmp_path, prompt_file):
     np.testing.assert_allclose(ref.values, cap.values, atol=1e-6)
 
 
-def test_scan_writes_summary_and_capture(tmp_path, capsys, monkeypatch, prompt_file):
-    code, out, err = run_cli(["scan", "--model", "twin:pythia-410m", "--prompts", str(prompt_file),
-                              "--out", str(tmp_path / "scan")], capsys, monkeypatch)
+def test_scan_on_a_twin_writes_results_report_and_capture(tmp_path, capsys, monkeypatch):
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("\n".join(f"Prompt number {i} says that the weather" for i in range(12)), encoding="utf-8")
+    out_dir = tmp_path / "scan"
+    code, out, err = run_cli(["scan", "--model", "twin:pythia-410m", "--prompts", str(prompts),
+                              "--out", str(out_dir)], capsys, monkeypatch)
     assert code == 0, err
-    summary = json.loads((tmp_path / "scan" / "summary.json").read_text())
-    assert len(summary["layers"]) == 3 and summary["n_prompts"] == 3
-    assert summary["provenance"]["model_id"] == "twin:pythia-410m:tiny"
-    assert Capture.load(tmp_path / "scan" / "capture").n_prompts == 3
-    assert "attn entropy" in out
+    results = json.loads((out_dir / "results.json").read_text())
+    assert results["layers"] == [0, 1, 2] and results["n_prompts"] == 12
+    assert results["provenance"]["model_id"] == "twin:pythia-410m:tiny"
+    assert results["capture_dir"] == "capture" and Capture.load(out_dir / "capture").n_prompts == 12
+    assert (out_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert "Value manifold" in out and "key |cos|" in out
 
 
 def test_models_lists_every_alias_with_availability(capsys, monkeypatch):

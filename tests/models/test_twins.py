@@ -38,3 +38,22 @@ def test_unknown_twin_and_scale():
         twin_config("pythia-41m")
     with pytest.raises(GeoprobeError, match="--scale"):
         twin_config("pythia-410m", "huge")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("alias", ["pythia-70m", "smollm2-135m", "llama-3.2-1b"])
+def test_init_key_weights_follow_the_architectures_initialiser(alias):
+    """The random-init baseline of key orthogonality: real (full-size) shapes, the family's own
+    initialiser (normal with the config's initializer_range), seeded, without building the model."""
+    from geoprobe.models.registry import ALIASES, load_config_dict
+    from geoprobe.models.twins import init_key_weights, twin_config
+
+    cfg = twin_config(alias, "full")
+    w = init_key_weights(cfg, seed=0)
+    real = load_config_dict(ALIASES[alias].config)
+    n_kv = real.get("num_key_value_heads") or real["num_attention_heads"]
+    d_head = real.get("head_dim") or real["hidden_size"] // real["num_attention_heads"]
+    assert w.shape == (real["num_hidden_layers"], n_kv, real["hidden_size"], d_head)
+    assert abs(w.std() / cfg.initializer_range - 1) < 0.02 and abs(w.mean()) < 1e-3
+    if alias == "smollm2-135m":
+        assert (init_key_weights(cfg, seed=0) == w).all()
+        assert not (init_key_weights(cfg, seed=1)[0] == w[0]).all()

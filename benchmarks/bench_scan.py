@@ -1,0 +1,125 @@
+"""Scan benchmark: a full `geoprobe scan` of the embedded model, and what the analysers cost.
+
+Targets (issue 3): the whole scan of SmolLM2-135M on the default prompt set, report included,
+in under 2 minutes on 2 CPU cores; the analysers add < 10 % to the capture time.
+
+1. End to end: `geoprobe scan --out TMP` in a fresh process (Python start-up, imports, cached
+   GGUF load, capture, random-init baseline, analysers, results.json, capture/, report.html),
+   timed from outside, `--runs` times.
+2. Breakdown, in one process with the model loaded once: capture, the random-init W_K baseline,
+   the analysers, and writing the report, each `--runs` times.
+
+    python benchmarks/bench_scan.py            # writes its table into docs/benchmarks.md
+    python benchmarks/bench_scan.py --no-write
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+START, END = "<!-- bench_scan:start -->", "<!-- bench_scan:end -->"
+
+
+def end_to_end(model: str, runs: int) -> list[float]:
+    times = []
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as d:
+            t = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "geoprobe.cli", "scan", "--model", model, "--out", f"{d}/run"],
+                               capture_output=True, text=True, env=env)
+            times.append(time.perf_counter() - t)
+            if r.returncode:
+                raise SystemExit(f"geoprobe scan failed:\n{r.stderr[-3000:]}")
+    return times
+
+
+def breakdown(model: str, runs: int) -> dict[str, list[float]]:
+    from geoprobe.capture.run import CaptureConfig, capture
+    from geoprobe.models.loading import load_model
+    from geoprobe.scan import ScanConfig, analyse
+    from geoprobe.scan.run import _init_key_weights, resolve_prompts
+
+    config = ScanConfig()
+    texts, _ = resolve_prompts(config)
+    t = time.perf_counter()
+    m = load_model(model)
+    out: dict[str, list[float]] = {"load (in this process)": [time.perf_counter() - t], "capture": [],
+                                   "random-init W_K baseline": [], "analysers": [], "report.html": []}
+    cc = CaptureConfig(batch_size=config.batch_size)
+    for _ in range(runs):
+        t = time.perf_counter()
+        cap = capture(m, texts, cc, seed=config.seed)
+        out["capture"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        init, label = _init_key_weights(cap, m.hf_model.config, config.seed)
+        out["random-init W_K baseline"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        result = analyse(cap, config, init_w_k=init, init_label=label)
+        out["analysers"].append(time.perf_counter() - t)
+        with tempfile.TemporaryDirectory() as d:
+            t = time.perf_counter()
+            result.report(Path(d) / "report.html")
+            out["report.html"].append(time.perf_counter() - t)
+    out["_n"] = [cap.n_prompts, len(cap.layers), float(cap.n_tokens.mean())]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--doc", default=str(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"))
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    import torch
+
+    e2e = end_to_end(args.model, args.runs)
+    parts = breakdown(args.model, args.runs)
+    n, layers, mean_tokens = parts.pop("_n")
+    med = {k: statistics.median(v) for k, v in parts.items()}
+    ratio = med["analysers"] / med["capture"]
+    ratio_init = (med["analysers"] + med["random-init W_K baseline"]) / med["capture"]
+    lines = [
+        f"Command: `python benchmarks/bench_scan.py --runs {args.runs}`", "",
+        f"Run {datetime.now().isoformat(timespec='seconds')} on {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs; Python {platform.python_version()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads. Model {args.model}, default prompt set: {int(n)} prompts "
+        f"(mean {mean_tokens:.1f} tokens), {int(layers)} layers; default resamples (probes/scan.toml).", "",
+        "| stage | median s | runs |", "|---|---|---|",
+        f"| `geoprobe scan` end to end, new process (report, results, capture/ written) | {statistics.median(e2e):.1f} "
+        f"| {', '.join(f'{x:.1f}' for x in e2e)} |",
+    ]
+    for k, v in parts.items():
+        lines.append(f"| {k} | {med[k]:.2f} | {', '.join(f'{x:.2f}' for x in v)} |")
+    ok_total, ok_ratio = statistics.median(e2e) < 120, ratio < 0.10
+    lines += ["", "| target | measured | threshold | result |", "|---|---|---|---|",
+              f"| full scan, report included | {statistics.median(e2e):.1f} s | < 120 s | "
+              f"**{'PASS' if ok_total else 'FAIL'}** |",
+              f"| analysers / capture | {ratio:.3f} | < 0.10 | **{'PASS' if ok_ratio else 'FAIL'}** |",
+              f"| (context) analysers + random-init baseline / capture | {ratio_init:.3f} | — | info |", ""]
+    body = "\n".join(lines) + "\n"
+    print(body)
+    if not args.no_write:
+        path = Path(args.doc)
+        section = f"{START}\n## Scan benchmark (`benchmarks/bench_scan.py`)\n\n{body}{END}"
+        text = path.read_text() if path.exists() else "# Benchmarks\n"
+        if START in text and END in text:
+            text = text[: text.index(START)] + section + text[text.index(END) + len(END):]
+        else:
+            text = text.rstrip("\n") + "\n\n" + section + "\n"
+        path.write_text(text)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Scan configuration and probe recipes (``probes/*.toml``).
+
+A probe recipe is a small declarative TOML file holding an experiment's defaults; the CLI
+(``geoprobe run probes/scan.toml --model M``) and notebooks load it with :func:`load_probe`,
+and command-line flags override what it sets.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from geoprobe.errors import GeoprobeError
+
+Analysis = Literal["manifold", "alignment", "orthogonality", "focusing"]
+ANALYSES: tuple[Analysis, ...] = ("manifold", "alignment", "orthogonality", "focusing")
+MIN_PROMPTS = 10  # PCA needs n >= 3 for PC1+PC2; bootstrap CIs and permutation tests need ~10
+
+
+class ProbeError(GeoprobeError):
+    """A probe recipe that cannot be used."""
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """What a scan measures. Defaults are `probes/scan.toml`'s."""
+
+    prompts: str = "builtin"  # a built-in set name or a prompt file path
+    layers: tuple[int, ...] | None = None  # None: every layer; negative counts from the end
+    batch_size: int = 16
+    max_tokens: int | None = None
+    analyses: tuple[Analysis, ...] = ANALYSES
+    scatter_layers: tuple[int, ...] = ()  # value-manifold scatter plots; the final layer is always shown
+    n_resamples: int = 1000  # bootstrap resamples for means and correlations
+    pca_resamples: int = 200  # bootstrap resamples for PCA spectra
+    null_draws: int = 200  # matched-null draws per layer
+    null_kind: Literal["permute", "gaussian"] = "permute"
+    n_permutations: int = 1000
+    confidence: float = 0.95
+    init_baseline: bool = True  # key orthogonality of the architecture's own random init
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [a for a in self.analyses if a not in ANALYSES]
+        if bad:
+            raise ProbeError(f"analysis {bad[0]!r} is unknown; choose from {', '.join(ANALYSES)}")
+        if "alignment" in self.analyses and "manifold" not in self.analyses:
+            raise ProbeError("analysis 'alignment' needs 'manifold' (it correlates PC1 with entropy); add it to analyses")
+        if self.batch_size < 1:
+            raise ProbeError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
+        if not 0.5 <= self.confidence < 1:
+            raise ProbeError(f"confidence {self.confidence} must be in [0.5, 1); set confidence in the probe")
+        for name in ("n_resamples", "pca_resamples", "null_draws", "n_permutations"):
+            if getattr(self, name) < 10:
+                raise ProbeError(f"{name} {getattr(self, name)} is below 10; set {name} >= 10 in the probe")
+        if self.null_kind not in ("permute", "gaussian"):
+            raise ProbeError(f"null_kind {self.null_kind!r} is not permute|gaussian")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("layers", "analyses", "scatter_layers"):
+            d[k] = None if d[k] is None else list(d[k])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ScanConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ProbeError(f"unknown scan setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        d = dict(d)
+        for k in ("layers", "analyses", "scatter_layers"):
+            if d.get(k) is not None:
+                d[k] = tuple(d[k])
+        return cls(**d)
+
+    def updated(self, **changes: Any) -> "ScanConfig":
+        """A copy with the given settings changed (``None`` leaves a setting as it is)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    command: str
+    description: str
+    config: ScanConfig
+    path: str
+
+
+_SECTIONS = {  # TOML table -> the ScanConfig fields it may set
+    "prompts": {"set": "prompts", "file": "prompts"},
+    "capture": {"layers": "layers", "batch_size": "batch_size", "max_tokens": "max_tokens"},
+    "analyses": {"run": "analyses", "n_resamples": "n_resamples", "pca_resamples": "pca_resamples",
+                 "null_draws": "null_draws", "null_kind": "null_kind", "n_permutations": "n_permutations",
+                 "confidence": "confidence", "init_baseline": "init_baseline", "seed": "seed"},
+    "figures": {"scatter_layers": "scatter_layers"},
+}
+
+
+def load_probe(path: str | Path) -> Probe:
+    """Read a probe recipe; every unknown key is an error naming the file and the key."""
+    p = Path(path)
+    if not p.is_file():
+        raise ProbeError(f"probe file {str(p)!r} does not exist; pass a recipe such as probes/scan.toml")
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
+    head = doc.pop("probe", {})
+    command = head.get("command", "scan")
+    if command != "scan":
+        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: scan")
+    settings: dict[str, Any] = {}
+    for section, table in doc.items():
+        allowed = _SECTIONS.get(section)
+        if allowed is None or not isinstance(table, dict):
+            raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {', '.join(_SECTIONS)}")
+        for key, value in table.items():
+            if key not in allowed:
+                raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(allowed)}")
+            if section == "prompts" and key == "file":
+                value = str((p.parent / value).resolve()) if not Path(value).is_absolute() else value
+            if key == "layers" and value == "all":
+                value = None
+            settings[allowed[key]] = value
+    return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
+                 config=ScanConfig.from_dict(settings), path=str(p))

@@ -1,0 +1,157 @@
+"""Run a scan: capture → analysers → ScanResult. The CLI and notebooks both call this.
+
+In Jupyter::
+
+    from geoprobe.scan import scan
+    result = scan("smollm2-135m")          # or scan(model, prompts=[...], config=load_probe(...).config)
+    result.report("runs/smollm2/report.html")
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from collections import Counter
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from geoprobe.capture.result import Capture
+from geoprobe.errors import PromptError
+from geoprobe.scan.config import MIN_PROMPTS, ScanConfig
+from geoprobe.scan.result import ScanResult
+from geoprobe.scan.scorecard import build_scorecard
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def dedupe_prompts(prompts: Sequence[str]) -> tuple[list[str], int]:
+    """Keep the first copy of every prompt; return the kept prompts and how many were dropped.
+
+    Duplicates would enter PCA and the bootstrap as independent samples and inflate structure."""
+    seen: set[str] = set()
+    kept = [p for p in prompts if not (p in seen or seen.add(p))]
+    return kept, len(prompts) - len(kept)
+
+
+def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """The prompts a scan runs on (deduplicated) and the notes to report about them."""
+    from geoprobe.prompts import builtin_prompts, read_prompts
+
+    if prompts is None:
+        prompts = builtin_prompts() if config.prompts == "builtin" else read_prompts(config.prompts)
+    prompts = list(prompts)
+    notes = []
+    kept, dropped = dedupe_prompts(prompts)
+    if dropped:
+        counts = Counter(prompts)
+        msg = (f"{dropped} duplicate prompt(s) dropped ({sum(1 for c in counts.values() if c > 1)} distinct texts "
+               f"repeated); {len(kept)} prompts remain")
+        warnings.warn(msg, stacklevel=2)
+        notes.append(msg)
+    if len(kept) < MIN_PROMPTS:
+        raise PromptError(f"{len(kept)} distinct prompt(s) but a scan needs at least {MIN_PROMPTS} "
+                          "(PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
+    return kept, notes
+
+
+def _init_key_weights(cap: Capture, hf_config: Any, seed: int) -> tuple[np.ndarray | None, str | None]:
+    from geoprobe.models.twins import init_key_weights
+
+    try:
+        w = init_key_weights(hf_config, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - the baseline is optional; say why it is missing
+        warnings.warn(f"no random-init baseline for key orthogonality ({type(exc).__name__}: {exc})", stacklevel=2)
+        return None, None
+    return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed})"
+
+
+def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.ndarray | None = None,
+            init_label: str | None = None, notes: Sequence[str] = (), timings: dict[str, float] | None = None,
+            progress: Progress | None = None) -> ScanResult:
+    """Run the configured analysers on a capture (no model needed)."""
+    from geoprobe.analysis.alignment import entropy_alignment
+    from geoprobe.analysis.focusing import attention_focusing
+    from geoprobe.analysis.manifold import value_manifold
+    from geoprobe.analysis.orthogonality import key_orthogonality
+
+    if cap.n_prompts < MIN_PROMPTS:
+        raise PromptError(f"{cap.n_prompts} prompt(s) but a scan needs at least {MIN_PROMPTS}; add prompts to --prompts")
+    model, layers, seed = cap.provenance.model_id, tuple(cap.layers), config.seed
+    t0 = time.perf_counter()
+    todo = list(config.analyses)
+    parts: dict[str, Any] = {}
+
+    def step(name: str) -> None:
+        if progress is not None:
+            progress(name, todo.index(name), len(todo))
+
+    if "manifold" in todo:
+        step("manifold")
+        if cap.values is None:
+            raise PromptError("the capture has no value vectors; capture with values to run the manifold analysis")
+        values = cap.values.reshape(cap.values.shape[0], cap.n_prompts, -1)
+        scatter = tuple(cap.index(x) for x in config.scatter_layers if x in layers or -len(layers) <= x < 0)
+        parts["manifold"] = value_manifold(
+            values, layers, cap.next_entropy, model=model, scatter_layers=tuple(layers[i] for i in scatter),
+            n_resamples=config.pca_resamples, null_draws=config.null_draws, null_kind=config.null_kind,
+            confidence=config.confidence, random_state=seed)
+    if "alignment" in todo:
+        step("alignment")
+        parts["alignment"] = entropy_alignment(
+            parts["manifold"].pc1_coords, cap.next_entropy, layers, model=model, n_resamples=config.n_resamples,
+            n_permutations=config.n_permutations, confidence=config.confidence, random_state=seed)
+    if "orthogonality" in todo:
+        step("orthogonality")
+        if cap.w_k is None:
+            raise PromptError("the capture has no W_K; capture with key weights to run the orthogonality analysis")
+        keys = None if cap.keys is None else cap.keys
+        parts["orthogonality"] = key_orthogonality(
+            cap.w_k, layers, cap.layout.d_model, model=model, init_w_k=init_w_k, init_label=init_label, keys=keys)
+    if "focusing" in todo:
+        step("focusing")
+        parts["focusing"] = attention_focusing(
+            cap.attn_entropy, layers, cap.n_tokens, model=model, confidence=config.confidence,
+            n_resamples=config.n_resamples, random_state=seed)
+    card = build_scorecard(model, parts.get("manifold"), parts.get("orthogonality"), parts.get("focusing"),
+                           n_resamples=config.n_resamples, confidence=config.confidence, random_state=seed)
+    timings = dict(timings or {}, analyse_s=time.perf_counter() - t0)
+    return ScanResult(model=model, provenance=cap.provenance.to_dict(), config=config, n_prompts=cap.n_prompts,
+                      layers=layers, n_layers=cap.layout.n_layers, scorecard=card, timings=timings,
+                      notes=tuple(notes), **parts)
+
+
+def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, config: ScanConfig = ScanConfig(),
+         *, progress: Progress | None = None, return_capture: bool = False, notes: Sequence[str] = (),
+         **load_options: Any) -> Any:
+    """Load (if given a name), capture and analyse. Returns a ScanResult (and the Capture if asked).
+
+    ``prompts`` default to ``config.prompts``; duplicates are dropped with a warning. ``notes``
+    are earlier warnings to keep in the result (the CLI deduplicates before loading)."""
+    from geoprobe.capture.run import CaptureConfig, capture
+    from geoprobe.models.loading import LoadedModel, load_model
+
+    texts, new_notes = resolve_prompts(config, prompts)
+    notes = [*notes, *new_notes]
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    m = model if isinstance(model, LoadedModel) else load_model(model, **load_options)
+    timings["load_s"] = time.perf_counter() - t
+    cc = CaptureConfig(layers=config.layers, batch_size=config.batch_size, max_tokens=config.max_tokens,
+                       key_weights="orthogonality" in config.analyses)
+    t = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cap = capture(m, texts, cc, seed=config.seed,
+                      progress=None if progress is None else (lambda d, n: progress("capture", d, n)))
+    for w in caught:
+        notes.append(str(w.message))
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    timings["capture_s"] = time.perf_counter() - t
+    init_w_k = init_label = None
+    if config.init_baseline and "orthogonality" in config.analyses:
+        t = time.perf_counter()
+        init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed)
+        timings["init_baseline_s"] = time.perf_counter() - t
+    result = analyse(cap, config, init_w_k=init_w_k, init_label=init_label, notes=notes, timings=timings,
+                     progress=progress)
+    return (result, cap) if return_capture else result

@@ -1,0 +1,48 @@
+from pathlib import Path
+
+import pytest
+
+from geoprobe.scan import ProbeError, ScanConfig, load_probe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_scan_recipe_holds_the_cli_defaults():
+    probe = load_probe(ROOT / "probes" / "scan.toml")
+    assert probe.name == "scan" and probe.command == "scan"
+    assert probe.config == ScanConfig()  # `geoprobe scan` and `geoprobe run probes/scan.toml` agree
+
+
+def test_recipe_settings_and_relative_prompt_file(tmp_path):
+    (tmp_path / "p.txt").write_text("a\n")
+    f = tmp_path / "r.toml"
+    f.write_text('[prompts]\nfile = "p.txt"\n[capture]\nlayers = [0, -1]\n[analyses]\nrun = ["focusing"]\n'
+                 'seed = 7\n[figures]\nscatter_layers = [3]\n')
+    cfg = load_probe(f).config
+    assert cfg.prompts == str((tmp_path / "p.txt").resolve())
+    assert cfg.layers == (0, -1) and cfg.analyses == ("focusing",) and cfg.seed == 7 and cfg.scatter_layers == (3,)
+    assert cfg.updated(seed=None, batch_size=4) == ScanConfig.from_dict({**cfg.to_dict(), "batch_size": 4})
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[capture]\nbogus = 1\n", "unknown key capture.bogus"),
+    ("[nonsense]\nx = 1\n", "unknown section [nonsense]"),
+    ("[analyses]\nrun = [\"pca\"]\n", "analysis 'pca' is unknown"),
+    ("[analyses]\nrun = [\"alignment\"]\n", "needs 'manifold'"),
+    ("[analyses]\nnull_draws = 3\n", "null_draws 3 is below 10"),
+    ("[analyses]\nconfidence = 1.5\n", "confidence 1.5"),
+    ("[probe]\ncommand = \"sula\"\n", "runs command 'sula'"),
+    ("not = [valid\n", "not valid UTF-8 TOML"),
+])
+def test_bad_recipes_get_one_line_errors(tmp_path, text, needle):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(ProbeError, match=None) as exc:
+        load_probe(f)
+    msg = str(exc.value)
+    assert needle in msg and "\n" not in msg
+
+
+def test_missing_recipe(tmp_path):
+    with pytest.raises(ProbeError, match="does not exist"):
+        load_probe(tmp_path / "nope.toml")
