@@ -1,0 +1,226 @@
+"""Entropy alignment (arXiv 2512.23752 §4.2/§4.4): does the value manifold's PC1 coordinate
+track the model's next-token uncertainty?
+
+Per layer: c_i = PC1 coordinate of prompt i (``ManifoldProfile.pc1_coords``), H_i = entropy in
+bits of the next-token distribution at prompt i's final token.
+
+* orientation: a principal axis has no sign, so ``o = sign(ρ_S(c, H))`` (+1 when ρ_S = 0 or
+  undefined) and every statistic uses the oriented coordinate ``o · c``.
+* Spearman ρ_S = Pearson correlation of the ranks (average ranks for ties); Pearson r of the
+  raw values. Both with a paired bootstrap CI over prompts (``scipy.stats.bootstrap``, BCa).
+* p-value: permutation test (``scipy.stats.permutation_test``, pairings) of |ρ_S|. Because the
+  orientation is chosen from the data, the oriented ρ_S is ≥ 0 by construction; testing |ρ_S|
+  against its permutation distribution is the honest two-sided test.
+* Bonferroni over the L layers tested: ``p_adj = min(1, L · p)``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.stats
+from jaxtyping import Float
+
+from geoprobe.analysis.stats import (Estimate, RandomState, _quiet, bonferroni, bootstrap_batch, from_json_float,
+                                     json_float, permutation_pvalue)
+
+ALPHA = 0.05  # significance level for the figure's markers (after Bonferroni)
+
+
+def pearson(x: Float[np.ndarray, "... n"], y: Float[np.ndarray, "... n"], axis: int = -1) -> Float[np.ndarray, "..."]:
+    """Pearson r along ``axis`` (``scipy.stats.pearsonr``, vectorised); NaN for constant input."""
+    with _quiet():
+        return scipy.stats.pearsonr(x, y, axis=axis).statistic
+
+
+def spearman(x: Float[np.ndarray, "... n"], y: Float[np.ndarray, "... n"], axis: int = -1) -> Float[np.ndarray, "..."]:
+    """Spearman ρ along ``axis``: Pearson r of ``scipy.stats.rankdata`` ranks (vectorised)."""
+    return pearson(scipy.stats.rankdata(x, axis=axis), scipy.stats.rankdata(y, axis=axis), axis=axis)
+
+
+def _abs_pearson(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.abs(pearson(x, y, axis=axis))
+
+
+def orientation(coord: Float[np.ndarray, "... n"], entropy: Float[np.ndarray, "n"]) -> Any:
+    """+1 or -1 per coordinate vector so that ρ_S(orientation · coord, entropy) >= 0 (+1 if undefined)."""
+    rho = np.asarray(spearman(np.asarray(coord, dtype=np.float64), np.broadcast_to(entropy, np.shape(coord))))
+    o = np.where(rho < 0, -1, 1)
+    return int(o) if o.shape == () else o
+
+
+def _check(coords: np.ndarray, entropy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    coords = np.asarray(coords, dtype=np.float64)
+    entropy = np.asarray(entropy, dtype=np.float64)
+    if entropy.ndim != 1 or coords.shape[-1:] != entropy.shape:
+        raise ValueError(f"coordinates {coords.shape} and entropy {entropy.shape} must share the prompt axis")
+    if entropy.size < 3:
+        raise ValueError(f"{entropy.size} prompts; a correlation with a CI needs at least 3")
+    if not (np.all(np.isfinite(coords)) and np.all(np.isfinite(entropy))):
+        raise ValueError("coordinates or entropies contain NaN or Inf")
+    return coords, entropy
+
+
+def _align(coords: np.ndarray, entropy: np.ndarray, n_resamples: int, n_permutations: int, confidence: float,
+           random_state: RandomState) -> dict[str, np.ndarray]:
+    """All layers at once: coords (L, n). Every layer sees the same resampled prompt indices
+    and permutations (one generator per call), so row l equals (up to rounding) a single-layer
+    call with the same ``random_state``."""
+    o = orientation(coords, entropy).reshape(-1)
+    oc = coords * o[:, None]
+    seeds = np.random.default_rng(random_state).spawn(3)
+    kw = dict(confidence=confidence, n_resamples=n_resamples, method="BCa", paired=True)
+    rho = bootstrap_batch((oc, entropy), spearman, random_state=seeds[0], **kw)
+    r = bootstrap_batch((oc, entropy), pearson, random_state=seeds[1], **kw)
+    # ranks are invariant to permuting prompts: rank once, permute the ranks
+    ranks = scipy.stats.rankdata(oc, axis=-1), np.broadcast_to(scipy.stats.rankdata(entropy), oc.shape)
+    p = permutation_pvalue(ranks, _abs_pearson, permutation_type="pairings", alternative="greater",
+                           n_resamples=n_permutations, random_state=seeds[2], axis=-1)
+    return {"orientation": o, "spearman": np.stack(rho), "pearson": np.stack(r), "p": np.asarray(p).reshape(-1)}
+
+
+class EntropyAlignment:
+    """Correlation of one PC1 coordinate with next-token entropy (scikit-learn style).
+
+    ``fit(coord, entropy)`` sets ``orientation_`` (±1), ``spearman_`` and ``pearson_``
+    (Estimates of the oriented coordinate, paired BCa bootstrap CIs), ``p_value_`` (permutation
+    test of |ρ_S|) and ``n_samples_``."""
+
+    def __init__(self, n_resamples: int = 1000, n_permutations: int = 1000, confidence: float = 0.95,
+                 random_state: RandomState = None) -> None:
+        self.n_resamples = n_resamples
+        self.n_permutations = n_permutations
+        self.confidence = confidence
+        self.random_state = random_state
+
+    def fit(self, coord: Float[np.ndarray, "n"], entropy: Float[np.ndarray, "n"]) -> "EntropyAlignment":
+        coord, entropy = _check(coord, entropy)
+        if coord.ndim != 1:
+            raise ValueError(f"coord must be one vector over prompts, got shape {coord.shape}")
+        res = _align(coord[None], entropy, self.n_resamples, self.n_permutations, self.confidence, self.random_state)
+        self.orientation_ = int(res["orientation"][0])
+        self.spearman_ = Estimate(*res["spearman"][:, 0], self.confidence)
+        self.pearson_ = Estimate(*res["pearson"][:, 0], self.confidence)
+        self.p_value_ = float(res["p"][0])
+        self.n_samples_ = int(coord.size)
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class AlignmentProfile:
+    """Entropy alignment for every captured layer (ρ_S ≥ 0 by orientation)."""
+
+    model: str
+    layers: tuple[int, ...]
+    n: int
+    spearman: tuple[Estimate, ...]
+    pearson: tuple[Estimate, ...]
+    p_value: tuple[float, ...]
+    p_bonferroni: tuple[float, ...]
+    orientation: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+        for name in ("spearman", "pearson", "orientation", "p_value", "p_bonferroni"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "p_value", tuple(float(p) for p in self.p_value))
+        object.__setattr__(self, "p_bonferroni", tuple(float(p) for p in self.p_bonferroni))
+        L = len(self.layers)
+        if L == 0 or len(set(self.layers)) != L:
+            raise ValueError(f"layers {self.layers} must be non-empty and distinct")
+        if self.n < 3:
+            raise ValueError(f"n={self.n} prompts; alignment needs at least 3")
+        lengths = {k: len(getattr(self, k)) for k in ("spearman", "pearson", "p_value", "p_bonferroni", "orientation")}
+        if any(v != L for v in lengths.values()):
+            raise ValueError(f"{L} layers but lengths {lengths}")
+        if any(o not in (1, -1) for o in self.orientation):
+            raise ValueError(f"orientation {self.orientation} must be +1 or -1 per layer")
+        for e in self.spearman + self.pearson:
+            if not isinstance(e, Estimate) or any(abs(v) > 1 + 1e-9 for v in (e.value, e.low, e.high)):
+                raise ValueError(f"correlation {e} is not an Estimate within [-1, 1]")
+        if any(e.value < -1e-9 for e in self.spearman):
+            raise ValueError("oriented Spearman ρ must be >= 0 (orientation makes it so)")
+        for p, q in zip(self.p_value, self.p_bonferroni):
+            if not (math.isnan(p) and math.isnan(q)) and not (0 <= p <= q <= 1):
+                raise ValueError(f"p-value {p} / Bonferroni {q} must satisfy 0 <= p <= p_adj <= 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "layers": list(self.layers), "n": self.n,
+                "spearman": [e.to_dict() for e in self.spearman], "pearson": [e.to_dict() for e in self.pearson],
+                "p_value": [json_float(p) for p in self.p_value],
+                "p_bonferroni": [json_float(p) for p in self.p_bonferroni], "orientation": list(self.orientation)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "AlignmentProfile":
+        return cls(model=str(d["model"]), layers=tuple(d["layers"]), n=int(d["n"]),
+                   spearman=tuple(Estimate.from_dict(e) for e in d["spearman"]),
+                   pearson=tuple(Estimate.from_dict(e) for e in d["pearson"]),
+                   p_value=tuple(from_json_float(p) for p in d["p_value"]),
+                   p_bonferroni=tuple(from_json_float(p) for p in d["p_bonferroni"]),
+                   orientation=tuple(int(o) for o in d["orientation"]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AlignmentProfile) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def significant(self) -> tuple[bool, ...]:
+        """Layers whose Bonferroni-adjusted p-value is below ALPHA (0.05)."""
+        return tuple(bool(q < ALPHA) for q in self.p_bonferroni)
+
+    def figure(self) -> Any:
+        """Spearman ρ by layer with its CI; filled markers: Bonferroni p < 0.05."""
+        import plotly.graph_objects as go
+
+        rho = np.array([e.value for e in self.spearman])
+        lo, hi = np.array([e.low for e in self.spearman]), np.array([e.high for e in self.spearman])
+        sig = np.array(self.significant)
+        conf = round(100 * self.spearman[0].confidence)
+        fig = go.Figure([
+            go.Scatter(x=list(self.layers), y=rho, mode="lines+markers", name=f"Spearman ρ ({conf} % CI)",
+                       marker=dict(symbol="circle-open", size=8),
+                       error_y=dict(type="data", symmetric=False, array=hi - rho, arrayminus=rho - lo)),
+            go.Scatter(x=[x for x, s in zip(self.layers, sig) if s], y=rho[sig], mode="markers",
+                       name=f"Bonferroni p < {ALPHA}", marker=dict(symbol="circle", size=9)),
+        ])
+        fig.add_hline(y=0, line=dict(color="grey", dash="dot"))
+        fig.update_layout(title=dict(text=f"{self.model}: Spearman ρ(PC1 coordinate, next-token entropy) by layer"),
+                          xaxis_title="layer", yaxis_title="Spearman ρ (PC1 oriented so ρ ≥ 0)",
+                          template="plotly_white", height=420)
+        return fig
+
+    def scatter_figure(self, layer: int, coords: Float[np.ndarray, "n"], entropy: Float[np.ndarray, "n"]) -> Any:
+        """Next-token entropy (bits) against the oriented PC1 coordinate of ``layer``."""
+        import plotly.graph_objects as go
+
+        if layer not in self.layers:
+            raise ValueError(f"layer {layer} is not in this profile's layers {self.layers}")
+        i = self.layers.index(layer)
+        coords, entropy = _check(coords, entropy)
+        e = self.spearman[i]
+        fig = go.Figure(go.Scatter(x=coords * self.orientation[i], y=entropy, mode="markers",
+                                   marker=dict(size=6, opacity=0.7)))
+        fig.update_layout(title=dict(text=f"{self.model}, layer {layer}: ρ = {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"),
+                          xaxis_title="PC1 coordinate (standardised values, oriented)",
+                          yaxis_title="next-token entropy (bits)", template="plotly_white", height=420)
+        return fig
+
+
+def entropy_alignment(pc1_coords: Float[np.ndarray, "L n"], next_entropy: Float[np.ndarray, "n"],
+                      layers: Sequence[int], *, model: str = "", n_resamples: int = 1000, n_permutations: int = 1000,
+                      confidence: float = 0.95, random_state: RandomState = 0) -> AlignmentProfile:
+    """EntropyAlignment for every layer, Bonferroni over the layers. Layer l's numbers equal (up
+    to rounding) ``EntropyAlignment(..., random_state=random_state).fit(pc1_coords[l], next_entropy)``."""
+    coords, entropy = _check(pc1_coords, next_entropy)
+    if coords.ndim != 2 or coords.shape[0] != len(layers):
+        raise ValueError(f"pc1_coords {coords.shape} must be (L, n) with L = {len(layers)} layers")
+    res = _align(coords, entropy, n_resamples, n_permutations, confidence, random_state)
+    return AlignmentProfile(
+        model=model, layers=tuple(layers), n=int(entropy.size),
+        spearman=tuple(Estimate(*c, confidence) for c in res["spearman"].T),
+        pearson=tuple(Estimate(*c, confidence) for c in res["pearson"].T),
+        p_value=tuple(res["p"]), p_bonferroni=tuple(bonferroni(res["p"])),
+        orientation=tuple(int(o) for o in res["orientation"]))

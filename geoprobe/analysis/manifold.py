@@ -1,0 +1,326 @@
+"""Value manifold (arXiv 2512.23752 §4.2, criterion 1 of §4.4): how low-dimensional are the
+final-token value vectors of a layer across prompts?
+
+Per layer: X is n × D with row i the final-token value vectors of prompt i, concatenated over
+the KV heads (D = Hkv · d_head). Every column is z-scored over the prompts
+(``z_ij = (x_ij - mean_j) / sd_j``, ddof 0; exactly constant columns dropped) and the PCA of
+z (float64 SVD) gives explained-variance ratios r_1 ≥ r_2 ≥ … (k = min(n - 1, D_kept) of
+them, sum 1). Reported: PC1 = r_1, PC1+PC2 = r_1 + r_2, participation ratio
+PR = (Σ λ)² / Σ λ² = 1 / Σ r². Each comes with a bootstrap CI over prompts and a matched null
+(same n × d, no cross-feature structure; ``geoprobe.analysis.stats.matched_null``).
+
+The CI is the bootstrap standard-error interval ``value ± z_{(1+c)/2} · SE`` (clipped to the
+quantity's range), SE from ``scipy.stats.bootstrap`` resampling prompts and re-running the
+whole estimator (re-standardising each resample). Percentile intervals are not used: a
+resample leaves out about 37 % of the prompts and repeats others, and repeated rows inflate PC1
+when n ≲ D, so the bootstrap distribution sits above the estimate (for pure noise at n = 160,
+D = 192 nearly all of it does) while its spread is still usable.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.stats
+from jaxtyping import Bool, Float
+
+from geoprobe.analysis.alignment import orientation as _orientation
+from geoprobe.analysis.stats import (Estimate, NullBand, NullKind, RandomState, _as_matrix, _quiet, chunk_size,
+                                     constant_columns, matched_null, participation_ratio,
+                                     spectrum_summary, zscore)
+
+
+class ValueManifold:
+    """PCA of standardised value vectors (scikit-learn style).
+
+    ``fit(X)`` sets ``mean_``, ``scale_`` (column sd; 1 for constant columns or without
+    ``standardize``), ``kept_features_`` (non-constant columns), ``components_`` (k, D_kept),
+    ``explained_variance_ratio_`` (k,), ``coords_`` (n, k), ``participation_ratio_`` (of the full
+    spectrum), ``n_samples_``, ``n_features_``. Signs are deterministic: in every component the
+    loading with the largest |value| is positive (the first such loading on ties)."""
+
+    def __init__(self, n_components: int | None = None, standardize: bool = True) -> None:
+        self.n_components = n_components
+        self.standardize = standardize
+
+    def fit(self, X: Float[np.ndarray, "n D"]) -> "ValueManifold":
+        from sklearn.decomposition import PCA
+
+        X = _as_matrix(X)
+        n, D = X.shape
+        kept = ~constant_columns(X)
+        k_full = min(n - 1, int(kept.sum()))
+        if k_full < 1:
+            raise ValueError(f"no variance to analyse: {n} sample(s), {int(kept.sum())} non-constant feature(s)")
+        if self.n_components is not None and self.n_components < 1:
+            raise ValueError(f"n_components={self.n_components} must be >= 1")
+        k = k_full if self.n_components is None else min(self.n_components, k_full)
+        self.mean_ = X.mean(axis=0)
+        self.scale_ = X.std(axis=0) if self.standardize else np.ones(D)
+        self.scale_[~kept] = 1.0
+        self.kept_features_: Bool[np.ndarray, "D"] = kept
+        pca = PCA(n_components=k_full, svd_solver="full").fit(self._z(X))
+        comps = pca.components_[:k]
+        top = np.abs(comps).argmax(axis=1)
+        self.components_ = comps * np.sign(comps[np.arange(k), top])[:, None]
+        self._center = pca.mean_
+        self.explained_variance_ratio_ = pca.explained_variance_ratio_[:k].copy()
+        self.participation_ratio_ = participation_ratio(pca.explained_variance_ratio_)
+        self.n_samples_, self.n_features_ = n, D
+        self.coords_ = self.transform(X)
+        return self
+
+    def _z(self, X: np.ndarray) -> np.ndarray:
+        return ((X - self.mean_) / self.scale_)[:, self.kept_features_]
+
+    def transform(self, X: Float[np.ndarray, "m D"]) -> Float[np.ndarray, "m k"]:
+        """Coordinates of new rows: the fitted standardisation, then projection on the components."""
+        X = _as_matrix(X)
+        if X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features, the fit had {self.n_features_}")
+        return (self._z(X) - self._center) @ self.components_.T
+
+
+def _spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap SE of (PC1, PC1+PC2, PR) over prompts; each resample is re-standardised.
+    ``scipy.stats.bootstrap`` resamples the prompt indices; the statistic is batched."""
+    n, d = x.shape
+
+    def stat(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        return spectrum_summary(zscore(x[np.asarray(idx, dtype=np.intp)]))
+
+    res = scipy.stats.bootstrap((np.arange(n),), stat, n_resamples=n_resamples, vectorized=True,
+                                method="percentile", batch=chunk_size(n, d), rng=rng)
+    return np.asarray(res.standard_error, dtype=np.float64)
+
+
+def _workers(tasks: int) -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(tasks, cpus))
+
+
+def _one_blas_thread() -> Any:
+    """One BLAS thread per worker while the layers run in parallel threads (no oversubscription)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # a scikit-learn dependency, so normally present
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _se_interval(value: float, se: float, confidence: float, lo: float, hi: float) -> Estimate:
+    if not (math.isfinite(value) and math.isfinite(se)):
+        return Estimate(value, math.nan, math.nan, confidence)
+    half = float(scipy.stats.norm.ppf((1 + confidence) / 2)) * se
+    return Estimate(value, max(lo, value - half), min(hi, value + half), confidence)
+
+
+def _frozen(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+    a = np.array(a, dtype=np.float64)
+    if a.shape != shape:
+        raise ValueError(f"{what} has shape {a.shape}, expected {shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} contains NaN or Inf")
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class ManifoldProfile:
+    """Value-manifold statistics of every captured layer of one capture.
+
+    ``pc1_coords`` (L, n) and ``coords`` (n, 2 per scatter layer) are raw PCA coordinates
+    (sign convention of ValueManifold); multiply PC1 by ``orientation[layer]`` to make it
+    grow with next-token entropy. Two profiles are equal when their ``to_dict()`` are."""
+
+    model: str
+    layers: tuple[int, ...]
+    n: int
+    d: int  # value dimension per layer (heads concatenated), before dropping constant columns
+    pc1: tuple[Estimate, ...]
+    pc12: tuple[Estimate, ...]
+    pr: tuple[Estimate, ...]
+    null: tuple[NullBand, ...]
+    beats_null_pc1: tuple[bool, ...]
+    coords: dict[int, Float[np.ndarray, "n 2"]]
+    next_entropy: Float[np.ndarray, "n"]
+    orientation: dict[int, int]
+    pc1_coords: Float[np.ndarray, "L n"]
+
+    def __post_init__(self) -> None:
+        layers = tuple(int(x) for x in self.layers)
+        object.__setattr__(self, "layers", layers)
+        for name in ("pc1", "pc12", "pr", "null"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "beats_null_pc1", tuple(bool(b) for b in self.beats_null_pc1))
+        L = len(layers)
+        if L == 0 or len(set(layers)) != L:
+            raise ValueError(f"layers {layers} must be non-empty and distinct")
+        if self.n < 2 or self.d < 1:
+            raise ValueError(f"n={self.n} prompts and d={self.d} features: need n >= 2 and d >= 1")
+        lengths = {k: len(getattr(self, k)) for k in ("pc1", "pc12", "pr", "null", "beats_null_pc1")}
+        if any(v != L for v in lengths.values()):
+            raise ValueError(f"{L} layers but lengths {lengths}")
+        for e in self.pc1 + self.pc12:
+            if not isinstance(e, Estimate) or any(v < 0 or v > 1 + 1e-9 for v in (e.value, e.low, e.high)):
+                raise ValueError(f"explained-variance ratio {e} is not an Estimate in [0, 1]")
+        if any(not isinstance(e, Estimate) or e.value < 1 - 1e-9 for e in self.pr):
+            raise ValueError("participation ratios must be Estimates >= 1")
+        if any(not isinstance(b, NullBand) or b.n != self.n for b in self.null):
+            raise ValueError(f"null bands must be NullBands with n = {self.n}")
+        derived = tuple(bool(e.value > b.pc1.high) for e, b in zip(self.pc1, self.null))
+        if self.beats_null_pc1 != derived:
+            raise ValueError(f"beats_null_pc1 {self.beats_null_pc1} disagrees with pc1 > null upper {derived}")
+        coords = {int(k): _frozen(v, (self.n, 2), f"coords[{k}]") for k, v in self.coords.items()}
+        if not set(coords) <= set(layers):
+            raise ValueError(f"scatter layers {sorted(coords)} are not all in {layers}")
+        object.__setattr__(self, "coords", coords)
+        object.__setattr__(self, "next_entropy", _frozen(self.next_entropy, (self.n,), "next_entropy"))
+        object.__setattr__(self, "pc1_coords", _frozen(self.pc1_coords, (L, self.n), "pc1_coords"))
+        orient = {int(k): int(v) for k, v in self.orientation.items()}
+        if set(orient) != set(layers) or any(v not in (1, -1) for v in orient.values()):
+            raise ValueError(f"orientation must map every layer to +1 or -1, got {orient}")
+        object.__setattr__(self, "orientation", orient)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "layers": list(self.layers), "n": self.n, "d": self.d,
+            "pc1": [e.to_dict() for e in self.pc1], "pc12": [e.to_dict() for e in self.pc12],
+            "pr": [e.to_dict() for e in self.pr], "null": [b.to_dict() for b in self.null],
+            "beats_null_pc1": list(self.beats_null_pc1),
+            "coords": {str(k): v.tolist() for k, v in sorted(self.coords.items())},
+            "next_entropy": self.next_entropy.tolist(),
+            "orientation": {str(k): v for k, v in sorted(self.orientation.items())},
+            "pc1_coords": self.pc1_coords.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ManifoldProfile":
+        return cls(
+            model=str(d["model"]), layers=tuple(d["layers"]), n=int(d["n"]), d=int(d["d"]),
+            pc1=tuple(Estimate.from_dict(e) for e in d["pc1"]), pc12=tuple(Estimate.from_dict(e) for e in d["pc12"]),
+            pr=tuple(Estimate.from_dict(e) for e in d["pr"]), null=tuple(NullBand.from_dict(b) for b in d["null"]),
+            beats_null_pc1=tuple(d["beats_null_pc1"]), coords={int(k): v for k, v in d["coords"].items()},
+            next_entropy=d["next_entropy"], orientation={int(k): v for k, v in d["orientation"].items()},
+            pc1_coords=d["pc1_coords"])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ManifoldProfile) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def figure(self) -> Any:
+        """PC1 and PC1+PC2 (left) and PR (right) by layer with CIs and the matched-null bands."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        x = list(self.layers)
+        kind = self.null[0].kind
+        fig = make_subplots(rows=1, cols=2, subplot_titles=("explained variance", "participation ratio"))
+
+        def band(col: int, ests: Sequence[Estimate], name: str, color: str) -> None:
+            fig.add_trace(go.Scatter(x=x + x[::-1], y=[e.high for e in ests] + [e.low for e in ests][::-1],
+                                     fill="toself", fillcolor=color, line=dict(width=0), hoverinfo="skip",
+                                     name=name), row=1, col=col)
+
+        def line(col: int, ests: Sequence[Estimate], name: str, color: str) -> None:
+            y = np.array([e.value for e in ests])
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name, line=dict(color=color),
+                                     error_y=dict(type="data", symmetric=False, array=[e.high for e in ests] - y,
+                                                  arrayminus=y - [e.low for e in ests])), row=1, col=col)
+
+        conf = round(100 * self.pc1[0].confidence)
+        band(1, [b.pc1 for b in self.null], f"{kind} null PC1 ({conf} % band)", "rgba(31,119,180,0.15)")
+        band(1, [b.pc12 for b in self.null], f"{kind} null PC1+PC2 ({conf} % band)", "rgba(255,127,14,0.15)")
+        line(1, self.pc1, f"PC1 ({conf} % CI)", "#1f77b4")
+        line(1, self.pc12, f"PC1+PC2 ({conf} % CI)", "#ff7f0e")
+        band(2, [b.pr for b in self.null], f"{kind} null PR ({conf} % band)", "rgba(44,160,44,0.15)")
+        line(2, self.pr, f"participation ratio ({conf} % CI)", "#2ca02c")
+        fig.add_hline(y=0.30, line=dict(color="grey", dash="dot"), row=1, col=1)
+        fig.update_xaxes(title_text="layer")
+        fig.update_yaxes(title_text="fraction of standardised variance", range=[0, 1], row=1, col=1)
+        fig.update_yaxes(title_text="effective dimensions (PR)", row=1, col=2)
+        fig.update_layout(title=dict(text=f"{self.model}: value manifold by layer (n = {self.n}, d = {self.d})"),
+                          template="plotly_white", height=440)
+        return fig
+
+    def scatter_figure(self, layer: int) -> Any:
+        """Prompts on PC1 (oriented, see ``orientation``) and PC2, coloured by next-token entropy."""
+        import plotly.graph_objects as go
+
+        if layer not in self.coords:
+            raise ValueError(f"layer {layer} has no stored coordinates; scatter layers are {sorted(self.coords)}")
+        i = self.layers.index(layer)
+        xy = self.coords[layer]
+        fig = go.Figure(go.Scatter(
+            x=xy[:, 0] * self.orientation[layer], y=xy[:, 1], mode="markers",
+            marker=dict(color=self.next_entropy, colorscale="Viridis", size=7,
+                        colorbar=dict(title=dict(text="next-token entropy (bits)"))),
+            hovertemplate="PC1 %{x:.2f}<br>PC2 %{y:.2f}<br>entropy %{marker.color:.2f} bits<extra></extra>"))
+        fig.update_layout(
+            title=dict(text=f"{self.model}, layer {layer}: PC1 {100 * self.pc1[i].value:.1f} %, "
+                            f"PC1+PC2 {100 * self.pc12[i].value:.1f} % of standardised variance"),
+            xaxis_title="PC1 coordinate (oriented: grows with entropy)", yaxis_title="PC2 coordinate",
+            template="plotly_white", height=460)
+        return fig
+
+
+def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], next_entropy: Float[np.ndarray, "n"],
+                   *, model: str = "", scatter_layers: Sequence[int] = (), n_resamples: int = 200,
+                   null_draws: int = 200, null_kind: NullKind = "permute", confidence: float = 0.95,
+                   random_state: RandomState = 0) -> ManifoldProfile:
+    """ValueManifold per layer with bootstrap CIs (``n_resamples``) and a matched null
+    (``null_draws`` draws of ``null_kind``; a gaussian null depends only on n × d and is drawn
+    once per distinct d). The final layer is always a scatter layer. Deterministic for a
+    given ``random_state`` (one child generator per layer)."""
+    values = np.asarray(values, dtype=np.float64)
+    entropy = np.asarray(next_entropy, dtype=np.float64)
+    layers = tuple(int(x) for x in layers)
+    if values.ndim != 3 or values.shape[0] != len(layers):
+        raise ValueError(f"values {values.shape} must be (L, n, D) with L = {len(layers)} layers")
+    L, n, D = values.shape
+    if entropy.shape != (n,) or not np.all(np.isfinite(entropy)):
+        raise ValueError(f"next_entropy must be {n} finite numbers, got shape {entropy.shape}")
+    if n < 3:
+        raise ValueError(f"{n} prompts; PC1+PC2 with a bootstrap CI needs at least 3")
+    if n_resamples < 2 or null_draws < 1:
+        raise ValueError(f"n_resamples={n_resamples} (>= 2) and null_draws={null_draws} (>= 1)")
+    scatter = {layers[-1], *(int(x) for x in scatter_layers)}
+    if not scatter <= set(layers):
+        raise ValueError(f"scatter layers {sorted(scatter - set(layers))} are not among the layers {layers}")
+    rngs = [g.spawn(2) for g in np.random.default_rng(random_state).spawn(L)]  # (bootstrap, null) per layer
+    with _quiet(), _one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
+        fits = list(pool.map(lambda x: ValueManifold().fit(x), values))
+        kept = [x[:, vm.kept_features_] for x, vm in zip(values, fits)]
+        ses = pool.map(lambda i: _spectrum_se(kept[i], n_resamples, rngs[i][0]), range(L))
+        if null_kind == "gaussian":  # depends on n × d only: one null per distinct d
+            first_of = {xk.shape[1]: i for i, xk in reversed(list(enumerate(kept)))}
+            by_d = {dk: pool.submit(matched_null, None, n, dk, "gaussian", null_draws, rngs[i][1], confidence)
+                    for dk, i in first_of.items()}
+            nulls = [by_d[xk.shape[1]].result() for xk in kept]
+        else:
+            nulls = list(pool.map(lambda i: matched_null(kept[i], kind=null_kind, draws=null_draws,
+                                                         random_state=rngs[i][1], confidence=confidence), range(L)))
+        ses = list(ses)
+    pc1, pc12, pr, coords, first = [], [], [], {}, np.empty((L, n))
+    for i, (layer, vm, se) in enumerate(zip(layers, fits, ses)):
+        r, k = vm.explained_variance_ratio_, len(vm.explained_variance_ratio_)
+        pc1.append(_se_interval(r[0], se[0], confidence, 0.0, 1.0))
+        pc12.append(_se_interval(r[:2].sum(), se[1], confidence, 0.0, 1.0))
+        pr.append(_se_interval(vm.participation_ratio_, se[2], confidence, 1.0, float(k)))
+        first[i] = vm.coords_[:, 0]
+        if layer in scatter:
+            coords[layer] = np.column_stack([vm.coords_[:, 0], vm.coords_[:, 1] if k > 1 else np.zeros(n)])
+    orient = _orientation(first, entropy)
+    return ManifoldProfile(
+        model=model, layers=layers, n=n, d=D, pc1=tuple(pc1), pc12=tuple(pc12), pr=tuple(pr), null=tuple(nulls),
+        beats_null_pc1=tuple(bool(e.value > b.pc1.high) for e, b in zip(pc1, nulls)), coords=coords,
+        next_entropy=entropy, orientation={layer: int(o) for layer, o in zip(layers, orient)}, pc1_coords=first)

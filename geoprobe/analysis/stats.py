@@ -1,0 +1,358 @@
+"""Statistics shared by the analyses: estimates with CIs, bootstrap, permutation tests, Bonferroni,
+PCA spectra of standardised data, and matched nulls for them.
+
+Definitions (x is an n × D matrix: n prompts, D features):
+
+* standardisation: every column is centred and divided by its standard deviation over the n
+  rows, ``z_ij = (x_ij - mean_j) / sd_j``; columns that are exactly constant (``max == min``)
+  are dropped, so D_kept ≤ D columns remain.
+* spectrum: the eigenvalues λ_1 ≥ … ≥ λ_k (k = min(n - 1, D_kept)) of the covariance of z,
+  as explained-variance ratios ``r_i = λ_i / Σ_j λ_j`` (they sum to 1).
+* participation ratio: ``PR = (Σ λ_i)² / Σ λ_i² = 1 / Σ r_i²`` (1 for one direction, k for an
+  isotropic spectrum).
+
+Resampled spectra (bootstraps, nulls) are computed in batches from the eigenvalues of the
+smaller Gram matrix (``z zᵀ`` when n ≤ D_kept, else ``zᵀ z``) with ``np.linalg.eigvalsh`` on a
+(B, m, m) stack: the non-zero eigenvalues are the same, and no PCA object is built per draw.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Sequence
+
+import numpy as np
+import scipy.stats
+from jaxtyping import Bool, Float
+
+RandomState = int | np.random.Generator | None
+_QUIET = (scipy.stats.DegenerateDataWarning, scipy.stats.ConstantInputWarning, RuntimeWarning)
+_CHUNK_ELEMENTS = 4_000_000  # float64 elements per resampled batch (32 MB)
+
+
+# -- small helpers shared by the analysis modules --------------------------------------------
+def json_float(x: float) -> float | None:
+    """A float for JSON: NaN/Inf become None."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def from_json_float(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+class _quiet(warnings.catch_warnings):
+    """Silence scipy's degenerate/constant-input warnings (and numpy's 0/0) inside a block."""
+
+    def __enter__(self) -> Any:
+        out = super().__enter__()
+        for category in _QUIET:
+            warnings.simplefilter("ignore", category)
+        return out
+
+
+# -- Estimate --------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Estimate:
+    """A point estimate with a confidence interval ``[low, high]`` at level ``confidence``.
+
+    ``low <= high`` always holds; ``low <= value <= high`` need not (BCa edge cases). NaN marks
+    an undefined quantity. Two estimates are equal when their ``to_dict()`` are (NaN == NaN)."""
+
+    value: float
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        for name in ("value", "low", "high", "confidence"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence {self.confidence} must be in (0, 1)")
+        if self.low > self.high:  # False when either is NaN
+            raise ValueError(f"interval low {self.low} > high {self.high}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": json_float(self.value), "low": json_float(self.low), "high": json_float(self.high),
+                "confidence": self.confidence}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Estimate":
+        return cls(from_json_float(d["value"]), from_json_float(d["low"]), from_json_float(d["high"]),
+                   float(d["confidence"]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Estimate) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+# -- bootstrap and permutation tests ---------------------------------------------------------
+def _as_samples(data: Any) -> tuple[np.ndarray, ...]:
+    samples = data if isinstance(data, tuple) else (data,)
+    out = tuple(np.asarray(s, dtype=np.float64) for s in samples)
+    if not out or any(s.ndim == 0 for s in out):
+        raise ValueError("data must be an array of samples, or a tuple of them")
+    return out
+
+
+def bootstrap_batch(samples: tuple[np.ndarray, ...], statistic: Callable[..., Any], *, confidence: float = 0.95,
+                    n_resamples: int = 1000, method: str = "BCa", random_state: RandomState = None,
+                    paired: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``scipy.stats.bootstrap`` over the LAST axis of every sample; leading axes are a batch.
+
+    Returns (value, low, high) arrays of the batch shape. Batch elements with fewer than 2
+    observations or with every sample constant get the degenerate interval (value, value,
+    value); a NaN statistic gets NaN bounds; a failed BCa interval (degenerate bootstrap
+    distribution) falls back to the percentile interval of the same resamples."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence {confidence} must be in (0, 1)")
+    if method not in ("BCa", "percentile", "basic"):
+        raise ValueError(f"method {method!r} is not BCa|percentile|basic")
+    n = samples[0].shape[-1]
+    if paired and any(s.shape[-1] != n for s in samples):
+        raise ValueError(f"paired samples differ in length: {[s.shape[-1] for s in samples]}")
+    with _quiet():
+        value = np.asarray(statistic(*samples, axis=-1), dtype=np.float64)
+    constant = np.ones(value.shape, dtype=bool)
+    for s in samples:
+        constant &= np.broadcast_to(np.ptp(s, axis=-1) == 0 if s.shape[-1] else True, value.shape)
+    low, high = value.copy(), value.copy()
+    todo = ~constant & np.isfinite(value)
+    if n >= 2 and todo.any():
+        rng = np.random.default_rng(random_state)
+        kw = dict(vectorized=True, paired=paired and len(samples) > 1, axis=-1, confidence_level=confidence)
+        with _quiet():
+            res = scipy.stats.bootstrap(samples, statistic, n_resamples=n_resamples, method=method, rng=rng, **kw)
+            lo, hi = (np.asarray(res.confidence_interval.low, dtype=np.float64),
+                      np.asarray(res.confidence_interval.high, dtype=np.float64))
+            failed = todo & ~(np.isfinite(lo) & np.isfinite(hi))
+            if failed.any() and method != "percentile":
+                pct = scipy.stats.bootstrap(samples, statistic, n_resamples=0, method="percentile",
+                                            bootstrap_result=res, rng=rng, **kw).confidence_interval
+                lo = np.where(failed, pct.low, lo)
+                hi = np.where(failed, pct.high, hi)
+        low, high = np.where(todo, np.fmin(lo, hi), low), np.where(todo, np.fmax(lo, hi), high)
+    low[~np.isfinite(value)] = np.nan
+    high[~np.isfinite(value)] = np.nan
+    return value, low, high
+
+
+def bootstrap_ci(data: Float[np.ndarray, "n ..."] | tuple[Float[np.ndarray, "n ..."], ...],
+                 statistic: Callable[..., Any] = np.mean, confidence: float = 0.95, n_resamples: int = 1000,
+                 method: Literal["BCa", "percentile", "basic"] = "BCa", random_state: RandomState = None,
+                 paired: bool = True) -> Estimate:
+    """Bootstrap CI over the first axis (prompts) with ``scipy.stats.bootstrap``.
+
+    ``statistic(*samples, axis=-1)`` must be vectorised like scipy's (``np.mean`` is) and give
+    one number per sample set. ``data`` may be a tuple of arrays: with ``paired`` (default)
+    they are resampled together (same prompts). n < 2 or constant data gives the degenerate
+    interval ``Estimate(v, v, v)`` without warnings."""
+    samples = tuple(np.moveaxis(s, 0, -1) for s in _as_samples(data))
+    value, low, high = bootstrap_batch(samples, statistic, confidence=confidence, n_resamples=n_resamples,
+                                       method=method, random_state=random_state, paired=paired)
+    if value.shape != ():
+        raise ValueError(f"statistic gave shape {value.shape}, not one number; reduce every axis but prompts first")
+    return Estimate(float(value), float(low), float(high), confidence)
+
+
+def permutation_pvalue(data: Float[np.ndarray, "... n"] | tuple[Float[np.ndarray, "... n"], ...],
+                       statistic: Callable[..., Any], *,
+                       permutation_type: Literal["independent", "samples", "pairings"] = "independent",
+                       alternative: Literal["two-sided", "less", "greater"] = "two-sided",
+                       n_resamples: int = 1000, random_state: RandomState = None, axis: int = 0
+                       ) -> float | Float[np.ndarray, "..."]:
+    """p-value of ``scipy.stats.permutation_test`` (vectorised statistic, ``axis`` = samples axis).
+
+    Returns a float for a scalar statistic, else an array over the batch axes. A NaN observed
+    statistic (e.g. a correlation with a constant variable) gives NaN, never a small p."""
+    samples = _as_samples(data)
+    with _quiet():
+        observed = np.asarray(statistic(*samples, axis=axis), dtype=np.float64)
+        res = scipy.stats.permutation_test(samples, statistic, permutation_type=permutation_type, vectorized=True,
+                                           n_resamples=n_resamples, alternative=alternative, axis=axis,
+                                           rng=np.random.default_rng(random_state))
+    p = np.where(np.isfinite(observed), np.asarray(res.pvalue, dtype=np.float64), np.nan)
+    return float(p) if p.shape == () else p
+
+
+def bonferroni(p: Float[np.ndarray, "m"] | Sequence[float], m: int | None = None) -> Float[np.ndarray, "m"]:
+    """Bonferroni-adjusted p-values ``min(1, p · m)``; ``m`` defaults to ``len(p)``; NaN stays NaN."""
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    m = p.size if m is None else int(m)
+    if m < 1 or m < p.size:
+        raise ValueError(f"m={m} tests but {p.size} p-values; m must be >= len(p) >= 1")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    return np.minimum(1.0, p * m)
+
+
+# -- PCA spectra -----------------------------------------------------------------------------
+def constant_columns(x: Float[np.ndarray, "... n D"]) -> Bool[np.ndarray, "... D"]:
+    """Columns whose values are all exactly equal over the rows (axis -2)."""
+    return np.ptp(x, axis=-2) == 0
+
+
+def zscore(x: Float[np.ndarray, "... n D"], scale: bool = True) -> Float[np.ndarray, "... n D"]:
+    """Centre each column over the rows (axis -2) and, with ``scale``, divide it by its standard
+    deviation (ddof 0). Constant columns become 0 (dropped from every spectrum)."""
+    xc = x - x.mean(axis=-2, keepdims=True)
+    live = ~constant_columns(x)[..., None, :]
+    if not scale:
+        return np.where(live, xc, 0.0)
+    sd = np.sqrt(np.einsum("...ij,...ij->...j", xc, xc)[..., None, :] / x.shape[-2])
+    inv = np.divide(1.0, sd, out=np.zeros_like(sd), where=live & (sd > 0))
+    return xc * inv
+
+
+def gram_eigenvalues(z: Float[np.ndarray, "... n D"]) -> Float[np.ndarray, "... m"]:
+    """Eigenvalues (descending, clipped at 0) of ``z zᵀ`` or ``zᵀ z``, whichever is smaller."""
+    zt = np.swapaxes(z, -1, -2)
+    g = z @ zt if z.shape[-2] <= z.shape[-1] else zt @ z
+    return np.clip(np.linalg.eigvalsh(g)[..., ::-1], 0.0, None)
+
+
+def spectrum_summary(z: Float[np.ndarray, "... n D"]) -> Float[np.ndarray, "3 ..."]:
+    """(PC1, PC1+PC2, PR) of already standardised data, batched over leading axes; NaN when
+    there is no variance."""
+    w = gram_eigenvalues(z)
+    tot = w.sum(axis=-1)
+    top2 = w[..., 0] + (w[..., 1] if w.shape[-1] > 1 else 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.stack([w[..., 0] / tot, top2 / tot, tot**2 / np.sum(w**2, axis=-1)])
+
+
+def spectrum(x: Float[np.ndarray, "n D"], standardize: bool = True) -> Float[np.ndarray, "k"]:
+    """Explained-variance ratios (descending, float64, sum 1) of the PCA of ``x``: columns
+    centred (and z-scored with ``standardize``), constant columns dropped;
+    k = min(n - 1, D_kept). Empty when there is no variance (n < 2 or all columns constant)."""
+    x = _as_matrix(x)
+    kept = ~constant_columns(x)
+    k = min(x.shape[0] - 1, int(kept.sum()))
+    if k < 1:
+        return np.zeros(0)
+    w = gram_eigenvalues(zscore(x[:, kept], scale=standardize))[:k]
+    return w / w.sum()
+
+
+def participation_ratio(ratios: Float[np.ndarray, "k"] | Sequence[float]) -> float:
+    """``(Σ λ)² / Σ λ²`` of eigenvalues or explained-variance ratios (``1 / Σ r²`` for ratios);
+    NaN for an empty or all-zero spectrum."""
+    lam = np.asarray(ratios, dtype=np.float64).reshape(-1)
+    if np.any(lam < 0):
+        raise ValueError("eigenvalues / ratios must be >= 0")
+    ss = float(np.sum(lam**2))
+    return float(np.sum(lam) ** 2 / ss) if ss > 0 else math.nan
+
+
+def _as_matrix(x: Any) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"expected an n × D matrix, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("the data contain NaN or Inf")
+    return x
+
+
+def chunk_size(n: int, d: int) -> int:
+    """Resamples per batch so a (B, n, d) float64 stack stays near 32 MB."""
+    return max(1, _CHUNK_ELEMENTS // max(1, n * d))
+
+
+# -- matched nulls ---------------------------------------------------------------------------
+NullKind = Literal["permute", "gaussian"]
+
+
+@dataclass(frozen=True, eq=False)
+class NullBand:
+    """PC1, PC1+PC2 and PR of ``draws`` structureless data sets of the data's size n × d
+    (d = non-constant columns), standardised like the data. Each Estimate's value is the mean
+    over draws; low/high are the (1 ± confidence)/2 percentiles (2.5 / 97.5 % by default)."""
+
+    kind: NullKind
+    n: int
+    d: int
+    draws: int
+    pc1: Estimate
+    pc12: Estimate
+    pr: Estimate
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("permute", "gaussian"):
+            raise ValueError(f"null kind {self.kind!r} is not permute|gaussian")
+        if self.n < 1 or self.d < 0 or self.draws < 1:
+            raise ValueError(f"null of n={self.n}, d={self.d}, draws={self.draws}: need n >= 1, d >= 0, draws >= 1")
+        for name in ("pc1", "pc12"):
+            e = getattr(self, name)
+            if any(v < 0 or v > 1 + 1e-9 for v in (e.value, e.low, e.high)):
+                raise ValueError(f"null {name} {e} is not a fraction in [0, 1]")
+        if any(v < 1 - 1e-9 for v in (self.pr.value, self.pr.low, self.pr.high)):
+            raise ValueError(f"null participation ratio {self.pr} is below 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "n": self.n, "d": self.d, "draws": self.draws, "pc1": self.pc1.to_dict(),
+                "pc12": self.pc12.to_dict(), "pr": self.pr.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "NullBand":
+        return cls(kind=d["kind"], n=int(d["n"]), d=int(d["d"]), draws=int(d["draws"]),
+                   pc1=Estimate.from_dict(d["pc1"]), pc12=Estimate.from_dict(d["pc12"]), pr=Estimate.from_dict(d["pr"]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NullBand) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def matched_null(x: Float[np.ndarray, "n D"] | None, n: int | None = None, d: int | None = None,
+                 kind: NullKind = "permute", draws: int = 200, random_state: RandomState = None,
+                 confidence: float = 0.95) -> NullBand:
+    """Distribution of (PC1, PC1+PC2, PR) when there is no shared structure, at the data's n × d.
+
+    * ``"permute"``: every column of ``x`` is permuted independently across the rows, which
+      destroys the covariance between columns but keeps each column's values. Standardising
+      commutes with permuting rows, so the permuted standardised data are standardised.
+    * ``"gaussian"``: iid N(0, 1) entries, n × d (d = non-constant columns of ``x`` if given),
+      each draw standardised like the data.
+
+    Why not "≈ 5 % random PC1": PC1 of structureless data is not 1/d when n is not ≫ d. The
+    covariance of n points has rank n - 1, and its top eigenvalue sits at the Marchenko–Pastur
+    edge, so PC1 of noise ≈ (1/√n + 1/√d)², tending to 1/(n - 1) when n ≪ d: n = 20 prompts
+    and d = 200 features give PC1 ≈ 9 % from noise alone, n = 160 and d = 192 about 2 %.
+    """
+    if kind not in ("permute", "gaussian"):
+        raise ValueError(f"null kind {kind!r} is not permute|gaussian")
+    if draws < 1:
+        raise ValueError(f"draws={draws} must be >= 1")
+    if x is not None:
+        x = _as_matrix(x)
+        if (n is not None and n != x.shape[0]) or (d is not None and d != x.shape[1]):
+            raise ValueError(f"n={n}, d={d} do not match the data's shape {x.shape}")
+        n = x.shape[0]
+        z = zscore(x[:, ~constant_columns(x)])
+        d = z.shape[1]
+    elif kind == "permute":
+        raise ValueError("a permutation null needs the data x")
+    elif n is None or d is None or n < 1 or d < 0:
+        raise ValueError(f"a gaussian null without data needs n >= 1 and d >= 0, got n={n}, d={d}")
+    rng = np.random.default_rng(random_state)
+    stats = np.full((3, draws), np.nan)
+    if n >= 2 and d >= 1:
+        step = chunk_size(n, d)
+        zt = None if kind == "gaussian" else np.ascontiguousarray(z.T)  # (d, n): each column contiguous
+        for start in range(0, draws, step):
+            b = min(step, draws - start)
+            if zt is not None:
+                batch = np.swapaxes(rng.permuted(np.broadcast_to(zt, (b, d, n)), axis=-1), -1, -2)
+            else:
+                batch = zscore(rng.standard_normal((b, n, d)))
+            stats[:, start:start + b] = spectrum_summary(batch)
+    return NullBand(kind, int(n), int(d), draws, *(_band(s, confidence) for s in stats))
+
+
+def _band(s: np.ndarray, confidence: float) -> Estimate:
+    if not np.all(np.isfinite(s)):
+        return Estimate(math.nan, math.nan, math.nan, confidence)
+    lo, hi = np.quantile(s, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return Estimate(float(np.mean(s)), float(lo), float(hi), confidence)

@@ -1,0 +1,186 @@
+"""geoprobe.analysis.manifold on planted structure (seeded, fast)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from geoprobe.analysis.manifold import ManifoldProfile, ValueManifold, value_manifold
+from geoprobe.analysis.stats import Estimate, spectrum
+
+N, D = 40, 60
+FAST = dict(n_resamples=40, null_draws=60)
+
+
+def planted(n: int = N, d: int = D, strength: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Noise plus a rank-1 factor t (returned): x_ij = strength · t_i · u_j + noise."""
+    rng = np.random.default_rng(seed)
+    t = rng.standard_normal(n)
+    u = rng.uniform(0.5, 1.5, d) * rng.choice([-1, 1], d)
+    return strength * np.outer(t, u) + rng.standard_normal((n, d)), t
+
+
+@pytest.fixture(scope="module")
+def profile() -> ManifoldProfile:
+    """Layer 0: pure noise; layers 3 and 7: a planted factor that entropy follows (layer 7 with
+    the factor negated in the data, so its PC1 must be re-oriented)."""
+    rng = np.random.default_rng(1)
+    noise = rng.standard_normal((N, D))
+    x, t = planted(strength=1.5, seed=2)
+    entropy = 2.0 + t + 0.1 * rng.standard_normal(N)
+    values = np.stack([noise, x, -x])
+    return value_manifold(values, (0, 3, 7), entropy, model="toy", scatter_layers=(3,), random_state=0, **FAST)
+
+
+# -- ValueManifold -----------------------------------------------------------------------------
+def test_value_manifold_matches_the_spectrum_and_planted_factor():
+    x, t = planted(n=400, strength=2.0)
+    vm = ValueManifold().fit(x)
+    np.testing.assert_allclose(vm.explained_variance_ratio_, spectrum(x), atol=1e-10)
+    assert vm.explained_variance_ratio_.shape == (min(400 - 1, D),)
+    assert vm.participation_ratio_ == pytest.approx(1 / np.sum(spectrum(x) ** 2))
+    assert abs(np.corrcoef(vm.coords_[:, 0], t)[0, 1]) > 0.99
+    np.testing.assert_allclose(vm.transform(x), vm.coords_)
+    assert vm.n_samples_ == 400 and vm.n_features_ == D and vm.components_.shape == (D, D)
+
+
+def test_signs_are_deterministic():
+    x, _ = planted()
+    a, b = ValueManifold().fit(x), ValueManifold().fit(x.copy())
+    np.testing.assert_array_equal(a.components_, b.components_)
+    top = np.abs(a.components_).argmax(axis=1)
+    assert np.all(a.components_[np.arange(len(top)), top] > 0)
+    neg = ValueManifold().fit(-x)  # same axes, same signs, mirrored coordinates
+    np.testing.assert_allclose(neg.components_, a.components_, atol=1e-10)
+    np.testing.assert_allclose(neg.coords_, -a.coords_, atol=1e-10)
+    j = int(np.argsort(np.abs(a.components_[0]))[0])  # a column that cannot decide PC1's sign
+    flipped = x.copy()
+    flipped[:, j] *= -1
+    f = ValueManifold(n_components=1).fit(flipped)
+    assert f.components_[0, j] == pytest.approx(-a.components_[0, j], abs=1e-10)
+    np.testing.assert_allclose(np.delete(f.components_[0], j), np.delete(a.components_[0], j), atol=1e-10)
+    np.testing.assert_allclose(f.coords_[:, 0], a.coords_[:, 0], atol=1e-10)
+
+
+def test_truncation_constant_columns_and_unstandardised_mode():
+    x, _ = planted()
+    x[:, [4, 9]] = 3.0
+    full, two = ValueManifold().fit(x), ValueManifold(n_components=2).fit(x)
+    assert two.kept_features_.sum() == D - 2 and two.components_.shape == (2, D - 2)
+    np.testing.assert_allclose(two.explained_variance_ratio_, full.explained_variance_ratio_[:2])
+    assert two.participation_ratio_ == pytest.approx(full.participation_ratio_)
+    scaled = x.copy()
+    scaled[:, 0] *= 1000
+    assert ValueManifold(standardize=False).fit(scaled).explained_variance_ratio_[0] > 0.99
+    assert ValueManifold().fit(scaled).explained_variance_ratio_[0] == pytest.approx(full.explained_variance_ratio_[0])
+    with pytest.raises(ValueError):
+        full.transform(x[:, :-1])
+    with pytest.raises(ValueError):
+        ValueManifold().fit(np.ones((5, 3)))
+
+
+# -- value_manifold / ManifoldProfile ----------------------------------------------------------
+def test_profile_values_nulls_and_orientation(profile):
+    assert profile.layers == (0, 3, 7) and (profile.n, profile.d) == (N, D)
+    x, _ = planted(strength=1.5, seed=2)
+    r = spectrum(x)
+    assert profile.pc1[1].value == pytest.approx(r[0]) and profile.pc1[2].value == pytest.approx(r[0])
+    assert profile.pc12[1].value == pytest.approx(r[0] + r[1])
+    for e in profile.pc1 + profile.pc12:
+        assert e.low <= e.value <= e.high and e.confidence == 0.95
+    assert profile.beats_null_pc1 == (False, True, True)
+    assert profile.null[0].pc1.low <= profile.pc1[0].value <= profile.null[0].pc1.high
+    assert profile.null[0].pc1.value > 0.05  # n = 40 < d = 60: noise PC1 is well above 5 %
+    # entropy grows with t; the data of layer 7 are negated, so its raw PC1 is flipped back
+    assert profile.orientation[3] * profile.orientation[7] == -1
+    np.testing.assert_allclose(profile.pc1_coords[2], -profile.pc1_coords[1], atol=1e-9)
+    for layer in (3, 7):
+        oriented = profile.orientation[layer] * profile.pc1_coords[profile.layers.index(layer)]
+        assert np.corrcoef(oriented, profile.next_entropy)[0, 1] > 0.8
+    assert sorted(profile.coords) == [3, 7]  # the final layer is always kept for scatter plots
+    np.testing.assert_allclose(profile.coords[7][:, 0], profile.pc1_coords[2])
+
+
+def test_profile_is_deterministic_and_gaussian_null_is_shared(profile):
+    rng = np.random.default_rng(1)
+    noise = rng.standard_normal((N, D))
+    x, t = planted(strength=1.5, seed=2)
+    again = value_manifold(np.stack([noise, x, -x]), (0, 3, 7), profile.next_entropy, model="toy",
+                           scatter_layers=(3,), random_state=0, **FAST)
+    assert again == profile
+    g = value_manifold(np.stack([noise, x]), (0, 1), t, null_kind="gaussian", random_state=0, **FAST)
+    assert g.null[0] == g.null[1] and g.null[0].kind == "gaussian"
+
+
+def test_profile_json_round_trip_is_exact(profile):
+    back = ManifoldProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    assert back == profile
+    assert back.to_dict() == profile.to_dict()
+    np.testing.assert_array_equal(back.pc1_coords, profile.pc1_coords)
+    assert back.orientation == profile.orientation and set(back.coords) == {3, 7}
+
+
+@pytest.mark.parametrize("change", [
+    dict(beats_null_pc1=(True, True, True)),
+    dict(orientation={0: 1, 3: 0, 7: 1}),
+    dict(orientation={0: 1, 3: 1}),
+    dict(pc1=(Estimate(1.2, 1.1, 1.3),) * 3),
+    dict(pr=(Estimate(0.5, 0.4, 0.6),) * 3),
+    dict(coords={7: np.zeros((N, 3))}),
+    dict(coords={5: np.zeros((N, 2))}),
+    dict(next_entropy=np.zeros(N - 1)),
+    dict(pc1_coords=np.zeros((2, N))),
+    dict(layers=(0, 3, 3)),
+])
+def test_profile_rejects_inconsistent_fields(profile, change):
+    fields = {f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}
+    with pytest.raises(ValueError):
+        ManifoldProfile(**{**fields, **change})
+
+
+def test_profile_arrays_are_read_only(profile):
+    with pytest.raises(ValueError):
+        profile.next_entropy[0] = 1.0
+
+
+def test_figure_traces_carry_the_profile_numbers(profile):
+    fig = profile.figure()
+    assert isinstance(fig, go.Figure) and len(fig.data) == 6
+    names = [t.name for t in fig.data]
+    pc1 = fig.data[names.index("PC1 (95 % CI)")]
+    np.testing.assert_allclose(pc1.y, [e.value for e in profile.pc1])
+    np.testing.assert_allclose(np.asarray(pc1.error_y.array) + pc1.y, [e.high for e in profile.pc1])
+    band = fig.data[names.index("permute null PC1 (95 % band)")]
+    np.testing.assert_allclose(band.y, [b.pc1.high for b in profile.null] + [b.pc1.low for b in profile.null][::-1])
+    pr = fig.data[names.index("participation ratio (95 % CI)")]
+    np.testing.assert_allclose(pr.y, [e.value for e in profile.pr])
+    assert "toy" in fig.layout.title.text
+
+
+def test_scatter_figure_is_oriented_and_coloured_by_entropy(profile):
+    fig = profile.scatter_figure(7)
+    assert len(fig.data) == 1
+    np.testing.assert_allclose(fig.data[0].x, profile.orientation[7] * profile.coords[7][:, 0])
+    np.testing.assert_allclose(fig.data[0].y, profile.coords[7][:, 1])
+    np.testing.assert_allclose(fig.data[0].marker.color, profile.next_entropy)
+    with pytest.raises(ValueError):
+        profile.scatter_figure(0)
+
+
+def test_value_manifold_validates_inputs():
+    x = np.random.default_rng(3).standard_normal((2, N, D))
+    e = np.zeros(N)
+    with pytest.raises(ValueError):
+        value_manifold(x, (0,), e, **FAST)
+    with pytest.raises(ValueError):
+        value_manifold(x, (0, 1), e[:-1], **FAST)
+    with pytest.raises(ValueError):
+        value_manifold(x, (0, 1), e, scatter_layers=(5,), **FAST)
+    bad = x.copy()
+    bad[0, 0, 0] = math.nan
+    with pytest.raises(ValueError):
+        value_manifold(bad, (0, 1), e, **FAST)
