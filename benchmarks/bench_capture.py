@@ -250,9 +250,19 @@ def worker(job: dict) -> dict:
 
 def load_worker(job: dict) -> dict:
     """Time load_model() twice in this process and, inside it, the GGUF stage (load_gguf)."""
+    mark = cpu_mark()
     import geoprobe.models.gguf as gguf_mod
     from geoprobe import load_model
 
+    if job.get("preimport"):
+        # The libraries a load needs, imported before the clock starts, so that the timed
+        # load is the weights (dequantise or read the cache) plus the bridge boot, not Python
+        # importing transformers' lazy modules.
+        import transformer_lens.model_bridge  # noqa: F401
+        import transformers.modeling_utils  # noqa: F401
+        import transformers.models.llama.modeling_llama  # noqa: F401
+        import transformers.integrations.ggml  # noqa: F401
+    import_s, _ = since(mark)
     stage: list[tuple[float, bool]] = []
     original = gguf_mod.load_gguf
 
@@ -269,7 +279,7 @@ def load_worker(job: dict) -> dict:
         load_model(job["model"], dtype=job["dtype"], device=job["device"])
         runs.append(since(mark))
     (total, other), (warm, warm_other) = runs
-    return dict(job, total_s=total, other=other, gguf_s=stage[0][0], from_cache=stage[0][1], warm_s=warm,
+    return dict(job, import_s=import_s, total_s=total, other=other, gguf_s=stage[0][0], from_cache=stage[0][1], warm_s=warm,
                 warm_other=warm_other, warm_gguf_s=stage[1][0])
 
 
@@ -388,20 +398,32 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
                              "; ".join(won) or "neither", bool(won), "either")]
     if loads:
         out += ["#### GGUF load of smollm2-135m (`load_model`, fresh `$GEOPROBE_CACHE`, warm OS page cache)", "",
-                "| run | load_model s | of which load_gguf s | other CPU |", "|---|---|---|---|"]
+                "Each row is a new process. *imports s*: importing geoprobe (and, where marked, transformers' "
+                "Llama/GGUF modules and `transformer_lens.model_bridge`) before the timed `load_model`.", "",
+                "| run | imports s | load_model s | of which load_gguf s | other CPU |", "|---|---|---|---|---|"]
         for r in loads:
-            out.append(f"| error | {r['error'][:200]} | | |" if "error" in r else
-                       f"| {'cached, new process' if r['from_cache'] else 'first: hash, dequantise, write cache'} "
-                       f"| {r['total_s']:.2f} | {r['gguf_s']:.2f} | {r['other']:.2f} |")
+            label = "cached, new process" if r.get("from_cache") else "first: hash, dequantise, write cache"
+            if r.get("preimport"):
+                label += ", libraries imported first"
+            out.append(f"| error | {r['error'][:200]} | | | |" if "error" in r else
+                       f"| {label} | {r['import_s']:.2f} | {r['total_s']:.2f} | {r['gguf_s']:.2f} | {r['other']:.2f} |")
             if "warm_s" in r:
-                out.append(f"| cached, again in that process (imports warm) | {r['warm_s']:.2f} "
+                out.append(f"| cached, again in that process (imports warm) | | {r['warm_s']:.2f} "
                            f"| {r['warm_gguf_s']:.2f} | {r['warm_other']:.2f} |")
-        first = [r["total_s"] for r in loads if r.get("from_cache") is False]
-        cached = [r["total_s"] for r in loads if r.get("from_cache")]
-        warm = [r["warm_s"] for r in loads if "warm_s" in r]
+        ok = [r for r in loads if "error" not in r]
+        first = [r["total_s"] + r["import_s"] for r in ok if r.get("from_cache") is False]
+        cached = [r["total_s"] + r["import_s"] for r in ok if r.get("from_cache") and not r.get("preimport")]
+        first_pre = [r["total_s"] for r in ok if r.get("from_cache") is False and r.get("preimport")]
+        cached_pre = [r["total_s"] for r in ok if r.get("from_cache") and r.get("preimport")]
+        warm = [r["warm_s"] for r in ok if "warm_s" in r]
         if first and cached:
-            checks.append(check("smollm2", "GGUF first / cached load (new processes)", first[0] / min(cached),
-                                f"{first[0] / min(cached):.1f}", first[0] / min(cached) >= 10, "≥ 10"))
+            ratio = first[0] / min(cached)
+            checks.append(check("smollm2", "GGUF first / cached, new processes, imports + load_model",
+                                ratio, f"{ratio:.1f}", ratio >= 10, "≥ 10"))
+        if first_pre and cached_pre:
+            ratio = first_pre[0] / min(cached_pre)
+            checks.append(check("smollm2", "GGUF first / cached load_model, new processes, libraries imported first",
+                                ratio, f"{ratio:.1f}", ratio >= 10, "≥ 10"))
         if first and warm:
             checks.append(check("smollm2", "(context) GGUF first / cached load with imports warm",
                                 first[0] / min(warm), f"{first[0] / min(warm):.1f}", None, "≥ 10"))
@@ -411,15 +433,9 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
 
 
 def write_doc(path: Path, body: str) -> None:
-    """Replace the text between the bench_capture markers (or append it), keeping the rest."""
-    section = f"{START}\n## Capture benchmark (`benchmarks/bench_capture.py`)\n\n{body}{END}"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
+
+    replace_section(path, "bench_capture", "Capture benchmark (`benchmarks/bench_capture.py`)", body)
 
 
 def main() -> None:
@@ -470,9 +486,13 @@ def main() -> None:
     loads: list[dict] = []
     if not args.no_gguf:
         with tempfile.TemporaryDirectory(prefix="geoprobe-bench-cache-") as cache:
-            for i in range(2 if args.quick else 3):  # the first fills the empty cache
+            # The first run fills the empty cache; the others read it. Every run imports the
+            # libraries a load needs before the clock starts, except one cached run that also
+            # pays them inside its process (what a user's new shell pays).
+            plan = [True, False, True] + ([] if args.quick else [True])
+            for i, pre in enumerate(plan):
                 wait_idle(args.wait_idle)
-                loads.append(spawn(dict(common, model="smollm2-135m", variant="load"),
+                loads.append(spawn(dict(common, model="smollm2-135m", variant="load", preimport=pre),
                                    dict(os.environ, GEOPROBE_CACHE=cache)))
                 print(f"[gguf load {i}] " + loads[-1].get("error", f"{loads[-1].get('total_s', 0):.1f}s"), flush=True)
     body = report(args, command, results, loads, (load_before, os.getloadavg()[0]))

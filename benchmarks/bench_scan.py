@@ -26,9 +26,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-START, END = "<!-- bench_scan:start -->", "<!-- bench_scan:end -->"
-
-
 def end_to_end(model: str, runs: int) -> list[float]:
     times = []
     env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -110,14 +107,10 @@ def main() -> None:
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:
+        from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
+
         path = Path(args.doc)
-        section = f"{START}\n## Scan benchmark (`benchmarks/bench_scan.py`)\n\n{body}{END}"
-        text = path.read_text() if path.exists() else "# Benchmarks\n"
-        if START in text and END in text:
-            text = text[: text.index(START)] + section + text[text.index(END) + len(END):]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section + "\n"
-        path.write_text(text)
+        replace_section(path, "bench_scan", "Scan benchmark (`benchmarks/bench_scan.py`)", body)
         print(f"wrote {path}")
 
 
