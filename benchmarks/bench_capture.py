@@ -50,7 +50,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-START, END = "<!-- bench_capture:start -->", "<!-- bench_capture:end -->"
 MODELS = {"smollm2": "smollm2-135m", "pythia-410m": "pythia-410m"}
 VARIANTS = ("bare", "bare-eager", "bare-full-logits", "geoprobe", "tl")
 STDLIB = ("argparse", "asyncio", "collections", "contextlib", "csv", "dataclasses", "datetime", "decimal",
