@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
+import scipy.linalg
 import scipy.stats
 from jaxtyping import Bool, Float
 
@@ -213,14 +214,31 @@ def gram_eigenvalues(z: Float[np.ndarray, "... n D"]) -> Float[np.ndarray, "... 
     return np.clip(np.linalg.eigvalsh(g)[..., ::-1], 0.0, None)
 
 
+def _top2(g: np.ndarray) -> np.ndarray:
+    """The two largest eigenvalues (descending) of each symmetric matrix in the batch ``g``.
+    LAPACK's dsyevr with an index subset: about twice as fast as all eigenvalues at m = 160."""
+    m = g.shape[-1]
+    flat = g.reshape(-1, m, m)
+    if m < 3:
+        w = np.linalg.eigvalsh(flat)[:, ::-1]
+        w = np.concatenate([w, np.zeros((len(flat), 2 - w.shape[1]))], axis=1) if m < 2 else w[:, :2]
+    else:
+        w = np.stack([scipy.linalg.eigh(a, eigvals_only=True, subset_by_index=[m - 2, m - 1], driver="evr",
+                                        check_finite=False)[::-1] for a in flat])
+    return np.clip(w, 0.0, None).reshape(g.shape[:-2] + (2,))
+
+
 def spectrum_summary(z: Float[np.ndarray, "... n D"]) -> Float[np.ndarray, "3 ..."]:
     """(PC1, PC1+PC2, PR) of already standardised data, batched over leading axes; NaN when
-    there is no variance."""
-    w = gram_eigenvalues(z)
-    tot = w.sum(axis=-1)
-    top2 = w[..., 0] + (w[..., 1] if w.shape[-1] > 1 else 0.0)
+    there is no variance. Only the top two eigenvalues are computed: Σλ = tr G and
+    Σλ² = ‖G‖²_F for the Gram matrix G (the smaller of z zᵀ and zᵀ z)."""
+    zt = np.swapaxes(z, -1, -2)
+    g = z @ zt if z.shape[-2] <= z.shape[-1] else zt @ z
+    tot = np.trace(g, axis1=-2, axis2=-1)
+    fro2 = np.einsum("...ij,...ij->...", g, g)
+    w = _top2(g)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.stack([w[..., 0] / tot, top2 / tot, tot**2 / np.sum(w**2, axis=-1)])
+        return np.stack([w[..., 0] / tot, (w[..., 0] + w[..., 1]) / tot, tot**2 / fro2])
 
 
 def spectrum(x: Float[np.ndarray, "n D"], standardize: bool = True) -> Float[np.ndarray, "k"]:

@@ -34,8 +34,9 @@ class ScanConfig:
     scatter_layers: tuple[int, ...] = ()  # value-manifold scatter plots; the final layer is always shown
     n_resamples: int = 1000  # bootstrap resamples for means and correlations
     pca_resamples: int = 200  # bootstrap resamples for PCA spectra
-    null_draws: int = 200  # matched-null draws per layer
-    null_kind: Literal["permute", "gaussian"] = "permute"
+    null_draws: int = 200  # matched-null draws (per layer for "permute"; per distinct d for "gaussian")
+    null_kind: Literal["permute", "gaussian"] = "gaussian"
+    ci_layers: Literal["final", "all"] = "final"  # bootstrap CIs of PCA/correlations: final + scatter layers, or all
     n_permutations: int = 1000
     confidence: float = 0.95
     init_baseline: bool = True  # key orthogonality of the architecture's own random init
@@ -56,6 +57,8 @@ class ScanConfig:
                 raise ProbeError(f"{name} {getattr(self, name)} is below 10; set {name} >= 10 in the probe")
         if self.null_kind not in ("permute", "gaussian"):
             raise ProbeError(f"null_kind {self.null_kind!r} is not permute|gaussian")
+        if self.ci_layers not in ("final", "all"):
+            raise ProbeError(f"ci_layers {self.ci_layers!r} is not final|all")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -94,7 +97,8 @@ _SECTIONS = {  # TOML table -> the ScanConfig fields it may set
     "capture": {"layers": "layers", "batch_size": "batch_size", "max_tokens": "max_tokens"},
     "analyses": {"run": "analyses", "n_resamples": "n_resamples", "pca_resamples": "pca_resamples",
                  "null_draws": "null_draws", "null_kind": "null_kind", "n_permutations": "n_permutations",
-                 "confidence": "confidence", "init_baseline": "init_baseline", "seed": "seed"},
+                 "confidence": "confidence", "init_baseline": "init_baseline", "seed": "seed",
+                 "ci_layers": "ci_layers"},
     "figures": {"scatter_layers": "scatter_layers"},
 }
 

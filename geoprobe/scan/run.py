@@ -90,16 +90,17 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
         if cap.values is None:
             raise PromptError("the capture has no value vectors; capture with values to run the manifold analysis")
         values = cap.values.reshape(cap.values.shape[0], cap.n_prompts, -1)
-        scatter = tuple(cap.index(x) for x in config.scatter_layers if x in layers or -len(layers) <= x < 0)
+        scatter = tuple(layers[cap.index(x)] for x in config.scatter_layers)
+        ci = None if config.ci_layers == "all" else (layers[-1], *scatter)
         parts["manifold"] = value_manifold(
-            values, layers, cap.next_entropy, model=model, scatter_layers=tuple(layers[i] for i in scatter),
+            values, layers, cap.next_entropy, model=model, scatter_layers=scatter,
             n_resamples=config.pca_resamples, null_draws=config.null_draws, null_kind=config.null_kind,
-            confidence=config.confidence, random_state=seed)
+            confidence=config.confidence, random_state=seed, ci_layers=ci)
     if "alignment" in todo:
         step("alignment")
         parts["alignment"] = entropy_alignment(
             parts["manifold"].pc1_coords, cap.next_entropy, layers, model=model, n_resamples=config.n_resamples,
-            n_permutations=config.n_permutations, confidence=config.confidence, random_state=seed)
+            n_permutations=config.n_permutations, confidence=config.confidence, random_state=seed, ci_layers=ci)
     if "orthogonality" in todo:
         step("orthogonality")
         if cap.w_k is None:

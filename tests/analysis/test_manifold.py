@@ -184,3 +184,18 @@ def test_value_manifold_validates_inputs():
     bad[0, 0, 0] = math.nan
     with pytest.raises(ValueError):
         value_manifold(bad, (0, 1), e, **FAST)
+
+
+def test_a_layer_without_variance_is_reported_as_undefined_not_an_error():
+    """Prompts that share their final token have identical layer-0 values: that layer's PCA is
+    undefined (NaN estimates, zero coordinates); the other layers are analysed as usual."""
+    import math
+
+    rng = np.random.default_rng(0)
+    n = 12
+    values = rng.normal(size=(2, n, 8))
+    values[0] = values[0, :1]  # layer 0: every prompt identical
+    prof = value_manifold(values, (0, 1), rng.uniform(0, 3, n), scatter_layers=(0,), n_resamples=20, null_draws=20)
+    assert math.isnan(prof.pc1[0].value) and math.isnan(prof.pr[0].value) and not prof.beats_null_pc1[0]
+    assert (prof.coords[0] == 0).all() and 0 < prof.pc1[1].value < 1
+    assert json.loads(json.dumps(prof.to_dict())) == prof.to_dict()
