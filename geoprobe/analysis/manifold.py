@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+import scipy.linalg
 import scipy.stats
 from jaxtyping import Bool, Float
 
@@ -105,7 +106,8 @@ def _spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> n
     n, d = x.shape
     idx = rng.integers(0, n, size=(n_resamples, n))
     stats = np.empty((3, n_resamples))
-    for b in range(n_resamples):
+
+    def one(b: int) -> None:
         counts = np.bincount(idx[b], minlength=n)
         rows = np.flatnonzero(counts)
         c = counts[rows].astype(np.float64)[:, None]
@@ -116,14 +118,45 @@ def _spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> n
         live = sd > 1e-12 * np.maximum(1.0, np.abs(mean))
         z = np.sqrt(c) * (xc[:, live] / sd[live])
         stats[:, b] = spectrum_summary(z[None])[:, 0]
+
+    with ThreadPoolExecutor(2) as pool:  # resamples are independent; LAPACK releases the GIL
+        list(pool.map(one, range(n_resamples)))
     return stats.std(axis=1, ddof=1)
 
 
-def _fit_or_none(x: np.ndarray) -> "ValueManifold | None":
-    """ValueManifold().fit(x), or None when x has no variance (every prompt's vector equal)."""
-    if not (~constant_columns(x)).any() or x.shape[0] < 2:
+@dataclass(frozen=True)
+class _LayerFit:
+    """What a profile needs from one layer's PCA: PC1/PC2 ratios, PR, PC1/PC2 coordinates."""
+
+    ratios: np.ndarray  # (2,) explained-variance ratios of PC1 and PC2
+    participation_ratio: float
+    coords: np.ndarray  # (n, 2)
+    kept: np.ndarray  # (D,) bool
+
+
+def _fit_or_none(x: np.ndarray) -> _LayerFit | None:
+    """The top-two PCA of one layer, as ValueManifold computes it (same standardisation, same
+    deterministic signs) but without the full eigendecomposition: the two leading eigenpairs
+    of the Gram matrix (LAPACK dsyevr subset), total variance tr G and Σλ² = ‖G‖²_F for the PR.
+    None when x has no variance (every prompt's vector equal)."""
+    kept = ~constant_columns(x)
+    n = x.shape[0]
+    if not kept.any() or n < 2:
         return None
-    return ValueManifold().fit(x)
+    z = zscore(x[:, kept])
+    g = z @ z.T
+    tot, fro2 = float(np.trace(g)), float(np.einsum("ij,ij->", g, g))
+    m = g.shape[0]
+    k = min(2, n - 1, int(kept.sum()))
+    lam, u = scipy.linalg.eigh(g, subset_by_index=[m - k, m - 1], driver="evr", check_finite=False)
+    lam, u = np.clip(lam[::-1], 0.0, None), u[:, ::-1]
+    comps = z.T @ u / np.sqrt(np.maximum(lam, np.finfo(float).tiny))  # (D_kept, k) unit loadings
+    comps *= np.sign(comps[np.abs(comps).argmax(axis=0), np.arange(k)])  # largest |loading| positive
+    coords = np.zeros((n, 2))
+    coords[:, :k] = z @ comps
+    ratios = np.zeros(2)
+    ratios[:k] = lam / tot
+    return _LayerFit(ratios, tot**2 / fro2, coords, kept)
 
 
 def _workers(tasks: int) -> int:
@@ -318,6 +351,9 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
     L, n, D = values.shape
     if entropy.shape != (n,) or not np.all(np.isfinite(entropy)):
         raise ValueError(f"next_entropy must be {n} finite numbers, got shape {entropy.shape}")
+    if not np.all(np.isfinite(values)):
+        bad = np.argwhere(~np.isfinite(values))[0]
+        raise ValueError(f"values contain NaN/Inf (layer {layers[bad[0]]}, prompt {bad[1]}, coordinate {bad[2]})")
     if n < 3:
         raise ValueError(f"{n} prompts; PC1+PC2 with a bootstrap CI needs at least 3")
     if n_resamples < 2 or null_draws < 1:
@@ -328,7 +364,7 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
     rngs = [g.spawn(2) for g in np.random.default_rng(random_state).spawn(L)]  # (bootstrap, null) per layer
     with _quiet(), _one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
         fits = list(pool.map(_fit_or_none, values))  # None: no variance at all (e.g. one shared final token)
-        kept = [x[:, vm.kept_features_] if vm is not None else x[:, :0] for x, vm in zip(values, fits)]
+        kept = [x[:, vm.kept] if vm is not None else x[:, :0] for x, vm in zip(values, fits)]
         want = set(layers) if ci_layers is None else {int(x) for x in ci_layers}
         nan3 = np.full(3, np.nan)
         ses = pool.map(lambda i: _spectrum_se(kept[i], n_resamples, rngs[i][0])
@@ -351,13 +387,13 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
             if layer in scatter:
                 coords[layer] = np.zeros((n, 2))
             continue
-        r, k = vm.explained_variance_ratio_, len(vm.explained_variance_ratio_)
+        r, k = vm.ratios, min(n - 1, int(vm.kept.sum()))
         pc1.append(_se_interval(r[0], se[0], confidence, 0.0, 1.0))
         pc12.append(_se_interval(r[:2].sum(), se[1], confidence, 0.0, 1.0))
-        pr.append(_se_interval(vm.participation_ratio_, se[2], confidence, 1.0, float(k)))
-        first[i] = vm.coords_[:, 0]
+        pr.append(_se_interval(vm.participation_ratio, se[2], confidence, 1.0, float(k)))
+        first[i] = vm.coords[:, 0]
         if layer in scatter:
-            coords[layer] = np.column_stack([vm.coords_[:, 0], vm.coords_[:, 1] if k > 1 else np.zeros(n)])
+            coords[layer] = vm.coords.copy()
     orient = _orientation(first, entropy)
     return ManifoldProfile(
         model=model, layers=layers, n=n, d=D, pc1=tuple(pc1), pc12=tuple(pc12), pr=tuple(pr), null=tuple(nulls),

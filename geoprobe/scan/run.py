@@ -81,8 +81,15 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
     todo = list(config.analyses)
     parts: dict[str, Any] = {}
 
-    def step(name: str) -> None:
-        if progress is not None:
+    stage_t: dict[str, float] = {}
+    last = [None, time.perf_counter()]
+
+    def step(name: str | None) -> None:
+        now = time.perf_counter()
+        if last[0] is not None:
+            stage_t[f"{last[0]}_s"] = now - last[1]
+        last[0], last[1] = name, now
+        if progress is not None and name is not None:
             progress(name, todo.index(name), len(todo))
 
     if "manifold" in todo:
@@ -113,9 +120,10 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
         parts["focusing"] = attention_focusing(
             cap.attn_entropy, layers, cap.n_tokens, model=model, confidence=config.confidence,
             n_resamples=config.n_resamples, random_state=seed)
+    step(None)
     card = build_scorecard(model, parts.get("manifold"), parts.get("orthogonality"), parts.get("focusing"),
                            n_resamples=config.n_resamples, confidence=config.confidence, random_state=seed)
-    timings = dict(timings or {}, analyse_s=time.perf_counter() - t0)
+    timings = dict(timings or {}, **stage_t, analyse_s=time.perf_counter() - t0)
     return ScanResult(model=model, provenance=cap.provenance.to_dict(), config=config, n_prompts=cap.n_prompts,
                       layers=layers, n_layers=cap.layout.n_layers, scorecard=card, timings=timings,
                       notes=tuple(notes), **parts)
