@@ -65,6 +65,27 @@ def _init_key_weights(cap: Capture, hf_config: Any, seed: int) -> tuple[np.ndarr
     return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed})"
 
 
+def _step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str | None, str | None]:
+    """For Pythia loaded from the Hub: W_K of the released ``step0`` checkpoint, the model's own
+    initialisation. Returns (w_k, label, note); w_k is None with a note saying why when the
+    checkpoint is not reachable (offline, not cached)."""
+    from geoprobe.capture.run import key_weights
+    from geoprobe.errors import GeoprobeError
+    from geoprobe.models.loading import load_model
+
+    spec = getattr(model, "spec", None)
+    if spec is None or "step0" not in (spec.revisions or ()) or model.provenance.source != "hub":
+        return None, None, None
+    if model.provenance.weights.startswith("step0@"):
+        return None, None, "the scanned weights are step0 themselves; the init baseline is the twin's"
+    try:
+        init = load_model(spec.alias, revision="step0", dtype="float32", device="cpu")
+    except GeoprobeError as exc:
+        return None, None, f"step0 baseline unavailable, using the architecture's random init instead: {exc}"
+    w = key_weights(init, cap.layers)
+    return w, f"{spec.alias} step0 checkpoint (released initialisation)", None
+
+
 def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.ndarray | None = None,
             init_label: str | None = None, notes: Sequence[str] = (), timings: dict[str, float] | None = None,
             progress: Progress | None = None) -> ScanResult:
@@ -159,7 +180,12 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
     init_w_k = init_label = None
     if config.init_baseline and "orthogonality" in config.analyses:
         t = time.perf_counter()
-        init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed)
+        init_w_k, init_label, note = _step0_key_weights(m, cap)
+        if note:
+            warnings.warn(note, stacklevel=2)
+            notes.append(note)
+        if init_w_k is None:
+            init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed)
         timings["init_baseline_s"] = time.perf_counter() - t
     result = analyse(cap, config, init_w_k=init_w_k, init_label=init_label, notes=notes, timings=timings,
                      progress=progress)

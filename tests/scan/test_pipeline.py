@@ -106,3 +106,50 @@ def test_analyse_is_deterministic_given_the_seed(planted):
     assert again.focusing.to_dict() == r.focusing.to_dict()
     other = analyse(cap, ScanConfig(**{**FAST.to_dict(), "seed": 1, "analyses": ("focusing",)}))
     assert other.focusing.mean[0].value == r.focusing.mean[0].value  # point estimates do not depend on the seed
+
+
+def _hub_pythia(weights="main@abc"):
+    from types import SimpleNamespace
+
+    from geoprobe.models.registry import ALIASES
+
+    return SimpleNamespace(spec=ALIASES["pythia-70m"], provenance=SimpleNamespace(source="hub", weights=weights))
+
+
+def test_pythia_init_baseline_prefers_the_released_step0_checkpoint(monkeypatch, twin_factory):
+    """For Pythia from the Hub the init baseline is W_K of revision step0; here a tiny twin stands
+    in for the step0 download (no hub on this machine)."""
+    from types import SimpleNamespace
+
+    import geoprobe.models.loading as loading
+    from geoprobe.capture.run import key_weights
+    from geoprobe.scan.run import _step0_key_weights
+
+    stand_in = twin_factory("pythia-70m")
+    asked = {}
+
+    def fake_load(name, revision=None, **kw):
+        asked.update(name=name, revision=revision)
+        return stand_in
+
+    monkeypatch.setattr(loading, "load_model", fake_load)
+    w, label, note = _step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0, 2)))
+    assert asked == {"name": "pythia-70m", "revision": "step0"} and note is None and "step0" in label
+    np.testing.assert_array_equal(w, key_weights(stand_in, (0, 2)))
+
+
+def test_pythia_step0_unreachable_falls_back_with_a_note(monkeypatch):
+    from types import SimpleNamespace
+
+    import geoprobe.models.loading as loading
+    from geoprobe.errors import ModelUnavailableError
+    from geoprobe.scan.run import _step0_key_weights
+
+    def offline(name, revision=None, **kw):
+        raise ModelUnavailableError(f"model {name!r}@{revision}: hub unreachable")
+
+    monkeypatch.setattr(loading, "load_model", offline)
+    w, label, note = _step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0,)))
+    assert w is None and "step0 baseline unavailable" in note and "hub unreachable" in note
+    # not Pythia, or a twin: no step0 attempt at all
+    assert _step0_key_weights(SimpleNamespace(spec=None), SimpleNamespace(layers=(0,))) == (None, None, None)
