@@ -51,7 +51,7 @@ def breakdown(model: str, runs: int) -> dict[str, list[float]]:
     t = time.perf_counter()
     m = load_model(model)
     out: dict[str, list[float]] = {"load (in this process)": [time.perf_counter() - t], "capture": [],
-                                   "random-init W_K baseline": [], "analysers": [], "report.html": []}
+                                   "random-init W_K baseline": [], "analysers": []}
     cc = CaptureConfig(batch_size=config.batch_size)
     for _ in range(runs):
         t = time.perf_counter()
@@ -63,10 +63,12 @@ def breakdown(model: str, runs: int) -> dict[str, list[float]]:
         t = time.perf_counter()
         result = analyse(cap, config, init_w_k=init, init_label=label)
         out["analysers"].append(time.perf_counter() - t)
+        for key in ("manifold", "alignment", "orthogonality", "focusing"):
+            out.setdefault(f"  of which {key}", []).append(result.timings.get(f"{key}_s", float("nan")))
         with tempfile.TemporaryDirectory() as d:
             t = time.perf_counter()
             result.report(Path(d) / "report.html")
-            out["report.html"].append(time.perf_counter() - t)
+            out.setdefault("report.html", []).append(time.perf_counter() - t)
     out["_n"] = [cap.n_prompts, len(cap.layers), float(cap.n_tokens.mean())]
     return out
 
