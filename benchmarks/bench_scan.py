@@ -26,17 +26,18 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-def end_to_end(model: str, runs: int) -> list[float]:
+def end_to_end(model: str, runs: int, command: str = "scan") -> list[float]:
+    """Wall time of `geoprobe scan` (or `geoprobe capture`, same prompts and layers) in new processes."""
     times = []
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as d:
             t = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "geoprobe.cli", "scan", "--model", model, "--out", f"{d}/run"],
+            r = subprocess.run([sys.executable, "-m", "geoprobe.cli", command, "--model", model, "--out", f"{d}/run"],
                                capture_output=True, text=True, env=env)
             times.append(time.perf_counter() - t)
             if r.returncode:
-                raise SystemExit(f"geoprobe scan failed:\n{r.stderr[-3000:]}")
+                raise SystemExit(f"geoprobe {command} failed:\n{r.stderr[-3000:]}")
     return times
 
 
@@ -82,7 +83,10 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    e2e = end_to_end(args.model, args.runs)
+    e2e, cap_e2e = [], []
+    for _ in range(args.runs):  # interleaved, so drift affects both alike
+        cap_e2e += end_to_end(args.model, 1, "capture")
+        e2e += end_to_end(args.model, 1, "scan")
     parts = breakdown(args.model, args.runs)
     n, layers, mean_tokens = parts.pop("_n")
     med = {k: statistics.median(v) for k, v in parts.items()}
@@ -97,6 +101,8 @@ def main() -> None:
         "| stage | median s | runs |", "|---|---|---|",
         f"| `geoprobe scan` end to end, new process (report, results, capture/ written) | {statistics.median(e2e):.1f} "
         f"| {', '.join(f'{x:.1f}' for x in e2e)} |",
+        f"| `geoprobe capture` end to end, new process (capture/ written), same prompts | "
+        f"{statistics.median(cap_e2e):.1f} | {', '.join(f'{x:.1f}' for x in cap_e2e)} |",
     ]
     for k, v in parts.items():
         lines.append(f"| {k} | {med[k]:.2f} | {', '.join(f'{x:.2f}' for x in v)} |")
@@ -105,7 +111,9 @@ def main() -> None:
               f"| full scan, report included | {statistics.median(e2e):.1f} s | < 120 s | "
               f"**{'PASS' if ok_total else 'FAIL'}** |",
               f"| analysers / capture | {ratio:.3f} | < 0.10 | **{'PASS' if ok_ratio else 'FAIL'}** |",
-              f"| (context) analysers + random-init baseline / capture | {ratio_init:.3f} | — | info |", ""]
+              f"| (context) analysers + random-init baseline / capture | {ratio_init:.3f} | — | info |",
+              f"| (context) `geoprobe scan` / `geoprobe capture`, new processes, − 1 | "
+              f"{statistics.median(e2e) / statistics.median(cap_e2e) - 1:.3f} | — | info |", ""]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:
