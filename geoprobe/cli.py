@@ -128,8 +128,10 @@ def _run_capture(model: str, load_options: dict, prompts: Optional[Path], config
 
 
 def _scan_options(prompts: Optional[str], layers: Optional[str], batch_size: Optional[int],
-                  max_tokens: Optional[int], seed: Optional[int], scatter: Optional[str], no_init: bool) -> dict:
-    changes: dict = dict(batch_size=batch_size, max_tokens=max_tokens, seed=seed)
+                  max_tokens: Optional[int], seed: Optional[int], scatter: Optional[str], no_init: bool,
+                  null_kind: Optional[str] = None, ci_layers: Optional[str] = None) -> dict:
+    changes: dict = dict(batch_size=batch_size, max_tokens=max_tokens, seed=seed, null_kind=null_kind,
+                         ci_layers=ci_layers)
     if prompts is not None:
         changes["prompts"] = prompts if prompts == "builtin" else str(Path(prompts))
     if layers is not None:
@@ -201,6 +203,8 @@ LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (
 ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
 OutOpt = typer.Option(None, "--out", "-o", help="run directory; default runs/<model>")
 ForceOpt = typer.Option(False, "--force", "--overwrite", help="replace an existing report/results in --out")
+NullOpt = typer.Option(None, "--null", help="matched null for the value manifold: gaussian (default) or permute")
+CiOpt = typer.Option(None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all")
 
 
 @app.command()
@@ -212,6 +216,8 @@ def scan(
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
     scatter_layers: Optional[str] = ScatterOpt,
     no_init_baseline: bool = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline"),
+    null_kind: Optional[str] = NullOpt,
+    ci_layers: Optional[str] = CiOpt,
     revision: Optional[str] = typer.Option(None, "--revision"),
     dtype: str = typer.Option("float32", "--dtype", help="float32|bfloat16|float16"),
     device: str = typer.Option("cpu", "--device"),
@@ -225,7 +231,7 @@ def scan(
     from geoprobe.scan import ScanConfig
 
     config = ScanConfig().updated(**_scan_options(prompts, layers, batch_size, max_tokens, seed, scatter_layers,
-                                                  no_init_baseline))
+                                                  no_init_baseline, null_kind, ci_layers))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code,
                         allow_pickle=allow_pickle)
     _run_scan(model, config, load_options, out_dir, force)
@@ -241,6 +247,8 @@ def run_probe(
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
     scatter_layers: Optional[str] = ScatterOpt,
     no_init_baseline: bool = typer.Option(False, "--no-init-baseline"),
+    null_kind: Optional[str] = NullOpt,
+    ci_layers: Optional[str] = CiOpt,
     revision: Optional[str] = typer.Option(None, "--revision"),
     dtype: str = typer.Option("float32", "--dtype"),
     device: str = typer.Option("cpu", "--device"),
@@ -254,7 +262,7 @@ def run_probe(
 
     probe = load_probe(probe_file)
     config = probe.config.updated(**_scan_options(prompts, layers, batch_size, max_tokens, seed, scatter_layers,
-                                                  no_init_baseline))
+                                                  no_init_baseline, null_kind, ci_layers))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
     _run_scan(model, config, load_options, out_dir, force)
 

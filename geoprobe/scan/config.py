@@ -56,9 +56,11 @@ class ScanConfig:
             if getattr(self, name) < 10:
                 raise ProbeError(f"{name} {getattr(self, name)} is below 10; set {name} >= 10 in the probe")
         if self.null_kind not in ("permute", "gaussian"):
-            raise ProbeError(f"null_kind {self.null_kind!r} is not permute|gaussian")
+            raise ProbeError(f"null kind {self.null_kind!r} is not gaussian|permute; pass --null gaussian|permute "
+                             "(null_kind in a probe)")
         if self.ci_layers not in ("final", "all"):
-            raise ProbeError(f"ci_layers {self.ci_layers!r} is not final|all")
+            raise ProbeError(f"ci layers {self.ci_layers!r} is not final|all; pass --ci-layers final|all "
+                             "(ci_layers in a probe)")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -117,3 +117,20 @@ def test_report_of_an_incompatible_results_file(tmp_path, capsys, monkeypatch):
     p.write_text(json.dumps({"kind": "geoprobe.scan", "version": 0, "geoprobe": "0.0.1"}))
     code, out, err = run_cli(["report", str(p)], capsys, monkeypatch)
     assert code == 2 and "results version 0" in err and "re-run geoprobe scan" in err
+
+
+def test_permutation_null_and_cis_on_every_layer(tmp_path, capsys, monkeypatch):
+    p = tmp_path / "p.txt"
+    words = "apple river music stone cloud paper tiger light engine garden silver window".split()
+    p.write_text("\n".join(f"Sentence {i} is about the {w}" for i, w in enumerate(words)))  # distinct final tokens
+    code, out, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out", str(tmp_path / "o"),
+                              "--null", "permute", "--ci-layers", "all", "--no-init-baseline"], capsys, monkeypatch)
+    assert code == 0, err
+    res = ScanResult.load(tmp_path / "o")
+    assert res.config.null_kind == "permute" and res.config.ci_layers == "all"
+    assert all(b.kind == "permute" for b in res.manifold.null)
+    assert all(e.low <= e.value <= e.high for e in res.manifold.pc1)  # finite CIs on every layer
+    assert all(e.low == e.low for e in res.alignment.spearman)  # not NaN
+    code, out, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out",
+                              str(tmp_path / "o2"), "--null", "bogus"], capsys, monkeypatch)
+    assert code == 2 and "pass --null gaussian|permute" in err and "\n" not in err.strip()
