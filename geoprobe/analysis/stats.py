@@ -11,9 +11,10 @@ Definitions (x is an n × D matrix: n prompts, D features):
 * participation ratio: ``PR = (Σ λ_i)² / Σ λ_i² = 1 / Σ r_i²`` (1 for one direction, k for an
   isotropic spectrum).
 
-Resampled spectra (bootstraps, nulls) are computed in batches from the eigenvalues of the
-smaller Gram matrix (``z zᵀ`` when n ≤ D_kept, else ``zᵀ z``) with ``np.linalg.eigvalsh`` on a
-(B, m, m) stack: the non-zero eigenvalues are the same, and no PCA object is built per draw.
+Resampled spectra (bootstraps, nulls) come from the smaller Gram matrix G (``z zᵀ`` when
+n ≤ D_kept, else ``zᵀ z``), which has the covariance's non-zero eigenvalues: only its two
+largest eigenvalues are computed (LAPACK dsyevr, index subset), and PR uses Σλ = tr G and
+Σλ² = ‖G‖²_F, so no full eigendecomposition or PCA object is needed per draw.
 """
 from __future__ import annotations
 
