@@ -1,4 +1,4 @@
-"""`geoprobe` command line: models, capture, scan, run, report.
+"""`geoprobe` command line: models, prompts, sample, capture, scan, run, report, compare-domains, compare.
 
 Errors the user can fix print one line (``error: ...``) and exit 2; ``--debug`` anywhere on
 the command line shows the traceback instead.
@@ -79,7 +79,8 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
 @app.command()
 def capture(
     model: str = ModelOpt,
-    prompts: Optional[Path] = typer.Option(None, "--prompts", "-p", help="prompt file (.txt one per line, .jsonl, .json); default: built-in"),
+    prompts: str = typer.Option("builtin", "--prompts", "-p",
+                                help="builtin (default), mixed, a corpus domain, or a prompt file (.txt/.jsonl/.json)"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="directory to write (must not exist)"),
     layers: Optional[str] = typer.Option(None, "--layers", help="comma-separated layer indices, negative from the end; default all"),
     batch_size: int = typer.Option(16, "--batch-size"),
@@ -110,15 +111,20 @@ def capture(
     out.print(f"wrote {out_dir} ({cap.n_prompts} prompts × {len(cap.layers)} layers)")
 
 
-def _run_capture(model: str, load_options: dict, prompts: Optional[Path], config, out_dir: Path, seed: int,
+def _run_capture(model: str, load_options: dict, prompts: str, config, out_dir: Path, seed: int,
                  overwrite: bool):
-    """Read prompts, load the model, capture with progress, save to ``out_dir``."""
-    from geoprobe.capture import capture as run
-    from geoprobe.prompts import builtin_prompts, read_prompts
-
-    texts = read_prompts(prompts) if prompts is not None else builtin_prompts()
-    m = _open(model, load_options)
+    """Resolve prompts (a set or a file), load the model, capture with progress, save to ``out_dir``."""
     from rich.progress import Progress
+
+    from geoprobe.capture import capture as run
+    from geoprobe.prompts import prompt_source_kind, read_prompts, resolve_prompt_set
+
+    if prompt_source_kind(prompts) == "file":
+        read_prompts(prompts)  # a bad file fails before the model loads
+    m = _open(model, load_options)
+    with err.status(f"resolving prompts {prompts} …"):
+        pset = resolve_prompt_set(prompts, m, seed=seed)
+    texts = list(pset.prompts)
 
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("capturing", total=len(texts))
@@ -127,13 +133,26 @@ def _run_capture(model: str, load_options: dict, prompts: Optional[Path], config
     return cap
 
 
+def _prompt_choice(prompts: Optional[str], domain: Optional[str]) -> Optional[str]:
+    if prompts is not None and domain is not None and prompts != domain:
+        raise GeoprobeError(f"--prompts {prompts!r} and --domain {domain!r} disagree; pass only one of them")
+    if domain is not None:
+        from geoprobe.sampling import check_corpus_set
+
+        check_corpus_set(domain)
+        return domain
+    return prompts
+
+
 def _scan_options(prompts: Optional[str], layers: Optional[str], batch_size: Optional[int],
                   max_tokens: Optional[int], seed: Optional[int], scatter: Optional[str], no_init: bool,
-                  null_kind: Optional[str] = None, ci_layers: Optional[str] = None) -> dict:
+                  null_kind: Optional[str] = None, ci_layers: Optional[str] = None, sampling: Optional[dict] = None) -> dict:
     changes: dict = dict(batch_size=batch_size, max_tokens=max_tokens, seed=seed, null_kind=null_kind,
-                         ci_layers=ci_layers)
+                         ci_layers=ci_layers, sampling=sampling)
     if prompts is not None:
-        changes["prompts"] = prompts if prompts == "builtin" else str(Path(prompts))
+        from geoprobe.prompts import prompt_source_kind
+
+        changes["prompts"] = str(Path(prompts)) if prompt_source_kind(prompts) == "file" else prompts
     if layers is not None:
         changes["layers"] = _layers(layers) or None
     if scatter is not None:
@@ -147,25 +166,26 @@ def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], f
     """Scan ``model`` and write capture/, results.json and report.html under the run directory."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from geoprobe.scan.run import resolve_prompts, scan
+    from geoprobe.scan.run import check_prompts, scan
 
     target = out_dir or Path("runs") / model.replace("/", "--").replace(":", "-")
     existing = [target / n for n in ("report.html", "results.json", "capture") if (target / n).exists()]
     if existing and not force:
         raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
-    texts, notes = resolve_prompts(config)  # fail on bad prompts before loading the model
+    check_prompts(config)  # fail on bad prompts before loading the model
     m = _open(model, load_options)
     columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         tasks: dict = {}
 
         def progress(stage: str, done: int, total: int) -> None:
-            key = "capture" if stage == "capture" else "analyse"
+            key = stage if stage in ("capture", "sampling") else "analyse"
+            label = {"capture": "capturing", "sampling": "entropy of candidates"}.get(key, stage)
             if key not in tasks:
-                tasks[key] = bar.add_task("capturing" if key == "capture" else stage, total=total)
-            bar.update(tasks[key], completed=done, description="capturing" if key == "capture" else stage)
+                tasks[key] = bar.add_task(label, total=total)
+            bar.update(tasks[key], completed=done, description=label)
 
-        result, cap = scan(m, texts, config, progress=progress, return_capture=True, notes=notes)
+        result, cap = scan(m, None, config, progress=progress, return_capture=True)
     cap.save(target / "capture", overwrite=force)
     result = dataclasses.replace(result, capture_dir="capture")
     results_path = result.save(target / "results.json")
@@ -176,7 +196,9 @@ def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], f
 
 def _print_scan(result) -> None:
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
-    table = Table(title=f"{result.model}: final-token geometry over {result.n_prompts} prompts")
+    ps = result.prompt_set or {}
+    table = Table(title=f"{result.model}: final-token geometry over {result.n_prompts} prompts "
+                        f"(set {ps.get('name', result.config.prompts)}, sha256 {str(ps.get('hash', ''))[:12]})")
     cols = ["layer"] + (["value PC1", "null PC1 ≤"] if m else []) + (["ρ(PC1, H)"] if a else []) \
         + (["key |cos|"] if o else []) + (["attn H (bits)"] if f else [])
     for c in cols:
@@ -198,7 +220,18 @@ def _print_scan(result) -> None:
                   f"beats null: {r['beats_null']}", highlight=False)
 
 
-PromptsOpt = typer.Option(None, "--prompts", "-p", help="prompt file (.txt/.jsonl/.json) or a built-in set: builtin")
+PromptsOpt = typer.Option(None, "--prompts", "-p",
+                          help="mixed (default: real text from every domain, stratified by next-token entropy), a "
+                               "domain (geoprobe prompts lists them), builtin (160 hand-written), or a prompt file")
+DomainOpt = typer.Option(None, "--domain", help="a single corpus domain (same as --prompts DOMAIN)")
+CandidatesOpt = typer.Option(None, "--candidates", help="corpus sets: candidate pool size (default 1000)")
+PerQuintileOpt = typer.Option(None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15)")
+MinTokOpt = typer.Option(None, "--min-tokens", help="corpus sets: shortest candidate in tokens (default 16)")
+MaxTokOpt = typer.Option(None, "--max-prompt-tokens", help="corpus sets: longest candidate in tokens (default 64)")
+
+
+def _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens) -> dict:
+    return dict(candidates=candidates, per_stratum=per_quintile, min_tokens=min_tokens, max_tokens=max_prompt_tokens)
 LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
 ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
 OutOpt = typer.Option(None, "--out", "-o", help="run directory; default runs/<model>")
@@ -211,6 +244,11 @@ CiOpt = typer.Option(None, "--ci-layers", help="bootstrap CIs of PCA/correlation
 def scan(
     model: str = ModelOpt,
     prompts: Optional[str] = PromptsOpt,
+    domain: Optional[str] = DomainOpt,
+    candidates: Optional[int] = CandidatesOpt,
+    per_quintile: Optional[int] = PerQuintileOpt,
+    min_tokens: Optional[int] = MinTokOpt,
+    max_prompt_tokens: Optional[int] = MaxTokOpt,
     layers: Optional[str] = LayersOpt,
     batch_size: Optional[int] = typer.Option(None, "--batch-size"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
@@ -230,8 +268,9 @@ def scan(
     """Measure the Bayesian-geometry signatures on every layer; write report.html and results.json."""
     from geoprobe.scan import ScanConfig
 
-    config = ScanConfig().updated(**_scan_options(prompts, layers, batch_size, max_tokens, seed, scatter_layers,
-                                                  no_init_baseline, null_kind, ci_layers))
+    config = ScanConfig().updated(**_scan_options(_prompt_choice(prompts, domain), layers, batch_size, max_tokens, seed,
+                                                  scatter_layers, no_init_baseline, null_kind, ci_layers,
+                                                  _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code,
                         allow_pickle=allow_pickle)
     _run_scan(model, config, load_options, out_dir, force)
@@ -242,6 +281,11 @@ def run_probe(
     probe_file: Path = typer.Argument(..., help="a probe recipe, e.g. probes/scan.toml"),
     model: str = ModelOpt,
     prompts: Optional[str] = PromptsOpt,
+    domain: Optional[str] = DomainOpt,
+    candidates: Optional[int] = CandidatesOpt,
+    per_quintile: Optional[int] = PerQuintileOpt,
+    min_tokens: Optional[int] = MinTokOpt,
+    max_prompt_tokens: Optional[int] = MaxTokOpt,
     layers: Optional[str] = LayersOpt,
     batch_size: Optional[int] = typer.Option(None, "--batch-size"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
@@ -261,8 +305,9 @@ def run_probe(
     from geoprobe.scan import load_probe
 
     probe = load_probe(probe_file)
-    config = probe.config.updated(**_scan_options(prompts, layers, batch_size, max_tokens, seed, scatter_layers,
-                                                  no_init_baseline, null_kind, ci_layers))
+    config = probe.config.updated(**_scan_options(_prompt_choice(prompts, domain), layers, batch_size, max_tokens, seed,
+                                                  scatter_layers, no_init_baseline, null_kind, ci_layers,
+                                                  _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
     _run_scan(model, config, load_options, out_dir, force)
 
@@ -280,6 +325,159 @@ def report(
     base = results if results.is_dir() else results.parent
     path = res.report(out_file or base / "report.html", force=force)
     out.print(f"wrote {path}")
+
+
+@app.command(name="prompts")
+def prompt_sets(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """List the prompt sets --prompts accepts: builtin, mixed and every corpus domain (available here?)."""
+    from geoprobe.corpora import DOMAINS, available_domains
+
+    avail = available_domains()
+    rows = [{"set": "builtin", "kind": "builtin", "available": True, "note": "160 hand-written prompts"},
+            {"set": "mixed", "kind": "corpus", "available": sum(v is None for v in avail.values()) >= 2,
+             "note": "every available domain, stratified by next-token entropy"}]
+    rows += [{"set": d, "kind": "corpus", "available": avail[d] is None, "note": avail[d] or ""} for d in DOMAINS]
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    table = Table(title="prompt sets (--prompts / --domain)")
+    for col in ("set", "kind", "available", "note"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["set"], r["kind"], "yes" if r["available"] else "no", r["note"])
+    out.print(table)
+
+
+@app.command()
+def sample(
+    model: str = ModelOpt,
+    prompts: str = typer.Option("mixed", "--prompts", "-p", help="mixed or a corpus domain"),
+    out_file: Path = typer.Option(..., "--out", "-o", help="JSON-lines file to write (one sampled prompt per line)"),
+    candidates: Optional[int] = CandidatesOpt,
+    per_quintile: Optional[int] = PerQuintileOpt,
+    min_tokens: Optional[int] = MinTokOpt,
+    max_prompt_tokens: Optional[int] = MaxTokOpt,
+    seed: int = typer.Option(0, "--seed"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    device: str = typer.Option("cpu", "--device"),
+    force: bool = ForceOpt,
+) -> None:
+    """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
+    from geoprobe.prompts import prompt_source_kind
+    from geoprobe.sampling import SamplingConfig, sample_corpus_set
+    from geoprobe.scan.domains import write_prompt_sets
+
+    if out_file.exists() and not force:
+        raise GeoprobeError(f"{str(out_file)!r} already exists; pass --force to replace it or choose another --out")
+    if prompt_source_kind(prompts) != "corpus":
+        raise GeoprobeError(f"--prompts {prompts!r} is not a corpus set; sample draws from mixed or a domain "
+                            "(geoprobe prompts lists them)")
+    cfg = SamplingConfig(**{k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items()
+                            if v is not None})
+    m = _open(model, dict(dtype=dtype, device=device))
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("entropy of candidates", total=None)
+        pset = sample_corpus_set(m, prompts, cfg, seed=seed,
+                                 progress=lambda d, n: bar.update(task, completed=d, total=n))
+    write_prompt_sets({pset.name: pset}, out_file)
+    out.print(f"wrote {out_file}: {len(pset.prompts)} prompts of set {pset.name} (sha256 {pset.hash[:12]}, seed {seed}); "
+              f"scan any model on them with --prompts {out_file}")
+
+
+@app.command(name="compare-domains")
+def compare_domains_cmd(
+    model: str = ModelOpt,
+    domains: Optional[str] = typer.Option(None, "--domains", help="comma-separated domains; default every available one"),
+    layer: int = typer.Option(-1, "--layer", help="layer to compare (negative from the end; default final)"),
+    candidates: Optional[int] = typer.Option(None, "--candidates", help="mixed candidate pool (default 1000)"),
+    domain_candidates: int = typer.Option(400, "--domain-candidates", help="candidate pool of each single domain"),
+    per_quintile: Optional[int] = PerQuintileOpt,
+    min_tokens: Optional[int] = MinTokOpt,
+    max_prompt_tokens: Optional[int] = MaxTokOpt,
+    no_controls: bool = typer.Option(False, "--no-controls", help="skip the length/frequency-matched controls"),
+    n_resamples: int = typer.Option(1000, "--n-resamples"),
+    n_permutations: int = typer.Option(1000, "--n-permutations"),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    device: str = typer.Option("cpu", "--device"),
+    out_dir: Optional[Path] = OutOpt,
+    seed: int = typer.Option(0, "--seed"),
+    force: bool = ForceOpt,
+) -> None:
+    """Mixed vs domain-restricted value manifolds with CIs, difference tests and matched controls (Table 1)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from geoprobe.report.domains import write_domains_report
+    from geoprobe.sampling import SamplingConfig
+    from geoprobe.scan.domains import DomainsConfig, _check_domains, compare_domains_run, write_prompt_sets
+
+    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-domains")
+    names = ("domains.json", "domains.html", "prompts.jsonl")
+    existing = [target / n for n in names if (target / n).exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    wanted = tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None
+    _check_domains(wanted)  # unknown or missing domains fail before the model loads
+    cfg = SamplingConfig(**{k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items()
+                            if v is not None})
+    config = DomainsConfig(domains=wanted, layer=layer, sampling=cfg, domain_candidates=domain_candidates,
+                           controls=not no_controls, batch_size=batch_size, n_resamples=n_resamples,
+                           n_permutations=n_permutations, seed=seed)
+    m = _open(model, dict(dtype=dtype, device=device))
+    columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            label = {"sampling": "entropy of candidates", "capture": "capturing"}.get(stage, stage)
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(label, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        run = compare_domains_run(m, config, progress=progress)
+    cmp = run.comparison
+    cmp.save(target / "domains.json")
+    write_prompt_sets(run.sets, target / "prompts.jsonl")
+    report = write_domains_report(cmp, target / "domains.html", force=True)  # existence was checked first
+    table = Table(title=f"{cmp.model}, layer {cmp.layer}: mixed vs domain-restricted value manifold")
+    rows = cmp.table()
+    keep = ("set", "n", "PC1 %", "PC1+PC2 %", "PR", "ΔPC1 vs mixed", "mean entropy (bits)")
+    for col in keep:
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(*(str(r[k]) for k in keep))
+    out.print(table)
+    for note in cmp.notes:
+        err.print(f"note: {note}", highlight=False)
+    out.print(f"wrote {report}, {target / 'domains.json'} and {target / 'prompts.jsonl'}")
+
+
+@app.command()
+def compare(
+    results: list[Path] = typer.Argument(..., help="results.json files (or their run directories) from geoprobe scan"),
+    out_dir: Path = typer.Option(Path("runs/compare"), "--out", "-o", help="directory for comparison.json and compare.html"),
+    layer: int = typer.Option(-1, "--layer", help="layer of the value manifold columns (default final)"),
+    force: bool = ForceOpt,
+) -> None:
+    """Cross-model table (the paper's Table 2) and a global PCA basis across models, with figures."""
+    from geoprobe.compare import run_compare
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        comparison, json_path, html_path = run_compare(results, out_dir, force=force, layer=layer)
+    for w in caught:
+        err.print(f"warning: {w.message}", highlight=False)
+    rows = comparison.table()
+    if rows:
+        table = Table(title="cross-model comparison (final-layer value manifold, early-layer keys, focusing)")
+        for col in rows[0]:
+            table.add_column(str(col))
+        for r in rows:
+            table.add_row(*(str(v) for v in r.values()))
+        out.print(table)
+    out.print(f"wrote {html_path} and {json_path}")
 
 
 def main() -> None:

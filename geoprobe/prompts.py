@@ -76,3 +76,46 @@ def _jsonl_item(line: str, lineno: int, p: Path) -> str:
     if not isinstance(item, str):
         raise PromptError(f"line {lineno} of {str(p)!r} is neither a string nor an object with a 'prompt' string")
     return item
+
+
+# -- one interface for named sets and files: --prompts builtin|mixed|<domain>|FILE -------------
+def prompt_source_kind(name: str) -> str:
+    """``builtin``, ``corpus`` (``mixed`` or a domain) or ``file``; checked before any model loads.
+
+    A name that is a set wins over a file of the same name (write ``./math`` for the file);
+    a bare word that is neither a set nor an existing file is an unknown set (the message
+    lists the sets)."""
+    from geoprobe.sampling import check_corpus_set, is_corpus_set
+
+    if name == "builtin":
+        return "builtin"
+    if is_corpus_set(name):
+        check_corpus_set(name)
+        return "corpus"
+    p = Path(name)
+    if p.exists() or p.suffix or len(p.parts) > 1:
+        return "file"
+    check_corpus_set(name)  # raises UnknownDomain listing the sets
+    raise AssertionError("unreachable")
+
+
+def resolve_prompt_set(name: str, model=None, *, sampling=None, seed: int = 0, progress=None, texts=None):
+    """The :class:`~geoprobe.sampling.PromptSet` for ``--prompts name``; corpus sets need ``model``
+    (its next-token entropies stratify the sample). ``texts`` overrides with the caller's own."""
+    from geoprobe.provenance import prompts_hash
+    from geoprobe.sampling import PromptSet, SamplingConfig, sample_corpus_set
+
+    if texts is not None:
+        texts = tuple(texts)
+        return PromptSet(name="custom", kind="file", prompts=texts, hash=prompts_hash(texts), seed=seed)
+    kind = prompt_source_kind(name)
+    if kind == "builtin":
+        texts = tuple(builtin_prompts())
+    elif kind == "file":
+        texts = tuple(read_prompts(name))
+    else:
+        if model is None:
+            raise PromptError(f"prompt set {name!r} is sampled by the model's next-token entropy; load a model first")
+        return sample_corpus_set(model, name, sampling or SamplingConfig(), seed=seed, progress=progress)
+    return PromptSet(name=name, kind=kind, prompts=texts, hash=prompts_hash(texts), seed=seed,
+                     info={"path": str(Path(name).resolve())} if kind == "file" else {})

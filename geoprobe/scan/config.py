@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.sampling import SamplingConfig
 
 Analysis = Literal["manifold", "alignment", "orthogonality", "focusing"]
 ANALYSES: tuple[Analysis, ...] = ("manifold", "alignment", "orthogonality", "focusing")
@@ -26,7 +27,7 @@ class ProbeError(GeoprobeError):
 class ScanConfig:
     """What a scan measures. Defaults are `probes/scan.toml`'s."""
 
-    prompts: str = "builtin"  # a built-in set name or a prompt file path
+    prompts: str = "mixed"  # a corpus set (mixed or a domain: geoprobe prompts), "builtin", or a prompt file path
     layers: tuple[int, ...] | None = None  # None: every layer; negative counts from the end
     batch_size: int = 16
     max_tokens: int | None = None
@@ -40,9 +41,12 @@ class ScanConfig:
     n_permutations: int = 1000
     confidence: float = 0.95
     init_baseline: bool = True  # key orthogonality of the architecture's own random init
-    seed: int = 0
+    seed: int = 0  # seeds the prompt sampling and every resampling
+    sampling: SamplingConfig = SamplingConfig()  # how corpus sets are drawn (stratified by next-token entropy)
 
     def __post_init__(self) -> None:
+        if isinstance(self.sampling, dict):
+            object.__setattr__(self, "sampling", _sampling(self.sampling))
         bad = [a for a in self.analyses if a not in ANALYSES]
         if bad:
             raise ProbeError(f"analysis {bad[0]!r} is unknown; choose from {', '.join(ANALYSES)}")
@@ -66,7 +70,7 @@ class ScanConfig:
         d = asdict(self)
         for k in ("layers", "analyses", "scatter_layers"):
             d[k] = None if d[k] is None else list(d[k])
-        return d
+        return d  # asdict already turned ``sampling`` into a dict
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ScanConfig":
@@ -82,7 +86,21 @@ class ScanConfig:
 
     def updated(self, **changes: Any) -> "ScanConfig":
         """A copy with the given settings changed (``None`` leaves a setting as it is)."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if isinstance(changes.get("sampling"), dict):  # partial sampling changes merge into the current ones
+            sampling = {k: v for k, v in changes["sampling"].items() if v is not None}
+            changes["sampling"] = _sampling({**asdict(self.sampling), **sampling})
+        return replace(self, **changes)
+
+
+_SAMPLING_FIELDS = {f.name for f in fields(SamplingConfig)}
+
+
+def _sampling(d: dict[str, Any]) -> SamplingConfig:
+    unknown = sorted(set(d) - _SAMPLING_FIELDS)
+    if unknown:
+        raise ProbeError(f"unknown sampling setting {unknown[0]!r}; known: {', '.join(sorted(_SAMPLING_FIELDS))}")
+    return SamplingConfig(**d)
 
 
 @dataclass(frozen=True)
@@ -102,6 +120,8 @@ _SECTIONS = {  # TOML table -> the ScanConfig fields it may set
                  "confidence": "confidence", "init_baseline": "init_baseline", "seed": "seed",
                  "ci_layers": "ci_layers"},
     "figures": {"scatter_layers": "scatter_layers"},
+    "sampling": {"candidates": "candidates", "per_quintile": "per_stratum", "n_strata": "n_strata",
+                 "min_tokens": "min_tokens", "max_tokens": "max_prompt_tokens", "batch_size": "sampling_batch_size"},
 }
 
 
@@ -131,5 +151,12 @@ def load_probe(path: str | Path) -> Probe:
             if key == "layers" and value == "all":
                 value = None
             settings[allowed[key]] = value
+    sampling = {_RENAMED.get(k, k): settings.pop(k) for k in list(settings)
+                if k in ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")}
+    if sampling:
+        settings["sampling"] = sampling
     return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
                  config=ScanConfig.from_dict(settings), path=str(p))
+
+
+_RENAMED = {"max_prompt_tokens": "max_tokens", "sampling_batch_size": "batch_size"}

@@ -59,6 +59,7 @@ class ScanResult:
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # warnings raised during the scan (truncation, duplicates, ...)
     capture_dir: str | None = None  # the arrays for re-analysis, relative to results.json
+    prompt_set: dict[str, Any] | None = None  # name, kind, hash, seed, sampling record (PromptSet.record())
 
     def __post_init__(self) -> None:
         if self.n_prompts < 1:
@@ -88,6 +89,7 @@ class ScanResult:
             "timings": self.timings,
             "notes": list(self.notes),
             "capture_dir": self.capture_dir,
+            "prompt_set": self.prompt_set,
         }
         for name in _analysis_types():
             part = getattr(self, name)
@@ -109,7 +111,8 @@ class ScanResult:
             return cls(model=d["model"], provenance=d["provenance"], config=ScanConfig.from_dict(d["config"]),
                        n_prompts=d["n_prompts"], layers=tuple(d["layers"]), n_layers=d["n_layers"],
                        scorecard=Scorecard.from_dict(d["scorecard"]), timings=d.get("timings", {}),
-                       notes=tuple(d.get("notes", ())), capture_dir=d.get("capture_dir"), **parts)
+                       notes=tuple(d.get("notes", ())), capture_dir=d.get("capture_dir"),
+                       prompt_set=d.get("prompt_set"), **parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run geoprobe scan") from None
 

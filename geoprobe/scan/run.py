@@ -33,14 +33,26 @@ def dedupe_prompts(prompts: Sequence[str]) -> tuple[list[str], int]:
     return kept, len(prompts) - len(kept)
 
 
-def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-    """The prompts a scan runs on (deduplicated) and the notes to report about them."""
-    from geoprobe.prompts import builtin_prompts, read_prompts
+def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None, model: Any = None,
+                    progress: Progress | None = None) -> tuple[list[str], list[str], Any]:
+    """The prompts a scan runs on (deduplicated), the notes to report about them, and their
+    :class:`~geoprobe.sampling.PromptSet` (name, kind, hash, seed, sampling record).
 
-    if prompts is None:
-        prompts = builtin_prompts() if config.prompts == "builtin" else read_prompts(config.prompts)
-    prompts = list(prompts)
-    notes = []
+    Corpus sets (``mixed``, a domain) are sampled with ``model``; without one only the set's
+    name and availability are checked and ``([], [], None)`` comes back (the CLI checks
+    before loading the model)."""
+    from dataclasses import replace
+
+    from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
+    from geoprobe.provenance import prompts_hash
+
+    if prompts is None and prompt_source_kind(config.prompts) == "corpus" and model is None:
+        return [], [], None
+    sample_progress = None if progress is None else (lambda d, n: progress("sampling", d, n))
+    pset = resolve_prompt_set(config.prompts, model, sampling=config.sampling, seed=config.seed,
+                              progress=sample_progress, texts=prompts)
+    prompts = list(pset.prompts)
+    notes = list(pset.info.get("notes", ()))
     kept, dropped = dedupe_prompts(prompts)
     if dropped:
         counts = Counter(prompts)
@@ -48,10 +60,26 @@ def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) ->
                f"repeated); {len(kept)} prompts remain")
         warnings.warn(msg, stacklevel=2)
         notes.append(msg)
+        pset = replace(pset, prompts=tuple(kept), hash=prompts_hash(kept), domains=(), sources=(), entropy=(),
+                       stratum=())
     if len(kept) < MIN_PROMPTS:
         raise PromptError(f"{len(kept)} distinct prompt(s) but a scan needs at least {MIN_PROMPTS} "
                           "(PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
-    return kept, notes
+    return kept, notes, pset
+
+
+def check_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> None:
+    """Fail on a bad ``--prompts`` before any model is loaded: an unknown or unavailable set,
+    an unreadable file, or a file with fewer than MIN_PROMPTS distinct prompts."""
+    from geoprobe.prompts import prompt_source_kind, read_prompts
+
+    if prompts is not None:
+        return
+    if prompt_source_kind(config.prompts) == "file":
+        distinct = len(set(read_prompts(config.prompts)))
+        if distinct < MIN_PROMPTS:
+            raise PromptError(f"{distinct} distinct prompt(s) in {config.prompts!r} but a scan needs at least "
+                              f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
 
 
 def _init_key_weights(cap: Capture, hf_config: Any, seed: int) -> tuple[np.ndarray | None, str | None]:
@@ -88,7 +116,7 @@ def _step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str
 
 def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.ndarray | None = None,
             init_label: str | None = None, notes: Sequence[str] = (), timings: dict[str, float] | None = None,
-            progress: Progress | None = None) -> ScanResult:
+            progress: Progress | None = None, prompt_set: dict[str, Any] | None = None) -> ScanResult:
     """Run the configured analysers on a capture (no model needed)."""
     from geoprobe.analysis.alignment import entropy_alignment
     from geoprobe.analysis.focusing import attention_focusing
@@ -147,7 +175,7 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
     timings = dict(timings or {}, **stage_t, analyse_s=time.perf_counter() - t0)
     return ScanResult(model=model, provenance=cap.provenance.to_dict(), config=config, n_prompts=cap.n_prompts,
                       layers=layers, n_layers=cap.layout.n_layers, scorecard=card, timings=timings,
-                      notes=tuple(notes), **parts)
+                      notes=tuple(notes), prompt_set=prompt_set, **parts)
 
 
 def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, config: ScanConfig = ScanConfig(),
@@ -155,17 +183,21 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
          **load_options: Any) -> Any:
     """Load (if given a name), capture and analyse. Returns a ScanResult (and the Capture if asked).
 
-    ``prompts`` default to ``config.prompts``; duplicates are dropped with a warning. ``notes``
-    are earlier warnings to keep in the result (the CLI deduplicates before loading)."""
+    ``prompts`` default to ``config.prompts`` (a corpus set is sampled with the model's
+    next-token entropies); duplicates are dropped with a warning. ``notes`` are earlier
+    warnings to keep in the result."""
     from geoprobe.capture.run import CaptureConfig, capture
     from geoprobe.models.loading import LoadedModel, load_model
 
-    texts, new_notes = resolve_prompts(config, prompts)
-    notes = [*notes, *new_notes]
+    check_prompts(config, prompts)  # a bad set name or file fails before the model loads
     timings: dict[str, float] = {}
     t = time.perf_counter()
     m = model if isinstance(model, LoadedModel) else load_model(model, **load_options)
     timings["load_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    texts, new_notes, pset = resolve_prompts(config, prompts, m, progress)
+    timings["prompts_s"] = time.perf_counter() - t
+    notes = [*notes, *new_notes]
     cc = CaptureConfig(layers=config.layers, batch_size=config.batch_size, max_tokens=config.max_tokens,
                        key_weights="orthogonality" in config.analyses)
     t = time.perf_counter()
@@ -188,5 +220,5 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
             init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed)
         timings["init_baseline_s"] = time.perf_counter() - t
     result = analyse(cap, config, init_w_k=init_w_k, init_label=init_label, notes=notes, timings=timings,
-                     progress=progress)
+                     progress=progress, prompt_set=pset.record())
     return (result, cap) if return_capture else result

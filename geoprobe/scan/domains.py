@@ -1,0 +1,208 @@
+"""`geoprobe compare-domains`: mixed-domain vs domain-restricted value manifolds (arXiv
+2512.23752 §5.1, Table 1) with matched controls.
+
+For one model and one layer (default: the final layer):
+
+1. candidate passages per domain (:func:`geoprobe.corpora.candidates`, ``domain_candidates``
+   each); the mixed pool is the first ``ceil(candidates / n_domains)`` of every domain's;
+2. next-token entropy of every candidate (cached per model, :mod:`geoprobe.sampling`);
+3. the mixed set: a stratified-entropy sample of the mixed pool; each restricted set: the same
+   from its domain's pool (15 per quintile → 75 prompts by default);
+4. per domain a **matched control**: mixed-domain candidates from the *other* domains (never
+   the mixed set's own prompts) matched 1:1 to the restricted set on token length and the
+   mean and sd of their tokens' log frequency (frequencies counted over every candidate), by
+   optimal assignment; its balance (standardised mean differences) is reported;
+5. one capture of every selected prompt at the chosen layer (values only);
+6. :func:`geoprobe.analysis.domains.compare_domains`: PC1, PC1+PC2 and participation ratio of
+   every set with bootstrap CIs and matched nulls, and the differences restricted − mixed,
+   control − mixed and restricted − control with bootstrap CIs and permutation p-values.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from geoprobe.errors import GeoprobeError
+from geoprobe.sampling import MIXED, SamplingConfig
+
+Progress = Callable[[str, int, int], None]
+CONTROL_SUFFIX = "-control"
+
+
+@dataclass(frozen=True)
+class DomainsConfig:
+    """What ``compare-domains`` samples and measures."""
+
+    domains: tuple[str, ...] | None = None  # None: every available domain
+    layer: int = -1
+    sampling: SamplingConfig = SamplingConfig()  # ``candidates`` is the mixed pool size
+    domain_candidates: int = 400  # candidate pool of each single domain
+    controls: bool = True
+    batch_size: int = 16
+    n_resamples: int = 1000
+    n_permutations: int = 1000
+    null_draws: int = 200
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.domain_candidates < self.sampling.n_prompts:
+            raise GeoprobeError(f"--domain-candidates {self.domain_candidates} is below the {self.sampling.n_prompts} "
+                                "prompts sampled per domain; raise --domain-candidates or lower --per-quintile")
+        for name in ("n_resamples", "n_permutations", "null_draws"):
+            if getattr(self, name) < 10:
+                raise GeoprobeError(f"{name} {getattr(self, name)} is below 10; raise it")
+
+
+@dataclass(frozen=True)
+class DomainRun:
+    """What a run produced besides the comparison: every sampled set's prompts and metadata."""
+
+    comparison: Any  # DomainComparison
+    sets: dict[str, Any] = field(default_factory=dict)  # name -> PromptSet
+    capture: Any = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _check_domains(requested: Sequence[str] | None) -> list[str]:
+    from geoprobe.corpora import DOMAINS, CorpusUnavailable, available_domains
+    from geoprobe.sampling import check_corpus_set
+
+    avail = available_domains()
+    if requested:
+        for d in requested:
+            check_corpus_set(d)  # unknown → lists the available ones; missing package → names it
+        return list(dict.fromkeys(requested))
+    usable = [d for d in DOMAINS if avail.get(d) is None]
+    if not usable:
+        raise CorpusUnavailable("no corpus domain is available here; " + "; ".join(r for r in avail.values() if r))
+    return usable
+
+
+def _pset(name: str, pool: Sequence[Any], idx: np.ndarray, h: np.ndarray, strata: np.ndarray | None,
+          seed: int, info: dict[str, Any]) -> Any:
+    from geoprobe.provenance import prompts_hash
+    from geoprobe.sampling import PromptSet
+
+    texts = tuple(pool[i].text for i in idx)
+    return PromptSet(name=name, kind="corpus", prompts=texts, hash=prompts_hash(texts), seed=seed,
+                     domains=tuple(pool[i].domain for i in idx), sources=tuple(pool[i].source for i in idx),
+                     entropy=tuple(float(h[i]) for i in idx),
+                     stratum=() if strata is None else tuple(int(s) for s in strata), info=info)
+
+
+def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
+                        progress: Progress | None = None) -> DomainRun:
+    """Sample, capture and compare (see the module docstring). ``model`` is a LoadedModel."""
+    from geoprobe.analysis.domains import balance, compare_domains, match_features, matched_control, token_counts
+    from geoprobe.capture.run import CaptureConfig, capture, resolve_layers
+    from geoprobe.corpora import CORPUS_VERSION, candidates
+    from geoprobe.sampling import SamplingError, candidate_entropies, stratified_sample
+
+    sc, seed = config.sampling, config.seed
+    domains = _check_domains(config.domains)
+    all_domains = _check_domains(None)
+    if len(all_domains) < 2:
+        raise SamplingError(f"the mixed set needs at least 2 corpus domains, {len(all_domains)} available here")
+    (layer,) = resolve_layers((config.layer,), model.layout.n_layers)
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    per_mixed = math.ceil(sc.candidates / len(all_domains))
+    pools: dict[str, list[Any]] = {}
+    for d in all_domains:
+        k = config.domain_candidates if d in domains else per_mixed
+        pools[d] = candidates([d], max(k, per_mixed), tokenizer=model.tokenizer, min_tokens=sc.min_tokens,
+                              max_tokens=sc.max_tokens, seed=seed)
+    union = [c for d in all_domains for c in pools[d]]
+    timings["candidates_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    h_all = candidate_entropies(model, [c.text for c in union], batch_size=sc.batch_size,
+                                progress=None if progress is None else (lambda a, b: progress("sampling", a, b)))
+    timings["entropy_s"] = time.perf_counter() - t
+    offset, ent = 0, {}
+    for d in all_domains:
+        ent[d] = h_all[offset: offset + len(pools[d])]
+        offset += len(pools[d])
+    info = {"corpus_version": CORPUS_VERSION, "sampling": asdict(sc)}
+
+    # the mixed set: first per_mixed of every domain's pool
+    mixed_pool = [c for d in all_domains for c in pools[d][:per_mixed]]
+    mixed_h = np.concatenate([ent[d][:per_mixed] for d in all_domains])
+    idx, strata = stratified_sample(mixed_h, sc.per_stratum, sc.n_strata, seed=seed, what="the mixed pool")
+    sets = {MIXED: _pset(MIXED, mixed_pool, idx, mixed_h, strata, seed, {**info, "pool": len(mixed_pool)})}
+    for d in domains:
+        if len(pools[d]) < sc.n_prompts:
+            raise SamplingError(f"domain {d!r} yields {len(pools[d])} candidate passage(s) in the token range "
+                                f"[{sc.min_tokens}, {sc.max_tokens}] but {sc.n_prompts} are needed; lower --per-quintile "
+                                f"to {len(pools[d]) // sc.n_strata} or widen the token range")
+        idx, strata = stratified_sample(ent[d], sc.per_stratum, sc.n_strata, seed=seed, what=f"domain {d!r}")
+        sets[d] = _pset(d, pools[d], idx, ent[d], strata, seed, {**info, "pool": len(pools[d])})
+
+    bal: dict[str, dict[str, float]] = {}
+    if config.controls:
+        ids = model.tokenizer([c.text for c in union], add_special_tokens=False)["input_ids"]
+        feats = match_features(ids, token_counts(ids))
+        where = {c.text: i for i, c in enumerate(union)}
+        taken = {where[p] for p in sets[MIXED].prompts}
+        for d in domains:
+            target = feats[[where[p] for p in sets[d].prompts]]
+            exclude = sorted(taken | {i for i, c in enumerate(union) if c.domain == d})
+            pick = matched_control(feats, target, exclude=exclude, random_state=seed)
+            bal[d] = balance(feats[pick], target)
+            sets[d + CONTROL_SUFFIX] = _pset(d + CONTROL_SUFFIX, union, pick, h_all, None, seed,
+                                             {**info, "matched_to": d, "pool": len(union) - len(exclude)})
+    timings["sampling_s"] = time.perf_counter() - t
+
+    # one capture of every distinct prompt at the layer
+    t = time.perf_counter()
+    texts = list(dict.fromkeys(p for s in sets.values() for p in s.prompts))
+    cap = capture(model, texts, CaptureConfig(layers=(layer,), keys=False, key_weights=False,
+                                              batch_size=config.batch_size), seed=seed,
+                  progress=None if progress is None else (lambda a, b: progress("capture", a, b)))
+    timings["capture_s"] = time.perf_counter() - t
+    row = {p: i for i, p in enumerate(cap.prompts)}
+    flat = cap.values_flat(layer).astype(np.float64)
+    t = time.perf_counter()
+    names = list(sets)
+    kinds = {k: ("mixed" if k == MIXED else "control" if k.endswith(CONTROL_SUFFIX) else "restricted") for k in names}
+    domain_of = {k: (None if k == MIXED else k.removesuffix(CONTROL_SUFFIX)) for k in names}
+    rows = {k: [row[p] for p in sets[k].prompts] for k in names}
+    cmp = compare_domains(
+        {k: flat[rows[k]] for k in names}, kinds=kinds, domain_of=domain_of,
+        entropies={k: cap.next_entropy[rows[k]] for k in names}, n_tokens={k: cap.n_tokens[rows[k]] for k in names},
+        prompts_hash={k: sets[k].hash for k in names}, balance=bal, model=cap.provenance.model_id, layer=layer,
+        provenance={**cap.provenance.to_dict(), "config": _config_dict(config), "corpus_version": CORPUS_VERSION,
+                    "sets": {k: s.record() for k, s in sets.items()}},
+        n_resamples=config.n_resamples, n_permutations=config.n_permutations, null_draws=config.null_draws,
+        confidence=config.confidence, random_state=seed)
+    timings["analyse_s"] = time.perf_counter() - t
+    cmp = replace(cmp, provenance={**cmp.provenance, "timings": timings})
+    return DomainRun(comparison=cmp, sets=sets, capture=cap, timings=timings)
+
+
+def _config_dict(config: DomainsConfig) -> dict[str, Any]:
+    d = asdict(config)
+    d["domains"] = None if config.domains is None else list(config.domains)
+    return d
+
+
+def write_prompt_sets(sets: dict[str, Any], path: Any) -> Any:
+    """Every sampled prompt as JSON lines (set, domain, source, sampling entropy, quintile,
+    text): ``geoprobe scan --prompts FILE`` reads the ``prompt`` field back."""
+    import json
+
+    from geoprobe.paths import atomic_write_text
+
+    lines = []
+    for name, s in sets.items():
+        for i, text in enumerate(s.prompts):
+            lines.append(json.dumps({
+                "set": name, "domain": s.domains[i] if s.domains else None,
+                "source": s.sources[i] if s.sources else None,
+                "entropy_bits": round(s.entropy[i], 6) if s.entropy else None,
+                "quintile": s.stratum[i] + 1 if s.stratum else None, "prompt": text}, ensure_ascii=False))
+    return atomic_write_text(path, "\n".join(lines) + "\n")
