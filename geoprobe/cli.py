@@ -431,7 +431,7 @@ def compare_domains_cmd(
         tasks: dict = {}
 
         def progress(stage: str, done: int, total: int) -> None:
-            label = {"sampling": "entropy of candidates", "capture": "capturing"}.get(stage, stage)
+            label = {"capture": "candidates: entropy + values"}.get(stage, stage)
             if stage not in tasks:
                 tasks[stage] = bar.add_task(label, total=total)
             bar.update(tasks[stage], completed=done, total=total)
@@ -441,13 +441,16 @@ def compare_domains_cmd(
     cmp.save(target / "domains.json")
     write_prompt_sets(run.sets, target / "prompts.jsonl")
     report = write_domains_report(cmp, target / "domains.html", force=True)  # existence was checked first
-    table = Table(title=f"{cmp.model}, layer {cmp.layer}: mixed vs domain-restricted value manifold")
-    rows = cmp.table()
-    keep = ("set", "n", "PC1 %", "PC1+PC2 %", "PR", "ΔPC1 vs mixed", "mean entropy (bits)")
-    for col in keep:
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(*(str(r[k]) for k in keep))
+    table = Table(title=f"{cmp.model}, layer {cmp.layer}: mixed vs domain-restricted value manifold (%)")
+    for col in ("set", "n", "PC1 [CI]", "PC1+PC2", "PR", "ΔPC1 vs mixed [CI]", "p"):
+        table.add_column(col, justify="left" if col == "set" else "right", no_wrap=col == "set")
+    for name in cmp.order():
+        s, c = cmp.sets[name], cmp.versus_mixed(name)
+        d = c.diff["pc1"] if c else None
+        table.add_row(name, str(s.n), f"{100 * s.pc1.value:.1f} [{100 * s.pc1.low:.1f}, {100 * s.pc1.high:.1f}]",
+                      f"{100 * s.pc12.value:.1f}", f"{s.pr.value:.1f}",
+                      "—" if d is None else f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
+                      "—" if c is None else f"{c.p_adjusted['pc1']:.2g}")
     out.print(table)
     for note in cmp.notes:
         err.print(f"note: {note}", highlight=False)

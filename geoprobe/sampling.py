@@ -14,7 +14,7 @@ own candidates.
   batched, and the head is applied to the last position only (``logits_to_keep=1``). The
   value equals :func:`geoprobe.capture.capture`'s ``next_entropy`` (tested to 1e-4 bits).
 * Entropies are cached per model (weights hash) and candidate text under
-  ``$GEOPROBE_CACHE/entropy/``, so re-running a scan, or sampling a single domain after the
+  ``$GEOPROBE_CACHE/entropy/`` (or ``$GEOPROBE_ENTROPY_CACHE``), so re-running a scan, or sampling a single domain after the
   mixed set, recomputes nothing.
 """
 from __future__ import annotations
@@ -162,7 +162,8 @@ class EntropyCache:
 
         from geoprobe.paths import cache_dir
 
-        self.path = Path(directory or cache_dir() / "entropy") / f"{_model_key(model)}.json"
+        default = os.environ.get("GEOPROBE_ENTROPY_CACHE") or cache_dir() / "entropy"
+        self.path = Path(directory or default) / f"{_model_key(model)}.json"
         self.model_id = model.provenance.model_id
         self._data: dict[str, float] = {}
         if self.path.exists():
@@ -218,6 +219,9 @@ def candidate_entropies(model: Any, texts: Sequence[str], *, batch_size: int = 3
                 out[[todo[r] for r in rows]] = h
                 if progress is not None:
                     progress(len(texts) - len(todo) + min(start + batch_size, len(order)), len(texts))
+                if store and (start // batch_size) % 8 == 7:  # an interrupted run keeps what it computed
+                    done = [todo[r] for r in order[:start + batch_size]]
+                    store.put([texts[i] for i in done], out[done])
         if store:
             store.put([texts[i] for i in todo], out[todo])
     return out

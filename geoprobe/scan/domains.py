@@ -3,17 +3,19 @@
 
 For one model and one layer (default: the final layer):
 
-1. candidate passages per domain (:func:`geoprobe.corpora.candidates`, ``domain_candidates``
-   each); the mixed pool is the first ``ceil(candidates / n_domains)`` of every domain's;
-2. next-token entropy of every candidate (cached per model, :mod:`geoprobe.sampling`);
+1. candidate passages: the mixed pool exactly as ``geoprobe scan --prompts mixed`` cuts it
+   (``ceil(candidates / n_domains)`` per available domain) and ``domain_candidates`` more from
+   each compared domain (:func:`geoprobe.corpora.candidates`);
+2. **one** capture of every distinct candidate at the layer: it gives each candidate's
+   next-token entropy (stored in the per-model entropy cache of :mod:`geoprobe.sampling`) and
+   its value vectors, so nothing runs twice;
 3. the mixed set: a stratified-entropy sample of the mixed pool; each restricted set: the same
    from its domain's pool (15 per quintile → 75 prompts by default);
 4. per domain a **matched control**: mixed-domain candidates from the *other* domains (never
    the mixed set's own prompts) matched 1:1 to the restricted set on token length and the
    mean and sd of their tokens' log frequency (frequencies counted over every candidate), by
    optimal assignment; its balance (standardised mean differences) is reported;
-5. one capture of every selected prompt at the chosen layer (values only);
-6. :func:`geoprobe.analysis.domains.compare_domains`: PC1, PC1+PC2 and participation ratio of
+5. :func:`geoprobe.analysis.domains.compare_domains`: PC1, PC1+PC2 and participation ratio of
    every set with bootstrap CIs and matched nulls, and the differences restricted − mixed,
    control − mixed and restricted − control with bootstrap CIs and permutation p-values.
 """
@@ -40,7 +42,7 @@ class DomainsConfig:
     domains: tuple[str, ...] | None = None  # None: every available domain
     layer: int = -1
     sampling: SamplingConfig = SamplingConfig()  # ``candidates`` is the mixed pool size
-    domain_candidates: int = 400  # candidate pool of each single domain
+    domain_candidates: int = 250  # candidate pool of each single domain
     controls: bool = True
     batch_size: int = 16
     n_resamples: int = 1000
@@ -101,69 +103,67 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     from geoprobe.analysis.domains import balance, compare_domains, match_features, matched_control, token_counts
     from geoprobe.capture.run import CaptureConfig, capture, resolve_layers
     from geoprobe.corpora import CORPUS_VERSION, candidates
-    from geoprobe.sampling import SamplingError, candidate_entropies, stratified_sample
+    from geoprobe.sampling import EntropyCache, SamplingError, stratified_sample
 
     sc, seed = config.sampling, config.seed
     domains = _check_domains(config.domains)
-    all_domains = _check_domains(None)
+    all_domains = _check_domains(None)  # the mixed set always draws on every available domain
     if len(all_domains) < 2:
         raise SamplingError(f"the mixed set needs at least 2 corpus domains, {len(all_domains)} available here")
     (layer,) = resolve_layers((config.layer,), model.layout.n_layers)
     timings: dict[str, float] = {}
     t = time.perf_counter()
     per_mixed = math.ceil(sc.candidates / len(all_domains))
-    pools: dict[str, list[Any]] = {}
-    for d in all_domains:
-        k = config.domain_candidates if d in domains else per_mixed
-        pools[d] = candidates([d], max(k, per_mixed), tokenizer=model.tokenizer, min_tokens=sc.min_tokens,
-                              max_tokens=sc.max_tokens, seed=seed)
-    union = [c for d in all_domains for c in pools[d]]
+
+    def cut(d: str, k: int) -> list[Any]:
+        return candidates([d], k, tokenizer=model.tokenizer, min_tokens=sc.min_tokens, max_tokens=sc.max_tokens,
+                          seed=seed)
+
+    # the mixed pool is exactly `geoprobe scan --prompts mixed`'s; each domain adds its own pool
+    mixed_pool = [c for d in all_domains for c in cut(d, per_mixed)]
+    pools = {d: cut(d, config.domain_candidates) for d in domains}
+    union = list({c.text: c for c in [*mixed_pool, *(c for d in domains for c in pools[d])]}.values())
     timings["candidates_s"] = time.perf_counter() - t
+
+    # one pass over every candidate gives both its next-token entropy and its values at the layer
     t = time.perf_counter()
-    h_all = candidate_entropies(model, [c.text for c in union], batch_size=sc.batch_size,
-                                progress=None if progress is None else (lambda a, b: progress("sampling", a, b)))
-    timings["entropy_s"] = time.perf_counter() - t
-    offset, ent = 0, {}
-    for d in all_domains:
-        ent[d] = h_all[offset: offset + len(pools[d])]
-        offset += len(pools[d])
+    cap = capture(model, [c.text for c in union],
+                  CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=sc.batch_size), seed=seed,
+                  progress=None if progress is None else (lambda a, b: progress("capture", a, b)))
+    timings["capture_s"] = time.perf_counter() - t
+    h_all = cap.next_entropy.astype(np.float64)
+    EntropyCache(model).put(list(cap.prompts), h_all)  # later scans of these sets recompute nothing
+    at = {c.text: i for i, c in enumerate(union)}
     info = {"corpus_version": CORPUS_VERSION, "sampling": asdict(sc)}
 
-    # the mixed set: first per_mixed of every domain's pool
-    mixed_pool = [c for d in all_domains for c in pools[d][:per_mixed]]
-    mixed_h = np.concatenate([ent[d][:per_mixed] for d in all_domains])
-    idx, strata = stratified_sample(mixed_h, sc.per_stratum, sc.n_strata, seed=seed, what="the mixed pool")
-    sets = {MIXED: _pset(MIXED, mixed_pool, idx, mixed_h, strata, seed, {**info, "pool": len(mixed_pool)})}
+    t = time.perf_counter()
+    mix = np.array([at[c.text] for c in mixed_pool])
+    idx, strata = stratified_sample(h_all[mix], sc.per_stratum, sc.n_strata, seed=seed, what="the mixed pool")
+    sets = {MIXED: _pset(MIXED, union, mix[idx], h_all, strata, seed,
+                         {**info, "pool": len(mixed_pool), "entropy_quantiles": _quantiles(h_all[mix], sc.n_strata)})}
     for d in domains:
         if len(pools[d]) < sc.n_prompts:
             raise SamplingError(f"domain {d!r} yields {len(pools[d])} candidate passage(s) in the token range "
                                 f"[{sc.min_tokens}, {sc.max_tokens}] but {sc.n_prompts} are needed; lower --per-quintile "
                                 f"to {len(pools[d]) // sc.n_strata} or widen the token range")
-        idx, strata = stratified_sample(ent[d], sc.per_stratum, sc.n_strata, seed=seed, what=f"domain {d!r}")
-        sets[d] = _pset(d, pools[d], idx, ent[d], strata, seed, {**info, "pool": len(pools[d])})
+        own = np.array([at[c.text] for c in pools[d]])
+        idx, strata = stratified_sample(h_all[own], sc.per_stratum, sc.n_strata, seed=seed, what=f"domain {d!r}")
+        sets[d] = _pset(d, union, own[idx], h_all, strata, seed,
+                        {**info, "pool": len(pools[d]), "entropy_quantiles": _quantiles(h_all[own], sc.n_strata)})
 
     bal: dict[str, dict[str, float]] = {}
     if config.controls:
         ids = model.tokenizer([c.text for c in union], add_special_tokens=False)["input_ids"]
         feats = match_features(ids, token_counts(ids))
-        where = {c.text: i for i, c in enumerate(union)}
-        taken = {where[p] for p in sets[MIXED].prompts}
+        taken = {at[p] for p in sets[MIXED].prompts}
         for d in domains:
-            target = feats[[where[p] for p in sets[d].prompts]]
+            target = feats[[at[p] for p in sets[d].prompts]]
             exclude = sorted(taken | {i for i, c in enumerate(union) if c.domain == d})
             pick = matched_control(feats, target, exclude=exclude, random_state=seed)
             bal[d] = balance(feats[pick], target)
             sets[d + CONTROL_SUFFIX] = _pset(d + CONTROL_SUFFIX, union, pick, h_all, None, seed,
                                              {**info, "matched_to": d, "pool": len(union) - len(exclude)})
     timings["sampling_s"] = time.perf_counter() - t
-
-    # one capture of every distinct prompt at the layer
-    t = time.perf_counter()
-    texts = list(dict.fromkeys(p for s in sets.values() for p in s.prompts))
-    cap = capture(model, texts, CaptureConfig(layers=(layer,), keys=False, key_weights=False,
-                                              batch_size=config.batch_size), seed=seed,
-                  progress=None if progress is None else (lambda a, b: progress("capture", a, b)))
-    timings["capture_s"] = time.perf_counter() - t
     row = {p: i for i, p in enumerate(cap.prompts)}
     flat = cap.values_flat(layer).astype(np.float64)
     t = time.perf_counter()
@@ -182,6 +182,10 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     timings["analyse_s"] = time.perf_counter() - t
     cmp = replace(cmp, provenance={**cmp.provenance, "timings": timings})
     return DomainRun(comparison=cmp, sets=sets, capture=cap, timings=timings)
+
+
+def _quantiles(h: np.ndarray, n_strata: int) -> list[float]:
+    return [float(x) for x in np.quantile(h, np.linspace(0, 1, n_strata + 1))]
 
 
 def _config_dict(config: DomainsConfig) -> dict[str, Any]:
