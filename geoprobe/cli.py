@@ -305,6 +305,23 @@ def run_probe(
     from geoprobe.scan import load_probe
 
     probe = load_probe(probe_file)
+    if probe.command == "compare-domains":
+        scan_only = {"--prompts": prompts, "--domain": domain, "--layers": layers, "--batch-size": batch_size,
+                     "--max-tokens": max_tokens, "--scatter-layers": scatter_layers, "--null": null_kind,
+                     "--ci-layers": ci_layers, "--revision": revision}
+        given = [flag for flag, v in scan_only.items() if v is not None] + (["--no-init-baseline"] if no_init_baseline else [])
+        if given:
+            raise GeoprobeError(f"{given[0]} is a scan flag; recipe {str(probe_file)!r} runs compare-domains: set it in "
+                                "the recipe's [domains]/[sampling] tables instead")
+        from dataclasses import replace
+
+        from geoprobe.scan.config import _sampling as _sampling_config
+
+        changes = {k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items() if v is not None}
+        config = replace(probe.config, seed=probe.config.seed if seed is None else seed,
+                         sampling=_sampling_config({**dataclasses.asdict(probe.config.sampling), **changes}))
+        _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force)
+        return
     config = probe.config.updated(**_scan_options(_prompt_choice(prompts, domain), layers, batch_size, max_tokens, seed,
                                                   scatter_layers, no_init_baseline, null_kind, ci_layers,
                                                   _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
@@ -392,7 +409,7 @@ def compare_domains_cmd(
     domains: Optional[str] = typer.Option(None, "--domains", help="comma-separated domains; default every available one"),
     layer: int = typer.Option(-1, "--layer", help="layer to compare (negative from the end; default final)"),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="mixed candidate pool (default 1000)"),
-    domain_candidates: int = typer.Option(400, "--domain-candidates", help="candidate pool of each single domain"),
+    domain_candidates: int = typer.Option(250, "--domain-candidates", help="candidate pool of each single domain"),
     per_quintile: Optional[int] = PerQuintileOpt,
     min_tokens: Optional[int] = MinTokOpt,
     max_prompt_tokens: Optional[int] = MaxTokOpt,
@@ -407,17 +424,9 @@ def compare_domains_cmd(
     force: bool = ForceOpt,
 ) -> None:
     """Mixed vs domain-restricted value manifolds with CIs, difference tests and matched controls (Table 1)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from geoprobe.report.domains import write_domains_report
     from geoprobe.sampling import SamplingConfig
-    from geoprobe.scan.domains import DomainsConfig, _check_domains, compare_domains_run, write_prompt_sets
+    from geoprobe.scan.domains import DomainsConfig, _check_domains
 
-    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-domains")
-    names = ("domains.json", "domains.html", "prompts.jsonl")
-    existing = [target / n for n in names if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
     wanted = tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None
     _check_domains(wanted)  # unknown or missing domains fail before the model loads
     cfg = SamplingConfig(**{k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items()
@@ -425,7 +434,23 @@ def compare_domains_cmd(
     config = DomainsConfig(domains=wanted, layer=layer, sampling=cfg, domain_candidates=domain_candidates,
                            controls=not no_controls, batch_size=batch_size, n_resamples=n_resamples,
                            n_permutations=n_permutations, seed=seed)
-    m = _open(model, dict(dtype=dtype, device=device))
+    _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force)
+
+
+def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
+    """Sample, capture and compare domains for ``model``; write domains.json/.html and prompts.jsonl."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from geoprobe.report.domains import write_domains_report
+    from geoprobe.scan.domains import _check_domains, compare_domains_run, write_prompt_sets
+
+    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-domains")
+    names = ("domains.json", "domains.html", "prompts.jsonl")
+    existing = [target / n for n in names if (target / n).exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    _check_domains(config.domains)  # unknown or missing domains fail before the model loads
+    m = _open(model, load_options)
     columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         tasks: dict = {}

@@ -136,8 +136,11 @@ def load_probe(path: str | Path) -> Probe:
         raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
     head = doc.pop("probe", {})
     command = head.get("command", "scan")
-    if command != "scan":
-        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: scan")
+    if command not in ("scan", "compare-domains"):
+        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: scan, compare-domains")
+    if command == "compare-domains":
+        return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
+                     config=_domains_config(doc, p), path=str(p))
     settings: dict[str, Any] = {}
     for section, table in doc.items():
         allowed = _SECTIONS.get(section)
@@ -160,3 +163,35 @@ def load_probe(path: str | Path) -> Probe:
 
 
 _RENAMED = {"max_prompt_tokens": "max_tokens", "sampling_batch_size": "batch_size"}
+
+_DOMAIN_SECTIONS = {  # TOML table -> DomainsConfig fields ("sampling." for SamplingConfig fields)
+    "domains": {"run": "domains", "layer": "layer", "domain_candidates": "domain_candidates",
+                "controls": "controls", "batch_size": "batch_size"},
+    "sampling": {"candidates": "sampling.candidates", "per_quintile": "sampling.per_stratum",
+                 "n_strata": "sampling.n_strata", "min_tokens": "sampling.min_tokens",
+                 "max_tokens": "sampling.max_tokens", "batch_size": "sampling.batch_size"},
+    "analyses": {"n_resamples": "n_resamples", "n_permutations": "n_permutations", "null_draws": "null_draws",
+                 "confidence": "confidence", "seed": "seed"},
+}
+
+
+def _domains_config(doc: dict[str, Any], p: Path) -> Any:
+    from geoprobe.scan.domains import DomainsConfig
+
+    top: dict[str, Any] = {}
+    sampling: dict[str, Any] = {}
+    for section, table in doc.items():
+        allowed = _DOMAIN_SECTIONS.get(section)
+        if allowed is None or not isinstance(table, dict):
+            raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {', '.join(_DOMAIN_SECTIONS)}")
+        for key, value in table.items():
+            if key not in allowed:
+                raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(allowed)}")
+            field_name = allowed[key]
+            if field_name.startswith("sampling."):
+                sampling[field_name.removeprefix("sampling.")] = value
+            elif field_name == "domains":
+                top["domains"] = None if value == "all" else tuple(value)
+            else:
+                top[field_name] = value
+    return DomainsConfig(sampling=_sampling({**asdict(SamplingConfig()), **sampling}), **top)

@@ -181,3 +181,19 @@ def test_compare_domains_on_smollm2_end_to_end(tmp_path, capsys, monkeypatch):
     sets = cmp.provenance["sets"]
     assert sets["math"]["domain_counts"] == {"math": 20} and sets["mixed"]["corpus_version"].startswith("1")
     assert max(sets["math"]["entropy_quantiles"]) > min(sets["math"]["entropy_quantiles"])
+
+
+def test_run_a_domains_recipe(tmp_path, capsys, monkeypatch):
+    recipe = tmp_path / "d.toml"
+    recipe.write_text('[probe]\ncommand = "compare-domains"\n[domains]\nrun = ["code"]\ndomain_candidates = 30\n'
+                      '[sampling]\ncandidates = 60\nper_quintile = 4\nmin_tokens = 8\nmax_tokens = 32\n'
+                      '[analyses]\nn_resamples = 50\nn_permutations = 50\n', encoding="utf-8")
+    out = tmp_path / "run"
+    code, _, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--seed", "2", "--out", str(out)],
+                           capsys, monkeypatch)
+    assert code == 0, err
+    cmp = DomainComparison.load(out / "domains.json")
+    assert cmp.domains == ("code",) and cmp.provenance["config"]["seed"] == 2
+    code, _, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--layers", "0", "--out",
+                            str(tmp_path / "o2")], capsys, monkeypatch)
+    assert code == 2 and "--layers is a scan flag" in _one_error_line(err)

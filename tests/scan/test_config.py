@@ -46,3 +46,36 @@ def test_bad_recipes_get_one_line_errors(tmp_path, text, needle):
 def test_missing_recipe(tmp_path):
     with pytest.raises(ProbeError, match="does not exist"):
         load_probe(tmp_path / "nope.toml")
+
+
+def test_domains_recipe_holds_the_cli_defaults():
+    from geoprobe.scan.domains import DomainsConfig
+
+    probe = load_probe(ROOT / "probes" / "domains.toml")
+    assert probe.command == "compare-domains" and probe.config == DomainsConfig()
+
+
+def test_sampling_settings_of_a_scan_recipe(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text('[prompts]\nset = "math"\n[sampling]\nper_quintile = 4\nmax_tokens = 40\nbatch_size = 8\n')
+    cfg = load_probe(f).config
+    assert cfg.prompts == "math" and cfg.sampling.per_stratum == 4 and cfg.sampling.max_tokens == 40
+    assert cfg.sampling.batch_size == 8 and cfg.batch_size == ScanConfig().batch_size  # capture batch untouched
+    assert ScanConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.updated(sampling={"candidates": 500, "per_stratum": None}).sampling.candidates == 500
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[probe]\ncommand = "compare-domains"\n[domains]\nbogus = 1\n', "unknown key domains.bogus"),
+    ('[probe]\ncommand = "compare-domains"\n[capture]\nlayers = 1\n', "unknown section [capture]"),
+    ('[probe]\ncommand = "compare-domains"\n[domains]\ndomain_candidates = 5\n', "--domain-candidates 5 is below"),
+    ('[sampling]\nper_quintile = 0\n', "--per-quintile"),
+])
+def test_bad_domain_and_sampling_recipes(tmp_path, text, needle):
+    from geoprobe.errors import GeoprobeError
+
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(GeoprobeError) as exc:
+        load_probe(f)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
