@@ -48,10 +48,11 @@ def breakdown(model: str, runs: int) -> dict[str, list[float]]:
     from geoprobe.scan.run import _init_key_weights, resolve_prompts
 
     config = ScanConfig()
-    texts, _ = resolve_prompts(config)
     t = time.perf_counter()
     m = load_model(model)
-    out: dict[str, list[float]] = {"load (in this process)": [time.perf_counter() - t], "capture": [],
+    load_s = time.perf_counter() - t
+    texts, _, _ = resolve_prompts(config, model=m)  # the default set (mixed: sampled with the model's entropies)
+    out: dict[str, list[float]] = {"load (in this process)": [load_s], "capture": [],
                                    "random-init W_K baseline": [], "analysers": []}
     cc = CaptureConfig(batch_size=config.batch_size)
     for _ in range(runs):

@@ -117,5 +117,26 @@ def resolve_prompt_set(name: str, model=None, *, sampling=None, seed: int = 0, p
         if model is None:
             raise PromptError(f"prompt set {name!r} is sampled by the model's next-token entropy; load a model first")
         return sample_corpus_set(model, name, sampling or SamplingConfig(), seed=seed, progress=progress)
-    return PromptSet(name=name, kind=kind, prompts=texts, hash=prompts_hash(texts), seed=seed,
-                     info={"path": str(Path(name).resolve())} if kind == "file" else {})
+    info: dict = {}
+    if kind == "file":
+        info["path"] = str(Path(name).resolve())
+        sampled = _sampled_set(Path(name))
+        if sampled:  # written by `geoprobe sample`: keep which set it was drawn from
+            info["sampled_set"] = sampled
+            from geoprobe.corpora import DOMAINS
+
+            if sampled in DOMAINS:
+                info["domain"] = sampled
+    return PromptSet(name=name, kind=kind, prompts=texts, hash=prompts_hash(texts), seed=seed, info=info)
+
+
+def _sampled_set(p: Path) -> str | None:
+    """The ``set`` every line of a ``geoprobe sample`` JSON-lines file names, if they all agree."""
+    if p.suffix != ".jsonl":
+        return None
+    names = set()
+    for line in p.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            item = json.loads(line)
+            names.add(item.get("set") if isinstance(item, dict) else None)
+    return names.pop() if len(names) == 1 and None not in names else None

@@ -157,3 +157,18 @@ def test_candidate_entropies_equal_the_capture_on_smollm2(smollm2, prompts):
     h = candidate_entropies(smollm2, prompts, batch_size=4, cache=False)
     cap = capture(smollm2, prompts, CaptureConfig(layers=(-1,), key_weights=False))
     np.testing.assert_allclose(h, cap.next_entropy, atol=1e-4)
+
+
+def test_a_file_written_by_sample_remembers_its_set(tmp_path):
+    from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
+    from geoprobe.scan.domains import write_prompt_sets
+
+    ps = PromptSet(name="math", kind="corpus", prompts=("What is 2 + 2?", "Find the sum of"), hash="h", seed=0,
+                   domains=("math", "math"), sources=("a", "b"), entropy=(1.0, 2.0), stratum=(0, 1))
+    f = write_prompt_sets({"math": ps}, tmp_path / "m.jsonl")
+    back = resolve_prompt_set(str(f))
+    assert prompt_source_kind(str(f)) == "file" and back.prompts == ps.prompts
+    assert back.record()["sampled_set"] == "math" and back.record()["domain"] == "math"
+    plain = tmp_path / "p.txt"
+    plain.write_text("one\ntwo\n")
+    assert "domain" not in resolve_prompt_set(str(plain)).record()
