@@ -306,6 +306,8 @@ def run_probe(
 
     probe = load_probe(probe_file)
     if probe.command == "compare-domains":
+        from geoprobe.cli_corpus import _run_domains
+
         scan_only = {"--prompts": prompts, "--domain": domain, "--layers": layers, "--batch-size": batch_size,
                      "--max-tokens": max_tokens, "--scatter-layers": scatter_layers, "--null": null_kind,
                      "--ci-layers": ci_layers, "--revision": revision}
@@ -344,168 +346,8 @@ def report(
     out.print(f"wrote {path}")
 
 
-@app.command(name="prompts")
-def prompt_sets(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
-    """List the prompt sets --prompts accepts: builtin, mixed and every corpus domain (available here?)."""
-    from geoprobe.corpora import DOMAINS, available_domains
-
-    avail = available_domains()
-    rows = [{"set": "builtin", "kind": "builtin", "available": True, "note": "160 hand-written prompts"},
-            {"set": "mixed", "kind": "corpus", "available": sum(v is None for v in avail.values()) >= 2,
-             "note": "every available domain, stratified by next-token entropy"}]
-    rows += [{"set": d, "kind": "corpus", "available": avail[d] is None, "note": avail[d] or ""} for d in DOMAINS]
-    if as_json:
-        out.print_json(json.dumps(rows))
-        return
-    table = Table(title="prompt sets (--prompts / --domain)")
-    for col in ("set", "kind", "available", "note"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["set"], r["kind"], "yes" if r["available"] else "no", r["note"])
-    out.print(table)
-
-
-@app.command()
-def sample(
-    model: str = ModelOpt,
-    prompts: str = typer.Option("mixed", "--prompts", "-p", help="mixed or a corpus domain"),
-    out_file: Path = typer.Option(..., "--out", "-o", help="JSON-lines file to write (one sampled prompt per line)"),
-    candidates: Optional[int] = CandidatesOpt,
-    per_quintile: Optional[int] = PerQuintileOpt,
-    min_tokens: Optional[int] = MinTokOpt,
-    max_prompt_tokens: Optional[int] = MaxTokOpt,
-    seed: int = typer.Option(0, "--seed"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
-    force: bool = ForceOpt,
-) -> None:
-    """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
-    from geoprobe.prompts import prompt_source_kind
-    from geoprobe.sampling import SamplingConfig, sample_corpus_set
-    from geoprobe.scan.domains import write_prompt_sets
-
-    if out_file.exists() and not force:
-        raise GeoprobeError(f"{str(out_file)!r} already exists; pass --force to replace it or choose another --out")
-    if prompt_source_kind(prompts) != "corpus":
-        raise GeoprobeError(f"--prompts {prompts!r} is not a corpus set; sample draws from mixed or a domain "
-                            "(geoprobe prompts lists them)")
-    cfg = SamplingConfig(**{k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items()
-                            if v is not None})
-    m = _open(model, dict(dtype=dtype, device=device))
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("entropy of candidates", total=None)
-        pset = sample_corpus_set(m, prompts, cfg, seed=seed,
-                                 progress=lambda d, n: bar.update(task, completed=d, total=n))
-    write_prompt_sets({pset.name: pset}, out_file)
-    out.print(f"wrote {out_file}: {len(pset.prompts)} prompts of set {pset.name} (sha256 {pset.hash[:12]}, seed {seed}); "
-              f"scan any model on them with --prompts {out_file}")
-
-
-@app.command(name="compare-domains")
-def compare_domains_cmd(
-    model: str = ModelOpt,
-    domains: Optional[str] = typer.Option(None, "--domains", help="comma-separated domains; default every available one"),
-    layer: int = typer.Option(-1, "--layer", help="layer to compare (negative from the end; default final)"),
-    candidates: Optional[int] = typer.Option(None, "--candidates", help="mixed candidate pool (default 1000)"),
-    domain_candidates: int = typer.Option(250, "--domain-candidates", help="candidate pool of each single domain"),
-    per_quintile: Optional[int] = PerQuintileOpt,
-    min_tokens: Optional[int] = MinTokOpt,
-    max_prompt_tokens: Optional[int] = MaxTokOpt,
-    no_controls: bool = typer.Option(False, "--no-controls", help="skip the length/frequency-matched controls"),
-    n_resamples: int = typer.Option(1000, "--n-resamples"),
-    n_permutations: int = typer.Option(1000, "--n-permutations"),
-    batch_size: int = typer.Option(16, "--batch-size"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
-    out_dir: Optional[Path] = OutOpt,
-    seed: int = typer.Option(0, "--seed"),
-    force: bool = ForceOpt,
-) -> None:
-    """Mixed vs domain-restricted value manifolds with CIs, difference tests and matched controls (Table 1)."""
-    from geoprobe.sampling import SamplingConfig
-    from geoprobe.scan.domains import DomainsConfig, _check_domains
-
-    wanted = tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None
-    _check_domains(wanted)  # unknown or missing domains fail before the model loads
-    cfg = SamplingConfig(**{k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items()
-                            if v is not None})
-    config = DomainsConfig(domains=wanted, layer=layer, sampling=cfg, domain_candidates=domain_candidates,
-                           controls=not no_controls, batch_size=batch_size, n_resamples=n_resamples,
-                           n_permutations=n_permutations, seed=seed)
-    _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force)
-
-
-def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
-    """Sample, capture and compare domains for ``model``; write domains.json/.html and prompts.jsonl."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from geoprobe.report.domains import write_domains_report
-    from geoprobe.scan.domains import _check_domains, compare_domains_run, write_prompt_sets
-
-    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-domains")
-    names = ("domains.json", "domains.html", "prompts.jsonl")
-    existing = [target / n for n in names if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
-    _check_domains(config.domains)  # unknown or missing domains fail before the model loads
-    m = _open(model, load_options)
-    columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            label = {"capture": "candidates: entropy + values"}.get(stage, stage)
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        run = compare_domains_run(m, config, progress=progress)
-    cmp = run.comparison
-    cmp.save(target / "domains.json")
-    write_prompt_sets(run.sets, target / "prompts.jsonl")
-    report = write_domains_report(cmp, target / "domains.html", force=True)  # existence was checked first
-    table = Table(title=f"{cmp.model}, layer {cmp.layer}: mixed vs domain-restricted value manifold (%)")
-    for col in ("set", "n", "PC1 [CI]", "PC1+PC2", "PR", "ΔPC1 vs mixed [CI]", "p"):
-        table.add_column(col, justify="left" if col == "set" else "right", no_wrap=col == "set")
-    for name in cmp.order():
-        s, c = cmp.sets[name], cmp.versus_mixed(name)
-        d = c.diff["pc1"] if c else None
-        table.add_row(name, str(s.n), f"{100 * s.pc1.value:.1f} [{100 * s.pc1.low:.1f}, {100 * s.pc1.high:.1f}]",
-                      f"{100 * s.pc12.value:.1f}", f"{s.pr.value:.1f}",
-                      "—" if d is None else f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
-                      "—" if c is None else f"{c.p_adjusted['pc1']:.2g}")
-    out.print(table)
-    for note in cmp.notes:
-        err.print(f"note: {note}", highlight=False)
-    out.print(f"wrote {report}, {target / 'domains.json'} and {target / 'prompts.jsonl'}")
-
-
-@app.command()
-def compare(
-    results: list[Path] = typer.Argument(..., help="results.json files (or their run directories) from geoprobe scan"),
-    out_dir: Path = typer.Option(Path("runs/compare"), "--out", "-o", help="directory for comparison.json and compare.html"),
-    layer: int = typer.Option(-1, "--layer", help="layer of the value manifold columns (default final)"),
-    force: bool = ForceOpt,
-) -> None:
-    """Cross-model table (the paper's Table 2) and a global PCA basis across models, with figures."""
-    from geoprobe.compare import run_compare
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        comparison, json_path, html_path = run_compare(results, out_dir, force=force, layer=layer)
-    for w in caught:
-        err.print(f"warning: {w.message}", highlight=False)
-    rows = comparison.table()
-    if rows:
-        table = Table(title="cross-model comparison (final-layer value manifold, early-layer keys, focusing)")
-        for col in rows[0]:
-            table.add_column(str(col))
-        for r in rows:
-            table.add_row(*(str(v) for v in r.values()))
-        out.print(table)
-    out.print(f"wrote {html_path} and {json_path}")
+# the corpus commands (prompts, sample, compare-domains, compare) register themselves on ``app``
+from geoprobe import cli_corpus  # noqa: E402,F401
 
 
 def main() -> None:

@@ -95,8 +95,11 @@ def test_duplicates_are_dropped_and_counted():
     from geoprobe.scan.run import resolve_prompts
 
     with pytest.warns(UserWarning, match="3 duplicate prompt"):
-        texts, notes = resolve_prompts(FAST, [f"p{i}" for i in range(10)] + ["p0", "p1", "p1"])
+        texts, notes, pset = resolve_prompts(FAST, [f"p{i}" for i in range(10)] + ["p0", "p1", "p1"])
     assert len(texts) == 10 and "3 duplicate" in notes[0]
+    from geoprobe.provenance import prompts_hash
+
+    assert pset.prompts == tuple(texts) and pset.hash == prompts_hash(texts)  # the hash is of what runs
 
 
 def test_analyse_is_deterministic_given_the_seed(planted):
