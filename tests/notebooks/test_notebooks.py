@@ -1,4 +1,5 @@
 """Every notebook runs top to bottom (stored without outputs; executed here with nbclient)."""
+import json
 import os
 from pathlib import Path
 
@@ -9,12 +10,63 @@ from nbclient import NotebookClient
 from tests.conftest import requires_smollm2
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+PLOTLY = "application/vnd.plotly.v1+json"
+
+
+def _outputs(nb):
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def _shown(nb, mime=None):
+    """Rich outputs (plotly figures, HTML tables) that rendered inline."""
+    kinds = (mime,) if mime else (PLOTLY, "text/html")
+    return [o for o in _outputs(nb) if any(k in o.get("data", {}) for k in kinds)]
+
+
+def _check_01_scan(nb, out: Path) -> None:
+    assert (out / "report.html").stat().st_size > 1_000_000
+    assert len(_shown(nb)) >= 5  # the scorecard and the figures rendered inline
+
+
+def _check_02_domains(nb, out: Path) -> None:
+    assert (out / "domains.html").stat().st_size > 1_000_000  # plotly.js inlined
+    doc = json.loads((out / "domains.json").read_text(encoding="utf-8"))
+    assert doc["kind"] == "geoprobe.domains" and doc["domains"] == ["math", "code"]
+    assert set(doc["sets"]) == {"mixed", "math", "code", "math-control", "code-control"}
+    assert len({s["n"] for s in doc["sets"].values()}) == 1  # every set the same size
+    lines = (out / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 5 * doc["sets"]["mixed"]["n"]
+    assert len(_shown(nb, "text/html")) >= 2  # the sampled prompts and the Table 1 analogue
+    assert len(_shown(nb, PLOTLY)) >= 2  # figure() and difference_figure()
+
+
+def _check_03_compare(nb, out: Path) -> None:
+    assert (out / "compare.html").stat().st_size > 1_000_000  # plotly.js inlined
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert doc["kind"] == "geoprobe.compare" and len(doc["rows"]) == 2
+    assert doc["global_pca"] is not None  # both models saw exactly the same prompts
+    for run in ("smollm2-135m", "twin-llama-3.2-1b"):
+        assert (out / run / "results.json").is_file() and (out / run / "capture").is_dir()
+    assert (out / "prompts.jsonl").is_file()
+    assert len(_shown(nb, "text/html")) >= 1 and len(_shown(nb, PLOTLY)) >= 2  # table, figure(), global_figure()
+
+
+CHECKS = {"01_scan.ipynb": _check_01_scan, "02_domains.ipynb": _check_02_domains,
+          "03_compare.ipynb": _check_03_compare}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_stored_without_outputs(path):
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_valid_and_documented(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
 
 
 @requires_smollm2
@@ -25,10 +77,8 @@ def test_notebook_executes(path, tmp_path, monkeypatch):
     monkeypatch.setenv("GEOPROBE_NOTEBOOK_OUT", str(tmp_path))
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
-    if path.name == "01_scan.ipynb":
-        assert (tmp_path / "report.html").stat().st_size > 1_000_000
-        shown = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                 if "application/vnd.plotly.v1+json" in o.get("data", {}) or "text/html" in o.get("data", {})]
-        assert len(shown) >= 5  # the scorecard and the figures rendered inline
+    errors = [o for o in _outputs(nb) if o.output_type == "error"]
+    assert not errors, "\n".join(f"{o.ename}: {o.evalue}" for o in errors)
+    check = CHECKS.get(path.name)
+    if check is not None:
+        check(nb, tmp_path)
