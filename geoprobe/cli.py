@@ -305,6 +305,13 @@ def run_probe(
     from geoprobe.scan import load_probe
 
     probe = load_probe(probe_file)
+    if probe.command == "compare-models":
+        from geoprobe.cli_corpus import _run_compare_models
+
+        config = dataclasses.replace(probe.config, scan=probe.config.scan.updated(
+            seed=seed, batch_size=batch_size, sampling=_sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
+        _run_compare_models(config, dict(dtype=dtype, device=device), out_dir, force)
+        return
     if probe.command == "compare-domains":
         from geoprobe.cli_corpus import _run_domains
 

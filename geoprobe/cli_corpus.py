@@ -180,3 +180,41 @@ def compare(
             table.add_row(*(str(v) for v in r.values()))
         out.print(table)
     out.print(f"wrote {html_path} and {json_path}")
+
+
+def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
+    """A compare-models recipe: sample every set once with ``config.sampler``, scan each model on
+    exactly those prompts, then compare the runs (all under ``out_dir``)."""
+    import dataclasses
+
+    from geoprobe.cli import _run_scan
+    from geoprobe.compare import run_compare
+    from geoprobe.prompts import prompt_source_kind
+    from geoprobe.sampling import sample_corpus_set
+    from geoprobe.scan.domains import write_prompt_sets
+
+    target = out_dir or Path("runs") / "compare-models"
+    files = {s: target / f"prompts-{s}.jsonl" for s in config.sets}
+    runs = {(m, s): target / f"{m.replace('/', '--').replace(':', '-')}-{s}" for m in config.models for s in config.sets}
+    existing = [p for p in [*files.values(), *runs.values(), target / "compare.html"] if p.exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    for s in config.sets:
+        if prompt_source_kind(s) != "corpus":
+            raise GeoprobeError(f"set {s!r} is not a corpus set; compare-models samples mixed or a domain "
+                                "(geoprobe prompts lists them)")
+    m = _open(config.sampler, load_options)
+    for s in config.sets:
+        with err.status(f"sampling {s} with {config.sampler} …"):
+            pset = sample_corpus_set(m, s, config.scan.sampling, seed=config.scan.seed)
+        write_prompt_sets({s: pset}, files[s])
+        out.print(f"{s}: {len(pset.prompts)} prompts sampled with {config.sampler} (sha256 {pset.hash[:12]}) → {files[s]}")
+    del m
+    for (model, s), run_dir in runs.items():
+        _run_scan(model, dataclasses.replace(config.scan, prompts=str(files[s])), load_options, run_dir, True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, json_path, html_path = run_compare(list(runs.values()), target, force=True)
+    for w in caught:
+        err.print(f"warning: {w.message}", highlight=False)
+    out.print(f"wrote {html_path} and {json_path}")

@@ -136,11 +136,20 @@ def load_probe(path: str | Path) -> Probe:
         raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
     head = doc.pop("probe", {})
     command = head.get("command", "scan")
-    if command not in ("scan", "compare-domains"):
-        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: scan, compare-domains")
+    if command not in ("scan", "compare-domains", "compare-models"):
+        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: scan, compare-domains, "
+                         "compare-models")
     if command == "compare-domains":
-        return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
-                     config=_domains_config(doc, p), path=str(p))
+        config: Any = _domains_config(doc, p)
+    elif command == "compare-models":
+        config = _models_config(doc.pop("models", None), _scan_config(doc, p), p)
+    else:
+        config = _scan_config(doc, p)
+    return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
+                 config=config, path=str(p))
+
+
+def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
     settings: dict[str, Any] = {}
     for section, table in doc.items():
         allowed = _SECTIONS.get(section)
@@ -158,8 +167,39 @@ def load_probe(path: str | Path) -> Probe:
                 if k in ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")}
     if sampling:
         settings["sampling"] = sampling
-    return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
-                 config=ScanConfig.from_dict(settings), path=str(p))
+    return ScanConfig.from_dict(settings)
+
+
+@dataclass(frozen=True)
+class CompareModelsConfig:
+    """``geoprobe run probes/compare.toml``: sample each prompt set once (with ``sample_with``),
+    scan every model on exactly those prompts, then ``geoprobe compare`` the runs."""
+
+    models: tuple[str, ...]
+    sets: tuple[str, ...] = ("mixed",)
+    sample_with: str | None = None  # None: the first model
+    scan: ScanConfig = ScanConfig()
+
+    def __post_init__(self) -> None:
+        if len(self.models) < 2 or len(set(self.models)) != len(self.models):
+            raise ProbeError(f"models {list(self.models)}: compare-models needs at least two distinct models "
+                             "([models] run = [...])")
+        if not self.sets:
+            raise ProbeError("compare-models needs at least one prompt set ([models] sets = [\"mixed\", ...])")
+
+    @property
+    def sampler(self) -> str:
+        return self.sample_with or self.models[0]
+
+
+def _models_config(table: Any, scan: ScanConfig, p: Path) -> CompareModelsConfig:
+    if not isinstance(table, dict) or "run" not in table:
+        raise ProbeError(f"probe {str(p)!r} runs compare-models but has no [models] run = [...] list")
+    unknown = sorted(set(table) - {"run", "sets", "sample_with"})
+    if unknown:
+        raise ProbeError(f"probe {str(p)!r}: unknown key models.{unknown[0]}; known: run, sets, sample_with")
+    return CompareModelsConfig(models=tuple(table["run"]), sets=tuple(table.get("sets", ("mixed",))),
+                               sample_with=table.get("sample_with"), scan=scan)
 
 
 _RENAMED = {"max_prompt_tokens": "max_tokens", "sampling_batch_size": "batch_size"}

@@ -197,3 +197,30 @@ def test_run_a_domains_recipe(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--layers", "0", "--out",
                             str(tmp_path / "o2")], capsys, monkeypatch)
     assert code == 2 and "--layers is a scan flag" in _one_error_line(err)
+
+
+def test_compare_models_recipe_scans_every_model_on_the_same_prompts(tmp_path, capsys, monkeypatch):
+    from geoprobe.scan import load_probe
+    from geoprobe.scan.config import CompareModelsConfig
+
+    shipped = load_probe(__import__("pathlib").Path(__file__).resolve().parents[2] / "probes" / "compare.toml")
+    assert shipped.command == "compare-models" and shipped.config.sampler == "smollm2-135m"
+    assert isinstance(shipped.config, CompareModelsConfig) and shipped.config.sets == ("mixed", "math")
+    recipe = tmp_path / "c.toml"
+    recipe.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["twin:llama-3.2-1b", "twin:phi-2"]\n'
+                      'sets = ["mixed", "code"]\n[sampling]\ncandidates = 60\nper_quintile = 4\nmin_tokens = 8\n'
+                      'max_tokens = 32\n[analyses]\ninit_baseline = false\nn_resamples = 50\npca_resamples = 20\n'
+                      'null_draws = 20\nn_permutations = 50\n', encoding="utf-8")
+    out = tmp_path / "cmp"
+    code, stdout, err = run_cli(["run", str(recipe), "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    doc = json.loads((out / "comparison.json").read_text())
+    assert len(doc["rows"]) == 2 and doc["global_pca"] is not None and "warning" not in err
+    res = ScanResult.load(out / "twin-phi-2-code" / "results.json")
+    assert res.prompt_set["domain"] == "code" and res.prompt_set["sampled_set"] == "code"
+    mixed = {ScanResult.load(out / f"{m}-mixed").provenance["prompts_hash"] for m in ("twin-llama-3.2-1b", "twin-phi-2")}
+    assert len(mixed) == 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["twin:phi-2"]\n', encoding="utf-8")
+    code, _, err = run_cli(["run", str(bad), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert code == 2 and "at least two distinct models" in _one_error_line(err)
