@@ -171,15 +171,30 @@ def compare(
         comparison, json_path, html_path = run_compare(results, out_dir, force=force, layer=layer)
     for w in caught:
         err.print(f"warning: {w.message}", highlight=False)
+    _print_comparison(comparison)
+    out.print(f"wrote {html_path} and {json_path}")
+
+
+def _print_comparison(comparison) -> None:
+    """The Table-2 analogue in a terminal's width (compare.html has every column)."""
+    keep = ("model", "attention", "mixed PC1 %", "restricted set", "restricted PC1 %", "early key |cos|", "init |cos|",
+            "focusing % [CI]")
     rows = comparison.table()
     if rows:
-        table = Table(title="cross-model comparison (final-layer value manifold, early-layer keys, focusing)")
-        for col in rows[0]:
-            table.add_column(str(col))
+        table = Table(title="models side by side (final-layer value PC1, early-layer keys, attention focusing)")
+        for col in keep:
+            table.add_column(col, no_wrap=col == "model")
         for r in rows:
-            table.add_row(*(str(v) for v in r.values()))
+            table.add_row(*(str(r.get(k, "")) for k in keep))
         out.print(table)
-    out.print(f"wrote {html_path} and {json_path}")
+    g = comparison.global_pca
+    if g is not None:
+        out.print(f"global PCA over {len(g.prompts)} shared prompts: PC1 {100 * g.explained[0]:.1f} %, PC2 "
+                  f"{100 * g.explained[1]:.1f} %; " + "; ".join(
+                      f"{r['model']}: share of PC1 {r['share of PC1']}, ρ(own PC1, global PC1) {r['ρ(own PC1, global PC1)']}"
+                      for r in g.table()), highlight=False)
+    for note in comparison.notes:
+        err.print(f"note: {note}", highlight=False)
 
 
 def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
@@ -214,7 +229,8 @@ def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], for
         _run_scan(model, dataclasses.replace(config.scan, prompts=str(files[s])), load_options, run_dir, True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _, json_path, html_path = run_compare(list(runs.values()), target, force=True)
+        comparison, json_path, html_path = run_compare(list(runs.values()), target, force=True)
     for w in caught:
         err.print(f"warning: {w.message}", highlight=False)
+    _print_comparison(comparison)
     out.print(f"wrote {html_path} and {json_path}")
