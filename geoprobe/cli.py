@@ -386,5 +386,7 @@ def main() -> None:
         sys.exit(1)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # `python -m geoprobe.cli`: run the imported module, whose app has every command
+    from geoprobe import cli as _cli
+
+    _cli.main()

@@ -41,3 +41,28 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return p
+
+
+def write_json(path: str | os.PathLike, data: object) -> Path:
+    """Strict JSON (no NaN), UTF-8, indented, written atomically (the caller decides about overwriting)."""
+    import json
+
+    return atomic_write_text(path, json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False))
+
+
+def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, fix: str) -> tuple[object, str]:
+    """``(data, source)`` from a results file (or ``default_name`` inside a directory); a missing
+    or unparsable file is a one-line ResultsError naming the path, ``what`` it should be and ``fix``."""
+    import json
+
+    from geoprobe.errors import ResultsError
+
+    p = Path(path)
+    if default_name and p.is_dir():
+        p = p / default_name
+    if not p.is_file():
+        raise ResultsError(f"{what} {str(p)!r} does not exist; {fix}")
+    try:
+        return json.loads(p.read_text(encoding="utf-8")), repr(str(p))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ResultsError(f"{str(p)!r} is not valid JSON ({exc}); {fix}") from None

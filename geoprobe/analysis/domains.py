@@ -34,7 +34,6 @@ label_b="math")`` reproduces that contrast of ``compare_domains``.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import zlib
@@ -640,20 +639,17 @@ class DomainComparison:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the comparison as JSON, atomically."""
-        from geoprobe.paths import atomic_write_text
+        from geoprobe.paths import write_json
 
-        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1, allow_nan=False, ensure_ascii=False))
+        return write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "DomainComparison":
-        p = Path(path)
-        if not p.is_file():
-            raise ResultsError(f"domain comparison {str(p)!r} does not exist; pass a file DomainComparison.save wrote")
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ResultsError(f"{str(p)!r} is not valid JSON ({exc})") from None
-        return cls.from_dict(d, source=repr(str(p)))
+        from geoprobe.paths import read_json
+
+        d, source = read_json(path, default_name="domains.json", what="domain comparison",
+                              fix="pass the domains.json geoprobe compare-domains wrote")
+        return cls.from_dict(d, source=source)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DomainComparison) and self.to_dict() == other.to_dict()

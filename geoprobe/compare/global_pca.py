@@ -24,21 +24,12 @@ from typing import Any, Sequence
 import numpy as np
 from jaxtyping import Float
 
+from geoprobe.analysis.manifold import _frozen  # read-only float64 array of a checked shape
 from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, constant_columns, from_json_float, \
     json_float, zscore
 
 N_RATIOS = 10  # leading explained-variance ratios kept
 MIN_SHARED = 10  # fewer shared prompts: no global PCA
-
-
-def _frozen(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
-    a = np.array(a, dtype=np.float64)
-    if a.shape != shape:
-        raise ValueError(f"{what} has shape {a.shape}, expected {shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{what} contains NaN or Inf")
-    a.setflags(write=False)
-    return a
 
 
 def shared_prompts_hash(prompts: Sequence[str]) -> str:

@@ -4,7 +4,6 @@ See docs/compare.md for the definitions and the bad-input behaviour.
 """
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -94,22 +93,17 @@ class ModelComparison:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the comparison JSON atomically (the caller decides about overwriting)."""
-        from geoprobe.paths import atomic_write_text
+        from geoprobe.paths import write_json
 
-        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1, allow_nan=False, ensure_ascii=False))
+        return write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ModelComparison":
-        p = Path(path)
-        if p.is_dir():
-            p = p / "comparison.json"
-        if not p.is_file():
-            raise ResultsError(f"comparison file {str(p)!r} does not exist; pass the comparison.json geoprobe compare wrote")
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ResultsError(f"{str(p)!r} is not valid JSON ({exc}); pass the comparison.json geoprobe compare wrote") from None
-        return cls.from_dict(d, source=repr(str(p)))
+        from geoprobe.paths import read_json
+
+        d, source = read_json(path, default_name="comparison.json", what="comparison file",
+                              fix="pass the comparison.json geoprobe compare wrote")
+        return cls.from_dict(d, source=source)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ModelComparison) and self.to_dict() == other.to_dict()

@@ -5,7 +5,6 @@ made from results, never from the model.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -118,22 +117,17 @@ class ScanResult:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write results.json atomically (the caller decides about overwriting)."""
-        from geoprobe.paths import atomic_write_text
+        from geoprobe.paths import write_json
 
-        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1, allow_nan=False, ensure_ascii=False))
+        return write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ScanResult":
-        p = Path(path)
-        if p.is_dir():
-            p = p / "results.json"
-        if not p.is_file():
-            raise ResultsError(f"results file {str(p)!r} does not exist; pass the results.json a scan wrote")
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ResultsError(f"{str(p)!r} is not valid JSON ({exc}); pass the results.json a scan wrote") from None
-        return cls.from_dict(d, source=repr(str(p)))
+        from geoprobe.paths import read_json
+
+        d, source = read_json(path, default_name="results.json", what="results file",
+                              fix="pass the results.json a scan wrote")
+        return cls.from_dict(d, source=source)
 
     # -- views ------------------------------------------------------------------------------
     def figures(self) -> list[tuple[str, str, Any]]:

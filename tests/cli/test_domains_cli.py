@@ -224,3 +224,15 @@ def test_compare_models_recipe_scans_every_model_on_the_same_prompts(tmp_path, c
     bad.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["twin:phi-2"]\n', encoding="utf-8")
     code, _, err = run_cli(["run", str(bad), "--out", str(tmp_path / "o")], capsys, monkeypatch)
     assert code == 2 and "at least two distinct models" in _one_error_line(err)
+
+
+@pytest.mark.parametrize("module", ["geoprobe.cli", "geoprobe"])
+def test_corpus_commands_exist_when_run_as_a_module(module):
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", module, "prompts", "--json"], capture_output=True, text=True,
+                       env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert {row["set"] for row in json.loads(r.stdout)} >= {"mixed", "builtin", "math"}
