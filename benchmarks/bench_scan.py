@@ -33,7 +33,8 @@ def end_to_end(model: str, runs: int, command: str = "scan") -> list[float]:
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as d:
             t = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "geoprobe.cli", command, "--model", model, "--out", f"{d}/run"],
+            extra = ["--prompts", "mixed"] if command == "capture" else []  # capture's default is builtin
+            r = subprocess.run([sys.executable, "-m", "geoprobe.cli", command, "--model", model, "--out", f"{d}/run", *extra],
                                capture_output=True, text=True, env=env)
             times.append(time.perf_counter() - t)
             if r.returncode:
