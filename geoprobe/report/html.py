@@ -89,11 +89,20 @@ def _provenance_table(result: Any) -> str:
     versions = prov.pop("versions", {}) or {}
     rows = [(k, v) for k, v in prov.items()] + [("n prompts", result.n_prompts),
                                                 ("layers", f"{len(result.layers)} of {result.n_layers}")]
+    rows += [(f"prompt set: {k}", v) for k, v in (result.prompt_set or {}).items()]
     rows += [(f"config.{k}", v) for k, v in result.config.to_dict().items()]
     rows += [(f"version: {k}", v) for k, v in versions.items()]
     rows += [(f"time: {k}", f"{v:.2f} s") for k, v in result.timings.items()]
     return "<table><tbody>" + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
                                       for k, v in rows) + "</tbody></table>"
+
+
+def _set_label(result: Any) -> str:
+    """'set mixed, sha256 0123456789ab' for the report header (escaped)."""
+    ps = result.prompt_set or {}
+    name = ps.get("name", result.config.prompts)
+    digest = str(ps.get("hash") or result.provenance.get("prompts_hash", ""))[:12]
+    return escape(f"set {name}, sha256 {digest}")
 
 
 def render_report(result: Any) -> str:
@@ -118,7 +127,7 @@ def render_report(result: Any) -> str:
 <script type="text/javascript">{get_plotlyjs()}</script></head>
 <body>
 <h1>Bayesian geometry of attention: {model}</h1>
-<p class="muted">geoprobe scan · {result.n_prompts} prompts · {len(result.layers)} layers · {created} ·
+<p class="muted">geoprobe scan · {result.n_prompts} prompts ({_set_label(result)}) · {len(result.layers)} layers · {created} ·
 rebuild with <code>geoprobe report results.json</code></p>
 <h2>Scorecard</h2>
 {scorecard_table(result.scorecard)}

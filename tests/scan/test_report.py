@@ -76,3 +76,18 @@ def test_written_files_get_ordinary_permissions(result, tmp_path):
         assert oct(result.save(tmp_path / "results.json").stat().st_mode & 0o777) == "0o644"
     finally:
         os.umask(old)
+
+
+def test_report_names_the_prompt_set_escaped(tmp_path):
+    import dataclasses
+
+    from tests.scan._synthetic import synthetic_capture
+    from geoprobe.scan import ScanConfig, analyse
+
+    cap, _ = synthetic_capture(structured=True, n=12)
+    res = analyse(cap, ScanConfig(n_resamples=50, pca_resamples=20, null_draws=20, n_permutations=50,
+                                  analyses=("manifold", "focusing")),
+                  prompt_set={"name": "<b>mine</b>", "kind": "file", "hash": "ab" * 32, "seed": 0, "n": 12})
+    html = res.report(tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "set &lt;b&gt;mine&lt;/b&gt;, sha256 abababababab" in html and "<b>mine</b>" not in html
+    assert dataclasses.replace(res, prompt_set=None).report(tmp_path / "r2.html").exists()
