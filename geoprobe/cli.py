@@ -129,6 +129,7 @@ def _run_capture(model: str, load_options: dict, prompts: str, config, out_dir: 
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("capturing", total=len(texts))
         cap = run(m, texts, config, seed=seed, progress=lambda done, total: bar.update(task, completed=done))
+    cap = dataclasses.replace(cap, extra={**cap.extra, "prompt_set": pset.record()})  # which set, hash, seed
     cap.save(out_dir, overwrite=overwrite)
     return cap
 

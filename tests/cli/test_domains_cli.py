@@ -50,6 +50,18 @@ def test_scan_domain_on_a_twin_records_the_sampled_set(tmp_path, capsys, monkeyp
     assert "set code" in stdout and ps["hash"][:12] in stdout
 
 
+def test_capture_of_a_corpus_set_records_it(tmp_path, capsys, monkeypatch):
+    from geoprobe.capture import Capture
+
+    code, _, err = run_cli(["capture", "--model", "twin:llama-3.2-1b", "--prompts", "news", "--layers", "-1",
+                            "--seed", "5", "--out", str(tmp_path / "cap")], capsys, monkeypatch)
+    assert code == 0, err
+    cap = Capture.load(tmp_path / "cap")
+    ps = cap.extra["prompt_set"]
+    assert ps["name"] == "news" and ps["seed"] == 5 and ps["n"] == cap.n_prompts == 75
+    assert ps["hash"] == cap.provenance.prompts_hash and ps["domain_counts"] == {"news": 75}
+
+
 def test_sample_then_scan_two_models_on_the_same_prompts_then_compare(tmp_path, capsys, monkeypatch):
     pfile = tmp_path / "p.jsonl"
     code, out, err = run_cli(["sample", "--model", "twin:llama-3.2-1b", "--prompts", "mixed", *SMALL, "--out",
