@@ -305,3 +305,20 @@ def test_table_and_figures(comparison):
                                           "restricted − control (95 % CI)"] * 3
     assert len(diff.data[0].x) == 2 and len(diff.data[1].x) == 1
     assert diff.data[0].x[0] == pytest.approx(100 * c.diff["pc1"].value)
+
+
+def test_domains_report_escapes_user_strings_and_refuses_overwrite(tmp_path):
+    from geoprobe.errors import OutputExistsError
+    from geoprobe.report.domains import write_domains_report
+
+    cmp = compare_domains(**_inputs(extra_domain=False), model="<script>alert(1)</script>", layer=3,
+                          provenance={"sets": {"mixed": {"name": "mixed", "hash": "ab" * 32, "n": N,
+                                                         "domain_counts": {"<i>x</i>": N}}}},
+                          notes=["note with <b>markup</b>"], **CMP)
+    path = write_domains_report(cmp, tmp_path / "d.html")
+    html = path.read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<b>markup</b>" not in html and "<i>x</i>" not in html
+    assert "79.6 / 99.7" in html and html.count('class="plotly-graph-div"') == 2
+    with pytest.raises(OutputExistsError, match="--force"):
+        write_domains_report(cmp, path)
