@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from geoprobe.errors import PromptError
 
@@ -99,7 +100,9 @@ def prompt_source_kind(name: str) -> str:
     raise AssertionError("unreachable")
 
 
-def resolve_prompt_set(name: str, model=None, *, sampling=None, seed: int = 0, progress=None, texts=None):
+def resolve_prompt_set(name: str, model: Any = None, *, sampling: Any = None, seed: int = 0,
+                       progress: Callable[[int, int], None] | None = None,
+                       texts: Sequence[str] | None = None) -> Any:
     """The :class:`~geoprobe.sampling.PromptSet` for ``--prompts name``; corpus sets need ``model``
     (its next-token entropies stratify the sample). ``texts`` overrides with the caller's own."""
     from geoprobe.provenance import prompts_hash
