@@ -1,0 +1,152 @@
+"""The model's side of SULA: its distribution over the two label tokens at the query.
+
+For every prompt the final position's next-token log-probabilities (left-padded batches through
+``model.bridge`` with ``logits_to_keep=1``, exactly as ``geoprobe.sampling.candidate_entropies``
+runs them) give ``log P(L1)`` and ``log P(L2)`` over the whole vocabulary. Then
+
+* label mass ``m = P(L1) + P(L2)`` (how much of its next-token distribution the model puts on
+  the two labels at all);
+* model predictive ``q̂ = P(L1) / m`` (renormalised over the two labels) and its entropy
+  ``Ĥ = h(q̂)`` in bits, compared with the analytic ``H_Bayes``.
+
+Metrics (paired bootstrap over prompts, ``scipy.stats.bootstrap`` BCa via
+``geoprobe.analysis.stats``): MAE = mean |Ĥ − H_Bayes| (bits), Spearman ρ and Pearson r of
+(Ĥ, H_Bayes), mean label mass, and per k the mean Ĥ and mean H_Bayes with CIs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from jaxtyping import Float
+
+from geoprobe.analysis.alignment import pearson, spearman
+from geoprobe.analysis.stats import Estimate, bootstrap_ci
+from geoprobe.sula.task import SulaError, binary_entropy_bits
+
+
+def label_logprobs(model: Any, texts: Sequence[str], label_ids: Sequence[int], *, batch_size: int = 16,
+                   progress: Callable[[int, int], None] | None = None) -> Float[np.ndarray, "n labels"]:
+    """log P(label token | prompt) at every prompt's final position (full-vocabulary softmax)."""
+    import torch
+
+    from geoprobe.capture.run import _pad, tokenize
+
+    ids, _ = tokenize(model, list(texts), None)
+    order = np.argsort([-len(s) for s in ids], kind="stable")
+    pad_id = model.tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = model.tokenizer.eos_token_id or 0
+    cols = torch.tensor(list(label_ids), dtype=torch.long)
+    out = np.full((len(ids), len(label_ids)), np.nan)
+    with torch.inference_mode():
+        try:
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
+                position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+                logits = model.bridge(tok.to(model.device), attention_mask=mask.to(model.device),
+                                      position_ids=position_ids.to(model.device), return_type="logits",
+                                      logits_to_keep=1, use_cache=False)
+                model.adapter.release_forward_state(model.bridge)
+                logp = torch.log_softmax(logits[:, -1].float(), dim=-1)
+                lp = logp[:, cols.to(logp.device)].double().cpu().numpy()
+                if not np.all(np.isfinite(lp)):
+                    raise SulaError("non-finite label log-probability in the SULA forward pass; "
+                                    "rerun with --dtype float32")
+                out[rows] = lp
+                if progress is not None:
+                    progress(min(start + batch_size, len(order)), len(order))
+        finally:
+            model.adapter.release_forward_state(model.bridge)
+    return out
+
+
+def label_distribution(logprobs: Float[np.ndarray, "n 2"]) -> dict[str, np.ndarray]:
+    """From (log P(L1), log P(L2)): the renormalised P(L1), its entropy (bits) and the mass."""
+    lp = np.asarray(logprobs, dtype=np.float64)
+    if lp.ndim != 2 or lp.shape[1] != 2:
+        raise ValueError(f"label log-probabilities must be (n, 2), got {lp.shape}")
+    top = lp.max(axis=1, keepdims=True)
+    w = np.exp(lp - top)
+    q = w[:, 0] / w.sum(axis=1)
+    mass = np.exp(lp).sum(axis=1)
+    return {"predictive": q, "entropy": binary_entropy_bits(q), "mass": mass}
+
+
+@dataclass(frozen=True, eq=False)
+class SulaMetrics:
+    """Calibration of the model's label entropy against the analytic one (bits)."""
+
+    n: int
+    mae: Estimate
+    spearman: Estimate
+    pearson: Estimate
+    label_mass: Estimate
+    k_values: tuple[int, ...]
+    model_per_k: tuple[Estimate, ...]
+    bayes_per_k: tuple[Estimate, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
+        object.__setattr__(self, "model_per_k", tuple(self.model_per_k))
+        object.__setattr__(self, "bayes_per_k", tuple(self.bayes_per_k))
+        if not len(self.k_values) == len(self.model_per_k) == len(self.bayes_per_k):
+            raise ValueError(f"{len(self.k_values)} values of k but {len(self.model_per_k)} / "
+                             f"{len(self.bayes_per_k)} per-k estimates")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "mae": self.mae.to_dict(), "spearman": self.spearman.to_dict(),
+                "pearson": self.pearson.to_dict(), "label_mass": self.label_mass.to_dict(),
+                "k_values": list(self.k_values), "model_per_k": [e.to_dict() for e in self.model_per_k],
+                "bayes_per_k": [e.to_dict() for e in self.bayes_per_k]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SulaMetrics":
+        return cls(n=int(d["n"]), mae=Estimate.from_dict(d["mae"]), spearman=Estimate.from_dict(d["spearman"]),
+                   pearson=Estimate.from_dict(d["pearson"]), label_mass=Estimate.from_dict(d["label_mass"]),
+                   k_values=tuple(d["k_values"]), model_per_k=tuple(Estimate.from_dict(e) for e in d["model_per_k"]),
+                   bayes_per_k=tuple(Estimate.from_dict(e) for e in d["bayes_per_k"]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SulaMetrics) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, rng: np.random.Generator) -> Estimate:
+    if x.size == 0:
+        return Estimate(math.nan, math.nan, math.nan, confidence)
+    return bootstrap_ci(x, np.mean, confidence=confidence, n_resamples=n_resamples, random_state=rng)
+
+
+def calibration_metrics(k: Sequence[int], bayes_entropy: Sequence[float], model_entropy: Sequence[float],
+                        label_mass: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 1000,
+                        random_state: int | np.random.Generator | None = 0) -> SulaMetrics:
+    """MAE, correlations, mean label mass and per-k means, each with a bootstrap CI over prompts."""
+    k = np.asarray(k, dtype=np.int64)
+    hb = np.asarray(bayes_entropy, dtype=np.float64)
+    hm = np.asarray(model_entropy, dtype=np.float64)
+    mass = np.asarray(label_mass, dtype=np.float64)
+    n = hb.size
+    if not (k.shape == hb.shape == hm.shape == mass.shape == (n,)) or n < 1:
+        raise ValueError(f"k, entropies and mass must be equal-length 1-D arrays, got "
+                         f"{k.shape}, {hb.shape}, {hm.shape}, {mass.shape}")
+    if not (np.all(np.isfinite(hb)) and np.all(np.isfinite(hm)) and np.all(np.isfinite(mass))):
+        raise ValueError("entropies or label mass contain NaN or Inf")
+    rng = np.random.default_rng(random_state)
+    kw = dict(confidence=confidence, n_resamples=n_resamples)
+    mae = _mean_ci(np.abs(hm - hb), confidence, n_resamples, rng)
+    if n >= 3:
+        rho = bootstrap_ci((hm, hb), spearman, random_state=rng, **kw)
+        r = bootstrap_ci((hm, hb), pearson, random_state=rng, **kw)
+    else:
+        rho = r = Estimate(math.nan, math.nan, math.nan, confidence)
+    ks = tuple(int(x) for x in np.unique(k))
+    model_k = tuple(_mean_ci(hm[k == v], confidence, n_resamples, rng) for v in ks)
+    bayes_k = tuple(_mean_ci(hb[k == v], confidence, n_resamples, rng) for v in ks)
+    return SulaMetrics(n=n, mae=mae, spearman=rho, pearson=r,
+                       label_mass=_mean_ci(mass, confidence, n_resamples, rng), k_values=ks,
+                       model_per_k=model_k, bayes_per_k=bayes_k)

@@ -1,0 +1,130 @@
+"""SULA geometry: where the final-token values of SULA prompts sit on the value manifold.
+
+At one layer, the final-token value vectors of the main condition's prompts (KV heads
+concatenated) are z-scored and their PCA (``geoprobe.analysis.manifold.ValueManifold``) gives
+ONE basis; every condition's prompts are projected into it (``transform``), so the main run and
+the controls share coordinates. PC1 is oriented (``geoprobe.analysis.alignment.orientation``)
+so that it grows with the model's label entropy on the main prompts.
+
+Reported per condition: ρ_S(PC1, H_Bayes) over prompts (paired BCa bootstrap CI), mean PC1 per k
+(bootstrap CI over that k's prompts: the trajectory), and ρ(k, mean PC1), Spearman and Pearson
+over the values of k, with a percentile CI from resampling prompts within each k.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from jaxtyping import Float
+
+from geoprobe.analysis.alignment import orientation, pearson, spearman
+from geoprobe.analysis.stats import Estimate, _quiet, bootstrap_ci
+
+
+def final_values(model: Any, texts: Sequence[str], layer: int, *,
+                 batch_size: int = 16) -> tuple[Float[np.ndarray, "n D"], int]:
+    """Final-token value vectors at ``layer`` (heads concatenated, float64, one row per text)
+    and the resolved (non-negative) layer index."""
+    from geoprobe.capture import CaptureConfig, capture
+
+    cap = capture(model, list(texts), CaptureConfig(layers=(layer,), keys=False, key_weights=False,
+                                                    batch_size=batch_size))
+    v = np.asarray(cap.values[0], dtype=np.float64)
+    return v.reshape(v.shape[0], -1), int(cap.layers[0])
+
+
+@dataclass(frozen=True)
+class Basis:
+    """A fitted shared PCA basis and its orientation (+1/−1)."""
+
+    manifold: Any  # ValueManifold
+    orientation: int
+    pc1_ratio: float
+
+    def pc1(self, x: np.ndarray) -> np.ndarray:
+        return self.manifold.transform(x)[:, 0] * self.orientation
+
+
+def fit_basis(values: Float[np.ndarray, "n D"], orient_by: Float[np.ndarray, "n"]) -> Basis:
+    """PCA of the standardised ``values``; PC1's sign makes ρ_S(PC1, ``orient_by``) >= 0."""
+    from geoprobe.analysis.manifold import ValueManifold
+
+    vm = ValueManifold(n_components=2).fit(values)
+    o = int(orientation(vm.coords_[:, 0], np.asarray(orient_by, dtype=np.float64)))
+    return Basis(vm, o, float(vm.explained_variance_ratio_[0]))
+
+
+@dataclass(frozen=True, eq=False)
+class SulaGeometry:
+    """PC1 statistics of one condition in the shared basis."""
+
+    rho_pc1_bayes: Estimate  # Spearman over prompts
+    rho_k_pc1: Estimate  # Spearman over the values of k of the mean PC1
+    r_k_pc1: Estimate  # Pearson over the values of k of the mean PC1
+    k_values: tuple[int, ...]
+    pc1_per_k: tuple[Estimate, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
+        object.__setattr__(self, "pc1_per_k", tuple(self.pc1_per_k))
+        if len(self.k_values) != len(self.pc1_per_k):
+            raise ValueError(f"{len(self.k_values)} values of k but {len(self.pc1_per_k)} per-k PC1 means")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rho_pc1_bayes": self.rho_pc1_bayes.to_dict(), "rho_k_pc1": self.rho_k_pc1.to_dict(),
+                "r_k_pc1": self.r_k_pc1.to_dict(), "k_values": list(self.k_values),
+                "pc1_per_k": [e.to_dict() for e in self.pc1_per_k]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SulaGeometry":
+        return cls(rho_pc1_bayes=Estimate.from_dict(d["rho_pc1_bayes"]), rho_k_pc1=Estimate.from_dict(d["rho_k_pc1"]),
+                   r_k_pc1=Estimate.from_dict(d["r_k_pc1"]), k_values=tuple(d["k_values"]),
+                   pc1_per_k=tuple(Estimate.from_dict(e) for e in d["pc1_per_k"]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SulaGeometry) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _k_correlation(k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float, n_resamples: int,
+                   rng: np.random.Generator) -> Estimate:
+    """``stat`` (spearman/pearson) of (k value, mean PC1 at k) with a percentile CI from
+    resampling prompts within each k (stratified bootstrap)."""
+    ks = np.unique(k)
+    if ks.size < 3:
+        return Estimate(math.nan, math.nan, math.nan, confidence)
+    groups = [pc1[k == v] for v in ks]
+    value = float(stat(ks.astype(np.float64), np.array([g.mean() for g in groups])))
+    if not math.isfinite(value):
+        return Estimate(math.nan, math.nan, math.nan, confidence)
+    means = np.stack([g[rng.integers(0, g.size, size=(n_resamples, g.size))].mean(axis=1) for g in groups], axis=1)
+    draws = np.asarray(stat(np.broadcast_to(ks.astype(np.float64), means.shape), means, axis=-1), dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    if draws.size == 0:
+        return Estimate(value, value, value, confidence)
+    lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return Estimate(value, float(lo), float(hi), confidence)
+
+
+def geometry_stats(k: Sequence[int], pc1: Sequence[float], bayes_entropy: Sequence[float], *,
+                   confidence: float = 0.95, n_resamples: int = 1000,
+                   random_state: int | np.random.Generator | None = 0) -> SulaGeometry:
+    """ρ_S(PC1, H_Bayes), ρ(k, mean PC1) and the per-k mean PC1 of one condition."""
+    k = np.asarray(k, dtype=np.int64)
+    pc1 = np.asarray(pc1, dtype=np.float64)
+    hb = np.asarray(bayes_entropy, dtype=np.float64)
+    rng = np.random.default_rng(random_state)
+    kw = dict(confidence=confidence, n_resamples=n_resamples)
+    if pc1.size >= 3:
+        rho = bootstrap_ci((pc1, hb), spearman, random_state=rng, **kw)
+    else:
+        rho = Estimate(math.nan, math.nan, math.nan, confidence)
+    ks = tuple(int(x) for x in np.unique(k))
+    per_k = tuple(bootstrap_ci(pc1[k == v], np.mean, random_state=rng, **kw) for v in ks)
+    with _quiet():
+        rho_k = _k_correlation(k, pc1, spearman, confidence, n_resamples, rng)
+        r_k = _k_correlation(k, pc1, pearson, confidence, n_resamples, rng)
+    return SulaGeometry(rho_pc1_bayes=rho, rho_k_pc1=rho_k, r_k_pc1=r_k, k_values=ks, pc1_per_k=per_k)

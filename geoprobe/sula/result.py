@@ -1,0 +1,230 @@
+"""SulaResult: everything one SULA run measured, with provenance, persistence and figures."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from geoprobe.errors import ResultsError
+from geoprobe.sula.evaluate import SulaMetrics
+from geoprobe.sula.geometry import SulaGeometry
+from geoprobe.sula.task import CONDITIONS, LabelTokens, SulaConfig
+
+RESULTS_KIND = "geoprobe.sula"
+RESULTS_VERSION = 1
+_ARRAYS = ("k", "n1", "n2", "bayes_predictive", "bayes_entropy", "model_predictive", "model_entropy", "label_mass",
+           "pc1")
+_INT_ARRAYS = ("k", "n1", "n2")
+_COLORS = {"main": "#1f77b4", "lexical_remap": "#ff7f0e", "shuffled": "#2ca02c", "ablated": "#d62728"}
+
+
+def _frozen(a: Any, n: int | None, name: str, dtype: Any) -> np.ndarray:
+    out = np.array(a, dtype=dtype)
+    if out.ndim != 1 or (n is not None and out.shape[0] != n):
+        raise ValueError(f"{name} has shape {out.shape}, expected ({n},)")
+    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} contains NaN or Inf")
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class SulaCondition:
+    """One condition's prompts (as per-prompt arrays), model outputs, metrics and geometry.
+    ``pc1`` is the oriented PC1 coordinate in the run's shared basis."""
+
+    condition: str
+    labels: LabelTokens
+    prompts_hash: str
+    k: np.ndarray
+    n1: np.ndarray
+    n2: np.ndarray
+    bayes_predictive: np.ndarray
+    bayes_entropy: np.ndarray
+    model_predictive: np.ndarray
+    model_entropy: np.ndarray
+    label_mass: np.ndarray
+    pc1: np.ndarray
+    metrics: SulaMetrics
+    geometry: SulaGeometry
+
+    def __post_init__(self) -> None:
+        if self.condition not in CONDITIONS:
+            raise ValueError(f"condition {self.condition!r} is not one of {CONDITIONS}")
+        n = len(np.asarray(self.k))
+        for name in _ARRAYS:
+            object.__setattr__(self, name, _frozen(getattr(self, name), n, name,
+                                                   np.int64 if name in _INT_ARRAYS else np.float64))
+        if np.any(self.n1 + self.n2 != self.k):
+            raise ValueError("n1 + n2 must equal k for every prompt")
+        if self.metrics.n != n:
+            raise ValueError(f"metrics over {self.metrics.n} prompts, arrays over {n}")
+
+    @property
+    def n(self) -> int:
+        return int(self.k.shape[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"condition": self.condition, "labels": self.labels.to_dict(),
+                             "prompts_hash": self.prompts_hash}
+        d.update({name: getattr(self, name).tolist() for name in _ARRAYS})
+        d["metrics"] = self.metrics.to_dict()
+        d["geometry"] = self.geometry.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SulaCondition":
+        return cls(condition=d["condition"], labels=LabelTokens.from_dict(d["labels"]),
+                   prompts_hash=str(d["prompts_hash"]), **{name: d[name] for name in _ARRAYS},
+                   metrics=SulaMetrics.from_dict(d["metrics"]), geometry=SulaGeometry.from_dict(d["geometry"]))
+
+
+@dataclass(frozen=True, eq=False)
+class SulaResult:
+    """A SULA run: the main condition and the controls, in one shared PCA basis at ``layer``."""
+
+    model: str
+    provenance: dict[str, Any]
+    config: SulaConfig
+    layer: int
+    pc1_ratio: float  # explained-variance ratio of the shared basis's PC1 (main prompts)
+    conditions: dict[str, SulaCondition]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if "main" not in self.conditions:
+            raise ValueError(f"a SULA result needs the main condition, got {sorted(self.conditions)}")
+        for name, c in self.conditions.items():
+            if c.condition != name:
+                raise ValueError(f"condition stored as {name!r} says it is {c.condition!r}")
+        order = [c for c in CONDITIONS if c in self.conditions]
+        object.__setattr__(self, "conditions", {c: self.conditions[c] for c in order})
+
+    @property
+    def main(self) -> SulaCondition:
+        return self.conditions["main"]
+
+    @property
+    def metrics(self) -> SulaMetrics:
+        return self.main.metrics
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Point estimates per condition: MAE (bits), ρ(Ĥ, H_Bayes), label mass, ρ(PC1, H_Bayes), ρ(k, PC1)."""
+        return {name: {"mae_bits": c.metrics.mae.value, "spearman": c.metrics.spearman.value,
+                       "label_mass": c.metrics.label_mass.value, "rho_pc1_bayes": c.geometry.rho_pc1_bayes.value,
+                       "rho_k_pc1": c.geometry.rho_k_pc1.value, "r_k_pc1": c.geometry.r_k_pc1.value}
+                for name, c in self.conditions.items()}
+
+    # -- persistence --------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        from geoprobe import __version__
+        from geoprobe.scan.result import _json_safe
+
+        return _json_safe({"kind": RESULTS_KIND, "version": RESULTS_VERSION, "geoprobe": __version__,
+                           "model": self.model, "provenance": self.provenance, "config": self.config.to_dict(),
+                           "layer": self.layer, "pc1_ratio": self.pc1_ratio, "timings": dict(self.timings),
+                           "conditions": {k: c.to_dict() for k, c in self.conditions.items()}})
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "results") -> "SulaResult":
+        if not isinstance(d, dict) or d.get("kind") != RESULTS_KIND:
+            found = d.get("kind") if isinstance(d, dict) else None
+            raise ResultsError(f"{source} is not a geoprobe SULA results file (kind {found!r}); "
+                               "pass the sula.json that run_sula / geoprobe sula wrote")
+        version = d.get("version")
+        if version != RESULTS_VERSION:
+            raise ResultsError(f"{source} has SULA results version {version!r} (written by geoprobe "
+                               f"{d.get('geoprobe')}); this geoprobe reads version {RESULTS_VERSION}: re-run the SULA task")
+        try:
+            return cls(model=str(d["model"]), provenance=dict(d["provenance"]), config=SulaConfig.from_dict(d["config"]),
+                       layer=int(d["layer"]), pc1_ratio=float(d["pc1_ratio"]),
+                       conditions={k: SulaCondition.from_dict(c) for k, c in d["conditions"].items()},
+                       timings=dict(d.get("timings", {})))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run the SULA task") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SulaResult) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the result as JSON atomically (the caller decides about overwriting)."""
+        from geoprobe.paths import write_json
+
+        return write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "SulaResult":
+        from geoprobe.paths import read_json
+
+        data, source = read_json(path, default_name="sula.json", what="SULA results file",
+                                 fix="pass the sula.json that run_sula wrote")
+        return cls.from_dict(data, source)
+
+    # -- figures ------------------------------------------------------------------------
+    def calibration_figure(self, condition: str = "main") -> Any:
+        """Model label entropy against the analytic entropy, one point per prompt, identity line."""
+        import plotly.graph_objects as go
+
+        c = self.conditions[condition]
+        m = c.metrics
+        fig = go.Figure([
+            go.Scatter(x=c.bayes_entropy, y=c.model_entropy, mode="markers", name=condition,
+                       marker=dict(color=c.k, colorscale="Viridis", size=7, opacity=0.75,
+                                   colorbar=dict(title=dict(text="k"))),
+                       hovertemplate="H_Bayes %{x:.3f}<br>model %{y:.3f}<br>k %{marker.color}<extra></extra>"),
+            go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", line=dict(color="grey", dash="dot")),
+        ])
+        fig.update_layout(
+            title=dict(text=f"{self.model}, SULA {condition}: MAE {m.mae.value:.3f} bits "
+                            f"[{m.mae.low:.3f}, {m.mae.high:.3f}], ρ = {m.spearman.value:.2f}"),
+            xaxis_title="analytic entropy H_Bayes (bits)", yaxis_title="model label entropy (bits)",
+            xaxis=dict(range=[0, 1.02]), yaxis=dict(range=[0, 1.02]), template="plotly_white", height=460)
+        return fig
+
+    def per_k_figure(self) -> Any:
+        """Mean entropy against k: the model (solid) and Bayes (dashed), one colour per condition."""
+        import plotly.graph_objects as go
+
+        fig = go.Figure()
+        for name, c in self.conditions.items():
+            m = c.metrics
+            for ests, label, dash in ((m.model_per_k, "model", "solid"), (m.bayes_per_k, "Bayes", "dash")):
+                y = np.array([e.value for e in ests])
+                fig.add_trace(go.Scatter(
+                    x=list(m.k_values), y=y, mode="lines+markers", name=f"{name}: {label}",
+                    line=dict(color=_COLORS.get(name), dash=dash),
+                    error_y=dict(type="data", symmetric=False, array=np.array([e.high for e in ests]) - y,
+                                 arrayminus=y - np.array([e.low for e in ests]))))
+        conf = round(100 * self.config.confidence)
+        fig.update_layout(title=dict(text=f"{self.model}: SULA mean label entropy by k ({conf} % CIs)"),
+                          xaxis_title="k (labelled examples)", yaxis_title="entropy (bits)",
+                          template="plotly_white", height=440)
+        return fig
+
+    def trajectory_figure(self) -> Any:
+        """Mean oriented PC1 (shared basis) against k with CIs, one line per condition."""
+        import plotly.graph_objects as go
+
+        fig = go.Figure()
+        for name, c in self.conditions.items():
+            g = c.geometry
+            y = np.array([e.value for e in g.pc1_per_k])
+            fig.add_trace(go.Scatter(
+                x=list(g.k_values), y=y, mode="lines+markers",
+                name=f"{name} (ρ(k, PC1) = {g.rho_k_pc1.value:.2f})", line=dict(color=_COLORS.get(name)),
+                error_y=dict(type="data", symmetric=False, array=np.array([e.high for e in g.pc1_per_k]) - y,
+                             arrayminus=y - np.array([e.low for e in g.pc1_per_k]))))
+        fig.update_layout(title=dict(text=f"{self.model}, layer {self.layer}: SULA trajectory on the value manifold"),
+                          xaxis_title="k (labelled examples)",
+                          yaxis_title="mean PC1 coordinate (oriented: grows with model entropy)",
+                          template="plotly_white", height=440)
+        return fig
+
+    def figures(self) -> dict[str, Any]:
+        return {"calibration": self.calibration_figure(), "per_k": self.per_k_figure(),
+                "trajectory": self.trajectory_figure()}
