@@ -1,0 +1,150 @@
+"""Edits of the value vectors during the forward pass, per KV head, at every position.
+
+For a KV head h with unit axis direction u = ``axis.direction[h]`` and value x (d_head):
+
+* ``cut``   (strength λ ∈ [0, 1]):  x' = x − λ (x·u) u      (λ = 1 removes the component along u)
+* ``only``  (strength λ ∈ [0, 1]):  x' = x − λ (x − (x·u) u) (λ = 1 keeps only (x·u) u)
+* ``shift`` (strength k, any real): x' = x + k σ_h u,  σ_h = ``axis.sigma[h]``
+
+The edit runs in a hook on the layer's value site (``blocks.{l}.attn.hook_v``), whose tensor
+has one row per KV head (GQA: ``n_kv_heads``; MHA families such as Pythia: one per head), so
+every query head of a group reads the same edited value, at every position, as attention does.
+
+``intervened(model, {layer: Edit})`` attaches the hooks, removes them on exit, and raises
+``InterventionError`` if a requested edit never ran during the block (e.g. a layer index that
+matches nothing, or no forward pass at all): an intervention that silently does nothing is an
+error, never a null result.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Literal, Mapping
+
+import torch
+
+from geoprobe.capture.run import attached_hooks
+from geoprobe.intervene.axis import Axis, InterventionError
+from geoprobe.models.adapters import Site
+from geoprobe.models.loading import LoadedModel
+
+Op = Literal["cut", "only", "shift"]
+OPS: tuple[Op, ...] = ("cut", "only", "shift")
+
+
+@dataclass(frozen=True, eq=False)
+class Edit:
+    """One operation with one strength along one axis."""
+
+    axis: Axis
+    op: Op = "cut"
+    strength: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise InterventionError(f"operation {self.op!r} is not one of {'|'.join(OPS)}; pass --op cut|only|shift")
+        s = float(self.strength)
+        if not math.isfinite(s):
+            raise InterventionError(f"strength {self.strength} is not a finite number; fix --strength")
+        if self.op in ("cut", "only") and not 0.0 <= s <= 1.0:
+            raise InterventionError(
+                f"{self.op} strength {self.strength} is outside [0, 1]; pass --strength between 0 and 1")
+        object.__setattr__(self, "strength", s)
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """Edit values x (..., Hkv, d_head); returns a new tensor of the same dtype."""
+        u = torch.as_tensor(self.axis.direction, dtype=torch.float64, device=x.device)
+        xd = x.double()
+        proj = (xd * u).sum(-1, keepdim=True)
+        lam = self.strength
+        if self.op == "cut":
+            out = xd - lam * proj * u
+        elif self.op == "only":
+            out = xd - lam * (xd - proj * u)
+        else:
+            sigma = torch.as_tensor(self.axis.sigma, dtype=torch.float64, device=x.device)[:, None]
+            out = xd + lam * sigma * u
+        return out.to(x.dtype)
+
+
+def resolve_layer(layer: int, n_layers: int) -> int:
+    """A layer index (negative counts from the end) → 0..n_layers-1, or a one-line error."""
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
+        raise InterventionError(f"layer {layer!r} is not an integer; fix --layers")
+    layer = int(layer)
+    idx = layer + n_layers if layer < 0 else layer
+    if not 0 <= idx < n_layers:
+        raise InterventionError(
+            f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}, or "
+            f"-{n_layers}..-1 from the end); fix --layers")
+    return idx
+
+
+def check_edits(model: LoadedModel, edits: Mapping[int, Edit]) -> dict[int, Edit]:
+    """Resolve negative layers and check every axis shape against the model's layout."""
+    if not edits:
+        raise InterventionError("no edits given; pass at least one layer with --layers")
+    lay = model.layout
+    out: dict[int, Edit] = {}
+    for layer, edit in edits.items():
+        idx = resolve_layer(layer, lay.n_layers)
+        if idx in out:
+            raise InterventionError(f"layer {layer} is requested twice (as {idx}); fix --layers")
+        if not isinstance(edit, Edit):
+            raise InterventionError(f"edit for layer {layer} is a {type(edit).__name__}, not an Edit")
+        if edit.axis.shape != (lay.n_kv_heads, lay.d_head):
+            raise InterventionError(
+                f"axis for layer {layer} has shape {edit.axis.shape}; this model's values are "
+                f"(kv_heads, d_head) = ({lay.n_kv_heads}, {lay.d_head})")
+        out[idx] = edit
+    return out
+
+
+@dataclass
+class Applied:
+    """How many times each layer's edit ran (one count per hook call, i.e. per forward pass)."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+
+
+def value_hook(model: LoadedModel, layer: int, edit: Edit, applied: Applied) -> Any:
+    lay = model.layout
+    head_major = "v" in getattr(model.adapter, "_head_major", frozenset())
+
+    def fn(x: torch.Tensor, hook: Any) -> torch.Tensor:
+        shape = x.shape
+        if x.dim() == 3 and shape[-1] == lay.n_kv_heads * lay.d_head:  # flat (batch, pos, head*d_head)
+            y = edit.apply(x.reshape(*shape[:-1], lay.n_kv_heads, lay.d_head)).reshape(shape)
+        elif x.dim() == 4 and head_major and shape[1] == lay.n_kv_heads and shape[-1] == lay.d_head:
+            y = edit.apply(x.transpose(1, 2)).transpose(1, 2)
+        elif x.dim() == 4 and shape[2] == lay.n_kv_heads and shape[-1] == lay.d_head:  # (batch, pos, head, d)
+            y = edit.apply(x)
+        else:
+            raise InterventionError(
+                f"value hook of layer {layer} has shape {tuple(shape)}, not (batch, pos, {lay.n_kv_heads}, "
+                f"{lay.d_head}); this family's value layout is not supported")
+        applied.counts[layer] += 1
+        return y
+
+    return fn
+
+
+@contextmanager
+def intervened(model: LoadedModel, edits: Mapping[int, Edit]) -> Iterator[Applied]:
+    """Apply ``edits`` ({layer: Edit}) to the value vectors of every forward pass inside the block.
+
+    Yields an ``Applied`` whose ``counts[layer]`` says how often each edit ran. On a normal
+    exit, any edit that never ran raises ``InterventionError``. Hooks are removed in every case."""
+    resolved = check_edits(model, edits)
+    applied = Applied({layer: 0 for layer in resolved})
+    hooks = {model.adapter.hook_name(Site(layer, "v")): value_hook(model, layer, e, applied)
+             for layer, e in resolved.items()}
+    with attached_hooks(model.bridge, hooks):
+        yield applied
+    never = [layer for layer, c in applied.counts.items() if c == 0]
+    if never:
+        raise InterventionError(
+            f"edit(s) at layer(s) {never} never ran: no forward pass inside the intervened block reached "
+            f"{model.adapter.hook_name(Site(never[0], 'v'))}; run the model inside the block")
