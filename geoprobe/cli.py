@@ -354,8 +354,9 @@ def report(
     out.print(f"wrote {path}")
 
 
-# the corpus commands (prompts, sample, compare-domains, compare) register themselves on ``app``
+# the corpus commands (prompts, sample, compare-domains, compare) and sula register themselves on ``app``
 from geoprobe import cli_corpus  # noqa: E402,F401
+from geoprobe import cli_sula  # noqa: E402,F401
 
 
 def main() -> None:

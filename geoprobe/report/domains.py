@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from geoprobe.errors import OutputExistsError
+from geoprobe.report.blocks import html_figure as _figure
+from geoprobe.report.blocks import html_table as _table
+from geoprobe.report.blocks import kv_table
 from geoprobe.report.html import _CSS
 
 #: arXiv 2512.23752 Table 1: final-layer PC1 / PC1+PC2 (%) for mixed and mathematics prompts
@@ -18,23 +21,6 @@ PAPER_TABLE1 = (
     ("Phi-2", "46.4 / 60.6", "52.2 / 63.5"),
     ("Llama-3.2-1B", "36.6 / 51.4", "52.5 / 73.6"),
 )
-
-
-def _table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    head = "".join(f"<th>{escape(str(k))}</th>" for k in rows[0])
-    body = "".join("<tr>" + "".join(f'<td class="num">{escape(str(v))}</td>' for v in r.values()) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _figure(fig: Any, anchor: str, caption: str) -> str:
-    import plotly.io as pio
-
-    div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{anchor}",
-                      config={"displaylogo": False, "responsive": True})
-    return f'<figure id="{escape(anchor)}">{div}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
 def render_domains_report(cmp: Any) -> str:
@@ -57,8 +43,7 @@ def render_domains_report(cmp: Any) -> str:
     prov_rows = [(k, v) for k, v in prov.items()] + [(f"config.{k}", v) for k, v in config.items()]
     prov_rows += [(f"version: {k}", v) for k, v in versions.items()]
     prov_rows += [(f"time: {k}", f"{v:.2f} s") for k, v in timings.items()]
-    prov_html = "<table><tbody>" + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
-                                           for k, v in prov_rows) + "</tbody></table>"
+    prov_html = kv_table(prov_rows)
     figs = (_figure(cmp.figure(), "sets", "PC1, PC1+PC2 and participation ratio of every set with bootstrap CIs; "
                     "grey bars: each set's Gaussian null band (same n and d); dashed: the mixed set.")
             + _figure(cmp.difference_figure(), "differences",

@@ -1,0 +1,29 @@
+"""Building blocks shared by the self-contained HTML reports: an escaped table and a plotly
+figure without its own copy of plotly.js (each page inlines plotly.js once)."""
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Sequence
+
+
+def html_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Rows of one dict each (keys = columns, first row's order); every cell escaped."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(str(k))}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f'<td class="num">{escape(str(v))}</td>' for v in r.values()) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_figure(fig: Any, anchor: str, caption: str) -> str:
+    import plotly.io as pio
+
+    div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{anchor}",
+                      config={"displaylogo": False, "responsive": True})
+    return f'<figure id="{escape(anchor)}">{div}<figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def kv_table(rows: Sequence[tuple[Any, Any]]) -> str:
+    return "<table><tbody>" + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
+                                      for k, v in rows) + "</tbody></table>"
