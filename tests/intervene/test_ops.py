@@ -70,9 +70,17 @@ def _below_identical(base, pert, below, site):
         assert torch.equal(base[name], pert[name]), f"{name} changed although it lies below the edit"
 
 
-@pytest.mark.parametrize("op,strength", [("cut", 1.0), ("cut", 0.5), ("only", 1.0), ("shift", 2.0), ("shift", -1.5)])
-def test_edit_is_exact_and_read_by_attention(subject, op, strength):
-    model, layer, axis = subject
+OPS = [("cut", 1.0), ("cut", 0.5), ("only", 1.0), ("shift", 2.0), ("shift", -1.5)]
+# every op on every twin; on the real model (slow) the full cut and a shift, the others being the same code path
+EDIT_CASES = [(t, *o) for t in TWINS for o in OPS] + [
+    pytest.param("smollm2-135m", *o, marks=pytest.mark.slow) for o in (("cut", 1.0), ("shift", 2.0))]
+
+
+@pytest.mark.parametrize("name,op,strength", EDIT_CASES)
+def test_edit_is_exact_and_read_by_attention(name, op, strength, request, twin_factory):
+    model = request.getfixturevalue("smollm2") if name == "smollm2-135m" else twin_factory(name)
+    layer = model.layout.n_layers // 2
+    axis = axis_for(model, layer)
     lay = model.layout
     base, pert, below, site = _edited_run(model, layer, Edit(axis, op, strength))
     _below_identical(base, pert, below, site)
