@@ -45,15 +45,22 @@ def _final_hooks(model: LoadedModel, state: dict, value_layers: Sequence[int]) -
         rows = torch.arange(x.shape[0], device=x.device)
         state["h"] = x.detach()[rows, state["last"].to(x.device)]
 
+    hooks = {model.adapter.final_norm_hook: norm_hook, **value_hooks(model, state, value_layers)}
+    with attached_hooks(model.bridge, hooks):
+        yield
+
+
+def value_hooks(model: LoadedModel, state: dict, value_layers: Sequence[int]) -> dict[str, Any]:
+    """Hooks keeping the final-token values of ``value_layers`` in ``state[("v", layer)]``
+    (positions from ``state["last"]``); registered after an edit hook, they see the edited values."""
+    lay = model.layout
+
     def v_hook(layer: int) -> Any:
         def fn(x: torch.Tensor, hook: Any) -> None:
             state[("v", layer)] = model.adapter.at_positions("v", x.detach(), state["last"], lay.d_head).float().cpu()
         return fn
 
-    hooks = {model.adapter.final_norm_hook: norm_hook}
-    hooks.update({model.adapter.hook_name(Site(layer, "v")): v_hook(layer) for layer in value_layers})
-    with attached_hooks(model.bridge, hooks):
-        yield
+    return {model.adapter.hook_name(Site(layer, "v")): v_hook(layer) for layer in value_layers}
 
 
 def final_logprobs(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,

@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from geoprobe.capture.run import next_token_distribution
-from geoprobe.intervene._forward import Batch, batches, final_logprobs
+from geoprobe.capture.run import attached_hooks
+from geoprobe.intervene._forward import Batch, batches, final_logprobs, value_hooks
 from geoprobe.intervene.ops import Edit, check_edits, intervened, resolve_layer
 from geoprobe.models.loading import LoadedModel
 
@@ -102,15 +104,25 @@ class Resumable:
         """(n, vocab) next-token log-probs at the final tokens, resuming at ``layer``."""
         if not edits:
             return self.base.clone()
-        resolved = check_edits(self.model, edits)
-        below = [layer for layer in resolved if layer < self.layer]
+        return self.run(edits)[0]
+
+    def run(self, edits: Mapping[int, Edit], value_layers: Sequence[int] = ()) -> tuple[torch.Tensor, dict[int, np.ndarray]]:
+        """Like :meth:`logprobs`, also returning the final-token values (n, Hkv, d_head) of
+        ``value_layers`` (each ≥ the resume layer) as attention read them, i.e. after the edits."""
+        resolved = check_edits(self.model, edits) if edits else {}
+        below = [layer for layer in [*resolved, *value_layers] if layer < self.layer]
         if below:
-            raise ValueError(f"edits at layers {below} lie below the resume layer {self.layer}")
+            raise ValueError(f"edits or value layers {below} lie below the resume layer {self.layer}")
         blocks = _blocks(self.model)
         out = torch.zeros_like(self.base)
-        with intervened(self.model, resolved), torch.inference_mode():
+        lay = self.model.layout
+        values = {layer: np.zeros((out.shape[0], lay.n_kv_heads, lay.d_head), np.float32) for layer in value_layers}
+        state: dict = {}
+        with intervened(self.model, resolved), attached_hooks(self.model.bridge, value_hooks(self.model, state, value_layers)), \
+                torch.inference_mode():
             try:
                 for s in self.saved:
+                    state["last"] = s.batch.last
                     h = s.hidden
                     for i, (rest, kwargs) in zip(range(self.layer, len(blocks)), s.calls):
                         o = blocks[i](h, *rest, **kwargs)
@@ -118,9 +130,11 @@ class Resumable:
                     rows = torch.arange(h.shape[0], device=h.device)
                     final = self.model.bridge.ln_final(h[rows, s.batch.last.to(h.device)][:, None, :])[:, 0]
                     out[s.batch.rows] = next_token_distribution(self.model, final).float().cpu()
+                    for layer in value_layers:
+                        values[layer][s.batch.rows] = state[("v", layer)].numpy()
             finally:
                 self.model.adapter.release_forward_state(self.model.bridge)
-        return out
+        return out, values
 
 
 def _final_run(model: LoadedModel, b: Batch, device: torch.device) -> tuple[torch.Tensor, None]:

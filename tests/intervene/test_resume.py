@@ -56,3 +56,24 @@ def test_fallback_reruns_the_full_model(twin_factory):
     fast = sweep(model, CALIBRATION, edit_sets, batch_size=4)
     assert not full.resumed and fast.resumed
     torch.testing.assert_close(full.logprobs[0], fast.logprobs[0], rtol=0, atol=ATOL)
+
+
+def test_resumed_run_returns_the_values_attention_read(twin_factory):
+    """run(edits, value_layers) gives the same edited final-token values as a full intervened forward."""
+    import numpy as np
+
+    from geoprobe.intervene import Edit, intervened
+    from geoprobe.intervene._forward import final_logprobs
+    from geoprobe.intervene.resume import Resumable
+    from tests.intervene._util import CALIBRATION, axis_for
+
+    model = twin_factory("llama-3.2-1b")
+    layer = model.layout.n_layers - 2
+    edits = {layer: Edit(axis_for(model, layer), "cut", 1.0)}
+    top = model.layout.n_layers - 1
+    lp, vals = Resumable(model, CALIBRATION[:6], layer).run(edits, [layer, top])
+    with intervened(model, edits):
+        ref_lp, ref_vals = final_logprobs(model, CALIBRATION[:6], value_layers=[layer, top])
+    assert torch.allclose(lp, ref_lp, atol=1e-4)
+    for k in (layer, top):
+        np.testing.assert_allclose(vals[k], ref_vals[k], atol=1e-5)
