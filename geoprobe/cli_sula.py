@@ -1,4 +1,5 @@
-"""`geoprobe sula`: the SULA in-context Bayesian-updating task (arXiv 2512.23752 §4.3, §5.2).
+"""`geoprobe sula` (the SULA in-context Bayesian-updating task, arXiv 2512.23752 §4.3, §5.2) and
+`geoprobe intervene` (entropy-axis interventions, §4.5–4.6, §6.2).
 
 Registered on :data:`geoprobe.cli.app`; errors follow the CLI's rule (one line, exit 2)."""
 from __future__ import annotations
@@ -77,3 +78,74 @@ def sula(
         table.add_row(*(r[c] for c in keep))
     out.print(table)
     out.print(f"wrote {report} and {target / 'sula.json'}")
+
+
+@app.command()
+def intervene(
+    model: str = ModelOpt,
+    layers: Optional[str] = typer.Option(None, "--layers", help="layers edited together, e.g. 12 or 8,12,16 (default: "
+                                         "the paper's 12 | 23 | 8,12,16,20,23 of 24, at the same relative depth)"),
+    op: str = typer.Option("cut", "--op", help="cut (remove λ of the axis component) | only (keep the axis component) | "
+                           "shift (move by k·σ along the axis)"),
+    strength: Optional[str] = typer.Option(None, "--strength", help="comma-separated strengths (dose–response); cut/only "
+                                           "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2"),
+    controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
+    n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
+    n_resamples: int = typer.Option(1000, "--n-resamples"),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    device: str = typer.Option("cpu", "--device"),
+    out_dir: Optional[Path] = OutOpt,
+    seed: int = typer.Option(0, "--seed"),
+    force: bool = ForceOpt,
+) -> None:
+    """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from geoprobe.intervene.experiment import InterventionConfig, run_interventions
+    from geoprobe.report.intervene import write_intervene_report
+
+    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-intervene")
+    existing = [target / n for n in ("intervene.json", "intervene.html") if (target / n).exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+
+    def numbers(text: Optional[str], flag: str, cast: type) -> Optional[tuple]:
+        if text is None:
+            return None
+        try:
+            return tuple(cast(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise GeoprobeError(f"{flag} {text!r} is not a comma-separated list of numbers") from None
+
+    lay = numbers(layers, "--layers", int)
+    config = InterventionConfig(experiments=None if lay is None else (lay,), op=op,  # type: ignore[arg-type]
+                                strengths=numbers(strength, "--strength", float), n_controls=controls,
+                                n_per_k=n_per_k, batch_size=batch_size, n_resamples=n_resamples, seed=seed)
+    m = _open(model, dict(dtype=dtype, device=device))
+    if lay is not None:
+        from geoprobe.intervene.ops import resolve_layer
+
+        for x in lay:
+            resolve_layer(x, m.layout.n_layers)  # names the valid range before any work
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        result = run_interventions(m, config, progress=progress)
+    result.save(target / "intervene.json")
+    report = write_intervene_report(result, target / "intervene.html", force=True)  # existence checked first
+    table = Table(title=f"{result.model}: {result.op} along the entropy axis vs {controls} random axes")
+    keep = ("layers", "strength", "metric", "entropy axis", "random axes mean ± sd")
+    for col in keep:
+        table.add_column(col)
+    for r in result.summary():
+        if r["metric"] in ("axis_entropy_rho", "sula_mae", "kl"):
+            table.add_row(*(str(r[c]) for c in keep))
+    out.print(table)
+    out.print(f"wrote {report} and {target / 'intervene.json'}")

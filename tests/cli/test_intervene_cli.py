@@ -1,0 +1,61 @@
+"""`geoprobe intervene` end to end on a twin, the result file, and bad input."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from geoprobe.intervene.experiment import InterventionResult, paper_experiments
+
+from tests.cli.test_cli import run_cli
+
+SMALL = ["--n-per-k", "4", "--controls", "2", "--n-resamples", "50"]
+
+
+def _one_error_line(err: str) -> str:
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_paper_layers_at_the_same_relative_depth():
+    assert paper_experiments(24) == ((12,), (23,), (8, 12, 16, 20, 23))  # Pythia-410M itself
+    assert paper_experiments(30) == ((15,), (29,), (10, 15, 20, 25, 29))  # SmolLM2-135M
+    assert all(0 <= x < 3 for e in paper_experiments(3) for x in e)
+
+
+def test_intervene_on_a_twin_end_to_end(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "iv"
+    code, stdout, err = run_cli(["intervene", "--model", "twin:llama-3.2-1b", "--layers", "1", "--strength", "0.5,1",
+                                 *SMALL, "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    res = InterventionResult.load(out / "intervene.json")
+    assert res.experiments() == [((1,), 0.5), ((1,), 1.0)] and len(res.rows) == 2 * 3
+    full = next(r for r in res.rows if r.axis == "entropy" and r.strength == 1.0)
+    half = next(r for r in res.rows if r.axis == "entropy" and r.strength == 0.5)
+    # the full cut removes the axis coordinate at the edited layer: its correlation is undefined
+    assert math.isnan(full.metrics["axis_entropy_rho"].value)
+    assert math.isfinite(half.metrics["axis_entropy_rho"].value)
+    assert full.metrics["kl"].value > 0 and 0 <= full.metrics["top1_agreement"].value <= 1
+    assert res.baseline["top1_agreement"].value == 1.0 and "sula_mae" in res.baseline
+    html = (out / "intervene.html").read_text(encoding="utf-8")
+    assert "0.27 → 0.07" in html and 'id="fig-dose-response"' in html
+    assert InterventionResult.from_dict(res.to_dict()).to_dict() == res.to_dict()
+    code, _, err = run_cli(["intervene", "--model", "twin:llama-3.2-1b", *SMALL, "--out", str(out)], capsys, monkeypatch)
+    assert code == 2 and "--force" in _one_error_line(err)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--strength", "1.5"], "outside [0, 1]; pass --strength"),
+    (["--layers", "7"], "--layers"),
+    (["--op", "flip"], "--op cut|only|shift"),
+    (["--controls", "0"], "--controls 0"),
+    (["--n-per-k", "1"], "too few SULA prompts"),
+    (["--strength", "a"], "--strength 'a'"),
+])
+def test_bad_intervene_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatch):
+    code, _, err = run_cli(["intervene", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args],
+                           capsys, monkeypatch)
+    line = _one_error_line(err)
+    assert code == 2 and needle in line, line
+    assert not (tmp_path / "o").exists()
