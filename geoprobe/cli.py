@@ -306,6 +306,11 @@ def run_probe(
     from geoprobe.scan import load_probe
 
     probe = load_probe(probe_file)
+    if probe.command in ("sula", "intervene"):
+        from geoprobe.cli_sula import run_recipe
+
+        run_recipe(probe, model, dict(dtype=dtype, device=device), out_dir, force, seed)
+        return
     if probe.command == "compare-models":
         from geoprobe.cli_corpus import _run_compare_models
 

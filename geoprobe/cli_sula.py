@@ -34,10 +34,7 @@ def sula(
     """SULA: the model's label entropy against the exact Bayesian posterior, with controls and value geometry."""
     from dataclasses import replace
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from geoprobe.report.sula import summary_rows, write_sula_report
-    from geoprobe.sula import SulaConfig, run_sula
+    from geoprobe.sula import SulaConfig
 
     target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-sula")
     existing = [target / n for n in ("sula.json", "sula.html") if (target / n).exists()]
@@ -56,7 +53,16 @@ def sula(
         if len(pair) != 2 or pair[0] == pair[1]:
             raise GeoprobeError(f"--labels {labels!r} must be two different labels separated by a comma, e.g. bip,pim")
         config = replace(config, labels=pair)
-    m = _open(model, dict(dtype=dtype, device=device))
+    _run_sula(model, config, dict(dtype=dtype, device=device), target, layer)
+
+
+def _run_sula(model: str, config, load_options: dict, target: Path, layer: int = -1) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from geoprobe.report.sula import summary_rows, write_sula_report
+    from geoprobe.sula import run_sula
+
+    m = _open(model, load_options)
     columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         tasks: dict = {}
@@ -100,10 +106,7 @@ def intervene(
     force: bool = ForceOpt,
 ) -> None:
     """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from geoprobe.intervene.experiment import InterventionConfig, run_interventions
-    from geoprobe.report.intervene import write_intervene_report
+    from geoprobe.intervene.experiment import InterventionConfig
 
     target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-intervene")
     existing = [target / n for n in ("intervene.json", "intervene.html") if (target / n).exists()]
@@ -122,11 +125,20 @@ def intervene(
     config = InterventionConfig(experiments=None if lay is None else (lay,), op=op,  # type: ignore[arg-type]
                                 strengths=numbers(strength, "--strength", float), n_controls=controls,
                                 n_per_k=n_per_k, batch_size=batch_size, n_resamples=n_resamples, seed=seed)
-    m = _open(model, dict(dtype=dtype, device=device))
-    if lay is not None:
+    _run_intervene(model, config, dict(dtype=dtype, device=device), target)
+
+
+def _run_intervene(model: str, config, load_options: dict, target: Path) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from geoprobe.intervene.experiment import run_interventions
+    from geoprobe.report.intervene import write_intervene_report
+
+    m = _open(model, load_options)
+    if config.experiments is not None:
         from geoprobe.intervene.ops import resolve_layer
 
-        for x in lay:
+        for x in (x for e in config.experiments for x in e):
             resolve_layer(x, m.layout.n_layers)  # names the valid range before any work
     columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
@@ -140,7 +152,7 @@ def intervene(
         result = run_interventions(m, config, progress=progress)
     result.save(target / "intervene.json")
     report = write_intervene_report(result, target / "intervene.html", force=True)  # existence checked first
-    table = Table(title=f"{result.model}: {result.op} along the entropy axis vs {controls} random axes")
+    table = Table(title=f"{result.model}: {result.op} along the entropy axis vs {config.n_controls} random axes")
     keep = ("layers", "strength", "metric", "entropy axis", "random axes mean ± sd")
     for col in keep:
         table.add_column(col)
@@ -149,3 +161,16 @@ def intervene(
             table.add_row(*(str(r[c]) for c in keep))
     out.print(table)
     out.print(f"wrote {report} and {target / 'intervene.json'}")
+
+
+def run_recipe(probe, model: str, load_options: dict, out_dir: Optional[Path], force: bool, seed: Optional[int]) -> None:
+    """``geoprobe run probes/sula.toml`` / ``probes/intervene.toml``: the recipe's config, --seed overriding."""
+    from dataclasses import replace
+
+    name = "sula" if probe.command == "sula" else "intervene"
+    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + f"-{name}")
+    existing = [target / n for n in (f"{name}.json", f"{name}.html") if (target / n).exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    config = probe.config if seed is None else replace(probe.config, seed=seed)
+    (_run_sula if name == "sula" else _run_intervene)(model, config, load_options, target)

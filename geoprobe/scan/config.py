@@ -136,10 +136,11 @@ def load_probe(path: str | Path) -> Probe:
         raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
     head = doc.pop("probe", {})
     command = head.get("command", "scan")
-    if command not in ("scan", "compare-domains", "compare-models"):
-        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: scan, compare-domains, "
-                         "compare-models")
-    if command == "compare-domains":
+    if command not in COMMANDS:
+        raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: {', '.join(COMMANDS)}")
+    if command in ("sula", "intervene"):
+        config: Any = _flat_config(command, doc, p)
+    elif command == "compare-domains":
         config: Any = _domains_config(doc, p)
     elif command == "compare-models":
         config = _models_config(doc.pop("models", None), _scan_config(doc, p), p)
@@ -168,6 +169,30 @@ def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
     if sampling:
         settings["sampling"] = sampling
     return ScanConfig.from_dict(settings)
+
+
+COMMANDS = ("scan", "compare-domains", "compare-models", "sula", "intervene")
+
+
+def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
+    """A sula or intervene recipe: every key of its tables is a field of SulaConfig or
+    InterventionConfig (``[sula]``/``[intervene]``; ``[analyses]`` for n_resamples and seed)."""
+    from dataclasses import fields as dc_fields
+
+    if command == "sula":
+        from geoprobe.sula import SulaConfig as cls
+    else:
+        from geoprobe.intervene.experiment import InterventionConfig as cls
+    known = {f.name for f in dc_fields(cls)}
+    values: dict[str, Any] = {}
+    for section, table in doc.items():
+        if section not in (command, "analyses") or not isinstance(table, dict):
+            raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {command}, analyses")
+        for key, value in table.items():
+            if key not in known:
+                raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(sorted(known))}")
+            values[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+    return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -59,3 +59,21 @@ def test_bad_intervene_input_gets_one_line(args, needle, tmp_path, capsys, monke
     line = _one_error_line(err)
     assert code == 2 and needle in line, line
     assert not (tmp_path / "o").exists()
+
+
+def test_recipes_run_through_geoprobe_run(tmp_path, capsys, monkeypatch):
+    from geoprobe.sula import SulaResult
+
+    s = tmp_path / "s.toml"
+    s.write_text('[probe]\ncommand = "sula"\n[sula]\nk_values = [0, 2]\nn_per_k = 4\n[analyses]\nn_resamples = 50\n')
+    code, _, err = run_cli(["run", str(s), "--model", "twin:llama-3.2-1b", "--seed", "3", "--out", str(tmp_path / "a")],
+                           capsys, monkeypatch)
+    assert code == 0, err
+    assert SulaResult.load(tmp_path / "a" / "sula.json").config.seed == 3
+    i = tmp_path / "i.toml"
+    i.write_text('[probe]\ncommand = "intervene"\n[intervene]\nexperiments = [[1]]\nstrengths = [1.0]\n'
+                 'n_controls = 2\nn_per_k = 4\n[analyses]\nn_resamples = 50\n')
+    code, _, err = run_cli(["run", str(i), "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "b")],
+                           capsys, monkeypatch)
+    assert code == 0, err
+    assert InterventionResult.load(tmp_path / "b").experiments() == [((1,), 1.0)]

@@ -31,7 +31,7 @@ def test_recipe_settings_and_relative_prompt_file(tmp_path):
     ("[analyses]\nrun = [\"alignment\"]\n", "needs 'manifold'"),
     ("[analyses]\nnull_draws = 3\n", "null_draws 3 is below 10"),
     ("[analyses]\nconfidence = 1.5\n", "confidence 1.5"),
-    ("[probe]\ncommand = \"sula\"\n", "runs command 'sula'"),
+    ("[probe]\ncommand = \"wind\"\n", "runs command 'wind'"),
     ("not = [valid\n", "not valid UTF-8 TOML"),
 ])
 def test_bad_recipes_get_one_line_errors(tmp_path, text, needle):
@@ -79,3 +79,20 @@ def test_bad_domain_and_sampling_recipes(tmp_path, text, needle):
     with pytest.raises(GeoprobeError) as exc:
         load_probe(f)
     assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_sula_and_intervene_recipes_hold_the_cli_defaults():
+    from geoprobe.intervene.experiment import InterventionConfig
+    from geoprobe.sula import SulaConfig
+
+    sula = load_probe(ROOT / "probes" / "sula.toml")
+    assert sula.command == "sula" and sula.config == SulaConfig()
+    iv = load_probe(ROOT / "probes" / "intervene.toml")
+    assert iv.command == "intervene" and iv.config == InterventionConfig(strengths=(0.25, 0.5, 1.0))
+
+
+def test_bad_sula_recipe_key(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('[probe]\ncommand = "sula"\n[sula]\nbogus = 1\n')
+    with pytest.raises(ProbeError, match="unknown key sula.bogus"):
+        load_probe(f)
