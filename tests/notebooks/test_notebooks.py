@@ -51,8 +51,35 @@ def _check_03_compare(nb, out: Path) -> None:
     assert len(_shown(nb, "text/html")) >= 1 and len(_shown(nb, PLOTLY)) >= 2  # table, figure(), global_figure()
 
 
+def _check_04_sula(nb, out: Path) -> None:
+    from geoprobe.sula import CONDITIONS, SulaResult
+
+    assert (out / "sula.html").stat().st_size > 1_000_000  # plotly.js inlined
+    r = SulaResult.load(out / "sula.json")
+    assert tuple(r.conditions) == CONDITIONS and r.config.n_per_k == 8
+    assert r.main.n == 8 * len(r.config.k_values) and r.layer == 29
+    assert len(_shown(nb, "text/html")) >= 3  # the prompts, the paired controls, the summary
+    assert len(_shown(nb, PLOTLY)) >= 3  # calibration, per-k, trajectory
+
+
+def _check_05_intervene(nb, out: Path) -> None:
+    from geoprobe.intervene.experiment import InterventionResult
+
+    assert (out / "intervene.html").stat().st_size > 1_000_000  # plotly.js inlined
+    r = InterventionResult.load(out / "intervene.json")
+    assert r.experiments() == [((20,), 0.5), ((20,), 1.0)]
+    assert {row.axis for row in r.rows} == {"entropy", "random-0", "random-1"}
+    text = "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+    assert "resumed from layer 20: True" in text and "forward passes edited: {20:" in text
+    after = float(text.split("after the cut ")[1].split()[0])
+    assert after < 1e-4  # the full cut removed the axis component
+    assert len(_shown(nb, "text/html")) >= 1 and len(_shown(nb, PLOTLY)) >= 1  # summary table, figure()
+    assert len(_shown(nb)) >= 2
+
+
 CHECKS = {"01_scan.ipynb": _check_01_scan, "02_domains.ipynb": _check_02_domains,
-          "03_compare.ipynb": _check_03_compare}
+          "03_compare.ipynb": _check_03_compare, "04_sula.ipynb": _check_04_sula,
+          "05_intervene.ipynb": _check_05_intervene}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
