@@ -107,8 +107,10 @@ def text_nll(model: LoadedModel, texts: Sequence[str], batch_size: int = 4) -> n
     with attached_hooks(model.bridge, {model.adapter.final_norm_hook: norm_hook}), torch.inference_mode():
         try:
             for b in batches(model, texts, batch_size):
+                # the hook keeps every position's normed state; the head runs below, once
                 model.bridge(b.ids.to(device), attention_mask=b.mask.to(device),
-                             position_ids=b.position_ids.to(device), return_type="logits", use_cache=False)
+                             position_ids=b.position_ids.to(device), return_type="logits", logits_to_keep=1,
+                             use_cache=False)
                 h = state["h"]
                 for r in range(len(b.rows)):
                     n = int(b.mask[r].sum())

@@ -62,3 +62,25 @@ def test_compare_with_controls_reports_both_sides(twin_factory):
     for name in ("delta_entropy", "kl", "top1_agreement", "perplexity_ratio", "axis_entropy_rho"):
         assert name in table
     assert "3 seeds" in table
+
+
+def test_text_nll_equals_a_plain_hugging_face_forward(twin_factory):
+    """Per-token NLL against the HF model's own logits, text by text (no padding), to 1e-4 nats."""
+    import numpy as np
+    import torch
+
+    from geoprobe.intervene._forward import text_nll
+
+    model = twin_factory("llama-3.2-1b")
+    texts = ["The river ran past the old mill and into the", "Prices rose", "def f(x):\n    return x + 1"]
+    ours = text_nll(model, texts, batch_size=2)
+    ref = []
+    with torch.inference_mode():
+        for t in texts:
+            ids = torch.tensor([model.tokenizer(t)["input_ids"]])
+            logp = torch.log_softmax(model.hf_model(input_ids=ids).logits.float()[0, :-1], -1)
+            ref.append((-logp.gather(-1, ids[0, 1:, None])[:, 0]).double().numpy())
+    ref = np.concatenate(ref)
+    assert ours.shape == ref.shape  # order is per text, but batches sort by length: compare as multisets too
+    np.testing.assert_allclose(np.sort(ours), np.sort(ref), atol=1e-4)
+    np.testing.assert_allclose(ours.mean(), ref.mean(), atol=1e-5)
