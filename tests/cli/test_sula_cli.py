@@ -50,7 +50,7 @@ def test_bad_sula_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatc
 @requires_smollm2
 @pytest.mark.slow
 def test_sula_on_smollm2_is_better_than_chance_at_tracking_the_posterior(tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["sula", "--model", "smollm2-135m", "--k", "0,1,4", "--n-per-k", "8", "--n-resamples", "100",
+    code, _, err = run_cli(["sula", "--model", "smollm2-135m", "--k", "0,2,4", "--n-per-k", "4", "--n-resamples", "100",
                             "--out", str(tmp_path / "s")], capsys, monkeypatch)
     assert code == 0, err
     main = SulaResult.load(tmp_path / "s" / "sula.json").main

@@ -56,8 +56,8 @@ def _check_04_sula(nb, out: Path) -> None:
 
     assert (out / "sula.html").stat().st_size > 1_000_000  # plotly.js inlined
     r = SulaResult.load(out / "sula.json")
-    assert tuple(r.conditions) == CONDITIONS and r.config.n_per_k == 8
-    assert r.main.n == 8 * len(r.config.k_values) and r.layer == 29
+    assert tuple(r.conditions) == CONDITIONS and r.config.n_per_k == 4
+    assert r.main.n == 4 * len(r.config.k_values) and r.layer == 29
     assert len(_shown(nb, "text/html")) >= 3  # the prompts, the paired controls, the summary
     assert len(_shown(nb, PLOTLY)) >= 3  # calibration, per-k, trajectory
 
