@@ -9,8 +9,9 @@ import dataclasses
 import json
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -35,6 +36,23 @@ def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
         return tuple(int(x) for x in spec.split(",") if x.strip())
     except ValueError:
         raise GeoprobeError(f"--layers {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
+
+
+@contextmanager
+def stage_progress(labels: Optional[dict] = None, width: int = 22) -> Iterator[Callable[[str, int, int], None]]:
+    """A transient rich progress display on stderr, one bar per stage; yields ``progress(stage, done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn(f"{{task.description:<{width}}}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task((labels or {}).get(stage, stage), total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield progress
 
 
 def _open(model: str, load_options: dict):

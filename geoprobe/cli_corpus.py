@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli import (CandidatesOpt, ForceOpt, MaxTokOpt, MinTokOpt, ModelOpt, OutOpt, PerQuintileOpt, _open,
-                          _sampling, app, err, out)
+                          _sampling, app, err, out, stage_progress)
 from geoprobe.errors import GeoprobeError
 
 
@@ -113,8 +113,6 @@ def compare_domains_cmd(
 
 def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
     """Sample, capture and compare domains for ``model``; write domains.json/.html and prompts.jsonl."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from geoprobe.report.domains import write_domains_report
     from geoprobe.scan.domains import _check_domains, compare_domains_run, write_prompt_sets
 
@@ -125,16 +123,7 @@ def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path]
         raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
     _check_domains(config.domains)  # unknown or missing domains fail before the model loads
     m = _open(model, load_options)
-    columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            label = {"capture": "candidates: entropy + values"}.get(stage, stage)
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_progress({"capture": "candidates: entropy + values"}) as progress:
         run = compare_domains_run(m, config, progress=progress)
     cmp = run.comparison
     cmp.save(target / "domains.json")

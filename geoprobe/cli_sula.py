@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import ForceOpt, ModelOpt, OutOpt, _open, app, err, out
+from geoprobe.cli import ForceOpt, ModelOpt, OutOpt, _open, app, out, stage_progress
 from geoprobe.errors import GeoprobeError
 
 
@@ -57,21 +57,11 @@ def sula(
 
 
 def _run_sula(model: str, config, load_options: dict, target: Path, layer: int = -1) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from geoprobe.report.sula import summary_rows, write_sula_report
     from geoprobe.sula import run_sula
 
     m = _open(model, load_options)
-    columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_progress() as progress:
         result = run_sula(m, config, layer=layer, progress=progress)
     result.save(target / "sula.json")
     report = write_sula_report(result, target / "sula.html", force=True)  # existence was checked first
@@ -129,8 +119,6 @@ def intervene(
 
 
 def _run_intervene(model: str, config, load_options: dict, target: Path) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from geoprobe.intervene.experiment import run_interventions
     from geoprobe.report.intervene import write_intervene_report
 
@@ -140,15 +128,7 @@ def _run_intervene(model: str, config, load_options: dict, target: Path) -> None
 
         for x in (x for e in config.experiments for x in e):
             resolve_layer(x, m.layout.n_layers)  # names the valid range before any work
-    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_progress(width=16) as progress:
         result = run_interventions(m, config, progress=progress)
     result.save(target / "intervene.json")
     report = write_intervene_report(result, target / "intervene.html", force=True)  # existence checked first
