@@ -1,4 +1,4 @@
-"""`geoprobe` command line: models, prompts, sample, capture, scan, run, report, compare-domains, compare.
+"""`geoprobe` command line: models, prompts, sample, capture, scan, run, report, compare-domains, compare, sula, intervene.
 
 Errors the user can fix print one line (``error: ...``) and exit 2; ``--debug`` anywhere on
 the command line shows the traceback instead.
