@@ -190,7 +190,7 @@ def candidate_entropies(model: Any, texts: Sequence[str], *, batch_size: int = 3
     cached per model and text unless ``cache=False``."""
     import torch
 
-    from geoprobe.capture.run import _pad, entropy_bits, tokenize
+    from geoprobe.capture.run import entropy_bits, final_position_logits, tokenize
 
     store = EntropyCache(model) if cache else None
     known = store.get(texts) if store else [None] * len(texts)
@@ -200,28 +200,18 @@ def candidate_entropies(model: Any, texts: Sequence[str], *, batch_size: int = 3
         progress(len(texts) - len(todo), len(texts))
     if todo:
         ids, _ = tokenize(model, [texts[i] for i in todo], None)
-        order = np.argsort([-len(s) for s in ids], kind="stable")
-        pad_id = model.tokenizer.pad_token_id
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
-                position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-                logits = model.bridge(tok.to(model.device), attention_mask=mask.to(model.device),
-                                      position_ids=position_ids.to(model.device), return_type="logits",
-                                      logits_to_keep=1, use_cache=False)
-                model.adapter.release_forward_state(model.bridge)
-                # the model's own logits (soft-capped where the architecture caps them)
-                p = torch.softmax(logits[:, -1].float(), dim=-1)
-                h = entropy_bits(p).cpu().numpy()
-                if not np.all(np.isfinite(h)):
-                    raise SamplingError("non-finite next-token entropy while sampling; rerun with --dtype float32")
-                out[[todo[r] for r in rows]] = h
-                if progress is not None:
-                    progress(len(texts) - len(todo) + min(start + batch_size, len(order)), len(texts))
-                if store and (start // batch_size) % 8 == 7:  # an interrupted run keeps what it computed
-                    done = [todo[r] for r in order[:start + batch_size]]
-                    store.put([texts[i] for i in done], out[done])
+        done: list[int] = []
+        for n_batch, (rows, logits) in enumerate(final_position_logits(model, ids, batch_size)):
+            # the model's own logits (soft-capped where the architecture caps them)
+            h = entropy_bits(torch.softmax(logits, dim=-1)).cpu().numpy()
+            if not np.all(np.isfinite(h)):
+                raise SamplingError("non-finite next-token entropy while sampling; rerun with --dtype float32")
+            out[[todo[r] for r in rows]] = h
+            done += [todo[r] for r in rows]
+            if progress is not None:
+                progress(len(texts) - len(todo) + len(done), len(texts))
+            if store and n_batch % 8 == 7:  # an interrupted run keeps what it computed
+                store.put([texts[i] for i in done], out[done])
         if store:
             store.put([texts[i] for i in todo], out[todo])
     return out

@@ -134,6 +134,30 @@ def _pad(batch: list[list[int]], pad_id: int, side: str) -> tuple[torch.Tensor, 
     return ids, mask
 
 
+def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
+                          batch_size: int = 32) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
+    """``(rows, logits)`` per batch: the model's own next-token logits (float32, (B, vocab)) at the
+    final position of token sequences ``ids[rows]``, in left-padded batches of similar length with
+    ``logits_to_keep=1`` (only the final position reaches the head). Longest sequences first."""
+    order = np.argsort([-len(s) for s in ids], kind="stable")
+    pad_id = model.tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = model.tokenizer.eos_token_id or 0
+    with torch.inference_mode():
+        try:
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
+                position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+                logits = model.bridge(tok.to(model.device), attention_mask=mask.to(model.device),
+                                      position_ids=position_ids.to(model.device), return_type="logits",
+                                      logits_to_keep=1, use_cache=False)
+                model.adapter.release_forward_state(model.bridge)
+                yield rows, logits[:, -1].float()
+        finally:
+            model.adapter.release_forward_state(model.bridge)
+
+
 def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Shannon entropy in bits along ``dim``; zero-probability entries contribute 0."""
     return torch.special.entr(p.double()).sum(dim) / _LN2

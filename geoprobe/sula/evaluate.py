@@ -32,35 +32,21 @@ def label_logprobs(model: Any, texts: Sequence[str], label_ids: Sequence[int], *
     """log P(label token | prompt) at every prompt's final position (full-vocabulary softmax)."""
     import torch
 
-    from geoprobe.capture.run import _pad, tokenize
+    from geoprobe.capture.run import final_position_logits, tokenize
 
     ids, _ = tokenize(model, list(texts), None)
-    order = np.argsort([-len(s) for s in ids], kind="stable")
-    pad_id = model.tokenizer.pad_token_id
-    if pad_id is None:
-        pad_id = model.tokenizer.eos_token_id or 0
     cols = torch.tensor(list(label_ids), dtype=torch.long)
     out = np.full((len(ids), len(label_ids)), np.nan)
-    with torch.inference_mode():
-        try:
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
-                position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-                logits = model.bridge(tok.to(model.device), attention_mask=mask.to(model.device),
-                                      position_ids=position_ids.to(model.device), return_type="logits",
-                                      logits_to_keep=1, use_cache=False)
-                model.adapter.release_forward_state(model.bridge)
-                logp = torch.log_softmax(logits[:, -1].float(), dim=-1)
-                lp = logp[:, cols.to(logp.device)].double().cpu().numpy()
-                if not np.all(np.isfinite(lp)):
-                    raise SulaError("non-finite label log-probability in the SULA forward pass; "
-                                    "rerun with --dtype float32")
-                out[rows] = lp
-                if progress is not None:
-                    progress(min(start + batch_size, len(order)), len(order))
-        finally:
-            model.adapter.release_forward_state(model.bridge)
+    done = 0
+    for rows, logits in final_position_logits(model, ids, batch_size):
+        logp = torch.log_softmax(logits, dim=-1)
+        lp = logp[:, cols.to(logp.device)].double().cpu().numpy()
+        if not np.all(np.isfinite(lp)):
+            raise SulaError("non-finite label log-probability in the SULA forward pass; rerun with --dtype float32")
+        out[rows] = lp
+        done += len(rows)
+        if progress is not None:
+            progress(done, len(ids))
     return out
 
 
