@@ -150,20 +150,27 @@ def load_probe(path: str | Path) -> Probe:
                  config=config, path=str(p))
 
 
-def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
-    settings: dict[str, Any] = {}
+def _entries(doc: dict[str, Any], sections: dict[str, dict[str, str]], p: Path) -> Any:
+    """(section, key, field, value) of every recipe entry; an unknown section or key is a
+    one-line ProbeError naming the file and what is known."""
     for section, table in doc.items():
-        allowed = _SECTIONS.get(section)
+        allowed = sections.get(section)
         if allowed is None or not isinstance(table, dict):
-            raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {', '.join(_SECTIONS)}")
+            raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {', '.join(sections)}")
         for key, value in table.items():
             if key not in allowed:
                 raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(allowed)}")
-            if section == "prompts" and key == "file":
-                value = str((p.parent / value).resolve()) if not Path(value).is_absolute() else value
-            if key == "layers" and value == "all":
-                value = None
-            settings[allowed[key]] = value
+            yield section, key, allowed[key], value
+
+
+def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
+    settings: dict[str, Any] = {}
+    for section, key, field_name, value in _entries(doc, _SECTIONS, p):
+        if section == "prompts" and key == "file":
+            value = str((p.parent / value).resolve()) if not Path(value).is_absolute() else value
+        if key == "layers" and value == "all":
+            value = None
+        settings[field_name] = value
     sampling = {_RENAMED.get(k, k): settings.pop(k) for k in list(settings)
                 if k in ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")}
     if sampling:
@@ -245,18 +252,11 @@ def _domains_config(doc: dict[str, Any], p: Path) -> Any:
 
     top: dict[str, Any] = {}
     sampling: dict[str, Any] = {}
-    for section, table in doc.items():
-        allowed = _DOMAIN_SECTIONS.get(section)
-        if allowed is None or not isinstance(table, dict):
-            raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {', '.join(_DOMAIN_SECTIONS)}")
-        for key, value in table.items():
-            if key not in allowed:
-                raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(allowed)}")
-            field_name = allowed[key]
-            if field_name.startswith("sampling."):
-                sampling[field_name.removeprefix("sampling.")] = value
-            elif field_name == "domains":
-                top["domains"] = None if value == "all" else tuple(value)
-            else:
-                top[field_name] = value
+    for _section, _key, field_name, value in _entries(doc, _DOMAIN_SECTIONS, p):
+        if field_name.startswith("sampling."):
+            sampling[field_name.removeprefix("sampling.")] = value
+        elif field_name == "domains":
+            top["domains"] = None if value == "all" else tuple(value)
+        else:
+            top[field_name] = value
     return DomainsConfig(sampling=_sampling({**asdict(SamplingConfig()), **sampling}), **top)
