@@ -1,4 +1,4 @@
-"""`geoprobe` command line: models, prompts, sample, capture, scan, run, report, compare-domains, compare, sula, intervene.
+"""`geoprobe` command line: models, prompts, sample, capture, scan, run, report, compare-domains, compare, sula, intervene, windtunnel (train|eval|report|run).
 
 Errors the user can fix print one line (``error: ...``) and exit 2; ``--debug`` anywhere on
 the command line shows the traceback instead.
@@ -324,6 +324,11 @@ def run_probe(
     from geoprobe.scan import load_probe
 
     probe = load_probe(probe_file)
+    if probe.command == "windtunnel":
+        from geoprobe.cli_windtunnel import run_recipe as run_windtunnel
+
+        run_windtunnel(probe, out_dir, force, seed)
+        return
     if probe.command in ("sula", "intervene"):
         from geoprobe.cli_sula import run_recipe
 
@@ -380,6 +385,7 @@ def report(
 # the corpus commands (prompts, sample, compare-domains, compare) and sula register themselves on ``app``
 from geoprobe import cli_corpus  # noqa: E402,F401
 from geoprobe import cli_sula  # noqa: E402,F401
+from geoprobe import cli_windtunnel  # noqa: E402,F401
 
 
 def main() -> None:

@@ -66,3 +66,17 @@ def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, f
         return json.loads(p.read_text(encoding="utf-8")), repr(str(p))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ResultsError(f"{str(p)!r} is not valid JSON ({exc}); {fix}") from None
+
+
+def check_results_kind(d: object, *, kind: str, version: int, source: str, what: str, fix: str) -> dict:
+    """``d`` as a dict after checking its ``kind`` and ``version``; a one-line ResultsError otherwise
+    (``what``: e.g. "wind-tunnel results file"; ``fix``: what to pass or re-run)."""
+    from geoprobe.errors import ResultsError
+
+    if not isinstance(d, dict) or d.get("kind") != kind:
+        found = d.get("kind") if isinstance(d, dict) else None
+        raise ResultsError(f"{source} is not a geoprobe {what} (kind {found!r}); {fix}")
+    if d.get("version") != version:
+        raise ResultsError(f"{source} has {what} version {d.get('version')!r} (written by geoprobe "
+                           f"{d.get('geoprobe')}); this geoprobe reads version {version}: {fix}")
+    return d

@@ -77,9 +77,22 @@ def _check_05_intervene(nb, out: Path) -> None:
     assert len(_shown(nb)) >= 2
 
 
+def _check_06_windtunnel(nb, out: Path) -> None:
+    from geoprobe.windtunnel.result import WindTunnelResult
+
+    run = out / "bijection-tiny"
+    assert (run / "windtunnel.html").stat().st_size > 1_000_000  # plotly.js inlined
+    r = WindTunnelResult.load(run)
+    assert r.name == "bijection" and set(r.metrics) == {"transformer", "mlp"}
+    assert r.specs["transformer"]["train"]["steps"] == 300
+    text = "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+    assert "resumed from step 300" in text
+    assert len(_shown(nb, PLOTLY)) >= 4 and len(_shown(nb, "text/html")) >= 2
+
+
 CHECKS = {"01_scan.ipynb": _check_01_scan, "02_domains.ipynb": _check_02_domains,
           "03_compare.ipynb": _check_03_compare, "04_sula.ipynb": _check_04_sula,
-          "05_intervene.ipynb": _check_05_intervene}
+          "05_intervene.ipynb": _check_05_intervene, "06_windtunnel.ipynb": _check_06_windtunnel}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,0 +1,252 @@
+"""The wind-tunnel result: metrics, ablations and training geometry, with figures made from them."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from geoprobe.errors import ResultsError
+from geoprobe.windtunnel.evaluate import Ablations, TunnelMetrics
+from geoprobe.windtunnel.geometry import TrainingGeometry
+
+RESULTS_KIND = "geoprobe.windtunnel"
+RESULTS_VERSION = 1
+
+#: arXiv 2512.22471, entropy MAE in bits (transformer, MLP) by evaluation length K
+PAPER: dict[str, dict[int, tuple[float, float]]] = {
+    "bijection": {20: (0.0030, 1.854)},
+    "hmm": {20: (7.5e-5, 0.409), 30: (0.0125, 0.400), 50: (0.0288, 0.402)},
+}
+#: the issue's targets at the cpu scale: (transformer MAE at most, MLP MAE at least) in bits, at the training K
+TARGETS: dict[str, tuple[float, float]] = {"bijection": (0.02, 1.0), "hmm": (0.02, 0.3)}
+CALIBRATION_TARGET = 0.9
+
+
+@dataclass(frozen=True, eq=False)
+class WindTunnelResult:
+    """Everything ``geoprobe windtunnel eval`` measured on one task (both learners)."""
+
+    task: dict[str, Any]
+    scale: str
+    specs: dict[str, dict[str, Any]]  # arch -> RunSpec.to_json()
+    n_params: dict[str, int]
+    metrics: dict[str, tuple[TunnelMetrics, ...]]  # arch -> one per evaluation length, training length first
+    ablations: Ablations | None
+    geometry: TrainingGeometry | None
+    training: dict[str, dict[str, Any]]  # arch -> seconds, steps, final loss, tokens/s
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.task.get("name") not in PAPER:
+            raise ValueError(f"unknown task {self.task.get('name')!r}")
+        if "transformer" not in self.metrics or not self.metrics["transformer"]:
+            raise ValueError("a wind-tunnel result needs the transformer's metrics")
+        lengths = [m.K for m in self.metrics["transformer"]]
+        for arch, ms in self.metrics.items():
+            if [m.K for m in ms] != lengths:
+                raise ValueError(f"{arch} was evaluated at K = {[m.K for m in ms]}, the transformer at {lengths}")
+        if lengths[0] != self.task["K"]:
+            raise ValueError(f"the first evaluation length {lengths[0]} is not the training length {self.task['K']}")
+
+    @property
+    def name(self) -> str:
+        return self.task["name"]
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(m.K for m in self.metrics["transformer"])
+
+    def at(self, arch: str, K: int | None = None) -> TunnelMetrics:
+        K = self.task["K"] if K is None else K
+        for m in self.metrics[arch]:
+            if m.K == K:
+                return m
+        raise KeyError(f"{arch} was not evaluated at K = {K}")
+
+    def checks(self) -> list[dict[str, Any]]:
+        """The issue's targets against what was measured (paper-definition MAE, training length)."""
+        t_max, m_min = TARGETS[self.name]
+        rows = [{"check": "transformer MAE (bits) ≤", "target": t_max,
+                 "measured": self.at("transformer").mae_paper.value}]
+        rows[-1]["pass"] = rows[-1]["measured"] <= t_max
+        if "mlp" in self.metrics:
+            v = self.at("mlp").mae_paper.value
+            rows.append({"check": "MLP MAE (bits) ≥", "target": m_min, "measured": v, "pass": v >= m_min})
+        if self.geometry is not None and self.name == "bijection":
+            v = self.geometry.calibration.value
+            rows.append({"check": "|ρ(value PC1, analytic entropy)| ≥", "target": CALIBRATION_TARGET, "measured": v,
+                         "pass": v >= CALIBRATION_TARGET})
+        return rows
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        from geoprobe import __version__
+        from geoprobe.scan.result import _json_safe
+
+        return _json_safe({
+            "kind": RESULTS_KIND, "version": RESULTS_VERSION, "geoprobe": __version__, "task": self.task,
+            "scale": self.scale, "specs": self.specs, "n_params": self.n_params,
+            "metrics": {a: [m.to_dict() for m in ms] for a, ms in self.metrics.items()},
+            "ablations": self.ablations.to_dict() if self.ablations else None,
+            "geometry": self.geometry.to_dict() if self.geometry else None,
+            "training": self.training, "provenance": self.provenance})
+
+    @classmethod
+    def from_dict(cls, d: Any, source: str = "results") -> "WindTunnelResult":
+        from geoprobe.paths import check_results_kind
+
+        fix = "pass the windtunnel.json that 'geoprobe windtunnel eval' wrote, or re-run it"
+        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source,
+                               what="wind-tunnel results file", fix=fix)
+        try:
+            return cls(task=dict(d["task"]), scale=str(d["scale"]), specs=dict(d["specs"]),
+                       n_params={k: int(v) for k, v in d["n_params"].items()},
+                       metrics={a: tuple(TunnelMetrics.from_dict(m) for m in ms) for a, ms in d["metrics"].items()},
+                       ablations=Ablations.from_dict(d["ablations"]) if d.get("ablations") else None,
+                       geometry=TrainingGeometry.from_dict(d["geometry"]) if d.get("geometry") else None,
+                       training=dict(d.get("training", {})), provenance=dict(d.get("provenance", {})))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {fix}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WindTunnelResult) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def save(self, path: str | os.PathLike) -> Path:
+        from geoprobe.paths import write_json
+
+        return write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "WindTunnelResult":
+        from geoprobe.paths import read_json
+
+        data, source = read_json(path, default_name="windtunnel.json", what="wind-tunnel results file",
+                                 fix="pass the windtunnel.json that 'geoprobe windtunnel eval' wrote")
+        return cls.from_dict(data, source)
+
+    # -- figures ----------------------------------------------------------------------------
+    def entropy_figure(self) -> Any:
+        """Mean predictive entropy by position: analytic, transformer, MLP; one panel per length."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        lengths = self.lengths
+        fig = make_subplots(rows=1, cols=len(lengths), subplot_titles=[f"K = {k}" for k in lengths])
+        colours = {"transformer": "rgb(31,119,180)", "mlp": "rgb(214,39,40)"}
+        for c, K in enumerate(lengths, start=1):
+            ref = self.at("transformer", K)
+            x = list(range(1, K + 1))
+            fig.add_trace(go.Scatter(x=x, y=list(ref.curve_bayes), name="analytic (Bayes)", mode="lines",
+                                     line=dict(color="black", dash="dash"), showlegend=c == 1), row=1, col=c)
+            for arch in self.metrics:
+                m = self.at(arch, K)
+                fig.add_trace(go.Scatter(x=x, y=list(m.curve_model), name=arch, mode="lines+markers",
+                                         line=dict(color=colours.get(arch)), showlegend=c == 1), row=1, col=c)
+            fig.update_xaxes(title_text="prediction position t", row=1, col=c)
+        fig.update_yaxes(title_text="mean predictive entropy (bits)", row=1, col=1)
+        fig.update_layout(title=f"{self.name}: model vs analytic entropy", template="plotly_white")
+        return fig
+
+    def ablation_figure(self) -> Any:
+        """Per-sample MAE with each head (and each whole attention layer) zeroed."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        a = self.ablations
+        if a is None:
+            raise ValueError("no ablations in this result")
+        heads = np.array(a.head_mae_sample)
+        fig = make_subplots(rows=1, cols=2, subplot_titles=["one head zeroed", "whole attention layer zeroed"],
+                            column_widths=[0.6, 0.4])
+        fig.add_trace(go.Heatmap(z=heads.tolist(), x=[f"h{h}" for h in range(heads.shape[1])],
+                                 y=[f"L{l}" for l in range(heads.shape[0])], colorscale="Viridis",
+                                 colorbar=dict(title="MAE (bits)", x=0.55)), row=1, col=1)
+        fig.add_trace(go.Bar(x=[f"L{l}" for l in range(len(a.layer_mae_sample))], y=list(a.layer_mae_sample),
+                             name="layer zeroed", marker_color="rgb(31,119,180)"), row=1, col=2)
+        fig.add_hline(y=a.baseline_sample, line_dash="dash", annotation_text="intact", row=1, col=2)
+        fig.update_yaxes(autorange="reversed", row=1, col=1)
+        fig.update_yaxes(title_text="per-sample entropy MAE (bits)", type="log", row=1, col=2)
+        fig.update_layout(title=f"{self.name}: ablations (hypothesis head: layer 0 head {a.hypothesis_head})",
+                          template="plotly_white", showlegend=False)
+        return fig
+
+    def dynamics_figure(self) -> Any:
+        """Frame (attention, keys) vs precision (entropy error, value manifold) over training."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        g = self.geometry
+        if g is None:
+            raise ValueError("no training geometry in this result")
+        x = [max(s, 1) for s in g.steps]
+        fig = make_subplots(rows=1, cols=2, subplot_titles=["progress fraction (0 = init, 1 = final)",
+                                                            "raw measures"])
+        fig.add_trace(go.Scatter(x=x, y=list(g.frame_progress), name="frame: attention patterns",
+                                 mode="lines+markers"), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=list(g.precision_progress), name="precision: entropy error (log)",
+                                 mode="lines+markers"), row=1, col=1)
+        fig.add_hline(y=0.9, line_dash="dot", row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=list(g.mae_sample), name="per-sample MAE (bits)", mode="lines+markers"),
+                      row=1, col=2)
+        fig.add_trace(go.Scatter(x=x, y=[abs(r) for r in g.value_rho], name="|ρ(value PC1, Bayes H)|",
+                                 mode="lines+markers"), row=1, col=2)
+        fig.add_trace(go.Scatter(x=x, y=list(g.frame_tv), name="attention TV to final", mode="lines+markers"),
+                      row=1, col=2)
+        fig.add_trace(go.Scatter(x=x, y=[float(np.mean(r)) for r in g.key_orth], name="key orthogonality (mean |cos|)",
+                                 mode="lines+markers"), row=1, col=2)
+        fig.update_xaxes(type="log", title_text="training step")
+        fig.update_yaxes(type="log", row=1, col=2)
+        fig.update_layout(title=f"{self.name}: frame (t90 = {g.t90_frame}) vs precision (t90 = {g.t90_precision})",
+                          template="plotly_white")
+        return fig
+
+    def calibration_figure(self) -> Any:
+        """Last-layer value PC1 against the analytic entropy, one point per probe prompt."""
+        import plotly.graph_objects as go
+
+        g = self.geometry
+        if g is None:
+            raise ValueError("no training geometry in this result")
+        c = g.calibration
+        fig = go.Figure(go.Scatter(x=list(g.analytic_entropy), y=list(g.final_pc1), mode="markers",
+                                   marker=dict(color=list(g.final_model_entropy), colorscale="Viridis", size=6,
+                                               colorbar=dict(title="model H (bits)")), name="probe prompt"))
+        fig.update_layout(title=f"{self.name}: value PC1 vs analytic entropy, |ρ| = {c.value:.3f} "
+                                f"[{c.low:.3f}, {c.high:.3f}]",
+                          xaxis_title="analytic predictive entropy (bits)", yaxis_title="last-layer value PC1",
+                          template="plotly_white")
+        return fig
+
+    def figures(self) -> dict[str, Any]:
+        out = {"entropy": self.entropy_figure()}
+        if self.ablations is not None:
+            out["ablations"] = self.ablation_figure()
+        if self.geometry is not None:
+            out["dynamics"] = self.dynamics_figure()
+            out["calibration"] = self.calibration_figure()
+        return out
+
+
+def metrics_table(result: WindTunnelResult) -> list[dict[str, str]]:
+    """One row per (learner, K): both MAE definitions and KL with CIs, next to the paper's number."""
+    def ci(e: Any) -> str:
+        if not math.isfinite(e.value):
+            return "n/a"
+        return f"{e.value:.4g} [{e.low:.4g}, {e.high:.4g}]"
+
+    rows = []
+    paper: Mapping[int, tuple[float, float]] = PAPER[result.name]
+    for arch, ms in result.metrics.items():
+        for m in ms:
+            ref = paper.get(m.K)
+            rows.append({"learner": arch, "K": str(m.K), "MAE paper def. (bits)": ci(m.mae_paper),
+                         "MAE per sample (bits)": ci(m.mae_sample), "KL(Bayes‖model) (bits)": ci(m.kl),
+                         "answer mass": f"{m.answer_mass:.4f}",
+                         "paper MAE (bits)": f"{ref[0 if arch == 'transformer' else 1]:g}" if ref else "—"})
+    return rows

@@ -1,0 +1,153 @@
+"""Train, evaluate and probe one wind tunnel: ``OUT/transformer``, ``OUT/mlp``, ``OUT/windtunnel.json``."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from geoprobe.errors import GeoprobeError
+from geoprobe.windtunnel.evaluate import ablations, eval_batch, metrics, model_predictive
+from geoprobe.windtunnel.geometry import training_geometry
+from geoprobe.windtunnel.result import WindTunnelResult
+from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
+from geoprobe.windtunnel.train import (RunSpec, TrainingError, checkpoint_dir, list_checkpoints, load_weights, n_params,
+                                       read_spec, train)
+
+ArchChoice = Literal["both", "transformer", "mlp"]
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class WindTunnelConfig:
+    """What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: train, evaluate, report."""
+
+    task: Literal["bijection", "hmm"] = "bijection"
+    scale: Literal["tiny", "cpu", "paper"] = "cpu"
+    arch: ArchChoice = "both"
+    seed: int = 0
+    steps: int | None = None  # None: the scale's
+    n_eval: int | None = None  # None: the scale's
+    n_probes: int | None = None
+    geometry: bool = True
+    ablations: bool = True
+    vocab: int | None = None  # task parameters; None: the scale's (V symbols / emissions)
+    length: int | None = None  # K
+    states: int | None = None  # S (HMM)
+    repeat: float | None = None  # bijection: probability that a key repeats
+
+    def __post_init__(self) -> None:
+        scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
+        self.task_params()  # and for out-of-range task parameters
+        if self.arch not in ("both", "transformer", "mlp"):
+            raise GeoprobeError(f"arch {self.arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
+        for name in ("n_eval", "n_probes"):
+            v = getattr(self, name)
+            if v is not None and v < 8:
+                raise GeoprobeError(f"{name} = {v} is below 8 sequences; pass --{name.replace('_', '-')} 8 or more")
+
+    def task_params(self) -> dict[str, Any]:
+        """The task parameters given (checked by building the task)."""
+        from geoprobe.windtunnel.tasks import make_task
+
+        given = {"V": self.vocab, "K": self.length, "S": self.states, "repeat": self.repeat}
+        if self.task == "bijection" and self.states is not None:
+            raise GeoprobeError("--states is an HMM parameter; drop it or pass --task hmm")
+        if self.task == "hmm" and self.repeat is not None:
+            raise GeoprobeError("--repeat is a bijection parameter; drop it or pass --task bijection")
+        params = {k: v for k, v in given.items() if v is not None}
+        make_task(self.task, **{**scale_spec(self.task, self.scale).task, **params})
+        return params
+
+
+def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both", seed: int = 0,
+                 steps: int | None = None, resume: bool = True, threads: int | None = None,
+                 task_params: dict[str, Any] | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Train the transformer and/or its capacity-matched MLP into ``out/<arch>``."""
+    if arch not in ("both", "transformer", "mlp"):
+        raise GeoprobeError(f"arch {arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
+    tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params)
+    if threads:
+        from dataclasses import replace
+
+        tf = RunSpec(**{**tf.__dict__, "train": replace(tf.train, threads=threads)})
+        ml = RunSpec(**{**ml.__dict__, "train": replace(ml.train, threads=threads)})
+    out = Path(out)
+    reports = {}
+    for spec in (tf, ml):
+        if arch not in ("both", spec.arch):
+            continue
+        stage = f"train {spec.arch}"
+        cb = (lambda s, n, loss, _st=stage: progress(_st, s, n)) if progress else None
+        rep = train(spec, out / spec.arch, resume=resume, progress=cb)
+        log = {"seconds": rep.seconds, "steps": rep.steps_done, "resumed_from": rep.resumed_from,
+               "final_loss": rep.final_loss, "tokens_per_second": rep.tokens_per_second, "n_params": rep.n_params}
+        (out / spec.arch / "train_log.json").write_text(json.dumps(log, indent=1))
+        reports[spec.arch] = log
+    return reports
+
+
+def _final(run: Path, spec: RunSpec) -> Path:
+    steps = list_checkpoints(run)
+    if not steps or steps[-1] != spec.train.steps:
+        have = steps[-1] if steps else "none"
+        raise TrainingError(f"run {str(run)!r} is not finished (last checkpoint {have} of {spec.train.steps} steps); "
+                            f"resume it with 'geoprobe windtunnel train --out {run.parent}'")
+    return checkpoint_dir(run, steps[-1])
+
+
+def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | None = None, geometry: bool = True,
+                    ablate: bool = True, progress: Progress | None = None) -> WindTunnelResult:
+    """Score both learners against the analytic posterior, ablate and probe the transformer."""
+    from geoprobe.models.loading import load_model
+    from geoprobe.provenance import package_versions
+
+    out = Path(out)
+    t_run = out / "transformer"
+    tf = read_spec(t_run)
+    sc = scale_spec(tf.task["name"], tf.scale) if tf.scale in ("tiny", "cpu", "paper") else None
+    n_eval = n_eval or (sc.n_eval if sc else 1000)
+    n_probes = n_probes or (sc.n_probes if sc else 256)
+    lengths = eval_lengths(sc, tf.task_obj.K) if sc else (tf.task_obj.K,)
+    specs = {"transformer": tf}
+    if (out / "mlp" / "run.json").exists():
+        specs["mlp"] = read_spec(out / "mlp")
+    task = tf.task_obj
+    result_metrics, sizes, training = {}, {}, {}
+    t0 = time.perf_counter()
+    for arch, spec in specs.items():
+        final = _final(out / arch, spec)
+        model = load_weights(spec, final)
+        sizes[arch] = n_params(model)
+        rows = []
+        for i, K in enumerate(lengths):
+            t_k = task.with_length(K)
+            batch = eval_batch(t_k, n_eval, spec.train.seed)
+            probs, mass = model_predictive(model, batch, t_k.answer_ids)
+            rows.append(metrics(arch, probs, batch, mass))
+            if progress:
+                progress(f"evaluate {arch}", i + 1, len(lengths))
+        result_metrics[arch] = tuple(rows)
+        log = out / arch / "train_log.json"
+        training[arch] = json.loads(log.read_text()) if log.exists() else {}
+    final_tf = _final(t_run, tf)
+    abl = None
+    if ablate:
+        loaded = load_model(str(final_tf))
+        abl = ablations(loaded, task, eval_batch(task, min(n_eval, 512), tf.train.seed))
+        if progress:
+            progress("ablations", 1, 1)
+    geo = None
+    if geometry:
+        cb = (lambda d, n: progress("probe checkpoints", d, n)) if progress else None
+        geo = training_geometry(t_run, tf, n_probes=n_probes, eval_n=min(n_eval, 512), progress=cb)
+    from geoprobe.models.loading import _local_weights_hash
+
+    prov = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": tf.train.seed,
+            "weights": {a: _local_weights_hash(_final(out / a, s)) for a, s in specs.items()},
+            "run_dir": str(out), "eval_seconds": time.perf_counter() - t0, "n_eval": n_eval, "n_probes": n_probes,
+            "versions": package_versions()}
+    return WindTunnelResult(task=dict(tf.task), scale=tf.scale, specs={a: s.to_json() for a, s in specs.items()},
+                            n_params=sizes, metrics=result_metrics, ablations=abl, geometry=geo, training=training,
+                            provenance=prov)

@@ -1,0 +1,319 @@
+"""Seeded, resumable training of a wind-tunnel learner.
+
+Data are fresh draws from the task every step (the generator for step ``s`` is seeded by
+``(seed, s)``, so a resumed run sees exactly the batches an uninterrupted one would). The
+loss is the cross-entropy of the model's next-token distribution, read at the prediction
+positions over the whole vocabulary, against either the realised answer (``target="sample"``:
+ordinary language-model training) or the analytic posterior (``target="posterior"``, the
+authors' HMM loss). AdamW, linear warm-up then cosine decay, gradient clipping.
+
+A run directory holds ``run.json`` (task, architecture, size, training settings) and
+``checkpoints/step-000123/`` at log-spaced steps (the transformer's is a Hugging Face model
+directory with its tokenizer; every checkpoint has ``trainer.pt``, the optimiser and
+schedule state, read back with ``torch.load(weights_only=True)``). A NaN or infinite loss
+stops the run; the last good checkpoint stays, and the error says which it is.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import numpy as np
+import torch
+
+from geoprobe.errors import GeoprobeError
+from geoprobe.paths import atomic_write_text
+from geoprobe.windtunnel.nets import (Arch, MLPConfig, ResidualMLP, TransformerSize, build_mlp, build_transformer,
+                                      llama_config, n_params, word_tokenizer)
+from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
+
+RUN_KIND = "geoprobe.windtunnel.run"
+RUN_VERSION = 1
+
+
+class TrainingError(GeoprobeError):
+    """A run that cannot start, resume, or continue (divergence, mismatched checkpoint)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int
+    batch_size: int
+    lr: float
+    warmup: int
+    weight_decay: float = 0.01
+    clip: float = 1.0
+    target: Literal["sample", "posterior"] = "sample"
+    n_checkpoints: int = 12
+    seed: int = 0
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise TrainingError(f"steps = {self.steps} must be at least 1; pass --steps 1 or more")
+        if self.batch_size < 1:
+            raise TrainingError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
+        if not self.lr > 0 or not math.isfinite(self.lr):
+            raise TrainingError(f"learning rate {self.lr} must be a positive number; pass --lr")
+        if self.target not in ("sample", "posterior"):
+            raise TrainingError(f"target {self.target!r} is not sample|posterior")
+        if self.n_checkpoints < 1:
+            raise TrainingError(f"{self.n_checkpoints} checkpoints: keep at least 1")
+
+    def lr_factor(self, step: int) -> float:
+        warm = min(1.0, (step + 1) / max(1, self.warmup))
+        progress = min(1.0, max(0, step - self.warmup) / max(1, self.steps - self.warmup))
+        return warm * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def checkpoint_steps(self) -> tuple[int, ...]:
+        """Log-spaced steps from 0 to ``steps`` (both included, no duplicates)."""
+        raw = np.unique(np.round(np.geomspace(1, self.steps + 1, self.n_checkpoints) - 1).astype(int))
+        return tuple(sorted({0, self.steps, *(int(s) for s in raw)}))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run: a checkpoint from another spec cannot continue it."""
+
+    task: dict[str, Any]
+    arch: Arch
+    size: dict[str, int]
+    train: TrainConfig
+    scale: str = "custom"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def task_obj(self) -> Task:
+        return task_from_dict(self.task)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": RUN_KIND, "version": RUN_VERSION, "task": self.task, "arch": self.arch, "size": self.size,
+                "train": asdict(self.train), "scale": self.scale, "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], where: str) -> "RunSpec":
+        if d.get("kind") != RUN_KIND:
+            raise TrainingError(f"{where} is not a wind-tunnel run (kind {d.get('kind')!r}); pass a directory made by "
+                                "'geoprobe windtunnel train'")
+        if d.get("version") != RUN_VERSION:
+            raise TrainingError(f"{where} has run format {d.get('version')}, this geoprobe reads {RUN_VERSION}; "
+                                "retrain with --out NEW_DIR")
+        return cls(task=d["task"], arch=d["arch"], size=d["size"], train=TrainConfig(**d["train"]),
+                   scale=d.get("scale", "custom"), notes=tuple(d.get("notes", ())))
+
+    def differences(self, other: "RunSpec") -> list[str]:
+        a, b = self.to_json(), other.to_json()
+        out = []
+        for key in ("task", "arch", "size"):
+            if a[key] != b[key]:
+                out.append(f"{key} {b[key]} vs {a[key]}")
+        for key in ("batch_size", "lr", "warmup", "weight_decay", "clip", "target", "seed"):
+            if a["train"][key] != b["train"][key]:
+                out.append(f"{key} {b['train'][key]} vs {a['train'][key]}")
+        return out
+
+
+def build(spec: RunSpec) -> torch.nn.Module:
+    task = spec.task_obj
+    if spec.arch == "transformer":
+        return build_transformer(TransformerSize(**spec.size), task.vocab, max_positions(task), spec.train.seed)
+    return build_mlp(MLPConfig(**spec.size), spec.train.seed)
+
+
+def max_positions(task: Task) -> int:
+    """Rotary positions need no table; the config's limit covers 4× the training length."""
+    return 4 * task.seq_len + 64
+
+
+def predict_logits(model: torch.nn.Module, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """(B, K, vocab) logits at ``positions`` for either architecture."""
+    if isinstance(model, ResidualMLP):
+        return model(ids, positions)
+    return model(input_ids=ids).logits[:, positions]
+
+
+def loss_fn(logits: torch.Tensor, batch: Batch, answer_ids: torch.Tensor, target: str) -> torch.Tensor:
+    logp = torch.log_softmax(logits.float(), dim=-1)[..., answer_ids]
+    if target == "posterior":
+        return -(torch.as_tensor(batch.targets, dtype=torch.float32) * logp).sum(-1).mean()
+    return -logp.gather(-1, torch.as_tensor(batch.labels)[..., None]).mean()
+
+
+def step_rng(seed: int, step: int) -> np.random.Generator:
+    return np.random.default_rng([seed, step])
+
+
+# -- checkpoints -----------------------------------------------------------------------------
+def checkpoint_dir(run: Path, step: int) -> Path:
+    return run / "checkpoints" / f"step-{step:07d}"
+
+
+def list_checkpoints(run: Path) -> list[int]:
+    root = run / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(int(p.name.removeprefix("step-")) for p in root.glob("step-*") if (p / "DONE").exists())
+
+
+def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any,
+                    losses: list[float]) -> Path:
+    from safetensors.torch import save_model
+
+    target = checkpoint_dir(run, step)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    if spec.arch == "transformer":
+        model.save_pretrained(tmp, safe_serialization=True)
+        word_tokenizer(spec.task_obj.vocab).save_pretrained(tmp)
+    else:
+        save_model(model, str(tmp / "model.safetensors"))
+    torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "step": step,
+                "losses": torch.tensor(losses, dtype=torch.float64)}, tmp / "trainer.pt")
+    (tmp / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
+    (tmp / "DONE").write_text("")
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)
+    return target
+
+
+def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
+    """The model of ``spec`` with the weights of checkpoint ``ckpt`` (safetensors only)."""
+    from safetensors.torch import load_model
+
+    check_checkpoint(spec, ckpt)
+    if spec.arch == "transformer":
+        from transformers import LlamaForCausalLM
+
+        model = LlamaForCausalLM.from_pretrained(ckpt, use_safetensors=True, attn_implementation="sdpa")
+    else:
+        model = build(spec)
+        load_model(model, str(ckpt / "model.safetensors"))
+    return model.eval()
+
+
+def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
+    path = ckpt / "spec.json"
+    if not path.exists():
+        raise TrainingError(f"{str(ckpt)!r} is not a wind-tunnel checkpoint (no spec.json); pass a run directory "
+                            "made by 'geoprobe windtunnel train'")
+    theirs = RunSpec.from_json(json.loads(path.read_text()), str(path))
+    diff = spec.differences(theirs)
+    if diff:
+        raise TrainingError(f"checkpoint {str(ckpt)!r} belongs to another task or config ({'; '.join(diff)}); "
+                            "pass a fresh --out or the matching --task/--scale")
+
+
+# -- the loop ----------------------------------------------------------------------------------
+def _write_spec(run: Path, spec: RunSpec) -> None:
+    path = run / "run.json"
+    if path.exists():
+        theirs = RunSpec.from_json(json.loads(path.read_text()), str(path))
+        diff = spec.differences(theirs)
+        if diff:
+            raise TrainingError(f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
+                                "pass another --out or the matching --task/--scale")
+        if theirs.train.steps != spec.train.steps and list_checkpoints(run):
+            raise TrainingError(f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
+                                f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
+                                "or another --out")
+    run.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(spec.to_json(), indent=1))
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    run: Path
+    steps_done: int
+    resumed_from: int | None
+    seconds: float
+    final_loss: float
+    n_params: int
+    tokens_per_second: float
+
+
+def train(spec: RunSpec, run: Path, *, resume: bool = True,
+          progress: Callable[[int, int, float], None] | None = None) -> TrainReport:
+    """Train ``spec`` into ``run`` (resuming from its last checkpoint when ``resume``)."""
+    from geoprobe.models.loading import _quiet
+
+    _quiet()
+    run = Path(run)
+    _write_spec(run, spec)
+    cfg = spec.train
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    task = spec.task_obj
+    model = build(spec)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cfg.lr_factor)
+    done = list_checkpoints(run)
+    start, resumed, losses = 0, None, []
+    if done and resume:
+        last = checkpoint_dir(run, done[-1])
+        state = load_weights(spec, last).state_dict()
+        model.load_state_dict(state)
+        trainer = torch.load(last / "trainer.pt", weights_only=True)
+        opt.load_state_dict(trainer["optimizer"])
+        sched.load_state_dict(trainer["scheduler"])
+        start = resumed = int(trainer["step"])
+        losses = [float(x) for x in trainer["losses"]]
+    elif done:
+        raise TrainingError(f"run directory {str(run)!r} already has checkpoints; resume it or pass another --out")
+    ckpts = set(cfg.checkpoint_steps())
+    answers = torch.as_tensor(task.answer_ids)
+    if start == 0 and 0 in ckpts and not done:
+        save_checkpoint(run, 0, spec, model, opt, sched, losses)
+    model.train()
+    t0 = time.perf_counter()
+    tokens = 0
+    for step in range(start, cfg.steps):
+        batch = task.sample(cfg.batch_size, step_rng(cfg.seed, step))
+        ids = torch.as_tensor(batch.ids)
+        loss = loss_fn(predict_logits(model, ids, torch.as_tensor(batch.positions)), batch, answers, cfg.target)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            good = list_checkpoints(run)
+            raise TrainingError(f"loss became {value} at step {step + 1} (lr {cfg.lr}); training stopped, the last good "
+                                f"checkpoint is step {good[-1] if good else 'none'} in {str(run)!r}: lower --lr and "
+                                "retrain into a fresh --out")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        opt.step()
+        sched.step()
+        losses.append(value)
+        tokens += ids.numel()
+        if step + 1 in ckpts:
+            save_checkpoint(run, step + 1, spec, model, opt, sched, losses)
+        if progress is not None:
+            progress(step + 1, cfg.steps, value)
+    seconds = time.perf_counter() - t0
+    return TrainReport(run, cfg.steps, resumed, seconds, losses[-1] if losses else float("nan"), n_params(model),
+                       tokens / seconds if seconds > 0 else float("nan"))
+
+
+def read_spec(run: Path) -> RunSpec:
+    path = Path(run) / "run.json"
+    if not path.exists():
+        raise TrainingError(f"{str(run)!r} is not a wind-tunnel run directory (no run.json); train one with "
+                            "'geoprobe windtunnel train --out DIR'")
+    try:
+        return RunSpec.from_json(json.loads(path.read_text()), str(path))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TrainingError(f"{str(path)!r} is damaged ({type(exc).__name__}); retrain with another --out") from exc
+
+
+def transformer_config(spec: RunSpec) -> Any:
+    return llama_config(TransformerSize(**spec.size), spec.task_obj.vocab, max_positions(spec.task_obj))
+
+
+__all__ = ["TrainConfig", "RunSpec", "TrainReport", "TrainingError", "train", "build", "load_weights",
+           "list_checkpoints", "checkpoint_dir", "read_spec", "n_params"]

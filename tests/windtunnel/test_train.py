@@ -1,0 +1,119 @@
+"""Training: seeded and resumable, checkpoints safe to load, bad runs stopped with one line."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from geoprobe.windtunnel import train as train_mod
+from geoprobe.windtunnel.scales import run_specs
+from geoprobe.windtunnel.train import (RunSpec, TrainConfig, TrainingError, checkpoint_dir, list_checkpoints,
+                                       load_weights, train)
+
+
+def _spec(arch="transformer", steps=12, task="bijection", **kw):
+    tf, ml = run_specs(task, "tiny", steps=steps)
+    spec = tf if arch == "transformer" else ml
+    return RunSpec(**{**spec.__dict__, "train": replace(spec.train, n_checkpoints=4, **kw)})
+
+
+def _state(run, spec):
+    steps = list_checkpoints(run)
+    return load_weights(spec, checkpoint_dir(run, steps[-1])).state_dict()
+
+
+def test_checkpoint_steps_are_log_spaced():
+    cfg = TrainConfig(steps=1000, batch_size=1, lr=1e-3, warmup=1, n_checkpoints=8)
+    s = cfg.checkpoint_steps()
+    assert s[0] == 0 and s[-1] == 1000 and list(s) == sorted(set(s))
+    gaps = [b - a for a, b in zip(s[1:], s[2:])]
+    assert gaps == sorted(gaps)  # growing gaps
+
+
+def test_lr_schedule_warms_up_then_decays():
+    cfg = TrainConfig(steps=100, batch_size=1, lr=1e-3, warmup=10)
+    f = [cfg.lr_factor(s) for s in range(100)]
+    assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
+    assert f[50] < f[20] and f[99] < 0.01
+
+
+@pytest.mark.parametrize("arch", ["transformer", "mlp"])
+def test_loss_falls_and_resume_reproduces_an_uninterrupted_run(tmp_path, arch):
+    spec = _spec(arch, steps=30)
+    train(spec, tmp_path / "full")
+    losses = torch.load(checkpoint_dir(tmp_path / "full", 30) / "trainer.pt", weights_only=True)["losses"]
+    assert losses[-5:].mean() < losses[:5].mean()
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(step, total, loss):
+        if step == 17:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(spec, tmp_path / "cut", progress=interrupt)
+    cut_at = list_checkpoints(tmp_path / "cut")[-1]
+    assert 0 < cut_at < 17
+    rep = train(spec, tmp_path / "cut")
+    assert rep.resumed_from == cut_at
+    a, b = _state(tmp_path / "full", spec), _state(tmp_path / "cut", spec)
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
+
+
+def test_checkpoint_of_another_config_is_refused(tmp_path):
+    spec = _spec(steps=4)
+    train(spec, tmp_path / "run")
+    other = RunSpec(**{**spec.__dict__, "task": {**spec.task, "V": 7}})
+    with pytest.raises(TrainingError, match="another task or config") as e:
+        train(other, tmp_path / "run")
+    assert "'V': 7" in str(e.value) or "V" in str(e.value)
+    with pytest.raises(TrainingError, match="another task or config"):
+        load_weights(other, checkpoint_dir(tmp_path / "run", 4))
+    hmm = _spec(task="hmm", steps=4)
+    with pytest.raises(TrainingError, match="hmm"):
+        load_weights(hmm, checkpoint_dir(tmp_path / "run", 4))
+    longer = RunSpec(**{**spec.__dict__, "train": replace(spec.train, steps=8)})
+    with pytest.raises(TrainingError, match="--steps 4"):
+        train(longer, tmp_path / "run")
+
+
+def test_no_resume_refuses_existing_checkpoints(tmp_path):
+    spec = _spec(steps=3)
+    train(spec, tmp_path / "run")
+    with pytest.raises(TrainingError, match="already has checkpoints"):
+        train(spec, tmp_path / "run", resume=False)
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    spec = _spec(steps=12)
+    real = train_mod.loss_fn
+    calls = {"n": 0}
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        loss = real(*a, **k)
+        return loss * float("nan") if calls["n"] == 7 else loss
+
+    monkeypatch.setattr(train_mod, "loss_fn", flaky)
+    with pytest.raises(TrainingError) as e:
+        train(spec, tmp_path / "run")
+    good = list_checkpoints(tmp_path / "run")
+    msg = str(e.value)
+    assert "nan" in msg and "step 7" in msg and f"checkpoint is step {good[-1]}" in msg and "--lr" in msg
+    assert good[-1] < 7
+    load_weights(spec, checkpoint_dir(tmp_path / "run", good[-1]))  # still loadable
+
+
+def test_run_json_names_the_spec(tmp_path):
+    spec = _spec(steps=2)
+    train(spec, tmp_path / "run")
+    d = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert d["kind"] == "geoprobe.windtunnel.run" and d["arch"] == "transformer" and d["task"]["name"] == "bijection"
+    ck = checkpoint_dir(tmp_path / "run", 2)
+    assert (ck / "model.safetensors").exists() and (ck / "tokenizer.json").exists()
+    assert not list(ck.glob("*.bin"))
