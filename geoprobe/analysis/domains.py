@@ -618,15 +618,10 @@ class DomainComparison:
 
     @classmethod
     def from_dict(cls, d: Any, source: str = "domain comparison") -> "DomainComparison":
-        if not isinstance(d, dict) or d.get("kind") != RESULTS_KIND:
-            kind = d.get("kind") if isinstance(d, dict) else None
-            raise ResultsError(f"{source} is not a geoprobe domain comparison (kind {kind!r}, expected "
-                               f"{RESULTS_KIND!r}); pass a file written by DomainComparison.save")
-        version = d.get("version")
-        if version != RESULTS_VERSION:
-            raise ResultsError(f"{source} has domain-comparison version {version!r} (written by geoprobe "
-                               f"{d.get('geoprobe')}); this geoprobe reads version {RESULTS_VERSION}: "
-                               "re-run the comparison, or use a matching geoprobe")
+        from geoprobe.paths import check_results_kind
+
+        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source, what="domain comparison",
+                               fix="pass a file written by DomainComparison.save, or re-run the comparison")
         try:
             return cls(model=str(d["model"]), layer=int(d["layer"]),
                        sets={k: SetSummary.from_dict(s) for k, s in d["sets"].items()},

@@ -76,13 +76,10 @@ class ModelComparison:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "comparison") -> "ModelComparison":
-        if not isinstance(d, dict) or d.get("kind") != COMPARE_KIND:
-            found = d.get("kind") if isinstance(d, dict) else None
-            raise ResultsError(f"{source} is not a geoprobe comparison file (kind {found!r}); "
-                               "pass the comparison.json that geoprobe compare wrote")
-        if d.get("version") != COMPARE_VERSION:
-            raise ResultsError(f"{source} has comparison version {d.get('version')!r} (written by geoprobe "
-                               f"{d.get('geoprobe')}); this geoprobe reads version {COMPARE_VERSION}: re-run geoprobe compare")
+        from geoprobe.paths import check_results_kind
+
+        d = check_results_kind(d, kind=COMPARE_KIND, version=COMPARE_VERSION, source=source, what="comparison file",
+                               fix="pass the comparison.json that geoprobe compare wrote, or re-run geoprobe compare")
         try:
             return cls(rows=tuple(ComparisonRow.from_dict(r) for r in d["rows"]),
                        global_pca=None if d.get("global_pca") is None else GlobalPCA.from_dict(d["global_pca"]),

@@ -149,9 +149,11 @@ class InterventionResult:
     def from_dict(cls, d: Any, source: str = "results") -> "InterventionResult":
         from geoprobe.errors import ResultsError
 
-        if not isinstance(d, dict) or d.get("kind") != RESULTS_KIND or d.get("version") != RESULTS_VERSION:
-            raise ResultsError(f"{source} is not a geoprobe intervention results file of version {RESULTS_VERSION}; "
-                               "pass the intervene.json that geoprobe intervene wrote (or re-run it)")
+        from geoprobe.paths import check_results_kind
+
+        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source,
+                               what="intervention results file",
+                               fix="pass the intervene.json that geoprobe intervene wrote (or re-run it)")
         try:
             return cls(model=d["model"], provenance=d["provenance"], config=d["config"], op=d["op"],
                        baseline={k: Estimate.from_dict(v) for k, v in d["baseline"].items()},

@@ -97,13 +97,10 @@ class ScanResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "results") -> "ScanResult":
-        if not isinstance(d, dict) or d.get("kind") != RESULTS_KIND:
-            raise ResultsError(f"{source} is not a geoprobe scan results file (kind {d.get('kind') if isinstance(d, dict) else None!r}); "
-                               "pass the results.json that geoprobe scan wrote")
-        version = d.get("version")
-        if version != RESULTS_VERSION:
-            raise ResultsError(f"{source} has results version {version!r} (written by geoprobe {d.get('geoprobe')}); "
-                               f"this geoprobe reads version {RESULTS_VERSION}: re-run geoprobe scan, or use a matching geoprobe")
+        from geoprobe.paths import check_results_kind
+
+        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source, what="scan results file",
+                               fix="pass the results.json that geoprobe scan wrote, or re-run geoprobe scan")
         try:
             parts = {name: (None if d.get(name) is None else typ.from_dict(d[name]))
                      for name, typ in _analysis_types().items()}

@@ -130,14 +130,10 @@ class SulaResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "results") -> "SulaResult":
-        if not isinstance(d, dict) or d.get("kind") != RESULTS_KIND:
-            found = d.get("kind") if isinstance(d, dict) else None
-            raise ResultsError(f"{source} is not a geoprobe SULA results file (kind {found!r}); "
-                               "pass the sula.json that run_sula / geoprobe sula wrote")
-        version = d.get("version")
-        if version != RESULTS_VERSION:
-            raise ResultsError(f"{source} has SULA results version {version!r} (written by geoprobe "
-                               f"{d.get('geoprobe')}); this geoprobe reads version {RESULTS_VERSION}: re-run the SULA task")
+        from geoprobe.paths import check_results_kind
+
+        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source, what="SULA results file",
+                               fix="pass the sula.json that run_sula / geoprobe sula wrote, or re-run the SULA task")
         try:
             return cls(model=str(d["model"]), provenance=dict(d["provenance"]), config=SulaConfig.from_dict(d["config"]),
                        layer=int(d["layer"]), pc1_ratio=float(d["pc1_ratio"]),

@@ -188,6 +188,9 @@ def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
     """The model of ``spec`` with the weights of checkpoint ``ckpt`` (safetensors only)."""
     from safetensors.torch import load_model
 
+    from geoprobe.models.loading import _quiet
+
+    _quiet()
     check_checkpoint(spec, ckpt)
     if spec.arch == "transformer":
         from transformers import LlamaForCausalLM

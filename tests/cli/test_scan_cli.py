@@ -116,7 +116,7 @@ def test_report_of_an_incompatible_results_file(tmp_path, capsys, monkeypatch):
     p = tmp_path / "results.json"
     p.write_text(json.dumps({"kind": "geoprobe.scan", "version": 0, "geoprobe": "0.0.1"}))
     code, out, err = run_cli(["report", str(p)], capsys, monkeypatch)
-    assert code == 2 and "results version 0" in err and "re-run geoprobe scan" in err
+    assert code == 2 and "scan results file version 0" in err and "re-run geoprobe scan" in err
 
 
 def test_permutation_null_and_cis_on_every_layer(tmp_path, capsys, monkeypatch):

@@ -68,7 +68,7 @@ def test_results_round_trip_through_json(planted, tmp_path):
 
 
 @pytest.mark.parametrize("edit, needle", [
-    (lambda d: d.update(version=99), "results version 99"),
+    (lambda d: d.update(version=99), "scan results file version 99"),
     (lambda d: d.update(kind="something.else"), "not a geoprobe scan results file"),
     (lambda d: d.pop("scorecard"), "is damaged"),
 ])
