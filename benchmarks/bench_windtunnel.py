@@ -89,10 +89,10 @@ def results_rows(root: Path) -> list[str]:
             for m in ms:
                 ref = PAPER[r.name].get(m.K)
                 paper = f"{ref[0 if arch == 'transformer' else 1]:g}" if ref else "—"
+                minutes = f"{secs / 60:.1f}" if secs else "—"
                 lines.append(f"| {r.name} | {r.scale} | {arch} | {r.n_params[arch]:,} | {m.K} | {m.mae_paper.value:.4f} "
                              f"[{m.mae_paper.low:.4f}, {m.mae_paper.high:.4f}] | {m.mae_sample.value:.4f} | "
-                             f"{m.kl.value:.4f} | {paper} | {cal if arch == 'transformer' else '—'} | "
-                             f"{secs / 60:.1f} |" if secs else "— |")
+                             f"{m.kl.value:.4f} | {paper} | {cal if arch == 'transformer' else '—'} | {minutes} |")
     return lines
 
 

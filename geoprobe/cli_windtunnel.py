@@ -33,6 +33,9 @@ def _train(config, run_dir: Path, resume: bool, threads: Optional[int]) -> None:
                             steps=config.steps, resume=resume, threads=threads, task_params=config.task_params(),
                             progress=progress)
     for arch, log in logs.items():
+        if log["resumed_from"] == log["steps"]:
+            out.print(f"{arch}: already trained ({log['steps']} steps), nothing to do")
+            continue
         was = f" (resumed from step {log['resumed_from']})" if log["resumed_from"] is not None else ""
         out.print(f"{arch}: {log['n_params']:,} parameters, {log['steps']} steps in {log['seconds']:.0f} s{was}, "
                   f"final loss {log['final_loss']:.4f}, {log['tokens_per_second']:,.0f} tokens/s")

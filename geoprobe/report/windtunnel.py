@@ -19,6 +19,8 @@ _CAPTIONS = {
     "dynamics": "Over training: the frame (attention patterns' total-variation distance to the final checkpoint) "
                 "and the precision (per-sample entropy error, log scale) as fractions of their total change; the "
                 "right panel shows the raw measures, with key orthogonality and |ρ(value PC1, analytic entropy)|.",
+    "focusing": "Attention focusing: the final token's attention entropy per layer (mean over heads and probe "
+                "prompts), one line per checkpoint from early (red) to final (blue).",
     "calibration": "Last-layer value vectors of the final transformer, one point per probe prompt: PC1 coordinate "
                    "(standardised PCA) against the analytic predictive entropy; colour: the model's own entropy.",
 }

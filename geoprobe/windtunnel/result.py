@@ -206,6 +206,23 @@ class WindTunnelResult:
                           template="plotly_white")
         return fig
 
+    def focusing_figure(self) -> Any:
+        """Attention entropy of the final token by layer, one line per checkpoint (attention focusing)."""
+        import plotly.graph_objects as go
+
+        g = self.geometry
+        if g is None:
+            raise ValueError("no training geometry in this result")
+        fig = go.Figure()
+        n = len(g.steps)
+        for i, (step, row) in enumerate(zip(g.steps, g.attn_entropy)):
+            shade = int(40 + 180 * i / max(1, n - 1))
+            fig.add_trace(go.Scatter(x=list(range(len(row))), y=list(row), mode="lines+markers", name=f"step {step}",
+                                     line=dict(color=f"rgb({255 - shade},{shade // 2},{shade})")))
+        fig.update_layout(title=f"{self.name}: attention entropy by layer over training (mean over heads and probes)",
+                          xaxis_title="layer", yaxis_title="attention entropy (bits)", template="plotly_white")
+        return fig
+
     def calibration_figure(self) -> Any:
         """Last-layer value PC1 against the analytic entropy, one point per probe prompt."""
         import plotly.graph_objects as go
@@ -229,6 +246,7 @@ class WindTunnelResult:
             out["ablations"] = self.ablation_figure()
         if self.geometry is not None:
             out["dynamics"] = self.dynamics_figure()
+            out["focusing"] = self.focusing_figure()
             out["calibration"] = self.calibration_figure()
         return out
 

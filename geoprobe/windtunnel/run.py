@@ -81,11 +81,27 @@ def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both",
         stage = f"train {spec.arch}"
         cb = (lambda s, n, loss, _st=stage: progress(_st, s, n)) if progress else None
         rep = train(spec, out / spec.arch, resume=resume, progress=cb)
-        log = {"seconds": rep.seconds, "steps": rep.steps_done, "resumed_from": rep.resumed_from,
-               "final_loss": rep.final_loss, "tokens_per_second": rep.tokens_per_second, "n_params": rep.n_params}
-        (out / spec.arch / "train_log.json").write_text(json.dumps(log, indent=1))
-        reports[spec.arch] = log
+        reports[spec.arch] = _log_session(out / spec.arch / "train_log.json", rep, spec)
     return reports
+
+
+def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:
+    """Append this training session to ``train_log.json``; totals cover every session of the run."""
+    from geoprobe.paths import atomic_write_text
+
+    first = rep.resumed_from or 0
+    old = json.loads(path.read_text()) if rep.resumed_from is not None and path.exists() else {}
+    sessions = list(old.get("sessions", []))
+    if rep.steps_done > first:
+        sessions.append({"from_step": first, "to_step": rep.steps_done, "seconds": rep.seconds,
+                         "tokens_per_second": rep.tokens_per_second})
+    seconds = sum(x["seconds"] for x in sessions)
+    tokens = sum(x["seconds"] * x["tokens_per_second"] for x in sessions)
+    log = {"seconds": seconds, "steps": rep.steps_done, "resumed_from": rep.resumed_from,
+           "final_loss": rep.final_loss, "tokens_per_second": tokens / seconds if seconds else None,
+           "n_params": rep.n_params, "sessions": sessions}
+    atomic_write_text(path, json.dumps(log, indent=1))
+    return log
 
 
 def _final(run: Path, spec: RunSpec) -> Path:
@@ -144,7 +160,13 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
         geo = training_geometry(t_run, tf, n_probes=n_probes, eval_n=min(n_eval, 512), progress=cb)
     from geoprobe.models.loading import _local_weights_hash
 
+    from geoprobe.provenance import prompts_hash
+    from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET
+    from geoprobe.windtunnel.geometry import probe_prompts
+
     prov = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": tf.train.seed,
+            "eval_data": f"{n_eval} fresh sequences per length from seed {tf.train.seed} + {EVAL_SEED_OFFSET}",
+            "probe_prompts_sha256": prompts_hash(probe_prompts(task, n_probes, tf.train.seed)[0]),
             "weights": {a: _local_weights_hash(_final(out / a, s)) for a, s in specs.items()},
             "run_dir": str(out), "eval_seconds": time.perf_counter() - t0, "n_eval": n_eval, "n_probes": n_probes,
             "versions": package_versions()}

@@ -36,7 +36,7 @@ def test_run_writes_checkpoints_results_and_report(tiny_tunnel):
     assert res.provenance["weights"]["transformer"].startswith("sha256:")
     assert res.provenance["versions"]["torch"]
     html = (out / "windtunnel.html").read_text()
-    for anchor in ("entropy", "ablations", "dynamics", "calibration"):
+    for anchor in ("entropy", "ablations", "dynamics", "focusing", "calibration"):
         assert f'id="{anchor}"' in html
     assert "0.409" in html  # the paper's table
     assert (out / "transformer" / "train_log.json").exists()
