@@ -21,17 +21,29 @@ ScaleOpt = typer.Option("cpu", "--scale", help="tiny (seconds) | cpu (≈15 min 
 RunDirOpt = typer.Option(None, "--out", help="run directory (default runs/windtunnel-TASK-SCALE)")
 
 
+def _device(name: str) -> str:
+    import torch
+
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise GeoprobeError(f"--device {name!r} is not a torch device; pass cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise GeoprobeError(f"--device {name!r}: no CUDA device is available here; pass --device cpu")
+    return name
+
+
 def _default_dir(task: str, scale: str) -> Path:
     return Path("runs") / f"windtunnel-{task}-{scale}"
 
 
-def _train(config, run_dir: Path, resume: bool, threads: Optional[int]) -> None:
+def _train(config, run_dir: Path, resume: bool, threads: Optional[int], device: str = "cpu") -> None:
     from geoprobe.windtunnel.run import train_tunnel
 
     with stage_progress() as progress:
         logs = train_tunnel(config.task, config.scale, run_dir, arch=config.arch, seed=config.seed,
                             steps=config.steps, resume=resume, threads=threads, task_params=config.task_params(),
-                            progress=progress)
+                            device=device, progress=progress)
     for arch, log in logs.items():
         if log["resumed_from"] == log["steps"]:
             out.print(f"{arch}: already trained ({log['steps']} steps), nothing to do")
@@ -118,10 +130,11 @@ def train_cmd(
     repeat: Optional[float] = RepeatOpt,
     out_dir: Optional[Path] = RunDirOpt,
     no_resume: bool = typer.Option(False, "--no-resume", help="refuse to continue an existing run"),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N (the paper scale wants a GPU)"),
 ) -> None:
     """Train the transformer and its capacity-matched MLP; resumes from the last checkpoint."""
     config = _config(task, scale, arch, seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
-    _train(config, out_dir or _default_dir(task, scale), not no_resume, threads)
+    _train(config, out_dir or _default_dir(task, scale), not no_resume, threads, _device(device))
 
 
 @wt.command("eval")
@@ -166,18 +179,20 @@ def run_cmd(
     repeat: Optional[float] = RepeatOpt,
     out_dir: Optional[Path] = RunDirOpt,
     force: bool = ForceOpt,
+    device: str = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N"),
 ) -> None:
     """train, eval and report in one go."""
     run_tunnel(_config(task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat),
-               out_dir, force, threads)
+               out_dir, force, threads, _device(device))
 
 
-def run_tunnel(config, out_dir: Optional[Path], force: bool, threads: Optional[int] = None) -> None:
+def run_tunnel(config, out_dir: Optional[Path], force: bool, threads: Optional[int] = None,
+               device: str = "cpu") -> None:
     run_dir = out_dir or _default_dir(config.task, config.scale)
     existing = [run_dir / n for n in ("windtunnel.json", "windtunnel.html") if (run_dir / n).exists()]
     if existing and not force:
         raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace it or choose another --out")
-    _train(config, run_dir, True, threads)
+    _train(config, run_dir, True, threads, device)
     results = _evaluate(run_dir, config, True)
     _report(results, run_dir / "windtunnel.html", True)
 

@@ -63,7 +63,8 @@ class WindTunnelConfig:
 
 def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both", seed: int = 0,
                  steps: int | None = None, resume: bool = True, threads: int | None = None,
-                 task_params: dict[str, Any] | None = None, progress: Progress | None = None) -> dict[str, Any]:
+                 task_params: dict[str, Any] | None = None, device: str = "cpu",
+                 progress: Progress | None = None) -> dict[str, Any]:
     """Train the transformer and/or its capacity-matched MLP into ``out/<arch>``."""
     if arch not in ("both", "transformer", "mlp"):
         raise GeoprobeError(f"arch {arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
@@ -80,7 +81,7 @@ def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both",
             continue
         stage = f"train {spec.arch}"
         cb = (lambda s, n, loss, _st=stage: progress(_st, s, n)) if progress else None
-        rep = train(spec, out / spec.arch, resume=resume, progress=cb)
+        rep = train(spec, out / spec.arch, resume=resume, device=device, progress=cb)
         reports[spec.arch] = _log_session(out / spec.arch / "train_log.json", rep, spec)
     return reports
 

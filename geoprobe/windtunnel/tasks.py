@@ -18,7 +18,8 @@ log2(V − m) — the issue's log2(V − k + 1) after k − 1 distinct pairs.
 
 **HMM** (S hidden states, V emissions, K steps): a fresh HMM per sequence. Rows of the
 transition T (S × S) and emission E (S × V) matrices are Dirichlet(α) draws lifted to a
-floor (``p = floor + (1 − C·floor)·Dirichlet``, so every entry is at least ``floor``), then
+floor (``p = floor + (1 − C·floor)·Dirichlet``, so every entry is at least ``floor``; α = 0.5 by
+default, see docs/windtunnel.md for why), then
 rounded to hundredths (the largest entry absorbs the rounding
 so rows sum to exactly 1); the rounded matrices *are* the HMM (they generate the data and
 define the posterior), and they are written into a header as tokens ``p0``..``p100``. The
@@ -160,7 +161,7 @@ class HMMTask:
     S: int = 5
     V: int = 5
     K: int = 20
-    alpha: float = 1.0
+    alpha: float = 0.5
     floor: float = 0.05
     name: Literal["hmm"] = "hmm"
 

@@ -140,10 +140,10 @@ def predict_logits(model: torch.nn.Module, ids: torch.Tensor, positions: torch.T
 
 
 def loss_fn(logits: torch.Tensor, batch: Batch, answer_ids: torch.Tensor, target: str) -> torch.Tensor:
-    logp = torch.log_softmax(logits.float(), dim=-1)[..., answer_ids]
+    logp = torch.log_softmax(logits.float(), dim=-1)[..., answer_ids.to(logits.device)]
     if target == "posterior":
-        return -(torch.as_tensor(batch.targets, dtype=torch.float32) * logp).sum(-1).mean()
-    return -logp.gather(-1, torch.as_tensor(batch.labels)[..., None]).mean()
+        return -(torch.as_tensor(batch.targets, dtype=torch.float32, device=logp.device) * logp).sum(-1).mean()
+    return -logp.gather(-1, torch.as_tensor(batch.labels, device=logp.device)[..., None]).mean()
 
 
 def step_rng(seed: int, step: int) -> np.random.Generator:
@@ -242,9 +242,10 @@ class TrainReport:
     tokens_per_second: float
 
 
-def train(spec: RunSpec, run: Path, *, resume: bool = True,
+def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
           progress: Callable[[int, int, float], None] | None = None) -> TrainReport:
-    """Train ``spec`` into ``run`` (resuming from its last checkpoint when ``resume``)."""
+    """Train ``spec`` into ``run`` (resuming from its last checkpoint when ``resume``) on ``device``
+    (``cpu``, ``cuda``, …; the device is not part of the spec: a run may move between machines)."""
     from geoprobe.models.loading import _quiet
 
     _quiet()
@@ -254,7 +255,7 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True,
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     task = spec.task_obj
-    model = build(spec)
+    model = build(spec).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, cfg.lr_factor)
     done = list_checkpoints(run)
@@ -279,8 +280,9 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True,
     tokens = 0
     for step in range(start, cfg.steps):
         batch = task.sample(cfg.batch_size, step_rng(cfg.seed, step))
-        ids = torch.as_tensor(batch.ids)
-        loss = loss_fn(predict_logits(model, ids, torch.as_tensor(batch.positions)), batch, answers, cfg.target)
+        ids = torch.as_tensor(batch.ids, device=device)
+        loss = loss_fn(predict_logits(model, ids, torch.as_tensor(batch.positions, device=device)), batch, answers,
+                       cfg.target)
         value = float(loss.detach())
         if not math.isfinite(value):
             good = list_checkpoints(run)

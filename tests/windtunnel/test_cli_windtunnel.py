@@ -81,6 +81,7 @@ def test_results_of_another_kind_are_refused(tmp_path):
     (["--task", "hmm", "--states", "40"], "--states"),
     (["--states", "3"], "--task hmm"),
     (["--arch", "cnn"], "--arch"),
+    (["--device", "tpu9"], "--device"),
 ])
 def test_bad_input_is_one_line(args, needle, tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["windtunnel", "train", "--scale", "tiny", "--out", str(tmp_path / "x"), *args], capsys,
