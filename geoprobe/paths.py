@@ -80,3 +80,30 @@ def check_results_kind(d: object, *, kind: str, version: int, source: str, what:
         raise ResultsError(f"{source} has {what} version {d.get('version')!r} (written by geoprobe "
                            f"{d.get('geoprobe')}); this geoprobe reads version {version}: {fix}")
     return d
+
+
+class JsonResult:
+    """``save`` / ``load`` / ``==`` for frozen result dataclasses (declare them ``eq=False``) that
+    define ``to_dict()`` and ``from_dict(d, source)``. Subclasses set ``_file`` (the default name
+    inside a run directory), ``_what`` and ``_fix`` (for the one-line error of a missing file)."""
+
+    _file: str
+    _what: str
+    _fix: str
+
+    def to_dict(self) -> dict:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the result as strict JSON, atomically (the caller decides about overwriting)."""
+        return write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):  # -> Self
+        d, source = read_json(path, default_name=cls._file, what=cls._what, fix=cls._fix)
+        return cls.from_dict(d, source)  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]

@@ -35,12 +35,10 @@ label_b="math")`` reproduces that contrast of ``compare_domains``.
 from __future__ import annotations
 
 import math
-import os
 import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
@@ -53,6 +51,7 @@ from geoprobe.analysis.stats import (Estimate, NullBand, RandomState, _quiet, bo
                                      constant_columns, from_json_float, json_float, matched_null,
                                      spectrum_summary, zscore)
 from geoprobe.errors import ResultsError
+from geoprobe.paths import JsonResult
 
 METRICS: tuple[str, ...] = ("pc1", "pc12", "pr")
 METRIC_LABELS = {"pc1": "PC1", "pc12": "PC1+PC2", "pr": "PR"}
@@ -544,11 +543,15 @@ def _fmt_p(p: float) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class DomainComparison:
+class DomainComparison(JsonResult):
     """Mixed-domain vs domain-restricted value manifolds of one layer (the Table-1 analogue),
     with matched mixed-domain controls. ``contrasts`` holds, per domain d: (mixed → d),
     (mixed → d-control) when a control exists, and (d-control → d); Δ is always label_b −
     label_a. Each family of contrasts is Bonferroni-adjusted across domains (``n_tests``)."""
+
+    _file = "domains.json"
+    _what = "domain comparison"
+    _fix = "pass the domains.json geoprobe compare-domains wrote"
 
     model: str
     layer: int
@@ -631,25 +634,6 @@ class DomainComparison:
                        provenance=d.get("provenance") or {}, notes=tuple(d.get("notes", ())))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run the comparison") from None
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the comparison as JSON, atomically."""
-        from geoprobe.paths import write_json
-
-        return write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "DomainComparison":
-        from geoprobe.paths import read_json
-
-        d, source = read_json(path, default_name="domains.json", what="domain comparison",
-                              fix="pass the domains.json geoprobe compare-domains wrote")
-        return cls.from_dict(d, source=source)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DomainComparison) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
     # -- views ----------------------------------------------------------------------------------
     def order(self) -> list[str]:

@@ -31,7 +31,7 @@ import scipy.stats
 from jaxtyping import Bool, Float
 
 from geoprobe.analysis.alignment import orientation as _orientation
-from geoprobe.analysis.stats import (Estimate, NullBand, NullKind, RandomState, _as_matrix, _quiet, chunk_size,
+from geoprobe.analysis.stats import (Estimate, NullBand, NullKind, RandomState, _as_matrix, _quiet,
                                      constant_columns, matched_null, participation_ratio,
                                      spectrum_summary, zscore)
 

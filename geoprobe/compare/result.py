@@ -17,16 +17,21 @@ from geoprobe.compare.global_pca import MIN_SHARED, GlobalPCA, align_prompts, gl
 from geoprobe.compare.inputs import Source, architecture, describe, load_result, resolve_layer, short_hash
 from geoprobe.compare.table import ComparisonRow, build_row, display_rows
 from geoprobe.errors import GeoprobeError, ResultsError
+from geoprobe.paths import JsonResult
 
 COMPARE_KIND = "geoprobe.compare"
 COMPARE_VERSION = 1
 
 
 @dataclass(frozen=True, eq=False)
-class ModelComparison:
+class ModelComparison(JsonResult):
     """Table-2 rows (one per model), the global PCA (None when skipped, with a note saying why),
     notes and warnings, the sources (results files with their prompt-set hashes) and provenance.
     Equality compares ``to_dict()``."""
+
+    _file = "comparison.json"
+    _what = "comparison file"
+    _fix = "pass the comparison.json geoprobe compare wrote"
 
     rows: tuple[ComparisonRow, ...]
     global_pca: GlobalPCA | None
@@ -87,25 +92,6 @@ class ModelComparison:
                        provenance=d.get("provenance", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run geoprobe compare") from None
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the comparison JSON atomically (the caller decides about overwriting)."""
-        from geoprobe.paths import write_json
-
-        return write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "ModelComparison":
-        from geoprobe.paths import read_json
-
-        d, source = read_json(path, default_name="comparison.json", what="comparison file",
-                              fix="pass the comparison.json geoprobe compare wrote")
-        return cls.from_dict(d, source=source)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModelComparison) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
     # -- views ------------------------------------------------------------------------------
     def table(self) -> list[dict[str, str]]:

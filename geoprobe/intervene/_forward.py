@@ -39,7 +39,6 @@ def batches(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,
 
 @contextmanager
 def _final_hooks(model: LoadedModel, state: dict, value_layers: Sequence[int]) -> Iterator[None]:
-    lay = model.layout
 
     def norm_hook(x: torch.Tensor, hook: Any) -> None:
         rows = torch.arange(x.shape[0], device=x.device)

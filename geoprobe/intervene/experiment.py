@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Literal, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Literal
 
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
 from geoprobe.intervene.axis import InterventionError
+from geoprobe.paths import JsonResult
 
 Op = Literal["cut", "only", "shift"]
 #: Pythia-410M (24 layers), the paper's defaults: single layers 12 and 23, and {8, 12, 16, 20, 23} at once
@@ -100,7 +101,11 @@ RESULTS_KIND, RESULTS_VERSION = "geoprobe.intervene", 1
 
 
 @dataclass(frozen=True, eq=False)
-class InterventionResult:
+class InterventionResult(JsonResult):
+    _file = "intervene.json"
+    _what = "intervention results"
+    _fix = "pass the intervene.json geoprobe intervene wrote"
+
     model: str
     provenance: dict[str, Any]
     config: dict[str, Any]
@@ -161,19 +166,6 @@ class InterventionResult:
                        rows=tuple(InterventionRow.from_dict(r) for r in d["rows"]), timings=d.get("timings", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run geoprobe intervene") from None
-
-    def save(self, path: Any) -> Any:
-        from geoprobe.paths import write_json
-
-        return write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: Any) -> "InterventionResult":
-        from geoprobe.paths import read_json
-
-        d, source = read_json(path, default_name="intervene.json", what="intervention results",
-                              fix="pass the intervene.json geoprobe intervene wrote")
-        return cls.from_dict(d, source=source)
 
     def figure(self) -> Any:
         """Dose–response: each metric against strength, entropy axis (CI) vs random axes (mean ± sd)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from geoprobe.errors import ResultsError
+from geoprobe.paths import JsonResult
 from geoprobe.scan.config import ScanConfig
 from geoprobe.scan.scorecard import Scorecard
 
@@ -41,8 +42,12 @@ def _json_safe(x: Any) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class ScanResult:
+class ScanResult(JsonResult):
     """Results of one scan: the four analyses, the scorecard, and where they came from."""
+
+    _file = "results.json"
+    _what = "results file"
+    _fix = "pass the results.json a scan wrote"
 
     model: str
     provenance: dict[str, Any]
@@ -111,20 +116,6 @@ class ScanResult:
                        prompt_set=d.get("prompt_set"), **parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run geoprobe scan") from None
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write results.json atomically (the caller decides about overwriting)."""
-        from geoprobe.paths import write_json
-
-        return write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "ScanResult":
-        from geoprobe.paths import read_json
-
-        d, source = read_json(path, default_name="results.json", what="results file",
-                              fix="pass the results.json a scan wrote")
-        return cls.from_dict(d, source=source)
 
     # -- views ------------------------------------------------------------------------------
     def figures(self) -> list[tuple[str, str, Any]]:

@@ -1,14 +1,13 @@
 """SulaResult: everything one SULA run measured, with provenance, persistence and figures."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from geoprobe.errors import ResultsError
+from geoprobe.paths import JsonResult
 from geoprobe.sula.evaluate import SulaMetrics
 from geoprobe.sula.geometry import SulaGeometry
 from geoprobe.sula.task import CONDITIONS, LabelTokens, SulaConfig
@@ -83,8 +82,12 @@ class SulaCondition:
 
 
 @dataclass(frozen=True, eq=False)
-class SulaResult:
+class SulaResult(JsonResult):
     """A SULA run: the main condition and the controls, in one shared PCA basis at ``layer``."""
+
+    _file = "sula.json"
+    _what = "SULA results file"
+    _fix = "pass the sula.json that run_sula wrote"
 
     model: str
     provenance: dict[str, Any]
@@ -141,25 +144,6 @@ class SulaResult:
                        timings=dict(d.get("timings", {})))
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run the SULA task") from None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SulaResult) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the result as JSON atomically (the caller decides about overwriting)."""
-        from geoprobe.paths import write_json
-
-        return write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "SulaResult":
-        from geoprobe.paths import read_json
-
-        data, source = read_json(path, default_name="sula.json", what="SULA results file",
-                                 fix="pass the sula.json that run_sula wrote")
-        return cls.from_dict(data, source)
 
     # -- figures ------------------------------------------------------------------------
     def calibration_figure(self, condition: str = "main") -> Any:

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from geoprobe.errors import ResultsError
+from geoprobe.paths import JsonResult
 from geoprobe.windtunnel.evaluate import Ablations, TunnelMetrics
 from geoprobe.windtunnel.geometry import TrainingGeometry
 
@@ -27,8 +26,12 @@ CALIBRATION_TARGET = 0.9
 
 
 @dataclass(frozen=True, eq=False)
-class WindTunnelResult:
+class WindTunnelResult(JsonResult):
     """Everything ``geoprobe windtunnel eval`` measured on one task (both learners)."""
+
+    _file = "windtunnel.json"
+    _what = "wind-tunnel results file"
+    _fix = "pass the windtunnel.json that 'geoprobe windtunnel eval' wrote"
 
     task: dict[str, Any]
     scale: str
@@ -111,24 +114,6 @@ class WindTunnelResult:
                        training=dict(d.get("training", {})), provenance=dict(d.get("provenance", {})))
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {fix}") from None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, WindTunnelResult) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def save(self, path: str | os.PathLike) -> Path:
-        from geoprobe.paths import write_json
-
-        return write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "WindTunnelResult":
-        from geoprobe.paths import read_json
-
-        data, source = read_json(path, default_name="windtunnel.json", what="wind-tunnel results file",
-                                 fix="pass the windtunnel.json that 'geoprobe windtunnel eval' wrote")
-        return cls.from_dict(data, source)
 
     # -- figures ----------------------------------------------------------------------------
     def entropy_figure(self) -> Any:

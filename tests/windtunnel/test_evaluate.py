@@ -40,7 +40,7 @@ def test_uniform_predictions_have_the_known_error():
 
 def test_paper_definition_lets_errors_cancel_and_per_sample_does_not():
     """Half the sequences over-, half under-estimate the entropy by the same amount."""
-    n, K, A = 200, 4, 4
+    n, K = 200, 4
     targets = np.tile(np.array([0.7, 0.1, 0.1, 0.1]), (n, K, 1))
     b = Batch(np.ones((n, 2 * K + 1), dtype=np.int64), targets, 1 + 2 * np.arange(K), np.zeros((n, K), dtype=np.int64))
     sharper, flatter = np.array([0.8, 0.2 / 3, 0.2 / 3, 0.2 / 3]), None

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from geoprobe.windtunnel.nets import MLPConfig, ResidualMLP, build_mlp, matched_mlp_config, n_params, to_text, word_tokenizer
+from geoprobe.windtunnel.nets import MLPConfig, build_mlp, matched_mlp_config, n_params, to_text, word_tokenizer
 from geoprobe.windtunnel.scales import SCALES, run_specs
 from geoprobe.windtunnel.tasks import BijectionTask, HMMTask
 from geoprobe.windtunnel.train import build
