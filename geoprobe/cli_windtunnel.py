@@ -84,7 +84,7 @@ def _print_summary(result) -> None:
         out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4g}")
     if result.geometry is not None:
         g = result.geometry
-        out.print(f"  frame t90 = step {g.t90_frame}, precision t90 = step {g.t90_precision} "
+        out.print(f"  frame t90 ≈ step {g.t90_frame:.0f}, precision t90 ≈ step {g.t90_precision:.0f} "
                   f"({'frame first' if g.dissociation else 'no dissociation'})")
     if result.ablations is not None:
         a = result.ablations

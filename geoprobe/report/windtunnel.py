@@ -21,7 +21,8 @@ _CAPTIONS = {
                 "right panel shows the raw measures, with key orthogonality and |ρ(value PC1, analytic entropy)|.",
     "focusing": "Attention focusing: the final token's attention entropy per layer (mean over heads and probe "
                 "prompts), one line per checkpoint from early (red) to final (blue).",
-    "calibration": "Last-layer value vectors of the final transformer, one point per probe prompt: PC1 coordinate "
+    "calibration": "Value vectors of the final transformer at the layer whose PC1 tracks the analytic entropy best "
+                   "(every layer's ρ is in windtunnel.json), one point per probe prompt: PC1 coordinate "
                    "(standardised PCA) against the analytic predictive entropy; colour: the model's own entropy.",
 }
 
@@ -53,8 +54,8 @@ def render_windtunnel_report(result: Any) -> str:
     extra = ""
     if result.geometry is not None:
         g = result.geometry
-        extra += (f"<p>Frame vs precision: the attention patterns reach 90 % of their change at step {g.t90_frame}, the "
-                  f"entropy error at step {g.t90_precision} "
+        extra += (f"<p>Frame vs precision: the attention patterns reach 90 % of their change at step ≈ {g.t90_frame:.0f}, the "
+                  f"entropy error at step ≈ {g.t90_precision:.0f} "
                   f"({'the frame stabilises first' if g.dissociation else 'no frame-first dissociation here'}).</p>")
     if result.ablations is not None:
         a = result.ablations

@@ -16,8 +16,12 @@ Frame vs precision (arXiv 2512.22473): the *frame* is the routing, measured as t
 variation distance of each checkpoint's attention patterns to the final checkpoint's (mean over
 layers, heads, prompts); *precision* is the entropy error. Progress fractions:
 ``frame(s) = 1 − TV(s)/TV(0)`` and, on a log scale because the error falls by orders of
-magnitude, ``precision(s) = log(MAE(0)/MAE(s)) / log(MAE(0)/MAE(final))``. ``t90`` is the first
-checkpoint step at which a fraction reaches 0.9; the dissociation is ``t90_frame < t90_precision``.
+magnitude, ``precision(s) = log(MAE(0)/MAE(s)) / log(MAE(0)/MAE(final))``. ``t90`` is the step at
+which a fraction reaches 0.9, interpolated in log step between the checkpoints around the crossing;
+the dissociation is ``t90_frame < t90_precision``.
+
+Calibration: |ρ| of PC1 with the analytic entropy at the layer of the final checkpoint where it is
+largest (``calibration_layer``; every layer's ρ is kept in ``final_layer_rho``).
 """
 from __future__ import annotations
 
@@ -68,7 +72,7 @@ class CheckpointProbe:
     mae_paper: float
     mae_sample: float
     patterns: np.ndarray  # (L, n, H, T) final-token attention; not serialised
-    pc1: np.ndarray  # (n,) last-layer PC1 coordinates; not serialised
+    pc1: tuple[np.ndarray, ...]  # (n,) PC1 coordinates per layer; not serialised
     model_entropy: np.ndarray  # (n,) the captured next-token entropy (full vocabulary)
 
 
@@ -95,7 +99,7 @@ def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], eval_n: in
         attn_entropy=tuple(float(x) for x in cap.attn_entropy.mean((1, 2))),
         value_pc1=per_layer[-1][1], value_rho=per_layer[-1][2], layer_rho=tuple(r for _, _, r in per_layer),
         mae_paper=float(np.abs(hm.mean(0) - ht.mean(0)).mean()), mae_sample=float(np.abs(hm - ht).mean()),
-        patterns=cap.attn_pattern, pc1=per_layer[-1][0], model_entropy=cap.next_entropy.astype(np.float64),
+        patterns=cap.attn_pattern, pc1=tuple(c for c, _, _ in per_layer), model_entropy=cap.next_entropy.astype(np.float64),
     )
 
 
@@ -109,9 +113,18 @@ def _fraction_precision(mae: np.ndarray) -> np.ndarray:
     return np.log(lo[0] / lo) / span if span > 0 else np.ones_like(lo)
 
 
-def _t90(steps: Sequence[int], frac: np.ndarray) -> int:
-    hit = np.flatnonzero(frac >= 0.9)
-    return int(steps[hit[0]]) if hit.size else int(steps[-1])
+def _t90(steps: Sequence[int], frac: np.ndarray, level: float = 0.9) -> float:
+    """The step at which ``frac`` first reaches ``level``, interpolated linearly in log(step + 1)
+    between the two checkpoints around the crossing (log-spaced checkpoints are far apart late)."""
+    hit = np.flatnonzero(frac >= level)
+    if not hit.size:
+        return float(steps[-1])
+    i = int(hit[0])
+    if i == 0 or frac[i] == frac[i - 1]:
+        return float(steps[i])
+    a, b = math.log(steps[i - 1] + 1), math.log(steps[i] + 1)
+    w = (level - frac[i - 1]) / (frac[i] - frac[i - 1])
+    return math.exp(a + w * (b - a)) - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,10 +141,11 @@ class TrainingGeometry:
     mae_paper: tuple[float, ...]
     mae_sample: tuple[float, ...]
     final_layer_rho: tuple[float, ...]  # (L,)
-    calibration: Estimate  # |ρ(PC1, analytic entropy)| at the final checkpoint, bootstrap CI over prompts
-    final_pc1: tuple[float, ...]  # (n,) for the calibration scatter
+    calibration: Estimate  # |ρ(PC1, analytic entropy)| at calibration_layer of the final checkpoint, CI over prompts
+    final_pc1: tuple[float, ...]  # (n,) PC1 coordinates at calibration_layer, for the calibration scatter
     analytic_entropy: tuple[float, ...]  # (n,)
     final_model_entropy: tuple[float, ...]  # (n,)
+    calibration_layer: int = -1  # the layer whose PC1 tracks the analytic entropy best (|ρ|)
 
     def __post_init__(self) -> None:
         C = len(self.steps)
@@ -153,11 +167,11 @@ class TrainingGeometry:
         return _fraction_precision(np.asarray(self.mae_sample))
 
     @property
-    def t90_frame(self) -> int:
+    def t90_frame(self) -> float:
         return _t90(self.steps, self.frame_progress)
 
     @property
-    def t90_precision(self) -> int:
+    def t90_precision(self) -> float:
         return _t90(self.steps, self.precision_progress)
 
     @property
@@ -195,14 +209,15 @@ def training_geometry(run: Path, spec: RunSpec, *, n_probes: int = 256, eval_n: 
             progress(i + 1, len(steps))
     final = probes[-1]
     tv = [float(0.5 * np.abs(p.patterns - final.patterns).sum(-1).mean()) for p in probes]
-    rho = bootstrap_ci((final.pc1, analytic), lambda a, b, axis=-1: np.abs(spearman(a, b, axis)),
+    best = int(np.nanargmax(np.abs(final.layer_rho)))
+    rho = bootstrap_ci((final.pc1[best], analytic), lambda a, b, axis=-1: np.abs(spearman(a, b, axis)),
                        confidence=confidence, n_resamples=n_resamples, method="percentile", random_state=0)
     return TrainingGeometry(
         steps=tuple(p.step for p in probes), n_probes=n_probes,
         key_orth=tuple(p.key_orth for p in probes), attn_entropy=tuple(p.attn_entropy for p in probes),
         frame_tv=tuple(tv), value_pc1=tuple(p.value_pc1 for p in probes), value_rho=tuple(p.value_rho for p in probes),
         mae_paper=tuple(p.mae_paper for p in probes), mae_sample=tuple(p.mae_sample for p in probes),
-        final_layer_rho=final.layer_rho, calibration=rho, final_pc1=tuple(float(x) for x in final.pc1),
+        final_layer_rho=final.layer_rho, calibration=rho, final_pc1=tuple(float(x) for x in final.pc1[best]),
         analytic_entropy=tuple(float(x) for x in analytic),
-        final_model_entropy=tuple(float(x) for x in final.model_entropy),
+        final_model_entropy=tuple(float(x) for x in final.model_entropy), calibration_layer=best,
     )

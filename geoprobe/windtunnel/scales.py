@@ -66,13 +66,17 @@ _TABLE: dict[tuple[str, str], ScaleSpec] = {
         train=TrainConfig(steps=4000, batch_size=64, lr=1e-3, warmup=200, target="posterior", n_checkpoints=12),
         mlp_train=TrainConfig(steps=4000, batch_size=64, lr=1e-3, warmup=200, target="posterior", n_checkpoints=4),
         mlp_depth=18, eval_lengths=(20, 30, 50), n_eval=2000, n_probes=512,
-        notes=("cpu: 4 layers, 4 heads, d = 128 and 4,000 steps of batch 64",)),
+        notes=("cpu: 4 layers, 4 heads, d = 128 and 4,000 steps of batch 64",
+               "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
+               "Dirichlet α = 0.5 (not stated by the authors)")),
     ("hmm", "paper"): ScaleSpec(
         task=dict(S=5, V=5, K=20), size=TransformerSize(9, 8, 256, 512),
         train=TrainConfig(steps=7813, batch_size=64, lr=3e-4, warmup=400, target="posterior", n_checkpoints=16),
         mlp_train=TrainConfig(steps=7813, batch_size=64, lr=3e-4, warmup=400, target="posterior", n_checkpoints=6),
         mlp_depth=20, eval_lengths=(20, 30, 50), n_eval=5000, n_probes=1024,
-        notes=("no dropout (the authors use 0.1)", "d_ff = 512 (SwiGLU)")),
+        notes=("no dropout (the authors use 0.1)", "d_ff = 512 (SwiGLU)",
+               "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
+               "Dirichlet α = 0.5 (not stated by the authors)")),
 }
 
 

@@ -19,12 +19,13 @@ log2(V − m) — the issue's log2(V − k + 1) after k − 1 distinct pairs.
 **HMM** (S hidden states, V emissions, K steps): a fresh HMM per sequence. Rows of the
 transition T (S × S) and emission E (S × V) matrices are Dirichlet(α) draws lifted to a
 floor (``p = floor + (1 − C·floor)·Dirichlet``, so every entry is at least ``floor``; α = 0.5 by
-default, see docs/windtunnel.md for why), then
-rounded to hundredths (the largest entry absorbs the rounding
-so rows sum to exactly 1); the rounded matrices *are* the HMM (they generate the data and
+default, see docs/windtunnel.md for why), then rounded to hundredths (the largest entry
+absorbs the rounding so rows sum to exactly 1); the rounded matrices *are* the HMM (they generate the data and
 define the posterior), and they are written into a header as tokens ``p0``..``p100``. The
-initial state is uniform. The sequence is ``<bos> T(row-major) E(row-major) <sep> o1 … oK``
-and the prediction at ``o_t`` is the filtering posterior P(s_t | o_1..o_t) from the forward
+initial state is uniform. The sequence is ``<bos> T(row-major) E(row-major) <sep> o1 … oK``;
+with the default ``header="indexed"`` every value is preceded by a token naming its entry
+(``t{i}_{j} p37 … e{i}_{o} p12 …``), so reading an entry is a lookup by content, not by absolute
+position (``header="plain"`` writes the values alone, as the authors do). The prediction at ``o_t`` is the filtering posterior P(s_t | o_1..o_t) from the forward
 algorithm over answer tokens ``s0``..``s{S-1}`` (which never occur in the input).
 """
 from __future__ import annotations
@@ -163,6 +164,7 @@ class HMMTask:
     K: int = 20
     alpha: float = 0.5
     floor: float = 0.05
+    header: Literal["indexed", "plain"] = "indexed"
     name: Literal["hmm"] = "hmm"
 
     def __post_init__(self) -> None:
@@ -171,6 +173,8 @@ class HMMTask:
         _check_range("K (HMM steps)", self.K, 1, 500, "--length")
         if not self.alpha > 0:
             raise TaskError(f"Dirichlet alpha = {self.alpha} must be > 0")
+        if self.header not in ("indexed", "plain"):
+            raise TaskError(f"header {self.header!r} is not indexed|plain")
         if not 0 <= self.floor * max(self.S, self.V) < 1:
             raise TaskError(f"probability floor {self.floor} times {max(self.S, self.V)} must be below 1; "
                             "lower the floor or the number of states/emissions")
@@ -178,7 +182,8 @@ class HMMTask:
     @cached_property
     def vocab(self) -> tuple[str, ...]:
         return ("<pad>", "<bos>", "<sep>", *(f"p{i}" for i in range(101)), *(f"o{i}" for i in range(self.V)),
-                *(f"s{i}" for i in range(self.S)))
+                *(f"s{i}" for i in range(self.S)), *(f"t{i}_{j}" for i in range(self.S) for j in range(self.S)),
+                *(f"e{i}_{o}" for i in range(self.S) for o in range(self.V)))
 
     @property
     def answer_ids(self) -> Int[np.ndarray, "A"]:
@@ -186,15 +191,25 @@ class HMMTask:
         return np.arange(start, start + self.S)
 
     @property
+    def _per_entry(self) -> int:
+        return 2 if self.header == "indexed" else 1
+
+    @property
     def header_len(self) -> int:
-        return 1 + self.S * self.S + self.S * self.V + 1
+        return 1 + self._per_entry * (self.S * self.S + self.S * self.V) + 1
+
+    def decode_header(self, ids: Int[np.ndarray, "T"]) -> tuple[np.ndarray, np.ndarray]:
+        """(T, E) as probabilities from one sequence's header."""
+        vals = (np.asarray(ids[1:self.header_len - 1])[self._per_entry - 1::self._per_entry] - 3) / 100.0
+        n_t = self.S * self.S
+        return vals[:n_t].reshape(self.S, self.S), vals[n_t:].reshape(self.S, self.V)
 
     @property
     def seq_len(self) -> int:
         return self.header_len + self.K
 
     def with_length(self, K: int) -> "HMMTask":
-        return HMMTask(self.S, self.V, K, self.alpha, self.floor)
+        return HMMTask(self.S, self.V, K, self.alpha, self.floor, self.header)
 
     def random_matrices(self, n: int, rng: np.random.Generator, cols: int) -> Int[np.ndarray, "n S cols"]:
         """Row-stochastic matrices in integer hundredths, every entry >= floor (rounded)."""
@@ -221,14 +236,19 @@ class HMMTask:
             obs[:, t] = _draw(Ep[rows, s], rng)
         ids = np.empty((n, self.seq_len), dtype=np.int64)
         ids[:, 0] = 1
-        ids[:, 1:1 + S * S] = 3 + T.reshape(n, -1)
-        ids[:, 1 + S * S:1 + S * S + S * V] = 3 + E.reshape(n, -1)
+        values = 3 + np.concatenate([T.reshape(n, -1), E.reshape(n, -1)], axis=1)
+        if self.header == "indexed":  # each value preceded by the token naming its entry
+            first_index = 3 + 101 + V + S
+            ids[:, 1:self.header_len - 1:2] = first_index + np.arange(S * S + S * V)
+            ids[:, 2:self.header_len - 1:2] = values
+        else:
+            ids[:, 1:self.header_len - 1] = values
         ids[:, self.header_len - 1] = 2
         ids[:, self.header_len:] = 3 + 101 + obs
         return Batch(ids, forward_posterior(Tp, Ep, obs), self.header_len + np.arange(K), states)
 
     def describe(self) -> str:
-        return f"HMM S={self.S} V={self.V} K={self.K} (Dirichlet α={self.alpha}, floor {self.floor}, 0.01 grid)"
+        return f"HMM S={self.S} V={self.V} K={self.K} (Dirichlet α={self.alpha}, floor {self.floor}, {self.header} header)"
 
 
 def _draw(p: Float[np.ndarray, "n C"], rng: np.random.Generator) -> Int[np.ndarray, "n"]:

@@ -40,7 +40,12 @@ def _geometry(frame_tv, mae):
 
 def test_frame_first_dissociation_on_planted_curves():
     g = _geometry([0.8, 0.05, 0.01, 0.0, 0.0], [2.0, 1.0, 0.2, 0.012, 0.01])  # log-scale 0.97 at step 30
-    assert g.t90_frame == 10 and g.t90_precision == 30 and g.dissociation
+    # frame: 0 at step 0, 0.9375 at step 10 -> 0.9 reached at 11^(0.9/0.9375) - 1 (linear in log(step + 1))
+    assert g.t90_frame == pytest.approx(11 ** (0.9 / 0.9375) - 1)
+    p = np.log(2.0 / np.array([0.2, 0.012])) / np.log(200.0)  # precision at steps 20 and 30
+    w = (0.9 - p[0]) / (p[1] - p[0])
+    assert g.t90_precision == pytest.approx(21 * (31 / 21) ** w - 1)
+    assert g.dissociation
     g2 = _geometry([0.8, 0.7, 0.5, 0.3, 0.0], [2.0, 0.02, 0.012, 0.011, 0.01])
     assert not g2.dissociation
     assert TrainingGeometry.from_dict(g.to_dict()).to_dict() == g.to_dict()
@@ -81,3 +86,5 @@ def test_training_geometry_on_a_tiny_run(tmp_path):
     assert g.frame_tv[-1] == 0.0 and g.frame_tv[0] > 0
     assert len(g.key_orth[0]) == tf.size["n_layers"]
     assert 0 <= g.calibration.low <= g.calibration.high <= 1
+    assert 0 <= g.calibration_layer < tf.size["n_layers"]
+    assert g.calibration.value == pytest.approx(np.nanmax(np.abs(g.final_layer_rho)))

@@ -66,13 +66,15 @@ def _brute_hmm(T, E, obs):
     return out
 
 
-def test_hmm_forward_posterior_matches_enumeration():
-    task = HMMTask(S=3, V=3, K=5)
+@pytest.mark.parametrize("header", ["indexed", "plain"])
+def test_hmm_forward_posterior_matches_enumeration(header):
+    task = HMMTask(S=3, V=3, K=5, header=header)
     b = task.sample(4, np.random.default_rng(2))
     S, V = 3, 3
     for i in range(4):
-        T = (b.ids[i, 1:1 + S * S] - 3).reshape(S, S) / 100
-        E = (b.ids[i, 1 + S * S:1 + S * S + S * V] - 3).reshape(S, V) / 100
+        T, E = task.decode_header(b.ids[i])
+        np.testing.assert_allclose(T.sum(1), 1.0)
+        np.testing.assert_allclose(E.sum(1), 1.0)
         obs = b.ids[i, task.header_len:] - 3 - 101
         np.testing.assert_allclose(b.targets[i], _brute_hmm(T, E, obs), atol=1e-12)
 
@@ -86,6 +88,10 @@ def test_hmm_header_is_the_generating_hmm():
         assert h.min() >= 5  # the 0.05 floor survives rounding
     b = task.sample(3, rng)
     assert b.ids.shape == (3, task.seq_len)
+    words = [task.vocab[i] for i in b.ids[0, :7]]
+    assert words[0] == "<bos>" and words[1::2] == ["t0_0", "t0_1", "t0_2"] and all(w.startswith("p") for w in words[2::2])
+    T, E = task.decode_header(b.ids[0])
+    assert T.shape == (task.S, task.S) and E.shape == (task.S, task.V) and np.allclose(E.sum(1), 1)
     assert [task.vocab[i] for i in b.ids[0, [0, task.header_len - 1]]] == ["<bos>", "<sep>"]
     assert set(np.unique(b.ids[:, task.header_len:])) <= set(range(104, 104 + task.V))
     assert not np.isin(task.answer_ids, b.ids).any()  # answer tokens never occur in the input
