@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks._doc import replace_section
+from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
 from geoprobe.windtunnel.result import PAPER, WindTunnelResult
 from geoprobe.windtunnel.scales import run_specs
 from geoprobe.windtunnel.train import RunSpec, build, loss_fn, predict_logits, step_rng, train
