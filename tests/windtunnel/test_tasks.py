@@ -70,7 +70,6 @@ def _brute_hmm(T, E, obs):
 def test_hmm_forward_posterior_matches_enumeration(header):
     task = HMMTask(S=3, V=3, K=5, header=header)
     b = task.sample(4, np.random.default_rng(2))
-    S, V = 3, 3
     for i in range(4):
         T, E = task.decode_header(b.ids[i])
         np.testing.assert_allclose(T.sum(1), 1.0)
