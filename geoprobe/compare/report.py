@@ -10,6 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from geoprobe.report.blocks import write_page
 from geoprobe.compare.inputs import short_hash
 from geoprobe.compare.table import PAPER, PAPER_TABLE2
 from geoprobe.errors import OutputExistsError
@@ -138,12 +139,7 @@ mixed-domain vs mathematics prompts); ours are for the results compared here.</p
 
 def write_compare_report(comparison: Any, path: str | os.PathLike, *, force: bool = False) -> Path:
     """Write the report atomically; an existing file is kept unless ``force``."""
-    p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
-    from geoprobe.paths import atomic_write_text
-
-    return atomic_write_text(p, render_compare_report(comparison))
+    return write_page(path, lambda: render_compare_report(comparison), force=force)
 
 
 def run_compare(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, force: bool,

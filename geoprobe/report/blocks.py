@@ -2,8 +2,10 @@
 figure without its own copy of plotly.js (each page inlines plotly.js once)."""
 from __future__ import annotations
 
+import os
 from html import escape
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 
 def html_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -27,3 +29,15 @@ def html_figure(fig: Any, anchor: str, caption: str) -> str:
 def kv_table(rows: Sequence[tuple[Any, Any]]) -> str:
     return "<table><tbody>" + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
                                       for k, v in rows) + "</tbody></table>"
+
+
+def write_page(path: str | os.PathLike, render: Callable[[], str], *, force: bool = False) -> Path:
+    """Write the page ``render()`` returns, atomically; an existing file is kept (one-line error)
+    unless ``force``. ``render`` runs only after that check."""
+    from geoprobe.errors import OutputExistsError
+    from geoprobe.paths import atomic_write_text
+
+    p = Path(path)
+    if p.exists() and not force:
+        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
+    return atomic_write_text(p, render())

@@ -9,8 +9,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from geoprobe.errors import OutputExistsError
-from geoprobe.report.blocks import html_figure as _figure
+from geoprobe.report.blocks import html_figure as _figure, write_page
 from geoprobe.report.blocks import html_table as _table
 from geoprobe.report.blocks import kv_table
 from geoprobe.report.html import _CSS
@@ -82,9 +81,4 @@ standardised data depends on n. See docs/metrics/domain_restriction.md.</p>
 
 
 def write_domains_report(cmp: Any, path: str | os.PathLike, *, force: bool = False) -> Path:
-    p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
-    from geoprobe.paths import atomic_write_text
-
-    return atomic_write_text(p, render_domains_report(cmp))
+    return write_page(path, lambda: render_domains_report(cmp), force=force)

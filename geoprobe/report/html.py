@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from geoprobe.errors import OutputExistsError
+from geoprobe.report.blocks import write_page
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;
@@ -148,9 +148,4 @@ prompts and dimension. See docs/metrics/ for formulas and pitfalls.</p>
 
 def write_report(result: Any, path: str | os.PathLike, *, force: bool = False) -> Path:
     """Write the report atomically; an existing file is kept unless ``force``."""
-    p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
-    from geoprobe.paths import atomic_write_text
-
-    return atomic_write_text(p, render_report(result))
+    return write_page(path, lambda: render_report(result), force=force)

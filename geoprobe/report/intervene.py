@@ -6,8 +6,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from geoprobe.errors import OutputExistsError
-from geoprobe.report.blocks import html_figure, html_table, kv_table
+from geoprobe.report.blocks import html_figure, html_table, kv_table, write_page
 from geoprobe.report.html import _CSS
 
 #: arXiv 2512.23752 on Pythia-410M
@@ -56,9 +55,4 @@ edited values at the highest edited layer and the model's next-token entropy. Se
 
 
 def write_intervene_report(result: Any, path: str | os.PathLike, *, force: bool = False) -> Path:
-    p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
-    from geoprobe.paths import atomic_write_text
-
-    return atomic_write_text(p, render_intervene_report(result))
+    return write_page(path, lambda: render_intervene_report(result), force=force)

@@ -6,8 +6,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from geoprobe.errors import OutputExistsError
-from geoprobe.report.blocks import html_figure, html_table, kv_table
+from geoprobe.report.blocks import html_figure, html_table, kv_table, write_page
 from geoprobe.report.html import _CSS
 
 _CAPTIONS = {
@@ -92,9 +91,4 @@ in bits. Intervals: 95 % percentile bootstrap over sequences. See docs/windtunne
 
 
 def write_windtunnel_report(result: Any, path: str | os.PathLike, *, force: bool = False) -> Path:
-    p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
-    from geoprobe.paths import atomic_write_text
-
-    return atomic_write_text(p, render_windtunnel_report(result))
+    return write_page(path, lambda: render_windtunnel_report(result), force=force)
