@@ -8,7 +8,7 @@ scale draws fresh sequences each step instead of cycling a fixed training set.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from geoprobe.errors import GeoprobeError
@@ -99,7 +99,7 @@ def run_specs(task_name: str, scale: str, *, seed: int = 0, steps: int | None = 
     sc = scale_spec(task_name, scale)
     params = {**sc.task, **(task_params or {})}
     task: Task = make_task(task_name, **params)
-    task_dict = {"name": task.name, **params}
+    task_dict = asdict(task)  # every parameter, defaults included: a run stays readable if defaults change
     t_train = _with(sc.train, seed=seed, steps=steps)
     m_train = _with(sc.mlp_train, seed=seed, steps=steps)
     size = sc.size
