@@ -1,4 +1,4 @@
-"""The three scales of every wind tunnel: ``tiny`` (seconds, tests), ``cpu`` (≈15 min on two
+"""The three scales of every wind tunnel: ``tiny`` (seconds, tests), ``cpu`` (22-28 min per transformer on two
 cores), ``paper`` (the papers' model sizes, for a GPU).
 
 Where we differ from the authors' released settings (bijection: 6 layers, 6 heads, d = 192,
