@@ -11,7 +11,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -27,6 +27,25 @@ err = Console(stderr=True)
 
 ModelOpt = typer.Option("smollm2-135m", "--model", "-m",
                         help="alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]")
+DtypeOpt = typer.Option("float32", "--dtype")
+DeviceOpt = typer.Option("cpu", "--device")
+SeedOpt = typer.Option(0, "--seed")
+BatchOpt = typer.Option(16, "--batch-size")
+ResamplesOpt = typer.Option(1000, "--n-resamples")
+
+
+def model_run_dir(model: str, suffix: str = "") -> Path:
+    """The default run directory of ``model``: runs/<model with / and : made path-safe><suffix>."""
+    return Path("runs") / (model.replace("/", "--").replace(":", "-") + suffix)
+
+
+def claim_run_dir(target: Path, outputs: Sequence[str], force: bool) -> Path:
+    """``target`` if none of ``outputs`` (names inside it) exists yet, or ``force``; else a one-line
+    error naming the first that exists. Checked before any model is loaded or anything written."""
+    existing = [target / n for n in outputs if (target / n).exists()]
+    if existing and not force:
+        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    return target
 
 
 def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
@@ -101,7 +120,7 @@ def capture(
                                 help="builtin (default), mixed, a corpus domain, or a prompt file (.txt/.jsonl/.json)"),
     out_dir: Path = typer.Option(..., "--out", "-o", help="directory to write (must not exist)"),
     layers: Optional[str] = typer.Option(None, "--layers", help="comma-separated layer indices, negative from the end; default all"),
-    batch_size: int = typer.Option(16, "--batch-size"),
+    batch_size: int = BatchOpt,
     padding_side: str = typer.Option("right", "--padding-side", help="left|right"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
     attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
@@ -110,9 +129,9 @@ def capture(
     top_k: int = typer.Option(10, "--top-k"),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub revision, e.g. step0 … step143000 for Pythia"),
     dtype: str = typer.Option("float32", "--dtype", help="float32|bfloat16|float16"),
-    device: str = typer.Option("cpu", "--device"),
+    device: str = DeviceOpt,
     device_map: Optional[str] = typer.Option(None, "--device-map", help="accelerate device map, e.g. auto"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SeedOpt,
     overwrite: bool = typer.Option(False, "--overwrite"),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="run model code from the Hub (off by default)"),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
@@ -187,10 +206,7 @@ def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], f
 
     from geoprobe.scan.run import check_prompts, scan
 
-    target = out_dir or Path("runs") / model.replace("/", "--").replace(":", "-")
-    existing = [target / n for n in ("report.html", "results.json", "capture") if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    target = claim_run_dir(out_dir or model_run_dir(model), ("report.html", "results.json", "capture"), force)
     check_prompts(config)  # fail on bad prompts before loading the model
     m = _open(model, load_options)
     columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -277,7 +293,7 @@ def scan(
     ci_layers: Optional[str] = CiOpt,
     revision: Optional[str] = typer.Option(None, "--revision"),
     dtype: str = typer.Option("float32", "--dtype", help="float32|bfloat16|float16"),
-    device: str = typer.Option("cpu", "--device"),
+    device: str = DeviceOpt,
     out_dir: Optional[Path] = OutOpt,
     seed: Optional[int] = typer.Option(None, "--seed"),
     force: bool = ForceOpt,
@@ -313,8 +329,8 @@ def run_probe(
     null_kind: Optional[str] = NullOpt,
     ci_layers: Optional[str] = CiOpt,
     revision: Optional[str] = typer.Option(None, "--revision"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
+    dtype: str = DtypeOpt,
+    device: str = DeviceOpt,
     out_dir: Optional[Path] = OutOpt,
     seed: Optional[int] = typer.Option(None, "--seed"),
     force: bool = ForceOpt,

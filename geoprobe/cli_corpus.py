@@ -13,8 +13,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import (CandidatesOpt, ForceOpt, MaxTokOpt, MinTokOpt, ModelOpt, OutOpt, PerQuintileOpt, _open,
-                          _sampling, app, err, out, stage_progress)
+from geoprobe.cli import (BatchOpt, CandidatesOpt, DeviceOpt, DtypeOpt, ForceOpt, MaxTokOpt, MinTokOpt, ModelOpt, OutOpt,
+                          PerQuintileOpt, ResamplesOpt, SeedOpt, _open, _sampling, app, claim_run_dir, err, model_run_dir,
+                          out, stage_progress)
 from geoprobe.errors import GeoprobeError
 
 
@@ -48,9 +49,9 @@ def sample(
     per_quintile: Optional[int] = PerQuintileOpt,
     min_tokens: Optional[int] = MinTokOpt,
     max_prompt_tokens: Optional[int] = MaxTokOpt,
-    seed: int = typer.Option(0, "--seed"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
+    seed: int = SeedOpt,
+    dtype: str = DtypeOpt,
+    device: str = DeviceOpt,
     force: bool = ForceOpt,
 ) -> None:
     """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
@@ -88,13 +89,13 @@ def compare_domains_cmd(
     min_tokens: Optional[int] = MinTokOpt,
     max_prompt_tokens: Optional[int] = MaxTokOpt,
     no_controls: bool = typer.Option(False, "--no-controls", help="skip the length/frequency-matched controls"),
-    n_resamples: int = typer.Option(1000, "--n-resamples"),
+    n_resamples: int = ResamplesOpt,
     n_permutations: int = typer.Option(1000, "--n-permutations"),
-    batch_size: int = typer.Option(16, "--batch-size"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
+    batch_size: int = BatchOpt,
+    dtype: str = DtypeOpt,
+    device: str = DeviceOpt,
     out_dir: Optional[Path] = OutOpt,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SeedOpt,
     force: bool = ForceOpt,
 ) -> None:
     """Mixed vs domain-restricted value manifolds with CIs, difference tests and matched controls (Table 1)."""
@@ -116,11 +117,8 @@ def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path]
     from geoprobe.report.domains import write_domains_report
     from geoprobe.scan.domains import _check_domains, compare_domains_run, write_prompt_sets
 
-    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-domains")
-    names = ("domains.json", "domains.html", "prompts.jsonl")
-    existing = [target / n for n in names if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    target = claim_run_dir(out_dir or model_run_dir(model, "-domains"), ("domains.json", "domains.html", "prompts.jsonl"),
+                           force)
     _check_domains(config.domains)  # unknown or missing domains fail before the model loads
     m = _open(model, load_options)
     with stage_progress({"capture": "candidates: entropy + values"}) as progress:
@@ -199,10 +197,8 @@ def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], for
 
     target = out_dir or Path("runs") / "compare-models"
     files = {s: target / f"prompts-{s}.jsonl" for s in config.sets}
-    runs = {(m, s): target / f"{m.replace('/', '--').replace(':', '-')}-{s}" for m in config.models for s in config.sets}
-    existing = [p for p in [*files.values(), *runs.values(), target / "compare.html"] if p.exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    runs = {(m, s): target / model_run_dir(m, f"-{s}").name for m in config.models for s in config.sets}
+    claim_run_dir(target, [*(p.name for p in files.values()), *(p.name for p in runs.values()), "compare.html"], force)
     for s in config.sets:
         if prompt_source_kind(s) != "corpus":
             raise GeoprobeError(f"set {s!r} is not a corpus set; compare-models samples mixed or a domain "

@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import ForceOpt, ModelOpt, OutOpt, _open, app, out, stage_progress
+from geoprobe.cli import (BatchOpt, DeviceOpt, DtypeOpt, ForceOpt, ModelOpt, OutOpt, ResamplesOpt, SeedOpt, _open, app,
+                          claim_run_dir, model_run_dir, out, stage_progress)
 from geoprobe.errors import GeoprobeError
 
 
@@ -23,12 +24,12 @@ def sula(
     labels: Optional[str] = typer.Option(None, "--labels", help="two single-token labels, e.g. bip,pim"),
     first_token: bool = typer.Option(False, "--first-token", help="score multi-token labels by their first token"),
     layer: int = typer.Option(-1, "--layer", help="layer of the value geometry (default final)"),
-    batch_size: int = typer.Option(16, "--batch-size"),
-    n_resamples: int = typer.Option(1000, "--n-resamples"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
+    batch_size: int = BatchOpt,
+    n_resamples: int = ResamplesOpt,
+    dtype: str = DtypeOpt,
+    device: str = DeviceOpt,
     out_dir: Optional[Path] = OutOpt,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SeedOpt,
     force: bool = ForceOpt,
 ) -> None:
     """SULA: the model's label entropy against the exact Bayesian posterior, with controls and value geometry."""
@@ -36,10 +37,7 @@ def sula(
 
     from geoprobe.sula import SulaConfig
 
-    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-sula")
-    existing = [target / n for n in ("sula.json", "sula.html") if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    target = claim_run_dir(out_dir or model_run_dir(model, "-sula"), ("sula.json", "sula.html"), force)
     config = SulaConfig(n_per_k=n_per_k, agreement=agreement, first_token=first_token, batch_size=batch_size,
                         n_resamples=n_resamples, seed=seed)
     if k is not None:
@@ -87,21 +85,18 @@ def intervene(
                                            "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2"),
     controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
     n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
-    n_resamples: int = typer.Option(1000, "--n-resamples"),
-    batch_size: int = typer.Option(16, "--batch-size"),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
+    n_resamples: int = ResamplesOpt,
+    batch_size: int = BatchOpt,
+    dtype: str = DtypeOpt,
+    device: str = DeviceOpt,
     out_dir: Optional[Path] = OutOpt,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SeedOpt,
     force: bool = ForceOpt,
 ) -> None:
     """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
     from geoprobe.intervene.experiment import InterventionConfig
 
-    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + "-intervene")
-    existing = [target / n for n in ("intervene.json", "intervene.html") if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    target = claim_run_dir(out_dir or model_run_dir(model, "-intervene"), ("intervene.json", "intervene.html"), force)
 
     def numbers(text: Optional[str], flag: str, cast: type) -> Optional[tuple]:
         if text is None:
@@ -148,9 +143,6 @@ def run_recipe(probe, model: str, load_options: dict, out_dir: Optional[Path], f
     from dataclasses import replace
 
     name = "sula" if probe.command == "sula" else "intervene"
-    target = out_dir or Path("runs") / (model.replace("/", "--").replace(":", "-") + f"-{name}")
-    existing = [target / n for n in (f"{name}.json", f"{name}.html") if (target / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out")
+    target = claim_run_dir(out_dir or model_run_dir(model, f"-{name}"), (f"{name}.json", f"{name}.html"), force)
     config = probe.config if seed is None else replace(probe.config, seed=seed)
     (_run_sula if name == "sula" else _run_intervene)(model, config, load_options, target)

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import ForceOpt, app, out, stage_progress
+from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, stage_progress
 from geoprobe.errors import GeoprobeError
 
 wt = typer.Typer(help="Bayesian wind tunnels: tasks with exact posteriors, trained transformers vs MLPs.",
@@ -58,7 +58,7 @@ def _evaluate(run_dir: Path, config, force: bool) -> Path:
     from geoprobe.windtunnel.run import evaluate_tunnel
 
     target = run_dir / "windtunnel.json"
-    if target.exists() and not force:
+    if target.exists() and not force:  # the run directory is the input here: no --out to change
         raise GeoprobeError(f"{str(target)!r} already exists; pass --force to replace it")
     with stage_progress() as progress:
         result = evaluate_tunnel(run_dir, n_eval=config.n_eval, n_probes=config.n_probes,
@@ -122,7 +122,7 @@ def train_cmd(
     scale: str = ScaleOpt,
     arch: str = typer.Option("both", "--arch", help="both | transformer | mlp"),
     steps: Optional[int] = typer.Option(None, "--steps", help="override the scale's number of steps"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SeedOpt,
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's)"),
     vocab: Optional[int] = VocabOpt,
     length: Optional[int] = LengthOpt,
@@ -170,7 +170,7 @@ def report_cmd(
 def run_cmd(
     task: str = TaskOpt,
     scale: str = ScaleOpt,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = SeedOpt,
     steps: Optional[int] = typer.Option(None, "--steps"),
     threads: Optional[int] = typer.Option(None, "--threads"),
     vocab: Optional[int] = VocabOpt,
@@ -188,10 +188,8 @@ def run_cmd(
 
 def run_tunnel(config, out_dir: Optional[Path], force: bool, threads: Optional[int] = None,
                device: str = "cpu") -> None:
-    run_dir = out_dir or _default_dir(config.task, config.scale)
-    existing = [run_dir / n for n in ("windtunnel.json", "windtunnel.html") if (run_dir / n).exists()]
-    if existing and not force:
-        raise GeoprobeError(f"{str(existing[0])!r} already exists; pass --force to replace it or choose another --out")
+    run_dir = claim_run_dir(out_dir or _default_dir(config.task, config.scale), ("windtunnel.json", "windtunnel.html"),
+                            force)
     _train(config, run_dir, True, threads, device)
     results = _evaluate(run_dir, config, True)
     _report(results, run_dir / "windtunnel.html", True)
