@@ -39,7 +39,7 @@ from geoprobe.analysis.orthogonality import head_orthogonality
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
 from geoprobe.windtunnel.evaluate import eval_batch, model_predictive
 from geoprobe.windtunnel.nets import to_text
-from geoprobe.windtunnel.tasks import Task, entropy_bits
+from geoprobe.windtunnel.tasks import Batch, Task, entropy_bits
 from geoprobe.windtunnel.train import RunSpec, checkpoint_dir, list_checkpoints, load_weights, step_rng
 
 PROBE_SEED_OFFSET = 20_000_033
@@ -76,8 +76,10 @@ class CheckpointProbe:
     model_entropy: np.ndarray  # (n,) the captured next-token entropy (full vocabulary)
 
 
-def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], eval_n: int) -> CheckpointProbe:
-    """Boot ``ckpt`` like any LLM, capture the probe prompts, and score it on held-out sequences."""
+def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], analytic: Float[np.ndarray, "n"],
+                     batch: Batch) -> CheckpointProbe:
+    """Boot ``ckpt`` like any LLM, capture the probe prompts (``analytic``: their analytic entropies),
+    and score it on the held-out sequences ``batch``."""
     from geoprobe.capture import CaptureConfig, capture
     from geoprobe.models.loading import load_model
 
@@ -85,12 +87,10 @@ def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], eval_n: in
     loaded = load_model(str(ckpt))
     cap = capture(loaded, list(texts), CaptureConfig(values=True, keys=False, attention="distribution",
                                                      batch_size=128, top_k=1))
-    _, analytic, _ = probe_prompts(task, len(texts), spec.train.seed)
     per_layer = []
     for li in range(len(cap.layers)):
         coords, share = pc1_coords(cap.values[li])
         per_layer.append((coords, share, float(spearman(coords, analytic))))
-    batch = eval_batch(task, eval_n, spec.train.seed)
     probs, _ = model_predictive(load_weights(spec, ckpt), batch, task.answer_ids)
     hm, ht = entropy_bits(probs), batch.entropy
     return CheckpointProbe(
@@ -202,9 +202,10 @@ def training_geometry(run: Path, spec: RunSpec, *, n_probes: int = 256, eval_n: 
     if not steps:
         raise ValueError(f"no checkpoints in {run}")
     texts, analytic, _ = probe_prompts(spec.task_obj, n_probes, spec.train.seed)
+    batch = eval_batch(spec.task_obj, eval_n, spec.train.seed)
     probes = []
     for i, s in enumerate(steps):
-        probes.append(probe_checkpoint(checkpoint_dir(run, s), spec, texts, eval_n))
+        probes.append(probe_checkpoint(checkpoint_dir(run, s), spec, texts, analytic, batch))
         if progress is not None:
             progress(i + 1, len(steps))
     final = probes[-1]

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from geoprobe.errors import GeoprobeError
-from geoprobe.windtunnel.evaluate import ablations, eval_batch, metrics, model_predictive
-from geoprobe.windtunnel.geometry import training_geometry
+from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch, metrics, model_predictive
+from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (RunSpec, TrainingError, checkpoint_dir, list_checkpoints, load_weights, n_params,
@@ -117,8 +117,8 @@ def _final(run: Path, spec: RunSpec) -> Path:
 def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | None = None, geometry: bool = True,
                     ablate: bool = True, progress: Progress | None = None) -> WindTunnelResult:
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
-    from geoprobe.models.loading import load_model
-    from geoprobe.provenance import package_versions
+    from geoprobe.models.loading import _local_weights_hash, load_model
+    from geoprobe.provenance import package_versions, prompts_hash
 
     out = Path(out)
     t_run = out / "transformer"
@@ -131,11 +131,11 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
     if (out / "mlp" / "run.json").exists():
         specs["mlp"] = read_spec(out / "mlp")
     task = tf.task_obj
+    finals = {arch: _final(out / arch, spec) for arch, spec in specs.items()}  # every learner finished, or an error
     result_metrics, sizes, training = {}, {}, {}
     t0 = time.perf_counter()
     for arch, spec in specs.items():
-        final = _final(out / arch, spec)
-        model = load_weights(spec, final)
+        model = load_weights(spec, finals[arch])
         sizes[arch] = n_params(model)
         rows = []
         for i, K in enumerate(lengths):
@@ -148,10 +148,9 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
         result_metrics[arch] = tuple(rows)
         log = out / arch / "train_log.json"
         training[arch] = json.loads(log.read_text()) if log.exists() else {}
-    final_tf = _final(t_run, tf)
     abl = None
     if ablate:
-        loaded = load_model(str(final_tf))
+        loaded = load_model(str(finals["transformer"]))
         abl = ablations(loaded, task, eval_batch(task, min(n_eval, 512), tf.train.seed))
         if progress:
             progress("ablations", 1, 1)
@@ -159,16 +158,10 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
     if geometry:
         cb = (lambda d, n: progress("probe checkpoints", d, n)) if progress else None
         geo = training_geometry(t_run, tf, n_probes=n_probes, eval_n=min(n_eval, 512), progress=cb)
-    from geoprobe.models.loading import _local_weights_hash
-
-    from geoprobe.provenance import prompts_hash
-    from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET
-    from geoprobe.windtunnel.geometry import probe_prompts
-
     prov = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": tf.train.seed,
             "eval_data": f"{n_eval} fresh sequences per length from seed {tf.train.seed} + {EVAL_SEED_OFFSET}",
             "probe_prompts_sha256": prompts_hash(probe_prompts(task, n_probes, tf.train.seed)[0]),
-            "weights": {a: _local_weights_hash(_final(out / a, s)) for a, s in specs.items()},
+            "weights": {a: _local_weights_hash(path) for a, path in finals.items()},
             "run_dir": str(out), "eval_seconds": time.perf_counter() - t0, "n_eval": n_eval, "n_probes": n_probes,
             "versions": package_versions()}
     return WindTunnelResult(task=dict(tf.task), scale=tf.scale, specs={a: s.to_json() for a, s in specs.items()},
