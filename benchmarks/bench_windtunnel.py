@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
-from geoprobe.windtunnel.result import PAPER, WindTunnelResult
+from geoprobe.windtunnel.result import WindTunnelResult, paper_value
 from geoprobe.windtunnel.scales import run_specs
 from geoprobe.windtunnel.train import RunSpec, build, loss_fn, predict_logits, step_rng, train
 
@@ -65,7 +65,7 @@ def throughput(task: str, scale: str, steps: int, repeats: int) -> list[dict]:
     for spec in run_specs(task, scale, steps=steps):
         # checkpoints only at the first and last step: a real run's 12 log-spaced saves over thousands of
         # steps cost well under 1 %, while 12 saves in a 60-step benchmark would not be representative
-        spec = RunSpec(**{**spec.__dict__, "train": replace(spec.train, steps=steps, n_checkpoints=1)})
+        spec = replace(spec, train=replace(spec.train, steps=steps, n_checkpoints=1))
         plain, geo = [], []
         for _ in range(repeats):
             plain.append(plain_loop(spec, steps))
@@ -89,8 +89,7 @@ def results_rows(root: Path) -> list[str]:
         for arch, ms in r.metrics.items():
             secs = (r.training.get(arch) or {}).get("seconds")
             for m in ms:
-                ref = PAPER[r.name].get(m.K)
-                paper = f"{ref[0 if arch == 'transformer' else 1]:g}" if ref else "—"
+                paper = paper_value(r.name, arch, m.K)
                 minutes = f"{secs / 60:.1f}" if secs else "—"
                 lines.append(f"| {r.name} | {r.scale} | {arch} | {r.n_params[arch]:,} | {m.K} | {m.mae_paper.value:.4f} "
                              f"[{m.mae_paper.low:.4f}, {m.mae_paper.high:.4f}] | {m.mae_sample.value:.4f} | "

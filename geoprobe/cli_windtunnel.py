@@ -11,6 +11,7 @@ from rich.table import Table
 
 from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, stage_progress
 from geoprobe.errors import GeoprobeError
+from geoprobe.models.loading import check_device
 
 wt = typer.Typer(help="Bayesian wind tunnels: tasks with exact posteriors, trained transformers vs MLPs.",
                  no_args_is_help=True)
@@ -19,18 +20,6 @@ app.add_typer(wt, name="windtunnel")
 TaskOpt = typer.Option("bijection", "--task", help="bijection | hmm")
 ScaleOpt = typer.Option("cpu", "--scale", help="tiny (seconds) | cpu (measured: 22-28 min per transformer, 6-9 min per MLP on 2 cores) | paper (GPU)")
 RunDirOpt = typer.Option(None, "--out", help="run directory (default runs/windtunnel-TASK-SCALE)")
-
-
-def _device(name: str) -> str:
-    import torch
-
-    try:
-        dev = torch.device(name)
-    except RuntimeError:
-        raise GeoprobeError(f"--device {name!r} is not a torch device; pass cpu, cuda or cuda:N") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise GeoprobeError(f"--device {name!r}: no CUDA device is available here; pass --device cpu")
-    return name
 
 
 def _default_dir(task: str, scale: str) -> Path:
@@ -134,7 +123,7 @@ def train_cmd(
 ) -> None:
     """Train the transformer and its capacity-matched MLP; resumes from the last checkpoint."""
     config = _config(task, scale, arch, seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
-    _train(config, out_dir or _default_dir(task, scale), not no_resume, threads, _device(device))
+    _train(config, out_dir or _default_dir(task, scale), not no_resume, threads, check_device(device))
 
 
 @wt.command("eval")
@@ -183,7 +172,7 @@ def run_cmd(
 ) -> None:
     """train, eval and report in one go."""
     run_tunnel(_config(task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat),
-               out_dir, force, threads, _device(device))
+               out_dir, force, threads, check_device(device))
 
 
 def run_tunnel(config, out_dir: Optional[Path], force: bool, threads: Optional[int] = None,

@@ -47,6 +47,17 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
+def check_device(name: str) -> str:
+    """``name`` if torch can place tensors there; a one-line error naming --device otherwise."""
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise GeoprobeError(f"--device {name!r} is not a torch device; pass cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise GeoprobeError(f"--device {name!r}: no CUDA device is available here; pass --device cpu")
+    return name
+
+
 def _quiet() -> None:
     from transformers.utils import logging as hf_logging
 
@@ -144,6 +155,7 @@ def load_model(
     """
     _quiet()
     tdtype = torch_dtype(dtype)
+    check_device(device)
     if name.startswith("twin:"):
         from geoprobe.models.twins import twin
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -42,17 +42,23 @@ def predictive(logits: Float[torch.Tensor, "B K vocab"], answer_ids: Any) -> tup
     return torch.softmax(logp, dim=-1).numpy(), mass.numpy()
 
 
-def model_predictive(model: torch.nn.Module, batch: Batch, answer_ids: Any,
-                     batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """A plain (un-hooked) model's predictive distributions on ``batch``."""
+def _batched_predictive(logits_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], batch: Batch,
+                        answer_ids: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``predictive`` over ``batch`` in chunks; ``logits_at(ids, positions)`` gives (B, K, vocab) logits."""
     probs, mass = [], []
     pos = torch.as_tensor(batch.positions)
     with torch.inference_mode():
         for i in range(0, len(batch.ids), batch_size):
-            p, m = predictive(predict_logits(model, torch.as_tensor(batch.ids[i:i + batch_size]), pos), answer_ids)
+            p, m = predictive(logits_at(torch.as_tensor(batch.ids[i:i + batch_size]), pos), answer_ids)
             probs.append(p)
             mass.append(m)
     return np.concatenate(probs), np.concatenate(mass)
+
+
+def model_predictive(model: torch.nn.Module, batch: Batch, answer_ids: Any,
+                     batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """A plain (un-hooked) model's predictive distributions on ``batch``."""
+    return _batched_predictive(lambda ids, pos: predict_logits(model, ids, pos), batch, answer_ids, batch_size)
 
 
 def kl_bits(p: Float[np.ndarray, "... A"], q: Float[np.ndarray, "... A"]) -> Float[np.ndarray, "..."]:
@@ -174,16 +180,13 @@ def zeroed_heads(loaded: Any, heads: dict[int, Sequence[int]]) -> Iterator[None]
 
 
 def bridge_predictive(loaded: Any, batch: Batch, answer_ids: Any, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    probs, mass = [], []
-    pos = torch.as_tensor(batch.positions)
-    with torch.inference_mode():
-        for i in range(0, len(batch.ids), batch_size):
-            logits = loaded.bridge(torch.as_tensor(batch.ids[i:i + batch_size]), return_type="logits")
-            loaded.adapter.release_forward_state(loaded.bridge)
-            p, m = predictive(logits[:, pos], answer_ids)
-            probs.append(p)
-            mass.append(m)
-    return np.concatenate(probs), np.concatenate(mass)
+    """The same through the TransformerBridge (so hooks, e.g. ``zeroed_heads``, apply)."""
+    def logits_at(ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        logits = loaded.bridge(ids, return_type="logits")
+        loaded.adapter.release_forward_state(loaded.bridge)
+        return logits[:, pos]
+
+    return _batched_predictive(logits_at, batch, answer_ids, batch_size)
 
 
 @dataclass(frozen=True, eq=False)

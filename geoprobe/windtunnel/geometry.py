@@ -37,7 +37,7 @@ from geoprobe.analysis.alignment import spearman
 from geoprobe.analysis.manifold import ValueManifold
 from geoprobe.analysis.orthogonality import head_orthogonality
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
-from geoprobe.windtunnel.evaluate import eval_batch, model_predictive
+from geoprobe.windtunnel.evaluate import eval_batch, model_predictive, paper_mae
 from geoprobe.windtunnel.nets import to_text
 from geoprobe.windtunnel.tasks import Batch, Task, entropy_bits
 from geoprobe.windtunnel.train import RunSpec, checkpoint_dir, list_checkpoints, load_weights, step_rng
@@ -98,7 +98,7 @@ def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], analytic: 
         key_orth=tuple(float(x) for x in head_orthogonality(cap.w_k).mean(1)),
         attn_entropy=tuple(float(x) for x in cap.attn_entropy.mean((1, 2))),
         value_pc1=per_layer[-1][1], value_rho=per_layer[-1][2], layer_rho=tuple(r for _, _, r in per_layer),
-        mae_paper=float(np.abs(hm.mean(0) - ht.mean(0)).mean()), mae_sample=float(np.abs(hm - ht).mean()),
+        mae_paper=paper_mae(hm, ht), mae_sample=float(np.abs(hm - ht).mean()),
         patterns=cap.attn_pattern, pc1=tuple(c for c, _, _ in per_layer), model_entropy=cap.next_entropy.astype(np.float64),
     )
 

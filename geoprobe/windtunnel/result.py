@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +22,12 @@ PAPER: dict[str, dict[int, tuple[float, float]]] = {
 }
 #: the issue's targets at the cpu scale: (transformer MAE at most, MLP MAE at least) in bits, at the training K
 TARGETS: dict[str, tuple[float, float]] = {"bijection": (0.02, 1.0), "hmm": (0.02, 0.3)}
+
+
+def paper_value(task: str, arch: str, K: int) -> str:
+    """The paper's MAE for this learner at this length, formatted (``—`` where it reports none)."""
+    ref = PAPER[task].get(K)
+    return f"{ref[0 if arch == 'transformer' else 1]:g}" if ref else "—"
 CALIBRATION_TARGET = 0.9
 
 
@@ -247,12 +253,10 @@ def metrics_table(result: WindTunnelResult) -> list[dict[str, str]]:
         return f"{e.value:.4g} [{e.low:.4g}, {e.high:.4g}]"
 
     rows = []
-    paper: Mapping[int, tuple[float, float]] = PAPER[result.name]
     for arch, ms in result.metrics.items():
         for m in ms:
-            ref = paper.get(m.K)
             rows.append({"learner": arch, "K": str(m.K), "MAE paper def. (bits)": ci(m.mae_paper),
                          "MAE per sample (bits)": ci(m.mae_sample), "KL(Bayes‖model) (bits)": ci(m.kl),
                          "answer mass": f"{m.answer_mass:.4f}",
-                         "paper MAE (bits)": f"{ref[0 if arch == 'transformer' else 1]:g}" if ref else "—"})
+                         "paper MAE (bits)": paper_value(result.name, arch, m.K)})
     return rows

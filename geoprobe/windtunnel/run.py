@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -17,6 +17,11 @@ from geoprobe.windtunnel.train import (RunSpec, TrainingError, checkpoint_dir, l
 
 ArchChoice = Literal["both", "transformer", "mlp"]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def check_arch(arch: str) -> None:
+    if arch not in ("both", "transformer", "mlp"):
+        raise GeoprobeError(f"arch {arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,7 @@ class WindTunnelConfig:
     def __post_init__(self) -> None:
         scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
         self.task_params()  # and for out-of-range task parameters
-        if self.arch not in ("both", "transformer", "mlp"):
-            raise GeoprobeError(f"arch {self.arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
+        check_arch(self.arch)
         for name in ("n_eval", "n_probes"):
             v = getattr(self, name)
             if v is not None and v < 8:
@@ -66,14 +70,11 @@ def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both",
                  task_params: dict[str, Any] | None = None, device: str = "cpu",
                  progress: Progress | None = None) -> dict[str, Any]:
     """Train the transformer and/or its capacity-matched MLP into ``out/<arch>``."""
-    if arch not in ("both", "transformer", "mlp"):
-        raise GeoprobeError(f"arch {arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
+    check_arch(arch)
     tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params)
     if threads:
-        from dataclasses import replace
-
-        tf = RunSpec(**{**tf.__dict__, "train": replace(tf.train, threads=threads)})
-        ml = RunSpec(**{**ml.__dict__, "train": replace(ml.train, threads=threads)})
+        tf = replace(tf, train=replace(tf.train, threads=threads))
+        ml = replace(ml, train=replace(ml.train, threads=threads))
     out = Path(out)
     reports = {}
     for spec in (tf, ml):

@@ -31,7 +31,7 @@ import torch
 from geoprobe.errors import GeoprobeError
 from geoprobe.paths import atomic_write_text
 from geoprobe.windtunnel.nets import (Arch, MLPConfig, ResidualMLP, TransformerSize, build_mlp, build_transformer,
-                                      llama_config, n_params, word_tokenizer)
+                                      n_params, word_tokenizer)
 from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
 
 RUN_KIND = "geoprobe.windtunnel.run"
@@ -207,7 +207,7 @@ def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
     if not path.exists():
         raise TrainingError(f"{str(ckpt)!r} is not a wind-tunnel checkpoint (no spec.json); pass a run directory "
                             "made by 'geoprobe windtunnel train'")
-    theirs = RunSpec.from_json(json.loads(path.read_text()), str(path))
+    theirs = _read_spec_file(path)
     diff = spec.differences(theirs)
     if diff:
         raise TrainingError(f"checkpoint {str(ckpt)!r} belongs to another task or config ({'; '.join(diff)}); "
@@ -218,7 +218,7 @@ def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
 def _write_spec(run: Path, spec: RunSpec) -> None:
     path = run / "run.json"
     if path.exists():
-        theirs = RunSpec.from_json(json.loads(path.read_text()), str(path))
+        theirs = _read_spec_file(path)
         diff = spec.differences(theirs)
         if diff:
             raise TrainingError(f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
@@ -246,9 +246,10 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
           progress: Callable[[int, int, float], None] | None = None) -> TrainReport:
     """Train ``spec`` into ``run`` (resuming from its last checkpoint when ``resume``) on ``device``
     (``cpu``, ``cuda``, …; the device is not part of the spec: a run may move between machines)."""
-    from geoprobe.models.loading import _quiet
+    from geoprobe.models.loading import _quiet, check_device
 
     _quiet()
+    check_device(device)
     run = Path(run)
     _write_spec(run, spec)
     cfg = spec.train
@@ -310,14 +311,15 @@ def read_spec(run: Path) -> RunSpec:
     if not path.exists():
         raise TrainingError(f"{str(run)!r} is not a wind-tunnel run directory (no run.json); train one with "
                             "'geoprobe windtunnel train --out DIR'")
+    return _read_spec_file(path)
+
+
+def _read_spec_file(path: Path) -> RunSpec:
+    """A run's ``run.json`` or a checkpoint's ``spec.json``; a damaged file is a one-line error."""
     try:
         return RunSpec.from_json(json.loads(path.read_text()), str(path))
     except (ValueError, KeyError, TypeError) as exc:
         raise TrainingError(f"{str(path)!r} is damaged ({type(exc).__name__}); retrain with another --out") from exc
-
-
-def transformer_config(spec: RunSpec) -> Any:
-    return llama_config(TransformerSize(**spec.size), spec.task_obj.vocab, max_positions(spec.task_obj))
 
 
 __all__ = ["TrainConfig", "RunSpec", "TrainReport", "TrainingError", "train", "build", "load_weights",

@@ -38,6 +38,15 @@ def test_missing_gguf_and_bad_dtype():
         load_model("twin:llama-3.2-1b", dtype="float8")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("device, needle", [("tpu9", "is not a torch device"), ("cuda:0", "no CUDA device")])
+def test_bad_device_is_one_line_before_loading(device, needle):
+    if device.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA, so cuda:0 is a valid device here")
+    with pytest.raises(GeoprobeError, match=f"--device '{device}'.*{needle}") as e:
+        load_model("twin:llama-3.2-1b", device=device)
+    assert "\n" not in str(e.value)
+
+
 def test_local_directory_round_trip(tmp_path, twin_factory, prompts):
     m = twin_factory("mistral-7b")
     # save a plain copy of the twin's weights (the bridge wraps modules in place, so rebuild from config)
