@@ -83,15 +83,18 @@ def results_rows(root: Path) -> list[str]:
         try:
             r = WindTunnelResult.load(path)
         except Exception as exc:  # noqa: BLE001 - a foreign file is reported, not fatal
-            lines.append(f"| {path} | unreadable: {type(exc).__name__} |||||||||")
+            lines.append(f"| {path} | unreadable: {type(exc).__name__} ||||||||||")
             continue
         cal = f"{r.geometry.calibration.value:.3f}" if r.geometry is not None and r.name == "bijection" else "—"
         for arch, ms in r.metrics.items():
             secs = (r.training.get(arch) or {}).get("seconds")
+            steps = r.specs[arch]["train"]["steps"]
+            layers = r.specs[arch]["size"].get("n_layers")
+            learner = f"{arch} ({layers} L)" if layers else arch
             for m in ms:
                 paper = paper_value(r.name, arch, m.K)
                 minutes = f"{secs / 60:.1f}" if secs else "—"
-                lines.append(f"| {r.name} | {r.scale} | {arch} | {r.n_params[arch]:,} | {m.K} | {m.mae_paper.value:.4f} "
+                lines.append(f"| {r.name} | {r.scale} | {learner} | {r.n_params[arch]:,} | {steps:,} | {m.K} | {m.mae_paper.value:.4f} "
                              f"[{m.mae_paper.low:.4f}, {m.mae_paper.high:.4f}] | {m.mae_sample.value:.4f} | "
                              f"{m.kl.value:.4f} | {paper} | {cal if arch == 'transformer' else '—'} | {minutes} |")
     return lines
@@ -111,8 +114,8 @@ def main() -> None:
              "|---|---|---|---|---|---|---|"]
     table += [f"| {r['task']} | {r['learner']} | {r['batch']} | {r['plain steps/s']:.2f} | {r['geoprobe steps/s']:.2f} | "
               f"{r['geoprobe tokens/s']:,.0f} | {r['ratio']:.2f} |" for r in rows]
-    res = ["| task | scale | learner | parameters | K | MAE paper def. (bits) [95 % CI] | MAE per sample | "
-           "KL (bits) | paper MAE | calibration \\|ρ\\| | training (min) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    res = ["| task | scale | learner | parameters | steps | K | MAE paper def. (bits) [95 % CI] | MAE per sample | "
+           "KL (bits) | paper MAE | calibration \\|ρ\\| | training (min) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     res += results_rows(args.results)
     body = (f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}. "
             f"Throughput: {args.steps} steps at the `{args.scale}` scale, median of {args.repeats} alternating runs "
