@@ -345,6 +345,16 @@ def run_probe(
 
         run_windtunnel(probe, out_dir, force, seed)
         return
+    if probe.command == "denoise":
+        from geoprobe.cli_denoise import run_recipe as run_denoise
+
+        run_denoise(probe, out_dir, force, seed)
+        return
+    if probe.command == "positional":
+        from geoprobe.cli_positional import run_recipe as run_positional
+
+        run_positional(probe, model, dict(dtype=dtype, device=device), out_dir, force, seed)
+        return
     if probe.command in ("sula", "intervene"):
         from geoprobe.cli_sula import run_recipe
 
@@ -402,6 +412,8 @@ def report(
 from geoprobe import cli_corpus  # noqa: E402,F401
 from geoprobe import cli_sula  # noqa: E402,F401
 from geoprobe import cli_windtunnel  # noqa: E402,F401
+from geoprobe import cli_denoise  # noqa: E402,F401
+from geoprobe import cli_positional  # noqa: E402,F401
 
 
 def main() -> None:

@@ -138,7 +138,7 @@ def load_probe(path: str | Path) -> Probe:
     command = head.get("command", "scan")
     if command not in COMMANDS:
         raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: {', '.join(COMMANDS)}")
-    if command in ("sula", "intervene", "windtunnel"):
+    if command in ("sula", "intervene", "windtunnel", "denoise", "positional"):
         config: Any = _flat_config(command, doc, p)
     elif command == "compare-domains":
         config: Any = _domains_config(doc, p)
@@ -178,19 +178,23 @@ def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
     return ScanConfig.from_dict(settings)
 
 
-COMMANDS = ("scan", "compare-domains", "compare-models", "sula", "intervene", "windtunnel")
+COMMANDS = ("scan", "compare-domains", "compare-models", "sula", "intervene", "windtunnel", "denoise", "positional")
 
 
 def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
-    """A sula, intervene or windtunnel recipe: every key of its tables is a field of SulaConfig,
-    InterventionConfig or WindTunnelConfig (``[sula]``/``[intervene]``/``[windtunnel]``;
-    ``[analyses]`` for n_resamples and seed)."""
+    """A sula, intervene, windtunnel, denoise or positional recipe: every key of its tables is a field of
+    SulaConfig, InterventionConfig, WindTunnelConfig, DenoiseConfig or PositionalConfig (the ``[<command>]``
+    table; ``[analyses]`` for n_resamples and seed)."""
     from dataclasses import fields as dc_fields
 
     if command == "sula":
         from geoprobe.sula import SulaConfig as cls
     elif command == "windtunnel":
         from geoprobe.windtunnel.run import WindTunnelConfig as cls
+    elif command == "denoise":
+        from geoprobe.denoise.run import DenoiseConfig as cls
+    elif command == "positional":
+        from geoprobe.positional.run import PositionalConfig as cls
     else:
         from geoprobe.intervene.experiment import InterventionConfig as cls
     known = {f.name for f in dc_fields(cls)}

@@ -90,9 +90,40 @@ def _check_06_windtunnel(nb, out: Path) -> None:
     assert len(_shown(nb, PLOTLY)) >= 4 and len(_shown(nb, "text/html")) >= 2
 
 
+def _check_07_denoise(nb, out: Path) -> None:
+    from geoprobe.denoise.result import DenoiseResult
+
+    run = out / "denoise-sphere"
+    assert (run / "denoise.html").stat().st_size > 1_000_000  # plotly.js inlined
+    r = DenoiseResult.load(run)
+    assert r.name == "sphere" and r.config["steps"] == 400 and r.config["context_length"] == 200
+    assert r.energy["one_step_max_abs_diff"] < 1e-12
+    assert r.score("softmax").ratio.value < 1.5  # predicting zero scores about 2.3
+    text = "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+    assert "closed form 0.3333" in text and "one step == attention" in text
+    assert len(_shown(nb, PLOTLY)) >= 5 and len(_shown(nb, "text/html")) >= 3
+
+
+def _check_08_positional(nb, out: Path) -> None:
+    import numpy as np
+
+    from geoprobe.positional.run import load_positional
+
+    r = load_positional(out)
+    assert sum(r.class_counts().values()) == len(r.layers) * r.n_heads == 30 * 9
+    assert all(h.reason for h in r.heads if h.beta is None)  # an unfit head says why
+    assert np.allclose(r.profiles.sum(-1), 1.0, atol=1e-6)
+    assert r.stability is not None and r.stability.lengths == (16, 32, 64)
+    assert (out / "positional.html").stat().st_size > 1_000_000
+    text = "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+    assert "planted μ= 0.0 σ=  6.0 β=1.0" in text and "K = 12: MAE (paper)" in text
+    assert len(_shown(nb, PLOTLY)) >= 6 and len(_shown(nb, "text/html")) >= 1
+
+
 CHECKS = {"01_scan.ipynb": _check_01_scan, "02_domains.ipynb": _check_02_domains,
           "03_compare.ipynb": _check_03_compare, "04_sula.ipynb": _check_04_sula,
-          "05_intervene.ipynb": _check_05_intervene, "06_windtunnel.ipynb": _check_06_windtunnel}
+          "05_intervene.ipynb": _check_05_intervene, "06_windtunnel.ipynb": _check_06_windtunnel,
+          "07_denoise.ipynb": _check_07_denoise, "08_positional.ipynb": _check_08_positional}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

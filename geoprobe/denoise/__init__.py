@@ -1,0 +1,1 @@
+"""In-context denoising with one attention layer (arXiv 2502.05164)."""

@@ -1,0 +1,255 @@
+"""``geoprobe denoise``: train one-layer softmax and linear attention on a denoising task, score them against the
+oracle (Bayes) and the finite-context estimators, sweep L and d, warp the geometry, and add the energy view."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from geoprobe.analysis.stats import bootstrap_ci
+from geoprobe.denoise.attention import MODELS, predict, weight_fit
+from geoprobe.denoise.bayes import bayes_linear_predicted_gain, finite_context, oracle, per_prompt_mse
+from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
+from geoprobe.denoise.tasks import DenoiseTask, make_task, make_warp, sample
+from geoprobe.denoise.train import TrainSettings, train_model
+from geoprobe.errors import GeoprobeError
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class DenoiseConfig:
+    """What ``geoprobe denoise`` / ``probes/denoise.toml`` run. Variances are variances (σ², not σ);
+    ``None`` task values take the paper's reference settings for the task."""
+
+    task: str = "linear"
+    ambient: int = 16
+    dim: int = 8
+    clusters: int = 8
+    signal_var: float | None = None
+    noise_var: float | None = None
+    radius: float = 1.0
+    context_length: int = 500
+    steps: int = 2000
+    batch_size: int = 64
+    lr: float = 0.01
+    n_eval: int = 2000
+    lengths: tuple[int, ...] = (20, 50, 100, 200, 500)
+    transfer_dims: tuple[int, ...] = (2, 4, 8, 12)
+    warp: bool = False
+    warp_condition: float = 3.0
+    energy: bool = True
+    n_resamples: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lengths", tuple(int(v) for v in self.lengths))
+        object.__setattr__(self, "transfer_dims", tuple(int(v) for v in self.transfer_dims))
+        task = self.make_task()
+        self.settings()
+        if self.n_eval < 8:
+            raise GeoprobeError(f"n_eval {self.n_eval} is below 8 prompts; pass --n-eval 8 or more")
+        if self.n_resamples < 1:
+            raise GeoprobeError(f"n_resamples {self.n_resamples} is below 1; pass --n-resamples 1 or more")
+        for L in self.lengths:
+            if task.name in ("linear", "sphere") and L <= task.d:
+                raise GeoprobeError(f"context length {L} in --lengths is not larger than the subspace dimension "
+                                    f"{task.d}: the estimator is undefined; pass --lengths values of {task.d + 1} or more")
+            if L < 1:
+                raise GeoprobeError(f"context length {L} in --lengths is below 1; pass --lengths values of 1 or more")
+        for d in self.transfer_dims:
+            if task.name == "mixture":
+                break
+            low = 2 if task.name == "sphere" else 1
+            if not low <= d <= task.n:
+                raise GeoprobeError(f"transfer dimension {d} is not in [{low}, ambient dimension {task.n}]; "
+                                    f"pass --transfer-dims values between {low} and {task.n}")
+            if task.context_length <= d:
+                raise GeoprobeError(f"context length {task.context_length} is not larger than the transfer dimension "
+                                    f"{d}: the estimator is undefined; pass --context-length {d + 1} or more")
+        if self.warp and not (math.isfinite(self.warp_condition) and self.warp_condition >= 1):
+            raise GeoprobeError(f"warp condition number {self.warp_condition} is below 1; pass --warp-condition 1 or more")
+
+    def make_task(self) -> DenoiseTask:
+        return make_task(self.task, n=self.ambient, d=self.dim, k=self.clusters, signal_var=self.signal_var,
+                         noise_var=self.noise_var, radius=self.radius, context_length=self.context_length)
+
+    def settings(self) -> TrainSettings:
+        return TrainSettings(steps=self.steps, batch_size=self.batch_size, lr=self.lr)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lengths"], d["transfer_dims"] = list(self.lengths), list(self.transfer_dims)
+        return d
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+#: seconds, not minutes: for tests and smoke runs
+TINY = dict(ambient=6, dim=2, clusters=3, context_length=40, steps=60, batch_size=16, n_eval=64,
+            lengths=(10, 40), transfer_dims=(2, 3), n_resamples=200, lr=0.05)
+
+
+def tiny_config(**overrides: Any) -> DenoiseConfig:
+    return DenoiseConfig(**{**TINY, **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def _scores(per: dict[str, np.ndarray], seed: int, n_resamples: int) -> tuple[Score, ...]:
+    """Mean MSE with a BCa bootstrap CI for each method; the ratio to the oracle from a paired bootstrap."""
+    out = []
+    base = per["oracle"]
+    for i, (method, v) in enumerate(per.items()):
+        mse = bootstrap_ci(v, n_resamples=n_resamples, random_state=[seed, 11, i])
+        ratio = None
+        if method != "oracle":
+            ratio = bootstrap_ci((v, base), statistic=lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
+                                 n_resamples=n_resamples, random_state=[seed, 13, i])
+        out.append(Score(method, mse, ratio))
+    return tuple(out)
+
+
+def _evaluate(task: DenoiseTask, models: dict[str, Any], prompts: Any, baselines: bool = True) -> dict[str, np.ndarray]:
+    per = {"oracle": per_prompt_mse(oracle(task, prompts), prompts.clean),
+           "finite-context": per_prompt_mse(finite_context(task, prompts), prompts.clean)}
+    for kind, model in models.items():
+        per[kind] = per_prompt_mse(predict(model, prompts.context, prompts.noisy), prompts.clean)
+    if baselines:
+        per["predict 0"] = per_prompt_mse(np.zeros_like(prompts.clean), prompts.clean)
+        per["predict x̃ (identity)"] = per_prompt_mse(prompts.noisy, prompts.clean)
+    return per
+
+
+def _fits(task: DenoiseTask, models: dict[str, Any], warp: np.ndarray | None = None) -> tuple[Fit, ...]:
+    """Learned matrices against the predicted structure: S = I, or S = (AAᵀ)⁻¹ for W_KQ and W_PV·W_KQ under a warp."""
+    S = None if warp is None else np.linalg.inv(warp @ warp.T)
+    sname = "I" if warp is None else "(AAᵀ)⁻¹"
+    gain = bayes_linear_predicted_gain(task)
+    out = []
+    for kind, model in models.items():
+        mats = model.matrices()
+        for name, W in mats.items():
+            structure = S if name in ("W_KQ", "W_PV·W_KQ") else None
+            c, res = weight_fit(W, structure)
+            pred = None
+            if kind == "softmax" and task.name != "linear" and name == "W_KQ":
+                pred = 1.0 / task.noise_var
+            elif kind == "softmax" and task.name != "linear" and name == "W_PV":
+                pred = 1.0
+            elif name == "W_PV·W_KQ" and (kind == "linear" or task.name == "linear"):
+                pred = gain
+            out.append(Fit(kind, name, sname if structure is not None else "I", c, res, pred))
+            if warp is not None and structure is not None:  # the same matrix against plain I, for contrast
+                c0, r0 = weight_fit(W)
+                out.append(Fit(kind, name, "I", c0, r0, None))
+    return tuple(out)
+
+
+def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, n: int = 256) -> dict[str, Any]:
+    """The energy view (geoprobe.denoise.energy): one step == attention, one step vs iterated descent, the (α, β)
+    landscape with the Bayes point (α=1, β=1/σZ²), the trained model's point and the numerical minimum."""
+    import torch
+
+    from geoprobe.denoise import energy as E
+    from geoprobe.denoise.attention import SoftmaxAttention
+
+    X = torch.from_numpy(prompts.context[:n])
+    q = torch.from_numpy(prompts.noisy[:n])
+    c = torch.from_numpy(prompts.clean[:n])
+    a0, b0 = 1.0, 1.0 / task.noise_var
+    ref = SoftmaxAttention(task.n).double()
+    with torch.no_grad():
+        ref.W_KQ.copy_(b0 * torch.eye(task.n, dtype=torch.float64))
+        ref.W_PV.copy_(a0 * torch.eye(task.n, dtype=torch.float64))
+        diff = float((E.attention_step(q, X, a0, b0) - ref(X, q)).abs().max())
+    marks = {"Bayes point (α=1, β=1/σZ²)": [a0, b0]}
+    trained = None
+    if "softmax" in models:
+        mats = models["softmax"].matrices()
+        a, b = float(np.trace(mats["W_PV"]) / task.n), float(np.trace(mats["W_KQ"]) / task.n)
+        if a < 0 and b < 0:  # (W_KQ, W_PV) → (−W_KQ, −W_PV) leaves the loss unchanged for a symmetric context
+            a, b = -a, -b
+        trained = [a, b]
+        if a > 0 and b > 0:
+            marks["trained softmax (tr W_PV/n, tr W_KQ/n)"] = [a, b]
+    alphas = np.geomspace(0.1, 10.0, 21)
+    betas = np.geomspace(0.01, 10.0, 25) / task.noise_var
+    land = E.landscape(X, q, c, alphas, betas, provenance={"seed": seed})
+    descent = E.descent_comparison(X, q, c, a0, b0, n_steps=5, provenance={"seed": seed})
+    return {"one_step_max_abs_diff": diff, "bayes_point": [a0, b0], "trained_point": trained, "marks": marks,
+            "n_prompts": int(X.shape[0]), "landscape": land.to_dict(), "descent": descent.to_dict()}
+
+
+def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
+    """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU)."""
+    from geoprobe.provenance import package_versions
+
+    task = config.make_task()
+    settings = config.settings()
+    seed = config.seed
+    models: dict[str, Any] = {}
+    training: dict[str, Any] = {}
+    for kind in MODELS:
+        models[kind], training[kind] = train_model(task, kind, settings, seed=seed, progress=progress,
+                                                   stage=f"train {kind}")
+    tick = _ticker(progress, 2 + len(config.lengths) + (len(config.transfer_dims) if task.name != "mixture" else 0)
+                   + (1 if config.warp else 0))
+    prompts = sample(task, config.n_eval, np.random.default_rng([seed, 7]))
+    scores = _scores(_evaluate(task, models, prompts), seed, config.n_resamples)
+    fits = _fits(task, models)
+    tick()
+    lengths = []
+    for i, L in enumerate(config.lengths):
+        p = sample(task.with_length(L), config.n_eval, np.random.default_rng([seed, 8, i]))
+        lengths.append(Block(L, _scores(_evaluate(task.with_length(L), models, p, baselines=False), seed,
+                                        config.n_resamples)))
+        tick()
+    transfer = []
+    if task.name != "mixture":
+        for i, d in enumerate(config.transfer_dims):
+            t2 = task.with_dim(d)
+            p = sample(t2, config.n_eval, np.random.default_rng([seed, 9, i]))
+            transfer.append(Block(d, _scores(_evaluate(t2, models, p, baselines=False), seed, config.n_resamples)))
+            tick()
+    warp = None
+    if config.warp:
+        A = make_warp(task.n, seed, config.warp_condition)
+        wmodels: dict[str, Any] = {}
+        for kind in MODELS:
+            wmodels[kind], training[f"{kind} (warped)"] = train_model(task, kind, settings, seed=seed, warp=A, salt=1,
+                                                                      progress=progress, stage=f"train {kind} warped")
+        p = sample(task, config.n_eval, np.random.default_rng([seed, 10]), warp=A)
+        warp = {"condition": config.warp_condition, "matrix": A.tolist(),
+                "scores": _scores(_evaluate(task, wmodels, p), seed, config.n_resamples), "fits": _fits(task, wmodels, A),
+                "matrices": {k: {n: W.tolist() for n, W in m.matrices().items()} for k, m in wmodels.items()}}
+        tick()
+    energy = _energy(task, prompts, models, seed) if config.energy else None
+    tick()
+    prov = {"model_id": f"denoise-{task.name} (softmax and linear attention, trained here)", "seed": seed,
+            "config_sha256": config.config_hash(), "data": "fresh prompts every training step; evaluation prompts "
+            "from numpy default_rng([seed, 7..10])", "versions": package_versions()}
+    from datetime import datetime, timezone
+
+    prov["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return DenoiseResult(task=task.to_dict(), config=config.to_dict(), scores=scores, fits=fits, lengths=tuple(lengths),
+                         transfer=tuple(transfer), warp=warp, energy=energy,
+                         matrices={k: {n: W.tolist() for n, W in m.matrices().items()} for k, m in models.items()},
+                         training=training, provenance=prov)
+
+
+def _ticker(progress: Progress | None, total: int) -> Callable[[], None]:
+    state = {"done": 0}
+
+    def tick() -> None:
+        state["done"] = min(total, state["done"] + 1)
+        if progress is not None:
+            progress("evaluate", state["done"], total)
+
+    return tick
+
+
+__all__ = ["DenoiseConfig", "TINY", "tiny_config", "run_denoise"]

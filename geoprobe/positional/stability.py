@@ -1,0 +1,157 @@
+"""Long-sequence stability: final-token geometry as a function of prompt length T.
+
+At every length T of a grid, on N prompts of exactly T tokens:
+
+* value PC1 explained-variance ratio per layer (standardised PCA of the final token's value
+  vectors, heads concatenated; :func:`geoprobe.analysis.manifold.value_manifold`), with its
+  bootstrap CI over prompts;
+* entropy alignment per layer: oriented Spearman ρ between the value PC1 coordinate and the
+  next-token entropy (:func:`geoprobe.analysis.alignment.entropy_alignment`; orientation makes
+  ρ ≥ 0, so it is |ρ| of the raw coordinate), BCa bootstrap CI;
+* mean attention entropy per layer (bits): the final token's attention entropy averaged over
+  prompts and heads, and the same divided by log2 T (its maximum).
+
+Critical length of a metric that should not fall (PC1 ratio, |ρ|): with the shortest length
+T0 as baseline and CIs [lo_T, hi_T], the smallest T > T0 whose whole CI lies below the
+baseline's (hi_T < lo_T0); None when no length does (the metric never degrades beyond its
+short-length CI on this grid). A metric with a NaN interval at T0 or T is not judged there.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from geoprobe.analysis.stats import Estimate
+
+
+def critical_length(lengths: Sequence[int], estimates: Sequence[Estimate]) -> int | None:
+    """The smallest length whose CI lies wholly below the first length's CI (module docstring)."""
+    if len(lengths) != len(estimates) or not lengths:
+        raise ValueError(f"{len(lengths)} lengths but {len(estimates)} estimates")
+    base = estimates[0]
+    if not math.isfinite(base.low):
+        return None
+    for T, e in zip(lengths[1:], estimates[1:]):
+        if math.isfinite(e.high) and e.high < base.low:
+            return int(T)
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class LengthPoint:
+    """The stability metrics at one prompt length (one entry per analysed layer)."""
+
+    T: int
+    n: int
+    pc1: tuple[Estimate, ...]
+    alignment: tuple[Estimate, ...]
+    attn_entropy: tuple[float, ...]  # bits, mean over prompts and heads
+
+    def __post_init__(self) -> None:
+        if self.T < 2 or self.n < 3:
+            raise ValueError(f"length {self.T} (>= 2) and {self.n} prompts (>= 3)")
+        if not (len(self.pc1) == len(self.alignment) == len(self.attn_entropy)):
+            raise ValueError("pc1, alignment and attn_entropy need one entry per layer")
+        object.__setattr__(self, "attn_entropy", tuple(float(x) for x in self.attn_entropy))
+        if any(x < -1e-9 or x > math.log2(self.T) + 1e-6 for x in self.attn_entropy):
+            raise ValueError(f"attention entropies {self.attn_entropy} outside [0, log2 {self.T}]")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"T": self.T, "n": self.n, "pc1": [e.to_dict() for e in self.pc1],
+                "alignment": [e.to_dict() for e in self.alignment], "attn_entropy": list(self.attn_entropy)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LengthPoint":
+        return cls(T=int(d["T"]), n=int(d["n"]), pc1=tuple(Estimate.from_dict(e) for e in d["pc1"]),
+                   alignment=tuple(Estimate.from_dict(e) for e in d["alignment"]),
+                   attn_entropy=tuple(float(x) for x in d["attn_entropy"]))
+
+
+@dataclass(frozen=True, eq=False)
+class Stability:
+    """Stability metrics over a length grid; critical lengths per layer (None: never degrades)."""
+
+    layers: tuple[int, ...]
+    points: tuple[LengthPoint, ...]
+
+    def __post_init__(self) -> None:
+        Ts = [p.T for p in self.points]
+        if not Ts or Ts != sorted(set(Ts)):
+            raise ValueError(f"lengths {Ts} must be non-empty, increasing and distinct")
+        if any(len(p.pc1) != len(self.layers) for p in self.points):
+            raise ValueError(f"every length needs one entry per layer ({len(self.layers)})")
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(p.T for p in self.points)
+
+    def series(self, metric: str, layer: int) -> list[Any]:
+        i = self.layers.index(layer)
+        return [getattr(p, metric)[i] for p in self.points]
+
+    def critical(self, metric: str, layer: int) -> int | None:
+        """Critical length of ``metric`` (pc1 | alignment) at ``layer``."""
+        return critical_length(self.lengths, self.series(metric, layer))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layers": list(self.layers), "points": [p.to_dict() for p in self.points],
+                "critical": {m: {str(layer): self.critical(m, layer) for layer in self.layers}
+                             for m in ("pc1", "alignment")}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Stability":
+        return cls(layers=tuple(int(x) for x in d["layers"]), points=tuple(LengthPoint.from_dict(p) for p in d["points"]))
+
+    def figure(self, layer: int | None = None) -> Any:
+        """PC1 ratio, |ρ| (with CIs; dashed line: critical length) at ``layer`` (default the last),
+        and the normalised attention entropy of every layer, against T (log axis)."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        layer = self.layers[-1] if layer is None else layer
+        Ts = list(self.lengths)
+        fig = make_subplots(rows=1, cols=3, subplot_titles=(
+            f"value PC1 ratio (layer {layer})", f"|ρ(PC1, next-token entropy)| (layer {layer})",
+            "attention entropy / log2 T"))
+        for col, metric in ((1, "pc1"), (2, "alignment")):
+            es = self.series(metric, layer)
+            v = np.array([e.value for e in es])
+            fig.add_trace(go.Scatter(x=Ts, y=v, mode="lines+markers", name=metric, showlegend=False,
+                                     error_y=dict(type="data", symmetric=False,
+                                                  array=np.nan_to_num(np.array([e.high for e in es]) - v),
+                                                  arrayminus=np.nan_to_num(v - np.array([e.low for e in es])))),
+                          row=1, col=col)
+            crit = self.critical(metric, layer)
+            if crit is not None:
+                fig.add_vline(x=crit, line_dash="dash", line_color="firebrick", row=1, col=col,
+                              annotation_text=f"critical T = {crit}")
+        H = np.array([p.attn_entropy for p in self.points]) / np.log2(np.array(Ts))[:, None]
+        for j, lay in enumerate(self.layers):
+            fig.add_trace(go.Scatter(x=Ts, y=H[:, j], mode="lines", name=f"layer {lay}",
+                                     line=dict(color=f"hsl({int(240 * j / max(1, len(self.layers) - 1))},70%,45%)")),
+                          row=1, col=3)
+        fig.update_xaxes(type="log", title_text="prompt length T (tokens)")
+        fig.update_layout(template="plotly_white", height=420)
+        return fig
+
+
+def length_point(cap: Any, layers: Sequence[int], *, n_resamples: int, seed: int) -> LengthPoint:
+    """The stability metrics of one capture (all prompts of one length) at ``layers``."""
+    from geoprobe.analysis.alignment import entropy_alignment
+    from geoprobe.analysis.manifold import value_manifold
+
+    idx = [cap.index(x) for x in layers]
+    T = int(cap.n_tokens.max())
+    if int(cap.n_tokens.min()) != T:
+        raise ValueError(f"prompts of one length expected, got {int(cap.n_tokens.min())}..{T} tokens")
+    values = np.stack([cap.values_flat(x) for x in layers])
+    vm = value_manifold(values, tuple(layers), cap.next_entropy, n_resamples=n_resamples, null_draws=1,
+                        null_kind="gaussian", random_state=seed)
+    al = entropy_alignment(vm.pc1_coords, cap.next_entropy, tuple(layers), n_resamples=n_resamples,
+                           n_permutations=n_resamples, random_state=seed)
+    H = cap.attn_entropy[idx].astype(np.float64).mean(axis=(1, 2))
+    return LengthPoint(T=T, n=cap.n_prompts, pc1=vm.pc1, alignment=al.spearman,
+                       attn_entropy=tuple(float(np.clip(h, 0.0, math.log2(T))) for h in H))

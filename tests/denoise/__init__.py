@@ -1,0 +1,1 @@
+"""Tests for geoprobe.denoise (in-context denoising, arXiv 2502.05164)."""
