@@ -57,6 +57,16 @@ def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
         raise GeoprobeError(f"--layers {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
 
 
+def print_rows(title: str, rows: Sequence[dict]) -> None:
+    """A rich table on stdout from rows of {column: text} (the columns of the first row)."""
+    table = Table(title=title)
+    for col in rows[0]:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r.values())
+    out.print(table)
+
+
 @contextmanager
 def stage_progress(labels: Optional[dict] = None, width: int = 22) -> Iterator[Callable[[str, int, int], None]]:
     """A transient rich progress display on stderr, one bar per stage; yields ``progress(stage, done, total)``."""

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
-from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, stage_progress
+from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, print_rows, stage_progress
 from geoprobe.errors import GeoprobeError
 
 OUTPUTS = ("denoise.json", "denoise.html")
@@ -93,13 +92,8 @@ def run_config(config, out_dir: Optional[Path], force: bool) -> Path:
 def _print_summary(result) -> None:
     from geoprobe.denoise.result import scores_table
 
-    rows = scores_table(result.scores)
-    table = Table(title=f"{result.name}: MSE per coordinate on {result.config['n_eval']} held-out prompts")
-    for col in rows[0]:
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r.values())
-    out.print(table)
+    print_rows(f"{result.name}: MSE per coordinate on {result.config['n_eval']} held-out prompts",
+               scores_table(result.scores))
     for c in result.checks():
         mark = "pass" if c["pass"] else "FAIL"
         out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4f} {c['ci']}", highlight=False, soft_wrap=True)

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
-from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, stage_progress
+from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, print_rows, stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import check_device
 
@@ -61,13 +60,7 @@ def _evaluate(run_dir: Path, config, force: bool) -> Path:
 def _print_summary(result) -> None:
     from geoprobe.windtunnel.result import metrics_table
 
-    table = Table(title=f"{result.name} ({result.scale}): entropy error against the analytic posterior")
-    rows = metrics_table(result)
-    for col in rows[0]:
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*r.values())
-    out.print(table)
+    print_rows(f"{result.name} ({result.scale}): entropy error against the analytic posterior", metrics_table(result))
     for c in result.checks():
         mark = "pass" if c["pass"] else "FAIL"
         out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4g}")

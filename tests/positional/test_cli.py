@@ -6,19 +6,8 @@ import sys
 
 import pytest
 
-from geoprobe.cli import main
+from tests.cli.test_cli import run_cli
 from tests.conftest import requires_smollm2
-
-
-def run_cli(args, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["geoprobe", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def test_positional_end_to_end_in_a_subprocess(tmp_path):
