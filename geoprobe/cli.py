@@ -57,6 +57,20 @@ def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
         raise GeoprobeError(f"--layers {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
 
 
+def int_list(spec: Optional[str], flag: str, *, empty_ok: bool = False) -> Optional[tuple[int, ...]]:
+    """Comma-separated integers given to ``flag``; None (flag not given) stays None. An empty list ('', 'none')
+    is () where ``empty_ok`` (a sweep to skip), otherwise a one-line error."""
+    if spec is None:
+        return None
+    try:
+        vals = () if spec.strip().lower() == "none" else tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers; pass e.g. {flag} 16,32,64") from None
+    if not vals and not empty_ok:
+        raise GeoprobeError(f"{flag} {spec!r} is empty; pass comma-separated integers such as {flag} 16,32,64")
+    return vals
+
+
 def print_rows(title: str, rows: Sequence[dict]) -> None:
     """A rich table on stdout from rows of {column: text} (the columns of the first row)."""
     table = Table(title=title)

@@ -8,21 +8,10 @@ from typing import Optional
 
 import typer
 
-from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, print_rows, stage_progress
+from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, int_list, out, print_rows, stage_progress
 from geoprobe.errors import GeoprobeError
 
 OUTPUTS = ("denoise.json", "denoise.html")
-
-
-def _ints(flag: str, spec: Optional[str]) -> Optional[tuple[int, ...]]:
-    if spec is None:
-        return None
-    if spec.strip().lower() in ("", "none"):
-        return ()
-    try:
-        return tuple(int(x) for x in spec.split(",") if x.strip())
-    except ValueError:
-        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers; pass e.g. {flag} 20,50,100") from None
 
 
 @app.command("denoise")
@@ -57,8 +46,8 @@ def denoise_cmd(
     """Train one-layer softmax and linear attention to denoise in context; compare with the Bayes-optimal denoiser."""
     config = make_config(task=task, context_length=context_length, dim=dim, ambient=ambient, clusters=clusters,
                          signal_var=signal_var, noise_var=noise_var, radius=radius, steps=steps,
-                         batch_size=batch_size, lr=lr, lengths=_ints("--lengths", lengths),
-                         transfer_dims=_ints("--transfer-dims", transfer_dims), warp=warp,
+                         batch_size=batch_size, lr=lr, lengths=int_list(lengths, "--lengths", empty_ok=True),
+                         transfer_dims=int_list(transfer_dims, "--transfer-dims", empty_ok=True), warp=warp,
                          warp_condition=warp_condition, energy=not no_energy, n_eval=n_eval, n_resamples=n_resamples,
                          seed=seed, tiny=tiny)
     run_config(config, out_dir, force)

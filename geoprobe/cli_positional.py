@@ -9,25 +9,13 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import (DeviceOpt, DtypeOpt, ForceOpt, ModelOpt, SeedOpt, _layers, _open, app, claim_run_dir,
+from geoprobe.cli import (DeviceOpt, DtypeOpt, ForceOpt, ModelOpt, SeedOpt, _layers, _open, app, claim_run_dir, int_list,
                           model_run_dir, out, stage_progress)
 from geoprobe.errors import GeoprobeError
 
 OUTPUTS = ("positional.json", "positional.html")
 #: wind-tunnel lengths by default: these multiples of the training length
 TUNNEL_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
-
-
-def _ints(text: Optional[str], flag: str) -> Optional[tuple[int, ...]]:
-    if text is None:
-        return None
-    try:
-        vals = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise GeoprobeError(f"{flag} {text!r} is not a comma-separated list of integers (e.g. 16,32,64)") from None
-    if not vals:
-        raise GeoprobeError(f"{flag} {text!r} is empty; pass comma-separated integers such as 16,32,64")
-    return vals
 
 
 def _doubling(max_length: int) -> tuple[int, ...]:
@@ -61,7 +49,7 @@ def positional(
     force: bool = ForceOpt,
 ) -> None:
     """Fit per-head positional priors (BAM) and measure geometry over prompt length; writes positional.json/.html."""
-    Ts = _ints(lengths, "--lengths")
+    Ts = int_list(lengths, "--lengths")
     if max_length is not None:
         if Ts is not None:
             raise GeoprobeError("pass either --lengths or --max-length, not both")

@@ -20,22 +20,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
 
 
-def critical_length(lengths: Sequence[int], estimates: Sequence[Estimate]) -> int | None:
-    """The smallest length whose CI lies wholly below the first length's CI (module docstring)."""
+def critical_length(lengths: Sequence[int], estimates: Sequence[Estimate], *,
+                    worse: Literal["lower", "higher"] = "lower") -> int | None:
+    """The smallest length after the first whose CI lies wholly on the ``worse`` side of the first
+    length's CI (module docstring): below it for a metric that should not fall (PC1 ratio, |ρ|),
+    above it for an error (the wind tunnels' MAE)."""
     if len(lengths) != len(estimates) or not lengths:
         raise ValueError(f"{len(lengths)} lengths but {len(estimates)} estimates")
     base = estimates[0]
-    if not math.isfinite(base.low):
-        return None
     for T, e in zip(lengths[1:], estimates[1:]):
-        if math.isfinite(e.high) and e.high < base.low:
+        edge, beyond = (e.high, e.high < base.low) if worse == "lower" else (e.low, e.low > base.high)
+        if math.isfinite(edge) and beyond:
             return int(T)
     return None
 

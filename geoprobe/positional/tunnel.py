@@ -49,11 +49,11 @@ class TunnelLengthCurve(JsonResult):
 
     @property
     def critical_length(self) -> int | None:
+        from geoprobe.positional.stability import critical_length
+
         base = next((m for m in self.metrics if m.K == self.train_K), self.metrics[0])
-        for m in self.metrics:
-            if m.K > base.K and m.mae_sample.low > base.mae_sample.high:
-                return m.K
-        return None
+        beyond = [base, *(m for m in self.metrics if m.K > base.K)]
+        return critical_length([m.K for m in beyond], [m.mae_sample for m in beyond], worse="higher")
 
     def to_dict(self) -> dict[str, Any]:
         from geoprobe import __version__
