@@ -16,6 +16,14 @@ def test_critical_length_is_the_first_ci_wholly_below_the_baseline():
     assert critical_length(Ts, [Estimate(0.5, math.nan, math.nan), e(0.1, 0.01), e(0.1, 0.01), e(0.1, 0.01)]) is None
 
 
+def test_critical_length_of_an_error_is_the_first_ci_wholly_above_the_baseline():
+    e = lambda v, h: Estimate(v, v - h, v + h)  # noqa: E731
+    Ks = (20, 30, 40, 50)
+    errors = [e(0.08, 0.01), e(0.085, 0.01), e(0.11, 0.01), e(0.2, 0.01)]
+    assert critical_length(Ks, errors, worse="higher") == 40
+    assert critical_length(Ks, errors) is None  # the same numbers never fall below the baseline
+
+
 def test_stability_end_to_end_on_a_tiny_twin(twin_factory, tmp_path):
     from geoprobe.positional import PositionalConfig, load_positional, run_positional
 
