@@ -7,9 +7,11 @@ that produced it, and the full-vocabulary logits are computed for the final posi
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
 import numpy as np
@@ -237,8 +239,15 @@ def capture(
     *,
     seed: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    on_resume: Callable[[int, int, Path], None] | None = None,
 ) -> Capture:
-    """Run ``prompts`` through ``model`` in padded batches and keep the final-token geometry."""
+    """Run ``prompts`` through ``model`` in padded batches and keep the final-token geometry.
+
+    With ``checkpoint_dir`` every finished batch is written there (see
+    :mod:`geoprobe.capture.checkpoint`); a later call with the same model, prompts, config and
+    seed loads those batches instead of recomputing them (``on_resume(loaded, batches, dir)`` is
+    called first) and returns the same numbers. The caller removes the directory when done."""
     lay = model.layout
     layers = resolve_layers(config.layers, lay.n_layers)
     ids, cut = tokenize(model, prompts, config.max_tokens)
@@ -271,8 +280,37 @@ def capture(
     pad_id = model.tokenizer.pad_token_id
     device = model.device
     done = 0
+    todo = list(range(len(batches)))
+    ckpt = None
+    if checkpoint_dir is not None:
+        from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
+        from geoprobe.provenance import prompts_hash
+
+        cfg = asdict(config)
+        cfg["layers"] = list(layers)
+        fingerprint = {**model_fingerprint(model), "prompts_hash": prompts_hash(prompts), "n_prompts": n,
+                       "seed": seed, "config": cfg}
+        ckpt = CaptureCheckpoint(checkpoint_dir, fingerprint, len(batches))
+        todo = []
+        for b, batch in enumerate(batches):
+            saved = ckpt.load(b, batch)
+            if saved is None:
+                todo.append(b)
+                continue
+            for name, rows in saved.items():
+                target = {"next_entropy": next_entropy, "next_top_ids": top_ids, "next_top_probs": top_probs}.get(name)
+                if target is not None:
+                    target[batch] = rows
+                else:
+                    arrays[name][:, batch] = rows
+            done += len(batch)
+        if ckpt.resumed and on_resume is not None:
+            on_resume(len(batches) - len(todo), len(batches), ckpt.dir)
+        if progress is not None and done:
+            progress(done, n)
     with attached_hooks(model.bridge, hooks), torch.inference_mode(), _released(model):
-        for batch in batches:
+        for b in todo:
+            batch = batches[b]
             tok, mask = _pad([ids[i] for i in batch], pad_id, config.padding_side)
             position_ids = (mask.cumsum(1) - 1).clamp(min=0)
             slicer.new_batch(mask, [int(i) for i in batch])
@@ -298,6 +336,10 @@ def capture(
             next_entropy[batch] = entropy_bits(logp.exp()).numpy()
             tp, ti = logp.topk(k_top, dim=-1)
             top_probs[batch], top_ids[batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
+            if ckpt is not None:
+                ckpt.save(b, batch, {"next_entropy": next_entropy[batch], "next_top_ids": top_ids[batch],
+                                     "next_top_probs": top_probs[batch],
+                                     **{name: a[:, batch] for name, a in arrays.items()}})
             done += len(batch)
             if progress is not None:
                 progress(done, n)

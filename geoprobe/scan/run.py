@@ -8,9 +8,11 @@ In Jupyter::
 """
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections import Counter
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,6 +25,10 @@ from geoprobe.scan.scorecard import build_scorecard
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
+#: results.json keys (dotted paths) that hold wall-clock readings; everything else is the same,
+#: bit for bit, for two scans with the same model, prompts, settings and seed on the same machine
+WALL_CLOCK_KEYS: tuple[str, ...] = ("timings", "provenance.created")
+
 
 def dedupe_prompts(prompts: Sequence[str]) -> tuple[list[str], int]:
     """Keep the first copy of every prompt; return the kept prompts and how many were dropped.
@@ -33,14 +39,36 @@ def dedupe_prompts(prompts: Sequence[str]) -> tuple[list[str], int]:
     return kept, len(prompts) - len(kept)
 
 
+def _drawn_prompt_set(config: ScanConfig, model: Any, progress: Any, checkpoint_dir: Path) -> Any:
+    """A corpus set sampled once per checkpoint: the drawn set is kept in ``checkpoint_dir`` and
+    reused by a resumed scan with the same model, set, sampling settings and seed."""
+    from dataclasses import asdict
+
+    from geoprobe.capture.checkpoint import PROMPTS, check_or_write, model_fingerprint
+    from geoprobe.corpora import CORPUS_VERSION
+    from geoprobe.prompts import resolve_prompt_set
+    from geoprobe.sampling import PromptSet
+
+    key = {**model_fingerprint(model), "prompts": config.prompts, "corpus_version": CORPUS_VERSION,
+           "sampling": asdict(config.sampling), "seed": config.seed}
+    stored = check_or_write(checkpoint_dir / PROMPTS, key, what="scan") if (checkpoint_dir / PROMPTS).exists() else None
+    if stored is not None:
+        d = stored["prompt_set"]
+        return PromptSet(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+    pset = resolve_prompt_set(config.prompts, model, sampling=config.sampling, seed=config.seed, progress=progress)
+    check_or_write(checkpoint_dir / PROMPTS, key, what="scan", extra={"prompt_set": asdict(pset)})
+    return pset
+
+
 def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None, model: Any = None,
-                    progress: Progress | None = None) -> tuple[list[str], list[str], Any]:
+                    progress: Progress | None = None,
+                    checkpoint_dir: str | os.PathLike | None = None) -> tuple[list[str], list[str], Any]:
     """The prompts a scan runs on (deduplicated), the notes to report about them, and their
     :class:`~geoprobe.sampling.PromptSet` (name, kind, hash, seed, sampling record).
 
     Corpus sets (``mixed``, a domain) are sampled with ``model``; without one only the set's
     name and availability are checked and ``([], [], None)`` comes back (the CLI checks
-    before loading the model)."""
+    before loading the model). With ``checkpoint_dir`` a sampled set is kept there and reused."""
     from dataclasses import replace
 
     from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
@@ -49,8 +77,11 @@ def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None, mo
     if prompts is None and prompt_source_kind(config.prompts) == "corpus" and model is None:
         return [], [], None
     sample_progress = None if progress is None else (lambda d, n: progress("sampling", d, n))
-    pset = resolve_prompt_set(config.prompts, model, sampling=config.sampling, seed=config.seed,
-                              progress=sample_progress, texts=prompts)
+    if prompts is None and checkpoint_dir is not None and prompt_source_kind(config.prompts) == "corpus":
+        pset = _drawn_prompt_set(config, model, sample_progress, Path(checkpoint_dir))
+    else:
+        pset = resolve_prompt_set(config.prompts, model, sampling=config.sampling, seed=config.seed,
+                                  progress=sample_progress, texts=prompts)
     prompts = list(pset.prompts)
     notes = list(pset.info.get("notes", ()))
     kept, dropped = dedupe_prompts(prompts)
@@ -180,12 +211,16 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
 
 def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, config: ScanConfig = ScanConfig(),
          *, progress: Progress | None = None, return_capture: bool = False, notes: Sequence[str] = (),
+         checkpoint_dir: str | os.PathLike | None = None, on_resume: Callable[[int, int, Path], None] | None = None,
          **load_options: Any) -> Any:
     """Load (if given a name), capture and analyse. Returns a ScanResult (and the Capture if asked).
 
     ``prompts`` default to ``config.prompts`` (a corpus set is sampled with the model's
     next-token entropies); duplicates are dropped with a warning. ``notes`` are earlier
-    warnings to keep in the result."""
+    warnings to keep in the result. With ``checkpoint_dir`` (``geoprobe scan`` passes
+    ``<run>/capture.partial``) the drawn corpus set and every finished capture batch are kept
+    there, and a rerun resumes from them (see :mod:`geoprobe.capture.checkpoint`); the caller
+    removes the directory once the results are saved."""
     from geoprobe.capture.run import CaptureConfig, capture
     from geoprobe.models.loading import LoadedModel, load_model
 
@@ -195,7 +230,7 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
     m = model if isinstance(model, LoadedModel) else load_model(model, **load_options)
     timings["load_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    texts, new_notes, pset = resolve_prompts(config, prompts, m, progress)
+    texts, new_notes, pset = resolve_prompts(config, prompts, m, progress, checkpoint_dir)
     timings["prompts_s"] = time.perf_counter() - t
     notes = [*notes, *new_notes]
     cc = CaptureConfig(layers=config.layers, batch_size=config.batch_size, max_tokens=config.max_tokens,
@@ -203,7 +238,7 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cap = capture(m, texts, cc, seed=config.seed,
+        cap = capture(m, texts, cc, seed=config.seed, checkpoint_dir=checkpoint_dir, on_resume=on_resume,
                       progress=None if progress is None else (lambda d, n: progress("capture", d, n)))
     for w in caught:
         notes.append(str(w.message))
