@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import socket
 
 import pytest
 
@@ -53,3 +54,30 @@ def smollm2():
 @pytest.fixture
 def prompts():
     return list(PROMPTS)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Record (and refuse) every attempt to reach the network; AF_UNIX sockets still work."""
+    from huggingface_hub import constants
+
+    attempts: list[tuple[str, object]] = []
+
+    def refuse(kind: str, address: object):
+        attempts.append((kind, address))
+        raise AssertionError(f"network {kind} to {address!r} with HF_HUB_OFFLINE=1")
+
+    def method(kind: str, real):
+        def guarded(self, address, *a, **k):
+            if self.family == socket.AF_UNIX:
+                return real(self, address, *a, **k)
+            return refuse(kind, address)
+        return guarded
+
+    monkeypatch.setattr(socket.socket, "connect", method("connect", socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", method("connect_ex", socket.socket.connect_ex))
+    monkeypatch.setattr(socket, "create_connection", lambda address, *a, **k: refuse("create_connection", address))
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: refuse("getaddrinfo", (host, port)))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return attempts

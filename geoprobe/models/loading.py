@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,10 @@ def load_model(
     if path.is_dir():
         return _load_pretrained(str(path), str(path), revision, tdtype, device, device_map,
                                 trust_remote_code, allow_pickle, source="local", spec=None)
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an alias or a Hub id (owner/name)
+        what = f"path {name!r} is a file, not a model directory" if path.exists() else f"directory {name!r} does not exist"
+        raise UnknownModelError(f"model {what}; pass a directory with config.json, tokenizer files "
+                                "and *.safetensors weights, a .gguf file, an alias or a Hub id to --model")
     spec = ALIASES.get(name.lower()) or (find_spec_by_hf_id(name) if "/" in name else None)
     if spec is not None and spec.source == "embedded":
         from geoprobe.models.gguf import embedded_gguf_path
@@ -221,12 +226,19 @@ def _load_pretrained(
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, pickle.UnpicklingError) as exc:
         text = str(exc)
+        if isinstance(exc, pickle.UnpicklingError):  # --allow-pickle, but the file holds more than tensors
+            raise GeoprobeError(
+                f"model {model_id!r}: its pickled weights hold objects other than tensors, which "
+                "torch.load(weights_only=True) refuses to unpickle; geoprobe will not run them (get safetensors "
+                "weights or pass another --model)"
+            ) from exc
         if "trust_remote_code" in text:
             raise GeoprobeError(
-                f"model {model_id!r} needs its own Python code from the hub; geoprobe will not run it "
-                "unless you pass --trust-remote-code"
+                f"model {model_id!r} needs its own Python code (auto_map in its config) from "
+                f"{'its directory' if source == 'local' else 'the hub'}; geoprobe will not run it unless you pass "
+                "--trust-remote-code"
             ) from exc
         if "safetensors" in text.lower() and not allow_pickle:
             raise GeoprobeError(

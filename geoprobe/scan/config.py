@@ -23,6 +23,12 @@ class ProbeError(GeoprobeError):
     """A probe recipe that cannot be used."""
 
 
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "int": ((int,), "an integer"), "int | None": ((int, type(None)), "an integer"),
+    "float": ((int, float), "a number"), "bool": ((bool,), "true or false"), "str": ((str,), "a string"),
+}
+
+
 @dataclass(frozen=True)
 class ScanConfig:
     """What a scan measures. Defaults are `probes/scan.toml`'s."""
@@ -47,6 +53,11 @@ class ScanConfig:
     def __post_init__(self) -> None:
         if isinstance(self.sampling, dict):
             object.__setattr__(self, "sampling", _sampling(self.sampling))
+        for f in fields(self):  # a recipe can hold any TOML type: say which setting, before a comparison fails
+            want, v = _FIELD_TYPES.get(str(f.type)), getattr(self, f.name)
+            if want is not None and (not isinstance(v, want[0]) or (isinstance(v, bool) and bool not in want[0])):
+                raise ProbeError(f"scan setting {f.name} = {v!r} is not {want[1]}; fix it in the probe recipe "
+                                 "(or pass the matching flag)")
         bad = [a for a in self.analyses if a not in ANALYSES]
         if bad:
             raise ProbeError(f"analysis {bad[0]!r} is unknown; choose from {', '.join(ANALYSES)}")
@@ -138,14 +149,17 @@ def load_probe(path: str | Path) -> Probe:
     command = head.get("command", "scan")
     if command not in COMMANDS:
         raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: {', '.join(COMMANDS)}")
-    if command in ("sula", "intervene", "windtunnel", "denoise", "positional"):
-        config: Any = _flat_config(command, doc, p)
-    elif command == "compare-domains":
-        config: Any = _domains_config(doc, p)
-    elif command == "compare-models":
-        config = _models_config(doc.pop("models", None), _scan_config(doc, p), p)
-    else:
-        config = _scan_config(doc, p)
+    try:
+        if command in ("sula", "intervene", "windtunnel", "denoise", "positional"):
+            config: Any = _flat_config(command, doc, p)
+        elif command == "compare-domains":
+            config = _domains_config(doc, p)
+        elif command == "compare-models":
+            config = _models_config(doc.pop("models", None), _scan_config(doc, p), p)
+        else:
+            config = _scan_config(doc, p)
+    except (TypeError, AttributeError) as exc:  # a value of the wrong TOML type reached a comparison
+        raise ProbeError(f"probe {str(p)!r}: a setting has the wrong type ({exc}); fix it in the recipe") from None
     return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
                  config=config, path=str(p))
 

@@ -68,7 +68,9 @@ def test_local_directory_round_trip(tmp_path, twin_factory, prompts):
 
 
 @requires_smollm2
-def test_gguf_cache_makes_the_second_load_use_safetensors(tmp_path, monkeypatch):
+def test_gguf_cache_makes_the_second_load_use_safetensors(no_network, tmp_path, monkeypatch):
+    """A fresh cache: the .gguf parse and dequantisation (tokenizer included), then the cached
+    safetensors load; with every socket blocked (nothing reaches the network)."""
     from geoprobe.models.gguf import embedded_gguf_path, load_gguf
 
     monkeypatch.setenv("GEOPROBE_CACHE", str(tmp_path))
@@ -83,6 +85,7 @@ def test_gguf_cache_makes_the_second_load_use_safetensors(tmp_path, monkeypatch)
         assert torch.equal(sd1[k], sd2[k]), k
     assert tok1("hello world")["input_ids"] == tok2("hello world")["input_ids"]
     assert second.config.architectures == ["LlamaForCausalLM"]
+    assert no_network == []
 
 
 @requires_smollm2

@@ -1,0 +1,467 @@
+"""Bad inputs across the whole CLI and the one-line error each one gets (issue 8, part 9).
+
+One list, two uses: ``tests/cli/test_error_audit.py`` runs every case and checks the contract
+(exit 2, exactly one stderr line starting ``error: ``, the expected words, no traceback, nothing
+written), and ``python -m tests.cli.error_cases --markdown`` writes docs/errors.md from the same
+runs, so the documentation cannot drift from what the CLI prints.
+
+Every case runs in-process in a fresh working directory (its cwd, so relative paths in argv and
+in the messages are the same on every machine); ``setup`` names helpers below that put the files
+a case needs there first. A case may load a tiny twin or a model directory it made itself, never
+a real model: :func:`run_case` refuses any other load.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import sys
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+TWIN = "twin:llama-3.2-1b"  # three layers, loads in about a second
+MARKER = "imported.marker"  # what the custom code of the auto_map directory would write if it ran
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: tuple[str, ...]  # after `geoprobe`; paths are relative to the case's working directory
+    bad: str  # the bad input, in words (docs/errors.md)
+    expect: tuple[str, ...]  # substrings of the error line
+    setup: tuple[str, ...] = ()  # names in SETUPS, run in the working directory first
+    code: int = 2
+    needs_no_cuda: bool = False  # the bad input is --device cuda: valid where CUDA exists
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+    changed: tuple[str, ...]  # files created, modified or removed under the working directory
+    loaded: tuple[str, ...]  # models the case asked load_model for
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------- setups (run in the case's cwd)
+
+def _text(name: str, text: str) -> Callable[[Path], None]:
+    def make(d: Path) -> None:
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(text, encoding="utf-8")
+    return make
+
+
+def _json(name: str, data: object) -> Callable[[Path], None]:
+    return _text(name, json.dumps(data))
+
+
+def _tiny_model_dir(d: Path, name: str, *, pickle: bool, custom_code: bool = False) -> Path:
+    """A loadable tiny Llama directory (config, tokenizer, weights as pytorch_model.bin or
+    model.safetensors); with ``custom_code`` its config asks for a model class from its own .py file."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from geoprobe.models.twins import embedded_tokenizer, twin_config
+
+    target = d / name
+    target.mkdir(parents=True, exist_ok=True)
+    tok = embedded_tokenizer()
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(twin_config("llama-3.2-1b", "tiny", vocab_size=len(tok)))
+    tok.save_pretrained(target)
+    if custom_code:
+        model.config.save_pretrained(target)
+        cfg = json.loads((target / "config.json").read_text())
+        cfg.update(model_type="geoprobe_custom", architectures=["CustomForCausalLM"],
+                   auto_map={"AutoConfig": "custom_model.CustomConfig",
+                             "AutoModelForCausalLM": "custom_model.CustomForCausalLM"})
+        (target / "config.json").write_text(json.dumps(cfg))
+        marker = (target / MARKER).resolve()
+        (target / "custom_model.py").write_text(
+            f"from pathlib import Path\nPath({str(marker)!r}).write_text('custom code ran')\n"
+            "from transformers import LlamaConfig, LlamaForCausalLM\n"
+            "class CustomConfig(LlamaConfig):\n    model_type = 'geoprobe_custom'\n"
+            "class CustomForCausalLM(LlamaForCausalLM):\n    config_class = CustomConfig\n")
+        model.save_pretrained(target, safe_serialization=True)
+        (target / "config.json").write_text(json.dumps(cfg))  # save_pretrained rewrote it
+    elif pickle:
+        model.config.save_pretrained(target)
+        torch.save(model.state_dict(), target / "pytorch_model.bin")
+    else:
+        model.save_pretrained(target, safe_serialization=True)
+    return target
+
+
+def _kind_json(d: Path, name: str, module: str, version: int | None = None) -> None:
+    """A results file head of the kind (and version) that ``module`` writes; the rest is irrelevant
+    because the kind is checked first."""
+    import importlib
+
+    m = importlib.import_module(module)
+    _json(name, {"kind": m.RESULTS_KIND, "version": version or m.RESULTS_VERSION, "geoprobe": "0.0"})(d)
+
+
+class _Payload:
+    """Unpickling this runs ``Path(marker).touch()``: what a malicious pytorch_model.bin could do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _payload_model_dir(d: Path) -> None:
+    """A pickled model directory whose weights also carry a code-running object."""
+    import torch
+
+    target = _tiny_model_dir(d, "payload", pickle=True)
+    state = torch.load(target / "pytorch_model.bin", weights_only=True)
+    state["extra"] = _Payload((target / MARKER).resolve())
+    torch.save(state, target / "pytorch_model.bin")
+
+
+def _recipe(name: str, body: str) -> Callable[[Path], None]:
+    return _text(name, body)
+
+
+SETUPS: dict[str, Callable[[Path], None]] = {
+    "empty_prompts": _text("empty.txt", "\n   \n"),
+    "few_prompts": _text("few.txt", "The cat sat on the\nOnce upon a time\nIn 1905 Einstein published\n"),
+    "latin1_prompts": lambda d: (d / "latin1.txt").write_bytes("café au lait\n".encode("latin-1")),
+    "prompts": _text("p.txt", "".join(f"Prompt number {i} says that the weather\n" for i in range(12))),
+    "fake_gguf": _text("model.gguf", "this is a text file, not GGUF\n"),
+    "scan_run": lambda d: [_text(f"run/{n}", "{}")(d) for n in ("results.json", "report.html")],
+    "sula_run": _text("run/sula.json", "{}"),
+    "intervene_run": _text("run/intervene.json", "{}"),
+    "domains_run": _text("run/domains.json", "{}"),
+    "positional_run": _text("run/positional.json", "{}"),
+    "denoise_run": _text("run/denoise.json", "{}"),
+    "windtunnel_run": _text("run/windtunnel.json", "{}"),
+    "capture_dir": _text("out/existing.txt", "keep me\n"),
+    "sample_out": _text("sampled.jsonl", "\"keep me\"\n"),
+    "wt_results": lambda d: _kind_json(d, "wt.json", "geoprobe.windtunnel.result"),
+    "scan_results_kind": lambda d: _kind_json(d, "scan.json", "geoprobe.scan.result"),
+    "sula_results": lambda d: _kind_json(d, "sula.json", "geoprobe.sula.result"),
+    "corrupt_results": _text("results.json", '{"kind": "geoprobe.scan", "layers": [0, 1'),
+    "future_results": lambda d: _kind_json(d, "results.json", "geoprobe.scan.result", version=999),
+    "recipe_unknown_key": _recipe("bad_key.toml", "[probe]\ncommand = \"scan\"\n[analyses]\nn_resampels = 10\n"),
+    "recipe_unknown_section": _recipe("bad_section.toml", "[probe]\ncommand = \"scan\"\n[analysis]\nseed = 1\n"),
+    "recipe_wrong_type": _recipe("bad_type.toml", "[probe]\ncommand = \"scan\"\n[analyses]\nn_resamples = \"many\"\n"),
+    "recipe_unknown_command": _recipe("bad_cmd.toml", "[probe]\ncommand = \"scna\"\n"),
+    "recipe_bad_toml": _recipe("broken.toml", "[probe\ncommand = scan\n"),
+    "recipe_wt_wrong_type": _recipe("wt.toml", "[probe]\ncommand = \"windtunnel\"\n[windtunnel]\nvocab = \"ten\"\n"),
+    "recipe_sula_unknown_key": _recipe("sula.toml", "[probe]\ncommand = \"sula\"\n[sula]\nn_per_kk = 3\n"),
+    "pickle_dir": lambda d: _tiny_model_dir(d, "pickled", pickle=True),
+    "custom_code_dir": lambda d: _tiny_model_dir(d, "custom", pickle=False, custom_code=True),
+    "payload_pickle_dir": _payload_model_dir,
+    "not_a_run": _text("notarun/readme.txt", "not a wind-tunnel run\n"),
+}
+
+
+# ---------------------------------------------------------------- the cases
+
+def _c(id: str, argv: str, bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2) -> Case:
+    return Case(id=id, argv=tuple(argv.split()), bad=bad, expect=expect, setup=setup, code=code,
+                needs_no_cuda="cuda" in argv.split())
+
+
+CASES: tuple[Case, ...] = (
+    # usage errors from typer/click
+    _c("no-such-command", "scna", "misspelt subcommand", "No such command 'scna'"),
+    _c("models-unknown-option", "models --jsn", "unknown option", "No such option: --jsn"),
+    _c("prompts-extra-argument", "prompts mixed", "unexpected argument", "unexpected extra argument(s) (mixed)"),
+    _c("capture-missing-out", f"capture --model {TWIN}", "required --out missing", "Missing option '--out'"),
+    _c("capture-batch-not-int", f"capture --model {TWIN} --batch-size many --out out", "non-integer --batch-size",
+       "Invalid value 'many' for '--batch-size'", "valid integer"),
+    # models
+    _c("unknown-alias", "capture --model pythia-41m --out out", "unknown model alias",
+       "unknown model 'pythia-41m'", "closest aliases: pythia-410m"),
+    _c("missing-local-dir", "capture --model ./no/such/model --out out", "local model directory that does not exist",
+       "model directory './no/such/model' does not exist", "--model"),
+    _c("missing-gguf", "capture --model nothere.gguf --out out", ".gguf path that does not exist",
+       "'nothere.gguf'", "does not exist"),
+    _c("not-gguf", "capture --model model.gguf --out out", "a .gguf that is not GGUF",
+       "'model.gguf'", "not a GGUF file", "--model", setup=("fake_gguf",)),
+    _c("bad-revision", "capture --model pythia-410m --revision step7 --out out", "a Pythia checkpoint that does not exist",
+       "'step7'", "step143000", "--revision"),
+    _c("dtype", f"capture --model {TWIN} --dtype float8 --out out", "--dtype nonsense", "'float8'", "--dtype"),
+    _c("device-cuda", f"capture --model {TWIN} --device cuda --out out", "--device cuda without a GPU",
+       "--device 'cuda'", "no CUDA device", "--device cpu"),
+    _c("device-nonsense", f"scan --model {TWIN} --device gpu0 --prompts p.txt --out run", "--device nonsense",
+       "--device 'gpu0'", "not a torch device", setup=("prompts",)),
+    _c("pickle-without-flag", "capture --model pickled --out out", "weights only as pytorch_model.bin (pickle)",
+       "'pickled'", "--allow-pickle", setup=("pickle_dir",)),
+    _c("pickle-payload", "capture --model payload --allow-pickle --out out",
+       "--allow-pickle, but the pickle holds a code-running object", "'payload'", "weights_only=True",
+       setup=("payload_pickle_dir",)),
+    _c("remote-code-without-flag", "capture --model custom --out out", "config with auto_map (custom model code)",
+       "'custom'", "auto_map", "--trust-remote-code", setup=("custom_code_dir",)),
+    # capture options
+    _c("layers-syntax", f"capture --model {TWIN} --layers a,b --out out", "--layers not integers", "--layers 'a,b'"),
+    _c("layer-out-of-range", f"capture --model {TWIN} --layers 0,9 --out out", "layer beyond the model",
+       "9", "out of range", "--layers"),
+    _c("batch-size-zero", f"capture --model {TWIN} --batch-size 0 --out out", "--batch-size 0", "0", "--batch-size"),
+    _c("padding-side", f"capture --model {TWIN} --padding-side middle --out out", "--padding-side nonsense",
+       "'middle'", "--padding-side"),
+    _c("capture-out-exists", f"capture --model {TWIN} --out out", "--out exists, no --overwrite",
+       "'out'", "--overwrite", setup=("capture_dir",)),
+    # prompts
+    _c("prompt-file-missing", f"capture --model {TWIN} --prompts nope.txt --out out", "prompt file missing",
+       "'nope.txt'", "does not exist", "--prompts"),
+    _c("prompt-file-empty", f"capture --model {TWIN} --prompts empty.txt --out out", "prompt file empty",
+       "'empty.txt'", "holds no prompts", setup=("empty_prompts",)),
+    _c("prompt-file-latin1", f"capture --model {TWIN} --prompts latin1.txt --out out", "prompt file not UTF-8",
+       "'latin1.txt'", "UTF-8", setup=("latin1_prompts",)),
+    _c("too-few-prompts", f"scan --model {TWIN} --prompts few.txt --out run", "3 prompts for a scan",
+       "3 distinct prompt(s)", "at least", "--prompts", setup=("few_prompts",)),
+    _c("unknown-prompt-set", f"scan --model {TWIN} --prompts mathz --out run", "unknown prompt set",
+       "'mathz'", "available: builtin, mixed", "--prompts/--domain"),
+    _c("prompts-and-domain", f"scan --model {TWIN} --prompts builtin --domain math --out run",
+       "--prompts and --domain both", "--prompts 'builtin'", "--domain 'math'", "only one"),
+    _c("sample-not-corpus", f"sample --model {TWIN} --prompts builtin --out s.jsonl", "sample from a non-corpus set",
+       "--prompts 'builtin'", "not a corpus set"),
+    _c("sample-out-exists", f"sample --model {TWIN} --out sampled.jsonl", "--out exists, no --force",
+       "'sampled.jsonl'", "--force", setup=("sample_out",)),
+    # scan / run
+    _c("scan-out-exists", f"scan --model {TWIN} --prompts p.txt --out run", "existing run without --force",
+       "'run/report.html' already exists", "--force", setup=("prompts", "scan_run")),
+    _c("scan-null", f"scan --model {TWIN} --null uniform --out run", "--null nonsense", "'uniform'", "--null"),
+    _c("scan-ci-layers", f"scan --model {TWIN} --ci-layers some --out run", "--ci-layers nonsense", "'some'", "--ci-layers"),
+    _c("scan-scatter-layers", f"scan --model {TWIN} --scatter-layers x --out run", "--scatter-layers not integers",
+       "'x'", "--scatter-layers"),
+    _c("recipe-missing", "run nope.toml --model twin:llama-3.2-1b", "recipe file missing", "'nope.toml'", "does not exist"),
+    _c("recipe-unknown-key", f"run bad_key.toml --model {TWIN}", "recipe: unknown key",
+       "unknown key analyses.n_resampels", setup=("recipe_unknown_key",)),
+    _c("recipe-unknown-section", f"run bad_section.toml --model {TWIN}", "recipe: unknown section",
+       "unknown section [analysis]", setup=("recipe_unknown_section",)),
+    _c("recipe-wrong-type", f"run bad_type.toml --model {TWIN}", "recipe: string where a number belongs",
+       "n_resamples = 'many'", "not an integer", setup=("recipe_wrong_type",)),
+    _c("recipe-unknown-command", f"run bad_cmd.toml --model {TWIN}", "recipe: unknown command",
+       "command 'scna'", "this geoprobe runs", setup=("recipe_unknown_command",)),
+    _c("recipe-bad-toml", f"run broken.toml --model {TWIN}", "recipe: TOML syntax error", "'broken.toml'",
+       "not valid UTF-8 TOML", setup=("recipe_bad_toml",)),
+    _c("recipe-windtunnel-type", "run wt.toml", "windtunnel recipe: string V", "vocab", "'ten'",
+       setup=("recipe_wt_wrong_type",)),
+    _c("recipe-sula-unknown-key", f"run sula.toml --model {TWIN}", "sula recipe: unknown key", "unknown key sula.n_per_kk",
+       setup=("recipe_sula_unknown_key",)),
+    # report / compare: wrong kind, damaged, missing
+    _c("report-wrong-kind", "report wt.json", "a windtunnel.json given to report", "'wt.json'", "kind 'geoprobe.windtunnel'",
+       setup=("wt_results",)),
+    _c("report-corrupt", "report results.json", "a truncated results.json", "'results.json'", "not valid JSON",
+       setup=("corrupt_results",)),
+    _c("report-future-version", "report results.json", "results.json from a newer geoprobe", "version 999",
+       setup=("future_results",)),
+    _c("report-missing", "report nowhere/results.json", "results.json that does not exist", "'nowhere/results.json'",
+       "does not exist"),
+    _c("windtunnel-report-wrong-kind", "windtunnel report scan.json", "a scan results.json given to windtunnel report",
+       "'scan.json'", "kind 'geoprobe.scan'", setup=("scan_results_kind",)),
+    _c("compare-wrong-kind", "compare sula.json wt.json --out cmp", "non-scan results given to compare",
+       "'sula.json'", "kind 'geoprobe.sula'", setup=("sula_results", "wt_results")),
+    _c("compare-corrupt", "compare results.json results.json --out cmp", "a truncated results.json given to compare",
+       "'results.json'", "not valid JSON", setup=("corrupt_results",)),
+    # compare-domains
+    _c("domains-unknown", f"compare-domains --model {TWIN} --domains math,poetry --out run", "unknown domain",
+       "'poetry'"),
+    # sula / intervene
+    _c("sula-k-syntax", f"sula --model {TWIN} --k 0,two --out run", "--k not integers", "--k '0,two'"),
+    _c("sula-k-negative", f"sula --model {TWIN} --k -1,2 --out run", "negative --k", "-1", "--k"),
+    _c("sula-agreement", f"sula --model {TWIN} --agreement 1.5 --out run", "--agreement above 1", "1.5", "--agreement"),
+    _c("sula-labels", f"sula --model {TWIN} --labels bip --out run", "one label", "--labels 'bip'", "two different labels"),
+    _c("sula-out-exists", f"sula --model {TWIN} --out run", "existing sula run", "sula.json", "--force",
+       setup=("sula_run",)),
+    _c("intervene-op", f"intervene --model {TWIN} --op flip --out run", "--op nonsense", "'flip'", "--op"),
+    _c("intervene-strength", f"intervene --model {TWIN} --op cut --strength 2 --out run", "cut strength above 1",
+       "2", "--strength"),
+    _c("intervene-layer-range", f"intervene --model {TWIN} --layers 7 --out run", "layer beyond the model", "7",
+       "--layers"),
+    _c("intervene-controls", f"intervene --model {TWIN} --controls 0 --out run", "no random controls", "--controls"),
+    # windtunnel
+    _c("wt-vocab", "windtunnel train --task bijection --scale tiny --vocab 1 --out wt", "bijection V below 2",
+       "1", "--vocab", "2"),
+    _c("wt-length", "windtunnel train --task hmm --scale tiny --length 900 --out wt", "HMM K above 500", "900",
+       "--length", "500"),
+    _c("wt-states", "windtunnel run --task hmm --scale tiny --states 11 --out wt", "HMM S above 10", "11", "--states"),
+    _c("wt-task", "windtunnel train --task maze --scale tiny --out wt", "unknown task", "'maze'", "--task"),
+    _c("wt-scale", "windtunnel train --scale huge --out wt", "unknown scale", "'huge'", "--scale"),
+    _c("wt-device", "windtunnel train --scale tiny --device cuda --out wt", "--device cuda without a GPU",
+       "no CUDA device", "--device cpu"),
+    _c("wt-eval-not-a-run", "windtunnel eval notarun", "eval on a directory that is no run", "'notarun", "windtunnel train",
+       setup=("not_a_run",)),
+    _c("wt-run-exists", "windtunnel run --scale tiny --out run", "existing windtunnel.json", "windtunnel.json", "--force",
+       setup=("windtunnel_run",)),
+    # denoise
+    _c("denoise-task", "denoise --task spiral --tiny --out dn", "unknown task", "'spiral'", "--task"),
+    _c("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
+    _c("denoise-lengths", "denoise --lengths 20,x --tiny --out dn", "--lengths not integers", "--lengths '20,x'"),
+    _c("denoise-out-exists", "denoise --tiny --out run", "existing denoise run", "denoise.json", "--force",
+       setup=("denoise_run",)),
+    # positional
+    _c("positional-decreasing", f"positional --model {TWIN} --lengths 32,16 --out pos", "decreasing --lengths",
+       "32,16", "--lengths"),
+    _c("positional-max-length", f"positional --model {TWIN} --max-length 8 --out pos", "--max-length below 16", "8",
+       "--max-length"),
+    _c("positional-both", f"positional --model {TWIN} --lengths 16,32 --max-length 64 --out pos",
+       "--lengths and --max-length", "--lengths", "--max-length"),
+    _c("positional-windtunnel", "positional --windtunnel notarun --out pos", "--windtunnel not a run", "'notarun'",
+       "windtunnel train", setup=("not_a_run",)),
+    _c("positional-exists", f"positional --model {TWIN} --out run", "existing positional run", "positional.json",
+       "--force", setup=("positional_run",)),
+)
+
+
+# ---------------------------------------------------------------- running a case
+
+def _snapshot(d: Path) -> dict[str, str]:
+    snap = {}
+    for p in sorted(d.rglob("*")):
+        rel = str(p.relative_to(d))
+        snap[rel] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+    return snap
+
+
+@contextmanager
+def _model_guard(workdir: Path, loaded: list[str]) -> Iterator[None]:
+    """Record what the case asks load_model for; let weights load only from files the case made
+    (twins need none), so that a case that would load a real model fails instead."""
+    from geoprobe.models import loading
+
+    real = (loading.load_model, loading._load_gguf_file, loading._load_pretrained)
+
+    def refuse(what: object) -> None:
+        raise AssertionError(f"error case loaded {what!r}: it must fail before a real model loads")
+
+    def ours(location: object) -> bool:
+        p = Path(str(location))
+        return (p if p.is_absolute() else workdir / p).resolve().is_relative_to(workdir.resolve())
+
+    def load_model(name: str = "", *a, **k):
+        loaded.append(name)
+        return real[0](name, *a, **k)
+
+    def load_gguf_file(path, *a, **k):
+        return real[1](path, *a, **k) if ours(path) else refuse(path)
+
+    def load_pretrained(model_id, location, *a, source=None, **k):
+        return real[2](model_id, location, *a, source=source, **k) if source == "local" and ours(location) \
+            else refuse(location)
+
+    loading.load_model, loading._load_gguf_file, loading._load_pretrained = load_model, load_gguf_file, load_pretrained
+    try:
+        yield
+    finally:
+        loading.load_model, loading._load_gguf_file, loading._load_pretrained = real
+
+
+def run_case(case: Case, workdir: Path) -> Outcome:
+    """Run ``geoprobe <case.argv>`` in-process with ``workdir`` as cwd (made and set up first)."""
+    from geoprobe.cli import main
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name in case.setup:
+        SETUPS[name](workdir)
+    before = _snapshot(workdir)
+    out, err, loaded = io.StringIO(), io.StringIO(), []
+    old_cwd, old_argv = os.getcwd(), sys.argv
+    code: int = 0
+    try:
+        os.chdir(workdir)
+        sys.argv = ["geoprobe", *case.argv]
+        with _model_guard(workdir, loaded), redirect_stdout(out), redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(old_cwd)
+        sys.argv = old_argv
+    after = _snapshot(workdir)
+    changed = sorted({k for k in before.keys() | after.keys() if before.get(k) != after.get(k)})
+    return Outcome(code=code, out=out.getvalue(), err=err.getvalue(), changed=tuple(changed), loaded=tuple(loaded))
+
+
+def check(case: Case, outcome: Outcome) -> list[str]:
+    """What is wrong with ``outcome`` (empty: the case meets the error contract)."""
+    problems = []
+    if outcome.code != case.code:
+        problems.append(f"exit {outcome.code}, expected {case.code}")
+    if len(outcome.lines) != 1:
+        problems.append(f"{len(outcome.lines)} stderr lines, expected 1")
+    line = outcome.lines[0] if outcome.lines else ""
+    if not line.startswith("error: "):
+        problems.append("the line does not start with 'error: '")
+    missing = [s for s in case.expect if s not in line]
+    if missing:
+        problems.append(f"missing {missing}")
+    if "Traceback" in outcome.err or "Traceback" in outcome.out:
+        problems.append("a traceback was printed")
+    if outcome.changed:
+        problems.append(f"wrote or changed {list(outcome.changed)}")
+    return problems
+
+
+# ---------------------------------------------------------------- docs/errors.md
+
+HEADER = """# Error messages
+
+Every bad input below gets one line on stderr, `error: …`, naming the value, the limit and the
+flag to change, and exit status 2 (`--debug` anywhere on the command line shows the traceback
+instead). Nothing already on disk is written or replaced. Paths are relative to the working
+directory; `twin:…` models are tiny random-init twins.
+
+Generated by `python -m tests.cli.error_cases --markdown > docs/errors.md` from the cases that
+`tests/cli/test_error_audit.py` runs; a test fails when this file and the CLI disagree.
+
+| # | command | bad input | error line |
+|---|---|---|---|
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(outcomes: dict[str, Outcome]) -> str:
+    rows = []
+    for i, case in enumerate(CASES, 1):
+        o = outcomes[case.id]
+        line = o.lines[0] if len(o.lines) == 1 else " / ".join(o.lines)
+        cmd = "geoprobe " + " ".join(case.argv)
+        rows.append(f"| {i} | `{_cell(cmd)}` | {_cell(case.bad)} | `{_cell(line)}` |")
+    return HEADER + "\n".join(rows) + "\n"
+
+
+def run_all(base: Path) -> dict[str, Outcome]:
+    return {c.id: run_case(c, base / c.id) for c in CASES}
+
+
+def main(argv: list[str]) -> int:
+    import tempfile
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with tempfile.TemporaryDirectory() as tmp:
+        outcomes = run_all(Path(tmp))
+    if "--markdown" in argv:
+        sys.stdout.write(markdown(outcomes))
+        return 0
+    bad = 0
+    for case in CASES:
+        o = outcomes[case.id]
+        problems = check(case, o)
+        bad += bool(problems)
+        print(f"{'FAIL' if problems else 'ok  '} {case.id:28} exit {o.code} {o.lines!r}"
+              + (f"  <- {'; '.join(problems)}" if problems else ""))
+    print(f"{len(CASES)} cases, {bad} failing")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
