@@ -48,13 +48,31 @@ def claim_run_dir(target: Path, outputs: Sequence[str], force: bool) -> Path:
     return target
 
 
-def _layers(spec: Optional[str]) -> Optional[tuple[int, ...]]:
+def check_figures(fmt: Optional[str], run_dir: Optional[Path] = None, force: bool = False) -> Optional[str]:
+    """--figures FMT, checked before any model loads: the format, a Chromium, no figures/*.FMT in run_dir."""
+    from geoprobe.report.export import check_figures as check
+
+    return check(fmt, run_dir, force=force)
+
+
+def write_figures(obj, run_dir: Path, fmt: Optional[str], force: bool) -> None:
+    """--figures FMT: every figure of ``obj``'s HTML report as run_dir/figures/<anchor>.FMT (one browser start)."""
+    if fmt is None:
+        return
+    from geoprobe.report.export import export_report_figures
+
+    with err.status(f"writing {fmt} figures …"):
+        paths = export_report_figures(obj, run_dir, fmt, force=force)
+    out.print(f"wrote {len(paths)} {fmt} figures to {run_dir / 'figures'}")
+
+
+def _layers(spec: Optional[str], flag: str = "--layers") -> Optional[tuple[int, ...]]:
     if spec is None or spec == "all":
         return None
     try:
         return tuple(int(x) for x in spec.split(",") if x.strip())
     except ValueError:
-        raise GeoprobeError(f"--layers {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
+        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
 
 
 def int_list(spec: Optional[str], flag: str, *, empty_ok: bool = False) -> Optional[tuple[int, ...]]:
@@ -218,20 +236,30 @@ def _scan_options(prompts: Optional[str], layers: Optional[str], batch_size: Opt
     if layers is not None:
         changes["layers"] = _layers(layers) or None
     if scatter is not None:
-        changes["scatter_layers"] = _layers(scatter) or ()
+        changes["scatter_layers"] = _layers(scatter, "--scatter-layers") or ()
     if no_init:
         changes["init_baseline"] = False
     return changes
 
 
-def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
+def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool,
+              figures: Optional[str] = None) -> None:
     """Scan ``model`` and write capture/, results.json and report.html under the run directory."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from geoprobe.capture import checkpoint
     from geoprobe.scan.run import check_prompts, scan
 
-    target = claim_run_dir(out_dir or model_run_dir(model), ("report.html", "results.json", "capture"), force)
+    target = out_dir or model_run_dir(model)
+    partial = target / checkpoint.PARTIAL_DIR
+    # an unfinished scan (checkpoint, no results.json) is resumed by the same command; --force discards it
+    resuming = partial.is_dir() and not (target / "results.json").exists() and not force
+    if not resuming:
+        claim_run_dir(target, ("report.html", "results.json", "capture"), force)
     check_prompts(config)  # fail on bad prompts before loading the model
+    figures = check_figures(figures, target, force)
+    if force and partial.exists():
+        checkpoint.discard(partial)
     m = _open(model, load_options)
     columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
@@ -244,11 +272,18 @@ def _run_scan(model: str, config, load_options: dict, out_dir: Optional[Path], f
                 tasks[key] = bar.add_task(label, total=total)
             bar.update(tasks[key], completed=done, description=label)
 
-        result, cap = scan(m, None, config, progress=progress, return_capture=True)
-    cap.save(target / "capture", overwrite=force)
+        def on_resume(loaded: int, total: int, where: Path) -> None:
+            err.print(f"resuming: {loaded} of {total} batches already captured in {where}", highlight=False,
+                      soft_wrap=True)
+
+        result, cap = scan(m, None, config, progress=progress, return_capture=True, checkpoint_dir=partial,
+                           on_resume=on_resume)
+    cap.save(target / "capture", overwrite=force or resuming)  # a resumed run may have saved capture/ already
     result = dataclasses.replace(result, capture_dir="capture")
     results_path = result.save(target / "results.json")
     report_path = result.report(target / "report.html", force=True)  # existence was checked before any work
+    write_figures(result, target, figures, force)
+    checkpoint.discard(partial)
     _print_scan(result)
     out.print(f"wrote {report_path}, {results_path} and {target / 'capture'}")
 
@@ -297,6 +332,8 @@ OutOpt = typer.Option(None, "--out", "-o", help="run directory; default runs/<mo
 ForceOpt = typer.Option(False, "--force", "--overwrite", help="replace an existing report/results in --out")
 NullOpt = typer.Option(None, "--null", help="matched null for the value manifold: gaussian (default) or permute")
 CiOpt = typer.Option(None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all")
+FiguresOpt = typer.Option(None, "--figures", help="also write each report figure as png|svg|pdf to <run dir>/figures/ "
+                                                  "(kaleido + Chromium)")
 
 
 @app.command()
@@ -323,6 +360,7 @@ def scan(
     force: bool = ForceOpt,
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
     allow_pickle: bool = typer.Option(False, "--allow-pickle"),
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Measure the Bayesian-geometry signatures on every layer; write report.html and results.json."""
     from geoprobe.scan import ScanConfig
@@ -332,7 +370,7 @@ def scan(
                                                   _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code,
                         allow_pickle=allow_pickle)
-    _run_scan(model, config, load_options, out_dir, force)
+    _run_scan(model, config, load_options, out_dir, force, figures)
 
 
 @app.command(name="run")
@@ -359,37 +397,39 @@ def run_probe(
     seed: Optional[int] = typer.Option(None, "--seed"),
     force: bool = ForceOpt,
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Run a probe recipe (probes/*.toml); flags override the recipe's settings."""
     from geoprobe.scan import load_probe
 
+    figures = check_figures(figures)  # format and Chromium; each run checks its own figures/ folder
     probe = load_probe(probe_file)
     if probe.command == "windtunnel":
         from geoprobe.cli_windtunnel import run_recipe as run_windtunnel
 
-        run_windtunnel(probe, out_dir, force, seed)
+        run_windtunnel(probe, out_dir, force, seed, figures)
         return
     if probe.command == "denoise":
         from geoprobe.cli_denoise import run_recipe as run_denoise
 
-        run_denoise(probe, out_dir, force, seed)
+        run_denoise(probe, out_dir, force, seed, figures)
         return
     if probe.command == "positional":
         from geoprobe.cli_positional import run_recipe as run_positional
 
-        run_positional(probe, model, dict(dtype=dtype, device=device), out_dir, force, seed)
+        run_positional(probe, model, dict(dtype=dtype, device=device), out_dir, force, seed, figures)
         return
     if probe.command in ("sula", "intervene"):
         from geoprobe.cli_sula import run_recipe
 
-        run_recipe(probe, model, dict(dtype=dtype, device=device), out_dir, force, seed)
+        run_recipe(probe, model, dict(dtype=dtype, device=device), out_dir, force, seed, figures)
         return
     if probe.command == "compare-models":
         from geoprobe.cli_corpus import _run_compare_models
 
         config = dataclasses.replace(probe.config, scan=probe.config.scan.updated(
             seed=seed, batch_size=batch_size, sampling=_sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
-        _run_compare_models(config, dict(dtype=dtype, device=device), out_dir, force)
+        _run_compare_models(config, dict(dtype=dtype, device=device), out_dir, force, figures)
         return
     if probe.command == "compare-domains":
         from geoprobe.cli_corpus import _run_domains
@@ -408,13 +448,13 @@ def run_probe(
         changes = {k: v for k, v in _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens).items() if v is not None}
         config = replace(probe.config, seed=probe.config.seed if seed is None else seed,
                          sampling=_sampling_config({**dataclasses.asdict(probe.config.sampling), **changes}))
-        _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force)
+        _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force, figures)
         return
     config = probe.config.updated(**_scan_options(_prompt_choice(prompts, domain), layers, batch_size, max_tokens, seed,
                                                   scatter_layers, no_init_baseline, null_kind, ci_layers,
                                                   _sampling(candidates, per_quintile, min_tokens, max_prompt_tokens)))
     load_options = dict(revision=revision, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-    _run_scan(model, config, load_options, out_dir, force)
+    _run_scan(model, config, load_options, out_dir, force, figures)
 
 
 @app.command()
@@ -422,14 +462,19 @@ def report(
     results: Path = typer.Argument(..., help="results.json written by geoprobe scan (or its directory)"),
     out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file; default report.html beside results"),
     force: bool = ForceOpt,
+    figures: Optional[str] = typer.Option(None, "--figures", help="also write each figure as png|svg|pdf to "
+                                          "figures/ beside the HTML file (kaleido + Chromium)"),
 ) -> None:
     """Rebuild the HTML report from saved results, without the model."""
     from geoprobe.scan import ScanResult
 
-    res = ScanResult.load(results)
     base = results if results.is_dir() else results.parent
-    path = res.report(out_file or base / "report.html", force=force)
+    target = out_file or base / "report.html"
+    figures = check_figures(figures, target.parent, force)
+    res = ScanResult.load(results)
+    path = res.report(target, force=force)
     out.print(f"wrote {path}")
+    write_figures(res, target.parent, figures, force)
 
 
 # the corpus commands (prompts, sample, compare-domains, compare) and sula register themselves on ``app``
@@ -440,32 +485,47 @@ from geoprobe import cli_denoise  # noqa: E402,F401
 from geoprobe import cli_positional  # noqa: E402,F401
 
 
+def _usage_message(exc: Exception) -> str:
+    """typer/click's message on one line, with the rejected value (typer checks types with pydantic,
+    whose error holds it) and where to look: "Invalid value 'x' for '--batch-size': … (see 'geoprobe scan --help')"."""
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    try:
+        value = exc.__cause__.errors()[0]["input"]  # type: ignore[union-attr]
+        message = message.replace("Invalid value for", f"Invalid value {value!r} for", 1)
+    except Exception:  # noqa: BLE001 - not a pydantic validation error: keep the message as it is
+        pass
+    ctx = getattr(exc, "ctx", None)
+    return message + (f" (see '{ctx.command_path} --help')" if ctx is not None else "")
+
+
 def main() -> None:
     argv = sys.argv[1:]
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    warnings.showwarning = lambda message, category, *a, **k: err.print(f"warning: {message}", highlight=False)
+    warnings.showwarning = lambda message, category, *a, **k: err.print(f"warning: {message}", highlight=False, markup=False)
     try:
         app(args=argv, prog_name="geoprobe", standalone_mode=False)
     except GeoprobeError as exc:
         if debug:
             raise
-        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)  # markup would eat "[section]"
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
         import click
 
-        if isinstance(exc, click.exceptions.ClickException):
+        # typer >= 0.20 vendors click (typer._click): its usage errors derive from typer.TyperException
+        if isinstance(exc, (typer.TyperException, click.exceptions.ClickException)):
             if debug:
                 raise
-            err.print(f"error: {exc.format_message()}", highlight=False, soft_wrap=True)
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+            if exc.format_message().strip():  # empty: a group called bare, whose help is already on stdout
+                err.print(f"error: {_usage_message(exc)}", highlight=False, markup=False, soft_wrap=True)
+            sys.exit(2)  # a usage error the user can fix, like GeoprobeError
+        if isinstance(exc, (typer.Abort, click.exceptions.Abort)):
             sys.exit(130)
         if debug:
             raise
-        err.print(f"error: unexpected {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
-                  highlight=False, soft_wrap=True)
+        err.print(f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} "
+                  "(rerun with --debug for the traceback)", highlight=False, markup=False, soft_wrap=True)
         sys.exit(1)
 
 

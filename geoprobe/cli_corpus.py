@@ -13,9 +13,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import (BatchOpt, CandidatesOpt, DeviceOpt, DtypeOpt, ForceOpt, MaxTokOpt, MinTokOpt, ModelOpt, OutOpt,
-                          PerQuintileOpt, ResamplesOpt, SeedOpt, _open, _sampling, app, claim_run_dir, err, model_run_dir,
-                          out, stage_progress)
+from geoprobe.cli import (BatchOpt, CandidatesOpt, DeviceOpt, DtypeOpt, FiguresOpt, ForceOpt, MaxTokOpt, MinTokOpt,
+                          ModelOpt, OutOpt, PerQuintileOpt, ResamplesOpt, SeedOpt, _open, _sampling, app, check_figures,
+                          claim_run_dir, err, model_run_dir, out, stage_progress, write_figures)
 from geoprobe.errors import GeoprobeError
 
 
@@ -97,6 +97,7 @@ def compare_domains_cmd(
     out_dir: Optional[Path] = OutOpt,
     seed: int = SeedOpt,
     force: bool = ForceOpt,
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Mixed vs domain-restricted value manifolds with CIs, difference tests and matched controls (Table 1)."""
     from geoprobe.sampling import SamplingConfig
@@ -109,10 +110,11 @@ def compare_domains_cmd(
     config = DomainsConfig(domains=wanted, layer=layer, sampling=cfg, domain_candidates=domain_candidates,
                            controls=not no_controls, batch_size=batch_size, n_resamples=n_resamples,
                            n_permutations=n_permutations, seed=seed)
-    _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force)
+    _run_domains(model, config, dict(dtype=dtype, device=device), out_dir, force, figures)
 
 
-def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
+def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path], force: bool,
+                 figures: Optional[str] = None) -> None:
     """Sample, capture and compare domains for ``model``; write domains.json/.html and prompts.jsonl."""
     from geoprobe.report.domains import write_domains_report
     from geoprobe.scan.domains import _check_domains, compare_domains_run, write_prompt_sets
@@ -120,6 +122,7 @@ def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path]
     target = claim_run_dir(out_dir or model_run_dir(model, "-domains"), ("domains.json", "domains.html", "prompts.jsonl"),
                            force)
     _check_domains(config.domains)  # unknown or missing domains fail before the model loads
+    figures = check_figures(figures, target, force)
     m = _open(model, load_options)
     with stage_progress({"capture": "candidates: entropy + values"}) as progress:
         run = compare_domains_run(m, config, progress=progress)
@@ -141,6 +144,7 @@ def _run_domains(model: str, config, load_options: dict, out_dir: Optional[Path]
     for note in cmp.notes:
         err.print(f"note: {note}", highlight=False)
     out.print(f"wrote {report}, {target / 'domains.json'} and {target / 'prompts.jsonl'}")
+    write_figures(cmp, target, figures, force)
 
 
 @app.command()
@@ -149,10 +153,12 @@ def compare(
     out_dir: Path = typer.Option(Path("runs/compare"), "--out", "-o", help="directory for comparison.json and compare.html"),
     layer: int = typer.Option(-1, "--layer", help="layer of the value manifold columns (default final)"),
     force: bool = ForceOpt,
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Cross-model table (the paper's Table 2) and a global PCA basis across models, with figures."""
     from geoprobe.compare import run_compare
 
+    figures = check_figures(figures, out_dir, force)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         comparison, json_path, html_path = run_compare(results, out_dir, force=force, layer=layer)
@@ -160,6 +166,7 @@ def compare(
         err.print(f"warning: {w.message}", highlight=False)
     _print_comparison(comparison)
     out.print(f"wrote {html_path} and {json_path}")
+    write_figures(comparison, out_dir, figures, force)
 
 
 def _print_comparison(comparison) -> None:
@@ -184,7 +191,8 @@ def _print_comparison(comparison) -> None:
         err.print(f"note: {note}", highlight=False)
 
 
-def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], force: bool) -> None:
+def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], force: bool,
+                        figures: Optional[str] = None) -> None:
     """A compare-models recipe: sample every set once with ``config.sampler``, scan each model on
     exactly those prompts, then compare the runs (all under ``out_dir``)."""
     import dataclasses
@@ -203,6 +211,7 @@ def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], for
         if prompt_source_kind(s) != "corpus":
             raise GeoprobeError(f"set {s!r} is not a corpus set; compare-models samples mixed or a domain "
                                 "(geoprobe prompts lists them)")
+    figures = check_figures(figures, target, force)
     m = _open(config.sampler, load_options)
     for s in config.sets:
         with err.status(f"sampling {s} with {config.sampler} …"):
@@ -211,7 +220,7 @@ def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], for
         out.print(f"{s}: {len(pset.prompts)} prompts sampled with {config.sampler} (sha256 {pset.hash[:12]}) → {files[s]}")
     del m
     for (model, s), run_dir in runs.items():
-        _run_scan(model, dataclasses.replace(config.scan, prompts=str(files[s])), load_options, run_dir, True)
+        _run_scan(model, dataclasses.replace(config.scan, prompts=str(files[s])), load_options, run_dir, True, figures)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         comparison, json_path, html_path = run_compare(list(runs.values()), target, force=True)
@@ -219,3 +228,4 @@ def _run_compare_models(config, load_options: dict, out_dir: Optional[Path], for
         err.print(f"warning: {w.message}", highlight=False)
     _print_comparison(comparison)
     out.print(f"wrote {html_path} and {json_path}")
+    write_figures(comparison, target, figures, force)

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, int_list, out, print_rows, stage_progress
+from geoprobe.cli import (FiguresOpt, ForceOpt, SeedOpt, app, check_figures, claim_run_dir, int_list, out, print_rows,
+                          stage_progress, write_figures)
 from geoprobe.errors import GeoprobeError
 
 OUTPUTS = ("denoise.json", "denoise.html")
@@ -42,6 +43,7 @@ def denoise_cmd(
     seed: int = SeedOpt,
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/denoise-TASK)"),
     force: bool = ForceOpt,
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Train one-layer softmax and linear attention to denoise in context; compare with the Bayes-optimal denoiser."""
     config = make_config(task=task, context_length=context_length, dim=dim, ambient=ambient, clusters=clusters,
@@ -50,7 +52,7 @@ def denoise_cmd(
                          transfer_dims=int_list(transfer_dims, "--transfer-dims", empty_ok=True), warp=warp,
                          warp_condition=warp_condition, energy=not no_energy, n_eval=n_eval, n_resamples=n_resamples,
                          seed=seed, tiny=tiny)
-    run_config(config, out_dir, force)
+    run_config(config, out_dir, force, figures)
 
 
 def make_config(tiny: bool = False, **values):
@@ -62,12 +64,13 @@ def make_config(tiny: bool = False, **values):
     return DenoiseConfig(**{**base, **given})
 
 
-def run_config(config, out_dir: Optional[Path], force: bool) -> Path:
+def run_config(config, out_dir: Optional[Path], force: bool, figures: Optional[str] = None) -> Path:
     """Run ``config`` and write denoise.json + denoise.html into the run directory (checked before any work)."""
     from geoprobe.denoise.run import run_denoise
     from geoprobe.report.denoise import write_denoise_report
 
     run_dir = claim_run_dir(out_dir or Path("runs") / f"denoise-{config.task}", OUTPUTS, force)
+    figures = check_figures(figures, run_dir, force)  # before any training
     with stage_progress() as progress:
         result = run_denoise(config, progress=progress)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -75,6 +78,7 @@ def run_config(config, out_dir: Optional[Path], force: bool) -> Path:
     write_denoise_report(result, run_dir / "denoise.html", force=True)  # existence was checked above
     _print_summary(result)
     out.print(f"wrote {run_dir / 'denoise.json'} and {run_dir / 'denoise.html'}")
+    write_figures(result, run_dir, figures, force)
     return run_dir
 
 
@@ -88,9 +92,9 @@ def _print_summary(result) -> None:
         out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4f} {c['ci']}", highlight=False, soft_wrap=True)
 
 
-def run_recipe(probe, out_dir: Optional[Path], force: bool, seed: Optional[int]) -> None:
+def run_recipe(probe, out_dir: Optional[Path], force: bool, seed: Optional[int], figures: Optional[str] = None) -> None:
     """``geoprobe run probes/denoise.toml``: the recipe's DenoiseConfig, --seed overriding."""
     from dataclasses import replace
 
     config = probe.config if seed is None else replace(probe.config, seed=seed)
-    run_config(config, out_dir, force)
+    run_config(config, out_dir, force, figures)

@@ -9,8 +9,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import (DeviceOpt, DtypeOpt, ForceOpt, ModelOpt, SeedOpt, _layers, _open, app, claim_run_dir, int_list,
-                          model_run_dir, out, stage_progress)
+from geoprobe.cli import (DeviceOpt, DtypeOpt, FiguresOpt, ForceOpt, ModelOpt, SeedOpt, _layers, _open, app, check_figures,
+                          claim_run_dir, int_list, model_run_dir, out, stage_progress, write_figures)
 from geoprobe.errors import GeoprobeError
 
 OUTPUTS = ("positional.json", "positional.html")
@@ -47,6 +47,7 @@ def positional(
     batch_size: int = typer.Option(8, "--batch-size"),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/<model>-positional, or the --windtunnel run)"),
     force: bool = ForceOpt,
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Fit per-head positional priors (BAM) and measure geometry over prompt length; writes positional.json/.html."""
     Ts = int_list(lengths, "--lengths")
@@ -55,7 +56,7 @@ def positional(
             raise GeoprobeError("pass either --lengths or --max-length, not both")
         Ts = _doubling(max_length)
     if windtunnel is not None:
-        _run_tunnel(windtunnel, Ts, n_eval, n_resamples, out_dir, force)
+        _run_tunnel(windtunnel, Ts, n_eval, n_resamples, out_dir, force, figures)
         return
     from geoprobe.positional.run import PositionalConfig
 
@@ -63,10 +64,12 @@ def positional(
                               n_prompts=n_prompts, layers=_layers(layers), exclude_first=exclude_first,
                               n_resamples=n_resamples, seed=seed, batch_size=batch_size, stability=not no_stability)
     target = claim_run_dir(out_dir or model_run_dir(model, "-positional"), OUTPUTS, force)
-    run_config(model, config, dict(dtype=dtype, device=device), target)
+    figures = check_figures(figures, target, force)
+    run_config(model, config, dict(dtype=dtype, device=device), target, figures, force)
 
 
-def run_config(model: str, config, load_options: dict, target: Path) -> None:
+def run_config(model: str, config, load_options: dict, target: Path, figures: Optional[str] = None,
+               force: bool = False) -> None:
     """Load ``model``, run, write positional.json and positional.html into ``target`` (already claimed)."""
     from geoprobe.positional.run import check_model, run_positional
     from geoprobe.report.positional import write_positional_report
@@ -79,6 +82,7 @@ def run_config(model: str, config, load_options: dict, target: Path) -> None:
     report = write_positional_report(result, target / "positional.html", force=True)  # existence checked first
     _print(result)
     out.print(f"wrote {report} and {target / 'positional.json'}")
+    write_figures(result, target, figures, force)
 
 
 def _print(result) -> None:
@@ -99,7 +103,7 @@ def _print(result) -> None:
 
 
 def _run_tunnel(run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_resamples: int, out_dir: Optional[Path],
-                force: bool) -> None:
+                force: bool, figures: Optional[str] = None) -> None:
     from geoprobe.positional.tunnel import tunnel_length_curve
     from geoprobe.report.positional import write_positional_report
 
@@ -116,6 +120,7 @@ def _run_tunnel(run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_res
     if n_eval < 2 or n_resamples < 2:
         raise GeoprobeError(f"--n-eval {n_eval} and --n-resamples {n_resamples} must both be at least 2 for a CI")
     target = claim_run_dir(out_dir or run_dir, OUTPUTS, force)
+    figures = check_figures(figures, target, force)
     with stage_progress(width=20) as progress:
         curve = tunnel_length_curve(run_dir, Ts, n_eval=n_eval, n_resamples=n_resamples, progress=progress)
     curve.save(target / "positional.json")
@@ -129,12 +134,15 @@ def _run_tunnel(run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_res
     out.print(table)
     out.print(f"critical length: {curve.critical_length}", highlight=False)
     out.print(f"wrote {report} and {target / 'positional.json'}")
+    write_figures(curve, target, figures, force)
 
 
-def run_recipe(probe, model: str, load_options: dict, out_dir: Optional[Path], force: bool, seed: Optional[int]) -> None:
+def run_recipe(probe, model: str, load_options: dict, out_dir: Optional[Path], force: bool, seed: Optional[int],
+               figures: Optional[str] = None) -> None:
     """``geoprobe run probes/positional.toml``: the recipe's PositionalConfig, --seed overriding."""
     from dataclasses import replace
 
     config = probe.config if seed is None else replace(probe.config, seed=seed)
     target = claim_run_dir(out_dir or model_run_dir(model, "-positional"), OUTPUTS, force)
-    run_config(model, config, load_options, target)
+    figures = check_figures(figures, target, force)
+    run_config(model, config, load_options, target, figures, force)

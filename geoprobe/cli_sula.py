@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from geoprobe.cli import (BatchOpt, DeviceOpt, DtypeOpt, ForceOpt, ModelOpt, OutOpt, ResamplesOpt, SeedOpt, _open, app,
-                          claim_run_dir, model_run_dir, out, stage_progress)
+from geoprobe.cli import (BatchOpt, DeviceOpt, DtypeOpt, FiguresOpt, ForceOpt, ModelOpt, OutOpt, ResamplesOpt, SeedOpt,
+                          _open, app, check_figures, claim_run_dir, model_run_dir, out, stage_progress, write_figures)
 from geoprobe.errors import GeoprobeError
 
 
@@ -31,6 +31,7 @@ def sula(
     out_dir: Optional[Path] = OutOpt,
     seed: int = SeedOpt,
     force: bool = ForceOpt,
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """SULA: the model's label entropy against the exact Bayesian posterior, with controls and value geometry."""
     from dataclasses import replace
@@ -38,6 +39,7 @@ def sula(
     from geoprobe.sula import SulaConfig
 
     target = claim_run_dir(out_dir or model_run_dir(model, "-sula"), ("sula.json", "sula.html"), force)
+    figures = check_figures(figures, target, force)
     config = SulaConfig(n_per_k=n_per_k, agreement=agreement, first_token=first_token, batch_size=batch_size,
                         n_resamples=n_resamples, seed=seed)
     if k is not None:
@@ -51,10 +53,11 @@ def sula(
         if len(pair) != 2 or pair[0] == pair[1]:
             raise GeoprobeError(f"--labels {labels!r} must be two different labels separated by a comma, e.g. bip,pim")
         config = replace(config, labels=pair)
-    _run_sula(model, config, dict(dtype=dtype, device=device), target, layer)
+    _run_sula(model, config, dict(dtype=dtype, device=device), target, layer, figures, force)
 
 
-def _run_sula(model: str, config, load_options: dict, target: Path, layer: int = -1) -> None:
+def _run_sula(model: str, config, load_options: dict, target: Path, layer: int = -1, figures: Optional[str] = None,
+              force: bool = False) -> None:
     from geoprobe.report.sula import summary_rows, write_sula_report
     from geoprobe.sula import run_sula
 
@@ -72,6 +75,7 @@ def _run_sula(model: str, config, load_options: dict, target: Path, layer: int =
         table.add_row(*(r[c] for c in keep))
     out.print(table)
     out.print(f"wrote {report} and {target / 'sula.json'}")
+    write_figures(result, target, figures, force)
 
 
 @app.command()
@@ -92,11 +96,13 @@ def intervene(
     out_dir: Optional[Path] = OutOpt,
     seed: int = SeedOpt,
     force: bool = ForceOpt,
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
     from geoprobe.intervene.experiment import InterventionConfig
 
     target = claim_run_dir(out_dir or model_run_dir(model, "-intervene"), ("intervene.json", "intervene.html"), force)
+    figures = check_figures(figures, target, force)
 
     def numbers(text: Optional[str], flag: str, cast: type) -> Optional[tuple]:
         if text is None:
@@ -110,10 +116,11 @@ def intervene(
     config = InterventionConfig(experiments=None if lay is None else (lay,), op=op,  # type: ignore[arg-type]
                                 strengths=numbers(strength, "--strength", float), n_controls=controls,
                                 n_per_k=n_per_k, batch_size=batch_size, n_resamples=n_resamples, seed=seed)
-    _run_intervene(model, config, dict(dtype=dtype, device=device), target)
+    _run_intervene(model, config, dict(dtype=dtype, device=device), target, figures, force)
 
 
-def _run_intervene(model: str, config, load_options: dict, target: Path) -> None:
+def _run_intervene(model: str, config, load_options: dict, target: Path, figures: Optional[str] = None,
+                   force: bool = False) -> None:
     from geoprobe.intervene.experiment import run_interventions
     from geoprobe.report.intervene import write_intervene_report
 
@@ -136,13 +143,19 @@ def _run_intervene(model: str, config, load_options: dict, target: Path) -> None
             table.add_row(*(str(r[c]) for c in keep))
     out.print(table)
     out.print(f"wrote {report} and {target / 'intervene.json'}")
+    write_figures(result, target, figures, force)
 
 
-def run_recipe(probe, model: str, load_options: dict, out_dir: Optional[Path], force: bool, seed: Optional[int]) -> None:
+def run_recipe(probe, model: str, load_options: dict, out_dir: Optional[Path], force: bool, seed: Optional[int],
+               figures: Optional[str] = None) -> None:
     """``geoprobe run probes/sula.toml`` / ``probes/intervene.toml``: the recipe's config, --seed overriding."""
     from dataclasses import replace
 
     name = "sula" if probe.command == "sula" else "intervene"
     target = claim_run_dir(out_dir or model_run_dir(model, f"-{name}"), (f"{name}.json", f"{name}.html"), force)
+    figures = check_figures(figures, target, force)
     config = probe.config if seed is None else replace(probe.config, seed=seed)
-    (_run_sula if name == "sula" else _run_intervene)(model, config, load_options, target)
+    if name == "sula":
+        _run_sula(model, config, load_options, target, figures=figures, force=force)
+    else:
+        _run_intervene(model, config, load_options, target, figures, force)

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from geoprobe.cli import ForceOpt, SeedOpt, app, claim_run_dir, out, print_rows, stage_progress
+from geoprobe.cli import (FiguresOpt, ForceOpt, SeedOpt, app, check_figures, claim_run_dir, out, print_rows, stage_progress,
+                          write_figures)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import check_device
 
@@ -74,13 +75,14 @@ def _print_summary(result) -> None:
                   f"({'the most damaging head' if a.hypothesis_head_is_top else 'not the most damaging head'})")
 
 
-def _report(results: Path, target: Path, force: bool) -> Path:
+def _report(results: Path, target: Path, force: bool, figures: Optional[str] = None) -> Path:
     from geoprobe.report.windtunnel import write_windtunnel_report
     from geoprobe.windtunnel.result import WindTunnelResult
 
     result = WindTunnelResult.load(results)
     path = write_windtunnel_report(result, target, force=force)
     out.print(f"wrote {path}")
+    write_figures(result, target.parent, figures, force)
     return path
 
 
@@ -142,10 +144,14 @@ def report_cmd(
     results: Path = typer.Argument(..., help="windtunnel.json, or the run directory holding it"),
     report_out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default next to the results)"),
     force: bool = ForceOpt,
+    figures: Optional[str] = typer.Option(None, "--figures", help="also write each figure as png|svg|pdf to "
+                                          "figures/ beside the HTML file (kaleido + Chromium)"),
 ) -> None:
     """Write the HTML report (figures, the paper's table, checks, provenance)."""
     base = results if results.is_dir() else results.parent
-    _report(results, report_out or base / "windtunnel.html", force)
+    target = report_out or base / "windtunnel.html"
+    figures = check_figures(figures, target.parent, force)
+    _report(results, target, force, figures)
 
 
 @wt.command("run")
@@ -162,24 +168,26 @@ def run_cmd(
     out_dir: Optional[Path] = RunDirOpt,
     force: bool = ForceOpt,
     device: str = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N"),
+    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """train, eval and report in one go."""
     run_tunnel(_config(task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat),
-               out_dir, force, threads, check_device(device))
+               out_dir, force, threads, check_device(device), figures)
 
 
 def run_tunnel(config, out_dir: Optional[Path], force: bool, threads: Optional[int] = None,
-               device: str = "cpu") -> None:
+               device: str = "cpu", figures: Optional[str] = None) -> None:
     run_dir = claim_run_dir(out_dir or _default_dir(config.task, config.scale), ("windtunnel.json", "windtunnel.html"),
                             force)
+    figures = check_figures(figures, run_dir, force)  # before any training
     _train(config, run_dir, True, threads, device)
     results = _evaluate(run_dir, config, True)
-    _report(results, run_dir / "windtunnel.html", True)
+    _report(results, run_dir / "windtunnel.html", True, figures)
 
 
-def run_recipe(probe, out_dir: Optional[Path], force: bool, seed: Optional[int]) -> None:
+def run_recipe(probe, out_dir: Optional[Path], force: bool, seed: Optional[int], figures: Optional[str] = None) -> None:
     """``geoprobe run probes/windtunnel.toml``: the recipe's config, --seed overriding."""
     from dataclasses import replace
 
     config = probe.config if seed is None else replace(probe.config, seed=seed)
-    run_tunnel(config, out_dir, force)
+    run_tunnel(config, out_dir, force, figures=figures)

@@ -3,12 +3,19 @@ HTML-escaped before they reach plotly, whose labels understand a subset of HTML.
 from __future__ import annotations
 
 import math
-from html import escape
+from html import escape as _escape
 from typing import Any, Sequence
 
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
+
+
+def escape(s: str) -> str:
+    """Escape for plotly's pseudo-HTML: ``&``, ``<`` and ``>`` only (enough to stop any tag);
+    plotly decodes numeric entities but shows ``&quot;`` literally, so quotes stay as they are."""
+    return _escape(s, quote=False)
+
 
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 

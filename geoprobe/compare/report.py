@@ -79,9 +79,25 @@ def _provenance_html(prov: dict[str, Any]) -> str:
                                       for k, v in items) + "</tbody></table>"
 
 
+_COMPARISON_CAPTION = ("Per model: value PC1 (mixed vs restricted, CIs), early-layer key |cos| with its baselines, "
+                       "attention-focusing reduction (CI).")
+_GLOBAL_CAPTION = ("Shared prompts on the global PC1/PC2 (colour: next-token entropy averaged over models) and each "
+                   "model's share of the PC1/PC2 loading energy; dashed: equal shares.")
+
+
+def compare_figures(comp: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures (the global PCA only where there is one)."""
+    figs = [("comparison", _COMPARISON_CAPTION, comp.figure())]
+    if comp.global_pca is not None:
+        figs.append(("global-pca", _GLOBAL_CAPTION, comp.global_figure()))
+    return figs
+
+
 def render_compare_report(comp: Any) -> str:
     """The comparison report as one HTML string."""
     from plotly.offline import get_plotlyjs
+
+    figs = {a: _figure_html(f, a, c) for a, c, f in compare_figures(comp)}
 
     models = ", ".join(escape(m) for m in comp.models)
     layer = comp.provenance.get("layer", -1)
@@ -97,11 +113,7 @@ def render_compare_report(comp: Any) -> str:
         ex = ", ".join(f"PC{i + 1} {100 * r:.1f} %" for i, r in enumerate(gp.explained[:5]))
         global_html = (f"<p>{gp.n} shared prompts (hash <code>{escape(short_hash(gp.prompts_hash))}</code>); "
                        f"explained variance {escape(ex)}; participation ratio {gp.participation_ratio:.2f}.</p>"
-                       + table_html(gp.table())
-                       + _figure_html(comp.global_figure(), "global-pca",
-                                      "Shared prompts on the global PC1/PC2 (colour: next-token entropy averaged over "
-                                      "models) and each model's share of the PC1/PC2 loading energy; dashed: equal "
-                                      "shares."))
+                       + table_html(gp.table()) + figs["global-pca"])
     created = escape(str(comp.provenance.get("created", "")))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -125,8 +137,7 @@ first to the last analysed layer, with a paired bootstrap CI. Definitions: docs/
 mixed-domain vs mathematics prompts); ours are for the results compared here.</p>
 {notes_html}
 <h2>Figures</h2>
-{_figure_html(comp.figure(), "comparison", "Per model: value PC1 (mixed vs restricted, CIs), early-layer key "
-                                              "|cos| with its baselines, attention-focusing reduction (CI).")}
+{figs["comparison"]}
 <h2>Global PCA basis</h2>
 {global_html}
 <h2>Sources</h2>

@@ -37,6 +37,11 @@ def _sweep_table(blocks: Any, key: str) -> str:
     return html_table(rows)
 
 
+def denoise_figures(result: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures."""
+    return [(a, _CAPTIONS.get(a, ""), f) for a, f in result.figures().items()]
+
+
 def render_denoise_report(result: Any) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -77,7 +82,7 @@ def render_denoise_report(result: Any) -> str:
             ("numerical minimum (α*, β*)", (land.get("alpha_star"), land.get("beta_star"))),
             ("MSE at the numerical minimum", land.get("mse_star")),
             ("MSE after 0..T descent steps (Bayes point)", [round(v, 5) for v in e["descent"]["mse"]])]))
-    figs = "".join(html_figure(f, a, _CAPTIONS.get(a, "")) for a, f in result.figures().items())
+    figs = "".join(html_figure(f, a, c) for a, c, f in denoise_figures(result))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>geoprobe denoise: {name}</title><style>{_CSS}</style>

@@ -22,6 +22,16 @@ PAPER_TABLE1 = (
 )
 
 
+def domains_figures(cmp: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures."""
+    return [("sets", "PC1, PC1+PC2 and participation ratio of every set with bootstrap CIs; grey bars: each set's "
+             "Gaussian null band (same n and d); dashed: the mixed set.", cmp.figure()),
+            ("differences", "Differences with bootstrap CIs; hover for the Bonferroni-adjusted permutation p. Collapse "
+             "from domain restriction shows as restricted − mixed > 0; if restricted − control is near 0 the collapse "
+             "is explained by length and token frequency (lexical narrowness), not the domain.",
+             cmp.difference_figure())]
+
+
 def render_domains_report(cmp: Any) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -43,12 +53,7 @@ def render_domains_report(cmp: Any) -> str:
     prov_rows += [(f"version: {k}", v) for k, v in versions.items()]
     prov_rows += [(f"time: {k}", f"{v:.2f} s") for k, v in timings.items()]
     prov_html = kv_table(prov_rows)
-    figs = (_figure(cmp.figure(), "sets", "PC1, PC1+PC2 and participation ratio of every set with bootstrap CIs; "
-                    "grey bars: each set's Gaussian null band (same n and d); dashed: the mixed set.")
-            + _figure(cmp.difference_figure(), "differences",
-                      "Differences with bootstrap CIs; hover for the Bonferroni-adjusted permutation p. Collapse from "
-                      "domain restriction shows as restricted − mixed > 0; if restricted − control is near 0 the "
-                      "collapse is explained by length and token frequency (lexical narrowness), not the domain."))
+    figs = "".join(_figure(f, a, c) for a, c, f in domains_figures(cmp))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>geoprobe compare-domains: {model}</title><style>{_CSS}</style>

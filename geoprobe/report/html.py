@@ -105,19 +105,19 @@ def _set_label(result: Any) -> str:
     return escape(f"set {name}, sha256 {digest}")
 
 
+def report_figures(result: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of every figure on the page (the scorecard is a table there)."""
+    return [x for x in result.figures() if x[0] != "scorecard"]
+
+
 def render_report(result: Any) -> str:
     """The report as one HTML string."""
-    import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
+    from geoprobe.report.blocks import html_figure
+
     model = escape(result.model)
-    sections = []
-    for anchor, caption, fig in result.figures():
-        if anchor == "scorecard":
-            continue  # rendered as an HTML table above
-        div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{anchor}",
-                          config={"displaylogo": False, "responsive": True})
-        sections.append(f'<figure id="{escape(anchor)}">{div}<figcaption>{escape(caption)}</figcaption></figure>')
+    sections = [html_figure(fig, anchor, caption) for anchor, caption, fig in report_figures(result)]
     notes = "".join(f"<li>{escape(n)}</li>" for n in result.notes)
     notes_html = f'<h2>Notes</h2><ul class="notes">{notes}</ul>' if notes else ""
     created = escape(str(result.provenance.get("created", "")))

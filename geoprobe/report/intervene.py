@@ -14,6 +14,12 @@ PAPER = (("axis–entropy correlation, unperturbed → multi-layer cut", "0.27 �
          ("calibration (SULA) change under the cut", "< 1 %"), ("SULA MAE (bits)", "0.44"))
 
 
+def intervene_figures(result: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures."""
+    return [("dose-response", "Each metric against the edit's strength: the entropy axis (solid, bootstrap CI) and the "
+             "random axes orthogonal to it (dotted, mean ± sd over control seeds).", result.figure())]
+
+
 def render_intervene_report(result: Any) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -26,9 +32,7 @@ def render_intervene_report(result: Any) -> str:
     base = html_table([{"quantity (unperturbed)": k, "value [95 % CI]":
                         f"{e.value:.4g} [{e.low:.4g}, {e.high:.4g}]"} for k, e in result.baseline.items()])
     paper = html_table([{"Pythia-410M (paper)": q, "value": v} for q, v in PAPER])
-    fig = html_figure(result.figure(), "dose-response",
-                      "Each metric against the edit's strength: the entropy axis (solid, bootstrap CI) and the "
-                      "random axes orthogonal to it (dotted, mean ± sd over control seeds).")
+    fig = "".join(html_figure(f, a, c) for a, c, f in intervene_figures(result))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>geoprobe intervene: {model}</title><style>{_CSS}</style>

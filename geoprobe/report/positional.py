@@ -48,6 +48,15 @@ def _provenance_rows(prov: dict[str, Any], config: dict[str, Any]) -> list[tuple
     return rows + [(f"version: {k}", v) for k, v in versions.items()]
 
 
+def positional_figures(result: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures (a PositionalResult or a TunnelLengthCurve)."""
+    from geoprobe.positional.tunnel import TunnelLengthCurve
+
+    if isinstance(result, TunnelLengthCurve):
+        return [("tunnel", _CAPTIONS["tunnel"], result.figure())]
+    return [(a, _CAPTIONS.get(a, ""), f) for a, f in result.figures().items()]
+
+
 def render_positional_report(result: Any) -> str:
     from geoprobe.positional.heads import BETA_SPLIT, FLAT_KL_BITS, LOCAL_MASS, SINK_MASS
 
@@ -70,7 +79,7 @@ def render_positional_report(result: Any) -> str:
                 + f"<p>Critical length at layer {last}: PC1 ratio {escape(str(crit['pc1'] or 'none (never degrades)'))}, "
                   f"|ρ| {escape(str(crit['alignment'] or 'none (never degrades)'))} (smallest T whose 95 % CI lies wholly "
                   "below the shortest length's; every layer's critical lengths are in positional.json).</p>")
-    figs = "".join(html_figure(f, a, _CAPTIONS.get(a, "")) for a, f in result.figures().items())
+    figs = "".join(html_figure(f, a, c) for a, c, f in positional_figures(result))
     body = f"""<p class="muted">geoprobe positional · {escape(str(result.provenance.get("created", "")))}</p>
 <p>Final-token attention of {result.n_prompts} prompts of {result.fit_length} tokens, by distance Δ = 0..{result.max_distance}
 from the final token, the first {result.exclude_first} token(s) excluded as attention sinks and the rest renormalised;
@@ -107,7 +116,7 @@ def render_tunnel_report(curve: Any) -> str:
     body = f"""<p>Task {escape(str(curve.task.get("name")))} trained at K = {curve.train_K}; run {escape(curve.run_dir)}.
 Critical length: {escape(str(crit) if crit is not None else "none (the error never rises beyond its training-length CI)")}.</p>
 {html_table(rows)}
-{html_figure(curve.figure(), "tunnel", _CAPTIONS["tunnel"])}
+{"".join(html_figure(f, a, c) for a, c, f in positional_figures(curve))}
 <h2>Provenance</h2>
 {kv_table(_provenance_rows(curve.provenance, {}))}
 """

@@ -32,6 +32,20 @@ def summary_rows(result: Any) -> list[dict[str, str]]:
     return rows
 
 
+_CAPTIONS = {
+    "calibration": "The model's entropy over the two labels (renormalised) against the analytic posterior "
+                   "predictive entropy, per prompt; the diagonal is perfect calibration.",
+    "per_k": "Mean entropy by number of in-context examples k, model vs Bayes, per condition, with CIs.",
+    "trajectory": "Mean PC1 coordinate of the final-token values (one PCA basis fitted on the main prompts, "
+                  "oriented to grow with the model's entropy) by k, with CIs.",
+}
+
+
+def sula_figures(result: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures."""
+    return [(a, _CAPTIONS.get(a, ""), f) for a, f in result.figures().items()]
+
+
 def render_sula_report(result: Any) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -41,14 +55,7 @@ def render_sula_report(result: Any) -> str:
     rows = [(k, v) for k, v in prov.items()] + [(f"config.{k}", v) for k, v in result.config.to_dict().items()]
     rows += [(f"version: {k}", v) for k, v in versions.items()]
     rows += [(f"time: {k}", f"{v:.1f} s") for k, v in result.timings.items()]
-    captions = {
-        "calibration": "The model's entropy over the two labels (renormalised) against the analytic posterior "
-                       "predictive entropy, per prompt; the diagonal is perfect calibration.",
-        "per_k": "Mean entropy by number of in-context examples k, model vs Bayes, per condition, with CIs.",
-        "trajectory": "Mean PC1 coordinate of the final-token values (one PCA basis fitted on the main prompts, "
-                      "oriented to grow with the model's entropy) by k, with CIs.",
-    }
-    figs = "".join(html_figure(f, a, captions.get(a, "")) for a, f in result.figures().items())
+    figs = "".join(html_figure(f, a, c) for a, c, f in sula_figures(result))
     paper = html_table([{"quantity (Pythia-410M, paper)": q, "value": v} for q, v in PAPER])
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

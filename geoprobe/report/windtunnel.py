@@ -26,6 +26,11 @@ _CAPTIONS = {
 }
 
 
+def windtunnel_figures(result: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) of the page's figures."""
+    return [(a, _CAPTIONS.get(a, ""), f) for a, f in result.figures().items()]
+
+
 def render_windtunnel_report(result: Any) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -61,7 +66,7 @@ def render_windtunnel_report(result: Any) -> str:
         extra += (f"<p>Hypothesis head: layer 0 head {a.hypothesis_head} (zeroing it gives a per-sample MAE of "
                   f"{a.head_mae_sample[0][a.hypothesis_head]:.3g} bits, intact {a.baseline_sample:.3g}); it is "
                   f"{'' if a.hypothesis_head_is_top else 'not '}the most damaging single head.</p>")
-    figs = "".join(html_figure(f, a, _CAPTIONS.get(a, "")) for a, f in result.figures().items())
+    figs = "".join(html_figure(f, a, c) for a, c, f in windtunnel_figures(result))
     notes_html = "".join(f"<li>{escape(str(n))}</li>" for n in notes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

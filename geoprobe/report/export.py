@@ -1,0 +1,189 @@
+"""Static figure export (``--figures png|svg|pdf``): the figures of an HTML report as image files.
+
+Every report module hands out its figures as ``(anchor, caption, figure)`` triples (the same list
+its HTML page renders); this module writes them to ``<run dir>/figures/<anchor>.<fmt>`` through
+kaleido, which drives a Chromium found on this machine (``BROWSER_PATH``, else ``chromium``,
+``chromium-browser`` or ``google-chrome`` on ``PATH``). All figures of one call are rendered with
+one browser start, into a temporary folder beside the targets, then renamed into place (atomic).
+
+From Python or Jupyter::
+
+    from geoprobe.report.export import export_figures
+    export_figures(result, "figs", "svg")          # any result object with an HTML report
+    export_figures([("my-fig", "caption", fig)], "figs", "png")
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from geoprobe.errors import GeoprobeError, OutputExistsError
+
+FORMATS = ("png", "svg", "pdf")
+FIGURES_DIR = "figures"
+#: size of a figure whose layout sets none (pixels; png is rendered at SCALE times this)
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 900, 500
+SCALE = {"png": 2.0, "svg": 1.0, "pdf": 1.0}
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
+_ANCHOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+Figures = Sequence[tuple[str, str, Any]]
+
+
+def check_format(fmt: Optional[str]) -> Optional[str]:
+    """``fmt`` lower-cased if it is one of png, svg, pdf; None stays None (no export)."""
+    if fmt is None:
+        return None
+    f = str(fmt).strip().lower().lstrip(".")
+    if f not in FORMATS:
+        raise GeoprobeError(f"--figures {fmt} is not one of {', '.join(FORMATS)}; pass --figures png|svg|pdf")
+    return f
+
+
+def find_browser(fmt: str = "png") -> str:
+    """The Chromium kaleido will drive: ``BROWSER_PATH`` if set (it must exist), else the first of
+    chromium, chromium-browser, google-chrome on ``PATH``; a one-line error if there is none."""
+    env = os.environ.get("BROWSER_PATH")
+    if env:
+        p = Path(env)
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+        raise GeoprobeError(f"--figures {fmt} needs Chromium for kaleido, but BROWSER_PATH={env!r} is not an executable "
+                            "file; point BROWSER_PATH at chromium or unset it")
+    for name in BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise GeoprobeError(f"--figures {fmt} needs Chromium for kaleido, none found (BROWSER_PATH unset; "
+                        f"{', '.join(BROWSER_NAMES)} not on PATH); install the Debian package chromium or set BROWSER_PATH")
+
+
+def figures_dir(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / FIGURES_DIR
+
+
+def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = None, *,
+                  force: bool = False) -> Optional[str]:
+    """Everything ``--figures FMT`` needs, checked before any model loads or training starts: the format,
+    a Chromium, and (given ``run_dir``) no ``figures/*.FMT`` already there unless ``force``. Returns the
+    normalised format, or None when no export was asked for."""
+    f = check_format(fmt)
+    if f is None:
+        return None
+    find_browser(f)
+    if run_dir is not None and not force:
+        d = figures_dir(run_dir)
+        existing = sorted(d.glob(f"*.{f}")) if d.is_dir() else []
+        if existing:
+            raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
+                                    "or choose another --out")
+    return f
+
+
+def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
+    """(anchor, caption, figure) for every figure of ``obj``'s HTML report, in page order; ``obj`` is a
+    result object (scan, domains, compare, sula, intervene, windtunnel, denoise, positional) or already
+    such a list, or a dict {anchor: figure}."""
+    if isinstance(obj, dict):
+        return [(str(a), "", f) for a, f in obj.items()]
+    if isinstance(obj, (list, tuple)):
+        return [tuple(x) if len(x) == 3 else (x[0], "", x[1]) for x in obj]  # type: ignore[misc]
+    name = type(obj).__name__
+    if name == "ScanResult":
+        from geoprobe.report.html import report_figures
+    elif name == "DomainComparison":
+        from geoprobe.report.domains import domains_figures as report_figures
+    elif name == "ModelComparison":
+        from geoprobe.compare.report import compare_figures as report_figures
+    elif name == "SulaResult":
+        from geoprobe.report.sula import sula_figures as report_figures
+    elif name == "InterventionResult":
+        from geoprobe.report.intervene import intervene_figures as report_figures
+    elif name == "WindTunnelResult":
+        from geoprobe.report.windtunnel import windtunnel_figures as report_figures
+    elif name == "DenoiseResult":
+        from geoprobe.report.denoise import denoise_figures as report_figures
+    elif name in ("PositionalResult", "TunnelLengthCurve"):
+        from geoprobe.report.positional import positional_figures as report_figures
+    else:
+        raise TypeError(f"no report figures for a {name}; pass a list of (anchor, caption, figure)")
+    return list(report_figures(obj))
+
+
+def _size(fig: Any) -> tuple[int, int]:
+    layout = getattr(fig, "layout", None)
+    w = getattr(layout, "width", None) if layout is not None else None
+    h = getattr(layout, "height", None) if layout is not None else None
+    return int(w or DEFAULT_WIDTH), int(h or DEFAULT_HEIGHT)
+
+
+def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *, force: bool = False,
+                   scale: Optional[float] = None, only: Optional[Iterable[str]] = None) -> list[Path]:
+    """Write every figure to ``out_dir/<anchor>.<fmt>`` with one browser start; returns the paths.
+
+    ``figures``: a result object, a list of (anchor, caption, figure) or a dict {anchor: figure}.
+    Existing files are kept (one-line error naming the first, nothing written) unless ``force``.
+    Width and height come from each figure's layout, else 900 × 500; png is rendered at ``scale``
+    (default 2). ``only``: export just these anchors."""
+    f = check_format(fmt)
+    assert f is not None
+    items = figure_list(figures)
+    if only is not None:
+        keep = set(only)
+        unknown = keep - {a for a, _, _ in items}
+        if unknown:
+            raise GeoprobeError(f"figure {sorted(unknown)[0]!r} is not in this report; choose from "
+                                f"{', '.join(a for a, _, _ in items)}")
+        items = [x for x in items if x[0] in keep]
+    for anchor, _, _ in items:
+        if not _ANCHOR.match(anchor):
+            raise GeoprobeError(f"figure anchor {anchor!r} is not a plain file name (letters, digits, '-', '_', '.')")
+    out = Path(out_dir)
+    targets = [out / f"{anchor}.{f}" for anchor, _, _ in items]
+    existing = [t for t in targets if t.exists()]
+    if existing and not force:
+        raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
+                                "or choose another --out")
+    if not items:
+        return []
+    browser = find_browser(f)
+    out.mkdir(parents=True, exist_ok=True)
+    s = SCALE[f] if scale is None else float(scale)
+    with tempfile.TemporaryDirectory(prefix=".tmp-figures-", dir=out) as tmp:
+        specs = []
+        for (anchor, _, fig), target in zip(items, targets):
+            w, h = _size(fig)
+            specs.append({"fig": fig, "path": str(Path(tmp) / target.name),
+                          "opts": {"format": f, "width": w, "height": h, "scale": s}})
+        _render(specs, browser)
+        for spec, target in zip(specs, targets):
+            os.replace(spec["path"], target)  # same folder tree: an atomic rename
+    return targets
+
+
+def _render(specs: list[dict], browser: str) -> None:
+    """Render every spec with one kaleido (one Chromium); errors become one line."""
+    import kaleido
+
+    try:
+        kaleido.write_fig_from_object_sync(specs, kopts={"path": browser, "mathjax": False}, cancel_on_error=True)
+    except Exception as exc:  # noqa: BLE001 - kaleido/choreographer raise many kinds; the user needs one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GeoprobeError(f"--figures: kaleido could not render with {browser!r} ({type(exc).__name__}: "
+                            f"{first[:200]}); check that this Chromium starts, or set BROWSER_PATH to another") from exc
+    missing = [s["path"] for s in specs if not Path(s["path"]).is_file() or Path(s["path"]).stat().st_size == 0]
+    if missing:
+        raise GeoprobeError(f"--figures: kaleido wrote no image for {Path(missing[0]).name!r}; rerun with --debug")
+
+
+def export_report_figures(obj: Any, run_dir: str | os.PathLike, fmt: Optional[str], *, force: bool = False) -> list[Path]:
+    """The CLI's step after writing an HTML report: ``obj``'s figures to ``run_dir/figures`` (nothing when
+    ``fmt`` is None)."""
+    f = check_format(fmt)
+    if f is None:
+        return []
+    return export_figures(obj, figures_dir(run_dir), f, force=force)
