@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from geoprobe.errors import GeoprobeError
-from geoprobe.paths import public_mode, write_json
+from geoprobe.paths import atomic_write, write_json
 
 PARTIAL_DIR = "capture.partial"  #: the checkpoint directory inside a scan's run directory
 MANIFEST = "manifest.json"
@@ -137,17 +136,9 @@ class CaptureCheckpoint:
         from safetensors.numpy import save_file
 
         target = self.path(i)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=self.dir)
-        os.close(fd)
-        try:
-            data = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
-            data["__rows__"] = np.asarray(rows, dtype=np.int64)
-            save_file(data, tmp)
-            os.chmod(tmp, public_mode())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        data = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+        data["__rows__"] = np.asarray(rows, dtype=np.int64)
+        atomic_write(target, lambda tmp: save_file(data, tmp))
         return target
 
 
