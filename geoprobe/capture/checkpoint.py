@@ -142,15 +142,6 @@ class CaptureCheckpoint:
         return target
 
 
-def partial_state(directory: Path) -> tuple[int, int] | None:
-    """``(finished batch files, batches in all)`` of a checkpoint directory, None if it has no manifest."""
-    try:
-        n = int(json.loads((directory / MANIFEST).read_text(encoding="utf-8"))["n_batches"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return sum(1 for i in range(n) if (directory / f"batch-{i:05d}.safetensors").is_file()), n
-
-
 def discard(directory: Path) -> None:
     """Remove a checkpoint directory (after the finished results are written, or on --force)."""
     shutil.rmtree(directory, ignore_errors=True)

@@ -77,11 +77,16 @@ def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = Non
     find_browser(f)
     if run_dir is not None and not force:
         d = figures_dir(run_dir)
-        existing = sorted(d.glob(f"*.{f}")) if d.is_dir() else []
-        if existing:
-            raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
-                                    "or choose another --out")
+        _refuse_existing(sorted(d.glob(f"*.{f}")) if d.is_dir() else [])
     return f
+
+
+def _refuse_existing(paths: Iterable[Path]) -> None:
+    """A one-line error naming the first of ``paths`` that exists (callers skip this under --force)."""
+    existing = [p for p in paths if p.exists()]
+    if existing:
+        raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
+                                "or choose another --out")
 
 
 def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
@@ -144,10 +149,8 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
             raise GeoprobeError(f"figure anchor {anchor!r} is not a plain file name (letters, digits, '-', '_', '.')")
     out = Path(out_dir)
     targets = [out / f"{anchor}.{f}" for anchor, _, _ in items]
-    existing = [t for t in targets if t.exists()]
-    if existing and not force:
-        raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
-                                "or choose another --out")
+    if not force:
+        _refuse_existing(targets)
     if not items:
         return []
     browser = find_browser(f)
