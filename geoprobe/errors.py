@@ -6,6 +6,8 @@ fix (usually the CLI flag to change). The CLI prints ``error: <message>`` and ex
 """
 from __future__ import annotations
 
+import os
+
 
 class GeoprobeError(Exception):
     """Base class: a bad input or an environment problem the user can fix."""
@@ -42,3 +44,33 @@ class OutputExistsError(GeoprobeError):
 
 class ResultsError(GeoprobeError):
     """A results.json that this geoprobe cannot read (wrong kind, incompatible version, damaged)."""
+
+
+class ForeignOutputError(OutputExistsError):
+    """An output location holds something geoprobe did not write; no flag makes geoprobe replace it."""
+
+
+class OutputLocationError(GeoprobeError):
+    """``--out`` cannot be written: a file where a directory belongs, not writable, too little space."""
+
+
+class OutputWriteError(GeoprobeError):
+    """An ``OSError`` while writing an output, told in one line with the path and the errno's meaning."""
+
+    def __init__(self, path: "str | os.PathLike[str]", exc: OSError) -> None:
+        import errno
+        from pathlib import Path
+
+        self.path = Path(path)
+        self.errno = exc.errno
+        code = errno.errorcode.get(exc.errno or 0, "")
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        space = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+        hint = ("free some space or choose another --out" if exc.errno in space else
+                "choose a writable --out" if exc.errno == errno.EROFS else
+                "fix the permissions or choose another --out" if exc.errno in (errno.EACCES, errno.EPERM) else
+                "choose another --out")
+        super().__init__(f"could not write {str(self.path)!r}: {reason}{f' ({code})' if code else ''}; {hint}; "
+                         "rerunning the same command then finishes what is missing")
+        self.__cause__ = exc
+

@@ -31,16 +31,24 @@ def public_mode(directory: bool = False) -> int:
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place: a kill
     leaves either the whole new file or a stray ``.<name>.*.tmp``, never half a file."""
+    from geoprobe.errors import OutputWriteError
+
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
+    tmp = None
     try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        os.close(fd)
         write(tmp)
         os.chmod(tmp, public_mode())
         os.replace(tmp, p)
+    except OSError as exc:  # disk full, read-only, permissions: one line naming the file
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OutputWriteError(p, exc) from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
     return p
 
@@ -95,6 +103,7 @@ class JsonResult:
     inside a run directory), ``_what`` and ``_fix`` (for the one-line error of a missing file)."""
 
     _file: str
+    _page: str  # the HTML page's default name beside the JSON
     _what: str
     _fix: str
 
@@ -102,8 +111,28 @@ class JsonResult:
         raise NotImplementedError
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result as strict JSON, atomically (the caller decides about overwriting)."""
-        return write_json(path, self.to_dict())
+        """Write the result as strict JSON, atomically. An existing geoprobe results file is replaced
+        (the CLI asks for --force first); any other file there is refused, never overwritten."""
+        from geoprobe.outputs import is_geoprobe_file, refuse_foreign
+
+        p = Path(path)
+        if (p.exists() or p.is_symlink()) and not is_geoprobe_file(p):
+            refuse_foreign(p)
+        return write_json(p, self.to_dict())
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result (``_page`` beside the JSON by default)."""
+        raise NotImplementedError  # pragma: no cover - every subclass with a page defines it
+
+    @classmethod
+    def file_name(cls) -> str:
+        """The results file's default name inside a run directory (e.g. ``sula.json``)."""
+        return cls._file
+
+    @classmethod
+    def page_name(cls) -> str:
+        """The HTML page's default name beside the results file (e.g. ``sula.html``)."""
+        return cls._page
 
     @classmethod
     def load(cls, path: str | os.PathLike):  # -> Self

@@ -35,10 +35,12 @@ label_b="math")`` reproduces that contrast of ``compare_domains``.
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
@@ -550,6 +552,7 @@ class DomainComparison(JsonResult):
     label_a. Each family of contrasts is Bonferroni-adjusted across domains (``n_tests``)."""
 
     _file = "domains.json"
+    _page = "domains.html"
     _what = "domain comparison"
     _fix = "pass the domains.json geoprobe compare-domains wrote"
 
@@ -561,6 +564,12 @@ class DomainComparison(JsonResult):
     balance: dict[str, dict[str, float]]
     provenance: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.domains import write_domains_report
+
+        return write_domains_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layer", int(self.layer))

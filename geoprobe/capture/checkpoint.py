@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -143,8 +142,15 @@ class CaptureCheckpoint:
 
 
 def discard(directory: Path) -> None:
-    """Remove a checkpoint directory (after the finished results are written, or on --force)."""
-    shutil.rmtree(directory, ignore_errors=True)
+    """Remove a checkpoint (after the finished results are written, or on --force): the files a
+    checkpoint holds, then the directory if that empties it. Anything else stays (with a warning)."""
+    import warnings
+
+    from geoprobe.outputs import foreign_entries, remove_owned
+
+    if not remove_owned(directory, (MANIFEST, PROMPTS), patterns=("batch-*.safetensors", "*.tmp")):
+        left = foreign_entries(directory, (), stray_prefixes=())
+        warnings.warn(f"kept {str(directory)!r}: it holds {left[0]!r}, which geoprobe did not write", stacklevel=2)
 
 
 def model_fingerprint(model: Any) -> dict[str, Any]:

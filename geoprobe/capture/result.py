@@ -34,10 +34,23 @@ _ARRAYS = (
 )
 
 
+#: the files of a capture directory, and the kind its capture.json names (its ownership marker)
+CAPTURE_FILES = ("capture.json", "arrays.safetensors")
+CAPTURE_KIND = "geoprobe.capture"
+
+
 def ensure_writable(path: str | os.PathLike, overwrite: bool) -> None:
-    """Refuse to replace an existing result unless ``overwrite`` (the CLI's --overwrite)."""
-    if Path(path).exists() and not overwrite:
-        raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
+    """Refuse, in one line, to write the capture directory ``path`` when geoprobe may not: something
+    there that geoprobe did not write (never replaced), an existing capture without ``overwrite``
+    (the CLI's --overwrite), or the working directory itself."""
+    from geoprobe.outputs import check_replaceable_dir, refuse_cwd
+
+    p = Path(path)
+    refuse_cwd(p)
+    if p.exists() or p.is_symlink():
+        check_replaceable_dir(p, CAPTURE_FILES, "capture.json")
+        if not overwrite:
+            raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,6 +137,7 @@ class Capture:
     # -- persistence ------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
         return {
+            "kind": CAPTURE_KIND,
             "format_version": FORMAT_VERSION,
             "layers": list(self.layers),
             "layout": self.layout.to_dict(),
@@ -137,28 +151,41 @@ class Capture:
         """Write ``arrays.safetensors`` and ``capture.json`` into directory ``path``.
 
         The directory is written under a temporary name and renamed into place, so a crash
-        never leaves half a result; an existing directory is only replaced with ``overwrite``.
+        never leaves half a result. An existing capture directory is only replaced with
+        ``overwrite``, and a directory holding anything geoprobe did not write never is.
+        Files follow the umask, as a plain ``open()`` would create them.
         """
         from safetensors.numpy import save_file
 
+        from geoprobe.errors import OutputWriteError
+
         target = Path(path)
         ensure_writable(target, overwrite)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        tmp: Path | None = None
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
             arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in _ARRAYS if getattr(self, n) is not None}
             save_file(arrays, str(tmp / "arrays.safetensors"))
             (tmp / "capture.json").write_text(json.dumps(self.metadata(), indent=1, ensure_ascii=False))
+            for name in CAPTURE_FILES:
+                os.chmod(tmp / name, public_mode())  # the safetensors writer makes its file private (0600)
             os.chmod(tmp, public_mode(directory=True))  # mkdtemp makes it private (0700)
             if target.exists():
+                ensure_writable(target, overwrite)  # again, just before replacing: nothing foreign arrived meanwhile
                 old = target.with_name(f".{target.name}.old-{os.getpid()}")
                 os.replace(target, old)
                 os.replace(tmp, target)
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, target)
+        except OSError as exc:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise OutputWriteError(target, exc) from exc
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
             raise
         return target
 

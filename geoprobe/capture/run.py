@@ -20,7 +20,7 @@ from jaxtyping import Float
 
 from geoprobe.capture.result import Capture
 from geoprobe.errors import CaptureError, PromptError
-from geoprobe.models.adapters import Site, SiteKind, _unwrap
+from geoprobe.models.adapters import Layout, Site, SiteKind, _unwrap
 from geoprobe.models.loading import LoadedModel
 
 _LN2 = math.log(2.0)
@@ -54,6 +54,16 @@ class CaptureConfig:
             raise CaptureError(f"attention {self.attention!r} is not entropy|distribution")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise CaptureError(f"max tokens {self.max_tokens} must be at least 1; pass --max-tokens 1 or more")
+
+    def nbytes(self, layout: Layout, n_prompts: int, longest: int) -> int:
+        """Bytes the saved arrays of ``n_prompts`` prompts (the longest ``longest`` tokens) will take."""
+        L = layout.n_layers if self.layers is None else len(set(self.layers))
+        per_prompt = layout.n_heads  # attention entropy
+        per_prompt += layout.n_kv_heads * layout.d_head * (int(self.values) + int(self.keys))
+        per_prompt += layout.n_heads * layout.d_head * (int(self.queries) + int(self.attn_out))
+        per_prompt += layout.n_heads * longest if self.attention == "distribution" else 0
+        w_k = layout.n_kv_heads * layout.d_model * layout.d_head if self.key_weights else 0
+        return 4 * (L * (n_prompts * per_prompt + w_k) + n_prompts * (3 + 2 * self.top_k))
 
 
 @contextmanager

@@ -30,6 +30,7 @@ class ModelComparison(JsonResult):
     Equality compares ``to_dict()``."""
 
     _file = "comparison.json"
+    _page = "compare.html"
     _what = "comparison file"
     _fix = "pass the comparison.json geoprobe compare wrote"
 

@@ -2,7 +2,9 @@
 context length and the subspace dimension, the warped-geometry run and the energy view, with figures."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from geoprobe.analysis.stats import Estimate, from_json_float, json_float
@@ -86,6 +88,7 @@ class DenoiseResult(JsonResult):
     """Everything ``geoprobe denoise`` measured on one task."""
 
     _file = "denoise.json"
+    _page = "denoise.html"
     _what = "denoising results file"
     _fix = "pass the denoise.json that 'geoprobe denoise' wrote"
 
@@ -100,6 +103,12 @@ class DenoiseResult(JsonResult):
     matrices: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.denoise import write_denoise_report
+
+        return write_denoise_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         if self.task.get("name") not in ("linear", "mixture", "sphere"):

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from geoprobe.analysis.stats import bootstrap_ci
+from geoprobe.checks import check_seed
 from geoprobe.denoise.attention import MODELS, predict, weight_fit
 from geoprobe.denoise.bayes import bayes_linear_predicted_gain, finite_context, oracle, per_prompt_mse
 from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
@@ -47,6 +48,7 @@ class DenoiseConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "lengths", tuple(int(v) for v in self.lengths))
         object.__setattr__(self, "transfer_dims", tuple(int(v) for v in self.transfer_dims))
         task = self.make_task()

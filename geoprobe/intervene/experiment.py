@@ -19,13 +19,16 @@ Each experiment resumes from the residual stream at its lowest layer
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
+from geoprobe.checks import check_seed
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.paths import JsonResult
 
@@ -61,6 +64,7 @@ class InterventionConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.op not in DEFAULT_STRENGTHS:
             raise InterventionError(f"operation {self.op!r} is not cut|only|shift; pass --op cut|only|shift")
         if self.n_controls < 1:
@@ -103,6 +107,7 @@ RESULTS_KIND, RESULTS_VERSION = "geoprobe.intervene", 1
 @dataclass(frozen=True, eq=False)
 class InterventionResult(JsonResult):
     _file = "intervene.json"
+    _page = "intervene.html"
     _what = "intervention results"
     _fix = "pass the intervene.json geoprobe intervene wrote"
 
@@ -114,6 +119,12 @@ class InterventionResult(JsonResult):
     axes: dict[int, dict[str, float]]  # per layer: PC1 share of the calibration values, |ρ(axis, entropy)|
     rows: tuple[InterventionRow, ...]
     timings: dict[str, float] = field(default_factory=dict)
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.intervene import write_intervene_report
+
+        return write_intervene_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         if not self.rows:
@@ -153,7 +164,6 @@ class InterventionResult(JsonResult):
     @classmethod
     def from_dict(cls, d: Any, source: str = "results") -> "InterventionResult":
         from geoprobe.errors import ResultsError
-
         from geoprobe.paths import check_results_kind
 
         d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source,
@@ -234,12 +244,12 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
                       progress: Callable[[str, int, int], None] | None = None) -> InterventionResult:
     """Fit the entropy axes on SULA prompts, then edit (true axis and random controls) per
     experiment and strength, resuming from the residual stream; see the module docstring."""
+    from geoprobe.analysis.stats import bootstrap_ci
     from geoprobe.intervene._forward import final_logprobs, text_nll
     from geoprobe.intervene.axis import fit_entropy_axis, random_axes
     from geoprobe.intervene.metrics import axis_entropy_correlation, entropy_bits_of, kl_bits
     from geoprobe.intervene.ops import Edit, intervened, resolve_layer
     from geoprobe.intervene.resume import Resumable
-    from geoprobe.analysis.stats import bootstrap_ci
     from geoprobe.sula import SulaConfig
     from geoprobe.sula.evaluate import calibration_metrics, label_distribution
     from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays

@@ -5,7 +5,7 @@ import logging
 import os
 import pickle
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +57,66 @@ def check_device(name: str) -> str:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise GeoprobeError(f"--device {name!r}: no CUDA device is available here; pass --device cpu")
     return name
+
+
+def model_kind(name: str) -> Literal["twin", "gguf", "embedded", "local", "hub"]:
+    """What ``--model name`` names, decided without loading anything: a twin, a .gguf file, an alias
+    whose weights ship offline as GGUF, a local directory, or a Hub model (alias or owner/name)."""
+    if name.startswith("twin:"):
+        return "twin"
+    if name.lower().endswith(".gguf"):
+        return "gguf"
+    if Path(os.path.expanduser(name)).is_dir():
+        return "local"
+    spec = ALIASES.get(name.lower()) or (find_spec_by_hf_id(name) if "/" in name else None)
+    return "embedded" if spec is not None and spec.source == "embedded" else "hub"
+
+
+_NO_REVISIONS = {"twin": "a random-init twin has no revisions", "gguf": "a .gguf file holds one set of weights",
+                 "embedded": "its weights ship offline as one GGUF file",
+                 "local": "a local directory holds one set of weights (pass the Hub id for another revision)"}
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load a model; every command that loads one takes exactly these (``--model``,
+    ``--revision``, ``--dtype``, ``--device``, ``--device-map``, ``--trust-remote-code``,
+    ``--allow-pickle``). A setting that cannot apply to the model named is refused, never ignored."""
+
+    model: str = DEFAULT_MODEL
+    revision: str | None = None
+    dtype: DType = "float32"
+    device: str = "cpu"
+    device_map: str | None = None
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+
+    def check(self) -> "LoadOptions":
+        """Cheap checks before any work: the dtype, the device, and flags that do not apply."""
+        torch_dtype(self.dtype)
+        check_device(self.device)
+        kind = model_kind(self.model)
+        what = f"--model {self.model!r}"
+        if self.revision is not None and kind in _NO_REVISIONS:
+            raise GeoprobeError(f"--revision {self.revision!r} does not apply to {what}: {_NO_REVISIONS[kind]}; "
+                                "drop --revision")
+        if kind in ("twin", "gguf", "embedded"):
+            for flag, on in (("--device-map", self.device_map is not None),
+                             ("--trust-remote-code", self.trust_remote_code), ("--allow-pickle", self.allow_pickle)):
+                if on:
+                    raise GeoprobeError(f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging Face "
+                                        f"weights to dispatch, no model code, no pickle); drop {flag}")
+        if self.device_map is not None and self.device != "cpu":
+            raise GeoprobeError(f"--device-map {self.device_map!r} places the layers itself; drop --device "
+                                f"{self.device!r} or --device-map")
+        return self
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`load_model` (everything but ``model``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "model"}
+
+    def load(self) -> "LoadedModel":
+        return load_model(self.model, **self.kwargs())
 
 
 def _quiet() -> None:
@@ -155,8 +215,8 @@ def load_model(
     and library model code are loaded unless the caller opts in explicitly.
     """
     _quiet()
+    LoadOptions(name, revision, dtype, device, device_map, trust_remote_code, allow_pickle).check()
     tdtype = torch_dtype(dtype)
-    check_device(device)
     if name.startswith("twin:"):
         from geoprobe.models.twins import twin
 

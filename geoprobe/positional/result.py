@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ class PositionalResult(JsonResult):
     """What ``geoprobe positional`` measured on one model."""
 
     _file = "positional.json"
+    _page = "positional.html"
     _what = "positional results file"
     _fix = "pass the positional.json that 'geoprobe positional' wrote"
 
@@ -41,6 +44,12 @@ class PositionalResult(JsonResult):
     stability: Stability | None
     config: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.positional import write_positional_report
+
+        return write_positional_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 
 Progress = Callable[[str, int, int], None]
@@ -28,6 +29,7 @@ class PositionalConfig:
     stability: bool = True
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
         if self.layers is not None:
             object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))

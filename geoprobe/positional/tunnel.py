@@ -10,6 +10,7 @@ lies wholly above the training length's (lo_K > hi_K0); None when none does.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,6 +28,7 @@ class TunnelLengthCurve(JsonResult):
     """Error vs sequence length of one trained wind-tunnel transformer."""
 
     _file = "positional.json"
+    _page = "positional.html"
     _what = "positional wind-tunnel results file"
     _fix = "pass the positional.json that 'geoprobe positional --windtunnel RUN_DIR' wrote"
 
@@ -35,6 +37,12 @@ class TunnelLengthCurve(JsonResult):
     train_K: int
     metrics: tuple[TunnelMetrics, ...]
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.positional import write_positional_report
+
+        return write_positional_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         Ks = [m.K for m in self.metrics]

@@ -32,12 +32,20 @@ def kv_table(rows: Sequence[tuple[Any, Any]]) -> str:
 
 
 def write_page(path: str | os.PathLike, render: Callable[[], str], *, force: bool = False) -> Path:
-    """Write the page ``render()`` returns, atomically; an existing file is kept (one-line error)
-    unless ``force``. ``render`` runs only after that check."""
+    """Write the page ``render()`` returns, atomically, with geoprobe's generator tag; an existing
+    page is kept (one-line error) unless ``force``, and a file geoprobe did not write is never
+    replaced. ``render`` runs only after those checks."""
     from geoprobe.errors import OutputExistsError
+    from geoprobe.outputs import GENERATOR_META, is_geoprobe_file, refuse_foreign
     from geoprobe.paths import atomic_write_text
 
     p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
-    return atomic_write_text(p, render())
+    if p.exists() or p.is_symlink():
+        if not is_geoprobe_file(p):
+            refuse_foreign(p)
+        if not force:
+            raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
+    page = render()
+    if GENERATOR_META not in page:  # the marker that lets a later --force recognise the page as geoprobe's
+        page = page.replace("<head>", f"<head>{GENERATOR_META}", 1)
+    return atomic_write_text(p, page)

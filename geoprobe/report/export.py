@@ -69,24 +69,59 @@ def figures_dir(run_dir: str | os.PathLike) -> Path:
 def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = None, *,
                   force: bool = False) -> Optional[str]:
     """Everything ``--figures FMT`` needs, checked before any model loads or training starts: the format,
-    a Chromium, and (given ``run_dir``) no ``figures/*.FMT`` already there unless ``force``. Returns the
-    normalised format, or None when no export was asked for."""
+    a Chromium, and (given ``run_dir``) that ``figures/*.FMT`` there are geoprobe's (foreign files are never
+    replaced) and, unless ``force``, that there are none yet. Returns the normalised format, or None when
+    no export was asked for."""
     f = check_format(fmt)
     if f is None:
         return None
     find_browser(f)
-    if run_dir is not None and not force:
+    if run_dir is not None:
         d = figures_dir(run_dir)
-        _refuse_existing(sorted(d.glob(f"*.{f}")) if d.is_dir() else [])
+        _check_targets(sorted(d.glob(f"*.{f}")) if d.is_dir() else [], force)
     return f
 
 
-def _refuse_existing(paths: Iterable[Path]) -> None:
-    """A one-line error naming the first of ``paths`` that exists (callers skip this under --force)."""
-    existing = [p for p in paths if p.exists()]
-    if existing:
+#: the list of figure files geoprobe wrote into a figures/ folder (their ownership marker)
+MANIFEST = ".geoprobe-figures.json"
+MANIFEST_KIND = "geoprobe.figures"
+
+
+def owned_figures(out_dir: str | os.PathLike) -> set[str]:
+    """Names of the figure files in ``out_dir`` that geoprobe wrote (listed in its manifest)."""
+    import json
+
+    try:
+        d = json.loads((Path(out_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(d, dict) or d.get("kind") != MANIFEST_KIND or not isinstance(d.get("files"), list):
+        return set()
+    return {str(n) for n in d["files"]}
+
+
+def _check_targets(paths: Sequence[Path], force: bool) -> None:
+    """Existing ``paths`` must be figures geoprobe wrote (else a one-line error, ``force`` or not);
+    without ``force`` none may exist."""
+    from geoprobe.outputs import refuse_foreign
+
+    existing = [p for p in paths if p.exists() or p.is_symlink()]
+    if not existing:
+        return
+    owned = owned_figures(existing[0].parent)
+    for p in existing:
+        if p.name not in owned or p.is_symlink() or not p.is_file():
+            refuse_foreign(p, "a figure file it did not write")
+    if not force:
         raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
                                 "or choose another --out")
+
+
+def _add_to_manifest(out_dir: Path, names: Iterable[str]) -> None:
+    from geoprobe.paths import write_json
+
+    files = sorted(owned_figures(out_dir) | set(names))
+    write_json(out_dir / MANIFEST, {"kind": MANIFEST_KIND, "version": 1, "files": files})
 
 
 def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
@@ -131,7 +166,8 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
     """Write every figure to ``out_dir/<anchor>.<fmt>`` with one browser start; returns the paths.
 
     ``figures``: a result object, a list of (anchor, caption, figure) or a dict {anchor: figure}.
-    Existing files are kept (one-line error naming the first, nothing written) unless ``force``.
+    Existing files are kept (one-line error naming the first, nothing written) unless ``force``; a file
+    there that geoprobe did not write (not in ``figures/.geoprobe-figures.json``) is never replaced.
     Width and height come from each figure's layout, else 900 × 500; png is rendered at ``scale``
     (default 2). ``only``: export just these anchors."""
     f = check_format(fmt)
@@ -149,12 +185,16 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
             raise GeoprobeError(f"figure anchor {anchor!r} is not a plain file name (letters, digits, '-', '_', '.')")
     out = Path(out_dir)
     targets = [out / f"{anchor}.{f}" for anchor, _, _ in items]
-    if not force:
-        _refuse_existing(targets)
+    _check_targets(targets, force)
     if not items:
         return []
     browser = find_browser(f)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from geoprobe.errors import OutputWriteError
+
+        raise OutputWriteError(out, exc) from exc
     s = SCALE[f] if scale is None else float(scale)
     with tempfile.TemporaryDirectory(prefix=".tmp-figures-", dir=out) as tmp:
         specs = []
@@ -163,6 +203,7 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
             specs.append({"fig": fig, "path": str(Path(tmp) / target.name),
                           "opts": {"format": f, "width": w, "height": h, "scale": s}})
         _render(specs, browser)
+        _add_to_manifest(out, [t.name for t in targets])  # listed first: a kill never leaves an unlisted figure
         for spec, target in zip(specs, targets):
             os.replace(spec["path"], target)  # same folder tree: an atomic rename
     return targets

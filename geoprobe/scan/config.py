@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 
@@ -51,6 +52,7 @@ class ScanConfig:
     sampling: SamplingConfig = SamplingConfig()  # how corpus sets are drawn (stratified by next-token entropy)
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         if isinstance(self.sampling, dict):
             object.__setattr__(self, "sampling", _sampling(self.sampling))
         for f in fields(self):  # a recipe can hold any TOML type: say which setting, before a comparison fails
@@ -145,10 +147,16 @@ def load_probe(path: str | Path) -> Probe:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
-    head = doc.pop("probe", {})
-    command = head.get("command", "scan")
+    head = doc.pop("probe", None)
+    if not isinstance(head, dict) or "command" not in head:
+        raise ProbeError(f"probe {str(p)!r} has no [probe] table naming its command; add [probe] with command = "
+                         f"\"scan\" (or one of {', '.join(COMMANDS[1:])}) — geoprobe does not guess what to run")
+    command = head["command"]
     if command not in COMMANDS:
         raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: {', '.join(COMMANDS)}")
+    unknown = sorted(set(head) - {"name", "command", "description"})
+    if unknown:
+        raise ProbeError(f"probe {str(p)!r}: unknown key probe.{unknown[0]}; known: name, command, description")
     try:
         if command in ("sula", "intervene", "windtunnel", "denoise", "positional"):
             config: Any = _flat_config(command, doc, p)
@@ -177,9 +185,24 @@ def _entries(doc: dict[str, Any], sections: dict[str, dict[str, str]], p: Path) 
             yield section, key, allowed[key], value
 
 
+def _typed(cls: type, values: dict[str, Any], p: Path, keys: dict[str, str]) -> None:
+    """Each recipe value fits its config field's type, or a one-line ProbeError naming ``section.key``."""
+    from geoprobe.checks import check_fields
+
+    try:
+        check_fields(cls, values, lambda f: f"probe {str(p)!r}: {keys.get(f, f)}")
+    except GeoprobeError as exc:
+        raise ProbeError(f"{exc}; fix it in the recipe") from None
+
+
 def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
+    prompts = doc.get("prompts")
+    if isinstance(prompts, dict) and {"set", "file"} <= prompts.keys():
+        raise ProbeError(f"probe {str(p)!r}: [prompts] has both set and file; keep one of them")
     settings: dict[str, Any] = {}
+    keys: dict[str, str] = {}
     for section, key, field_name, value in _entries(doc, _SECTIONS, p):
+        keys[field_name] = f"{section}.{key}"
         if section == "prompts" and key == "file":
             value = str((p.parent / value).resolve()) if not Path(value).is_absolute() else value
         if key == "layers" and value == "all":
@@ -187,6 +210,8 @@ def _scan_config(doc: dict[str, Any], p: Path) -> ScanConfig:
         settings[field_name] = value
     sampling = {_RENAMED.get(k, k): settings.pop(k) for k in list(settings)
                 if k in ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")}
+    _typed(ScanConfig, settings, p, keys)
+    _typed(SamplingConfig, sampling, p, {_RENAMED.get(k, k): v for k, v in keys.items()})
     if sampling:
         settings["sampling"] = sampling
     return ScanConfig.from_dict(settings)
@@ -213,13 +238,16 @@ def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
         from geoprobe.intervene.experiment import InterventionConfig as cls
     known = {f.name for f in dc_fields(cls)}
     values: dict[str, Any] = {}
+    keys: dict[str, str] = {}
     for section, table in doc.items():
         if section not in (command, "analyses") or not isinstance(table, dict):
             raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {command}, analyses")
         for key, value in table.items():
             if key not in known:
                 raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(sorted(known))}")
+            keys[key] = f"{section}.{key}"
             values[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+    _typed(cls, values, p, keys)
     return cls(**values)
 
 
@@ -251,6 +279,8 @@ def _models_config(table: Any, scan: ScanConfig, p: Path) -> CompareModelsConfig
     unknown = sorted(set(table) - {"run", "sets", "sample_with"})
     if unknown:
         raise ProbeError(f"probe {str(p)!r}: unknown key models.{unknown[0]}; known: run, sets, sample_with")
+    _typed(CompareModelsConfig, {"models": table["run"], **{k: table[k] for k in ("sets", "sample_with") if k in table}},
+           p, {"models": "models.run", "sets": "models.sets", "sample_with": "models.sample_with"})
     return CompareModelsConfig(models=tuple(table["run"]), sets=tuple(table.get("sets", ("mixed",))),
                                sample_with=table.get("sample_with"), scan=scan)
 
@@ -273,11 +303,17 @@ def _domains_config(doc: dict[str, Any], p: Path) -> Any:
 
     top: dict[str, Any] = {}
     sampling: dict[str, Any] = {}
-    for _section, _key, field_name, value in _entries(doc, _DOMAIN_SECTIONS, p):
+    keys: dict[str, str] = {}
+    for section, key, field_name, value in _entries(doc, _DOMAIN_SECTIONS, p):
+        keys[field_name.removeprefix("sampling.")] = f"{section}.{key}"
         if field_name.startswith("sampling."):
             sampling[field_name.removeprefix("sampling.")] = value
         elif field_name == "domains":
-            top["domains"] = None if value == "all" else tuple(value)
+            top["domains"] = None if value == "all" else value
         else:
             top[field_name] = value
+    _typed(DomainsConfig, top, p, keys)
+    _typed(SamplingConfig, sampling, p, keys)
+    if top.get("domains") is not None:
+        top["domains"] = tuple(top["domains"])
     return DomainsConfig(sampling=_sampling({**asdict(SamplingConfig()), **sampling}), **top)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import MIXED, SamplingConfig
 
@@ -52,6 +53,7 @@ class DomainsConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.domain_candidates < self.sampling.n_prompts:
             raise GeoprobeError(f"--domain-candidates {self.domain_candidates} is below the {self.sampling.n_prompts} "
                                 "prompts sampled per domain; raise --domain-candidates or lower --per-quintile")
@@ -70,7 +72,7 @@ class DomainRun:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _check_domains(requested: Sequence[str] | None) -> list[str]:
+def check_domains(requested: Sequence[str] | None) -> list[str]:
     from geoprobe.corpora import DOMAINS, CorpusUnavailable, available_domains
     from geoprobe.sampling import check_corpus_set
 
@@ -106,8 +108,8 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     from geoprobe.sampling import EntropyCache, SamplingError, stratified_sample
 
     sc, seed = config.sampling, config.seed
-    domains = _check_domains(config.domains)
-    all_domains = _check_domains(None)  # the mixed set always draws on every available domain
+    domains = check_domains(config.domains)
+    all_domains = check_domains(None)  # the mixed set always draws on every available domain
     if len(all_domains) < 2:
         raise SamplingError(f"the mixed set needs at least 2 corpus domains, {len(all_domains)} available here")
     (layer,) = resolve_layers((config.layer,), model.layout.n_layers)

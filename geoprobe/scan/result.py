@@ -46,6 +46,7 @@ class ScanResult(JsonResult):
     """Results of one scan: the four analyses, the scorecard, and where they came from."""
 
     _file = "results.json"
+    _page = "report.html"
     _what = "results file"
     _fix = "pass the results.json a scan wrote"
 

@@ -1,7 +1,9 @@
 """SulaResult: everything one SULA run measured, with provenance, persistence and figures."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,6 +88,7 @@ class SulaResult(JsonResult):
     """A SULA run: the main condition and the controls, in one shared PCA basis at ``layer``."""
 
     _file = "sula.json"
+    _page = "sula.html"
     _what = "SULA results file"
     _fix = "pass the sula.json that run_sula wrote"
 
@@ -96,6 +99,12 @@ class SulaResult(JsonResult):
     pc1_ratio: float  # explained-variance ratio of the shared basis's PC1 (main prompts)
     conditions: dict[str, SulaCondition]
     timings: dict[str, float] = field(default_factory=dict)
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.sula import write_sula_report
+
+        return write_sula_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         if "main" not in self.conditions:

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.special
 
+from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 
 POSITIVE_WORDS: tuple[str, ...] = (
@@ -112,6 +113,7 @@ class SulaConfig:
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "remap_labels", tuple(self.remap_labels))

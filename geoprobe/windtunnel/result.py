@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ class WindTunnelResult(JsonResult):
     """Everything ``geoprobe windtunnel eval`` measured on one task (both learners)."""
 
     _file = "windtunnel.json"
+    _page = "windtunnel.html"
     _what = "wind-tunnel results file"
     _fix = "pass the windtunnel.json that 'geoprobe windtunnel eval' wrote"
 
@@ -48,6 +51,12 @@ class WindTunnelResult(JsonResult):
     geometry: TrainingGeometry | None
     training: dict[str, dict[str, Any]]  # arch -> seconds, steps, final loss, tokens/s
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
+        """Write the self-contained HTML page of this result."""
+        from geoprobe.report.windtunnel import write_windtunnel_report
+
+        return write_windtunnel_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         if self.task.get("name") not in PAPER:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch, metrics, model_predictive
 from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
@@ -43,6 +44,7 @@ class WindTunnelConfig:
     repeat: float | None = None  # bijection: probability that a key repeats
 
     def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
         scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
         self.task_params()  # and for out-of-range task parameters
         check_arch(self.arch)

@@ -155,6 +155,18 @@ def checkpoint_dir(run: Path, step: int) -> Path:
     return run / "checkpoints" / f"step-{step:07d}"
 
 
+#: what a learner's run directory (``OUT/transformer``, ``OUT/mlp``) holds
+RUN_DIR_FILES = ("run.json", "train_log.json", "checkpoints")
+
+
+def check_run_dir(path: Path) -> None:
+    """``path`` is a learner's run directory geoprobe wrote (run.json naming a wind-tunnel run, and
+    nothing but its files), or a one-line error: geoprobe never trains into a directory of its own."""
+    from geoprobe.outputs import check_replaceable_dir
+
+    check_replaceable_dir(path, RUN_DIR_FILES, "run.json")
+
+
 def list_checkpoints(run: Path) -> list[int]:
     root = run / "checkpoints"
     if not root.is_dir():
@@ -178,7 +190,14 @@ def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module,
                 "losses": torch.tensor(losses, dtype=torch.float64)}, tmp / "trainer.pt")
     (tmp / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
     (tmp / "DONE").write_text("")
-    if target.exists():
+    if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
+        from geoprobe.outputs import check_replaceable_dir
+
+        try:
+            check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         shutil.rmtree(target)
     os.replace(tmp, target)
     return target

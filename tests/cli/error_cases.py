@@ -133,21 +133,52 @@ def _recipe(name: str, body: str) -> Callable[[Path], None]:
     return _text(name, body)
 
 
+def _owned_json(name: str, kind: str) -> Callable[[Path], None]:
+    """A results file head that geoprobe recognises as its own (the kind is all that matters here)."""
+    return _json(name, {"kind": kind, "version": 1, "geoprobe": "0.1.0"})
+
+
+def _owned_page(name: str) -> Callable[[Path], None]:
+    from geoprobe.outputs import GENERATOR_META
+
+    return _text(name, f"<!DOCTYPE html>\n<html><head>{GENERATOR_META}<title>geoprobe scan</title></head></html>\n")
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "empty_prompts": _text("empty.txt", "\n   \n"),
     "few_prompts": _text("few.txt", "The cat sat on the\nOnce upon a time\nIn 1905 Einstein published\n"),
     "latin1_prompts": lambda d: (d / "latin1.txt").write_bytes("café au lait\n".encode("latin-1")),
     "prompts": _text("p.txt", "".join(f"Prompt number {i} says that the weather\n" for i in range(12))),
     "fake_gguf": _text("model.gguf", "this is a text file, not GGUF\n"),
-    "scan_run": lambda d: [_text(f"run/{n}", "{}")(d) for n in ("results.json", "report.html")],
-    "sula_run": _text("run/sula.json", "{}"),
-    "intervene_run": _text("run/intervene.json", "{}"),
-    "domains_run": _text("run/domains.json", "{}"),
-    "positional_run": _text("run/positional.json", "{}"),
-    "denoise_run": _text("run/denoise.json", "{}"),
-    "windtunnel_run": _text("run/windtunnel.json", "{}"),
+    "scan_run": lambda d: (_owned_json("run/results.json", "geoprobe.scan")(d), _owned_page("run/report.html")(d)),
+    "sula_run": lambda d: _owned_json("run/sula.json", "geoprobe.sula")(d),
+    "intervene_run": lambda d: _owned_json("run/intervene.json", "geoprobe.intervene")(d),
+    "domains_run": lambda d: _owned_json("run/domains.json", "geoprobe.domains")(d),
+    "positional_run": lambda d: _owned_json("run/positional.json", "geoprobe.positional")(d),
+    "denoise_run": lambda d: _owned_json("run/denoise.json", "geoprobe.denoise")(d),
+    "windtunnel_run": lambda d: _owned_json("run/windtunnel.json", "geoprobe.windtunnel")(d),
     "capture_dir": _text("out/existing.txt", "keep me\n"),
-    "sample_out": _text("sampled.jsonl", "\"keep me\"\n"),
+    # issue 17: what geoprobe did not write is never replaced; where it cannot write, it says so first
+    "owned_capture": lambda d: (_owned_json("out/capture.json", "geoprobe.capture")(d),
+                                _text("out/arrays.safetensors", "arrays")(d)),
+    "foreign_project": lambda d: (_text("proj/important.txt", "x\n")(d), (d / "proj" / "other_run").mkdir()),
+    "a_file": _text("afile", "a regular file, not a directory\n"),
+    "scan_run_foreign_page": lambda d: (_owned_json("run/results.json", "geoprobe.scan")(d),
+                                        _text("run/report.html", "<html><body>my own notes</body></html>")(d)),
+    "scan_capture_foreign": lambda d: (_owned_json("run/results.json", "geoprobe.scan")(d),
+                                       _owned_page("run/report.html")(d), _text("run/capture/notes.txt", "mine\n")(d)),
+    "sula_json_foreign": _text("run/sula.json", '{"my": "own data"}'),
+    "wt_foreign_learner": _text("wt/transformer/notes.txt", "my notes\n"),
+    "capture_results": lambda d: _owned_json("capture.json", "geoprobe.capture")(d),
+    "sula_recipe": _recipe("sula.toml", "[probe]\ncommand = \"sula\"\n"),
+    "recipe_layers_string": _recipe("layers.toml", "[probe]\ncommand = \"scan\"\n[capture]\nlayers = \"0,1\"\n"),
+    "recipe_nested": _recipe("nested.toml", "[probe]\ncommand = \"intervene\"\n[intervene]\nexperiments = [[1, [2]]]\n"),
+    "recipe_empty": _recipe("empty.toml", ""),
+    "recipe_no_probe": _recipe("noprobe.toml", "[capture]\nbatch_size = 2\n"),
+    "recipe_set_and_file": _recipe("both.toml", "[probe]\ncommand = \"scan\"\n[prompts]\nset = \"mixed\"\n"
+                                   "file = \"p.txt\"\n"),
+    "sample_out": _text("sampled.jsonl", '{"set": "mixed", "prompt": "The cat sat on the"}\n'),
+    "sample_out_foreign": _text("mine.jsonl", "\"keep me\"\n"),
     "wt_results": lambda d: _kind_json(d, "wt.json", "geoprobe.windtunnel.result"),
     "scan_results_kind": lambda d: _kind_json(d, "scan.json", "geoprobe.scan.result"),
     "sula_results": lambda d: _kind_json(d, "sula.json", "geoprobe.sula.result"),
@@ -169,9 +200,9 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 
 # ---------------------------------------------------------------- the cases
 
-def _c(id: str, argv: str, bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2) -> Case:
-    return Case(id=id, argv=tuple(argv.split()), bad=bad, expect=expect, setup=setup, code=code,
-                needs_no_cuda="cuda" in argv.split())
+def _c(id: str, argv: str | tuple[str, ...], bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2) -> Case:
+    words = tuple(argv.split()) if isinstance(argv, str) else argv
+    return Case(id=id, argv=words, bad=bad, expect=expect, setup=setup, code=code, needs_no_cuda="cuda" in words)
 
 
 CASES: tuple[Case, ...] = (
@@ -212,8 +243,29 @@ CASES: tuple[Case, ...] = (
     _c("batch-size-zero", f"capture --model {TWIN} --batch-size 0 --out out", "--batch-size 0", "0", "--batch-size"),
     _c("padding-side", f"capture --model {TWIN} --padding-side middle --out out", "--padding-side nonsense",
        "'middle'", "--padding-side"),
-    _c("capture-out-exists", f"capture --model {TWIN} --out out", "--out exists, no --overwrite",
-       "'out'", "--overwrite", setup=("capture_dir",)),
+    _c("capture-out-exists", f"capture --model {TWIN} --out out", "--out holds a capture, no --overwrite",
+       "'out'", "--overwrite", setup=("owned_capture",)),
+    _c("capture-out-foreign", f"capture --model {TWIN} --out out", "--out holds a file geoprobe did not write",
+       "'existing.txt'", "did not write", setup=("capture_dir",)),
+    _c("capture-overwrite-foreign", f"capture --model {TWIN} --out proj --overwrite",
+       "--overwrite on a directory holding other files", "'important.txt'", "did not write",
+       setup=("foreign_project",)),
+    _c("capture-out-cwd", f"capture --model {TWIN} --out .", "--out is the working directory", "'.'",
+       "working directory"),
+    _c("capture-out-is-file", f"capture --model {TWIN} --out afile", "--out names a regular file", "'afile'",
+       "is a file", setup=("a_file",)),
+    _c("out-under-a-file", f"scan --model {TWIN} --prompts p.txt --out afile/run", "--out lies under a regular file",
+       "'afile'", "not a directory", setup=("a_file", "prompts")),
+    _c("out-not-writable", f"scan --model {TWIN} --prompts p.txt --out /proc/geoprobe-run",
+       "--out where nothing can be written", "/proc", "cannot write", setup=("prompts",)),
+    _c("layers-empty", ("capture", "--model", TWIN, "--layers", " , ,", "--out", "out"), "--layers naming no layer",
+       "names no layer", "--layers"),
+    _c("revision-on-twin", f"capture --model {TWIN} --revision step0 --out out", "--revision on a twin",
+       "--revision 'step0'", "does not apply", "twin"),
+    _c("seed-too-large", f"scan --model {TWIN} --prompts p.txt --seed 18446744073709551616 --out run",
+       "--seed of 2**64", "18446744073709551616", "4294967295", "--seed", setup=("prompts",)),
+    _c("seed-negative", f"scan --model {TWIN} --prompts p.txt --seed -1 --out run", "negative --seed", "seed -1",
+       "--seed", setup=("prompts",)),
     # prompts
     _c("prompt-file-missing", f"capture --model {TWIN} --prompts nope.txt --out out", "prompt file missing",
        "'nope.txt'", "does not exist", "--prompts"),
@@ -231,9 +283,17 @@ CASES: tuple[Case, ...] = (
        "--prompts 'builtin'", "not a corpus set"),
     _c("sample-out-exists", f"sample --model {TWIN} --out sampled.jsonl", "--out exists, no --force",
        "'sampled.jsonl'", "--force", setup=("sample_out",)),
+    _c("sample-force-foreign", f"sample --model {TWIN} --out mine.jsonl --force", "--force on a file of the user's",
+       "'mine.jsonl'", "not written by geoprobe", setup=("sample_out_foreign",)),
     # scan / run
     _c("scan-out-exists", f"scan --model {TWIN} --prompts p.txt --out run", "existing run without --force",
-       "'run/report.html' already exists", "--force", setup=("prompts", "scan_run")),
+       "'run/results.json' already exists", "--force", setup=("prompts", "scan_run")),
+    _c("scan-force-foreign-page", f"scan --model {TWIN} --prompts p.txt --out run --force",
+       "--force where report.html is not geoprobe's", "'run/report.html'", "not written by geoprobe",
+       setup=("prompts", "scan_run_foreign_page")),
+    _c("scan-force-foreign-capture", f"scan --model {TWIN} --prompts p.txt --out run --force",
+       "--force where capture/ holds a file of the user's", "'notes.txt'", "did not write",
+       setup=("prompts", "scan_capture_foreign")),
     _c("scan-null", f"scan --model {TWIN} --null uniform --out run", "--null nonsense", "'uniform'", "--null"),
     _c("scan-ci-layers", f"scan --model {TWIN} --ci-layers some --out run", "--ci-layers nonsense", "'some'", "--ci-layers"),
     _c("scan-scatter-layers", f"scan --model {TWIN} --scatter-layers x --out run", "--scatter-layers not integers",
@@ -253,8 +313,24 @@ CASES: tuple[Case, ...] = (
        setup=("recipe_wt_wrong_type",)),
     _c("recipe-sula-unknown-key", f"run sula.toml --model {TWIN}", "sula recipe: unknown key", "unknown key sula.n_per_kk",
        setup=("recipe_sula_unknown_key",)),
+    _c("recipe-flag-unused", f"run sula.toml --model {TWIN} --layers 3", "a flag the recipe's command does not use",
+       "--layers is not used by recipe 'sula.toml'", "[sula]", setup=("sula_recipe",)),
+    _c("recipe-model-unused", "run sula.toml --prompts p.txt", "--prompts on a SULA recipe", "--prompts",
+       "not used by recipe 'sula.toml'", setup=("sula_recipe", "prompts")),
+    _c("recipe-layers-string", f"run layers.toml --model {TWIN}", "recipe: layers as a string",
+       "capture.layers = '0,1'", "list of integers", setup=("recipe_layers_string",)),
+    _c("recipe-nested-list", f"run nested.toml --model {TWIN}", "recipe: a list nested wrongly",
+       "intervene.experiments", "list of", setup=("recipe_nested",)),
+    _c("recipe-empty", f"run empty.toml --model {TWIN}", "recipe: empty file", "'empty.toml'", "[probe]",
+       setup=("recipe_empty",)),
+    _c("recipe-no-probe", f"run noprobe.toml --model {TWIN}", "recipe: no [probe] table", "'noprobe.toml'",
+       "[probe]", setup=("recipe_no_probe",)),
+    _c("recipe-set-and-file", f"run both.toml --model {TWIN}", "recipe: [prompts] set and file", "both set and file",
+       setup=("recipe_set_and_file",)),
     # report / compare: wrong kind, damaged, missing
-    _c("report-wrong-kind", "report wt.json", "a windtunnel.json given to report", "'wt.json'", "kind 'geoprobe.windtunnel'",
+    _c("report-wrong-kind", "report capture.json", "a file without a report given to report", "'capture.json'",
+       "kind 'geoprobe.capture'", setup=("capture_results",)),
+    _c("report-damaged", "report wt.json", "a wind-tunnel results file missing its data", "'wt.json'", "damaged",
        setup=("wt_results",)),
     _c("report-corrupt", "report results.json", "a truncated results.json", "'results.json'", "not valid JSON",
        setup=("corrupt_results",)),
@@ -278,6 +354,8 @@ CASES: tuple[Case, ...] = (
     _c("sula-labels", f"sula --model {TWIN} --labels bip --out run", "one label", "--labels 'bip'", "two different labels"),
     _c("sula-out-exists", f"sula --model {TWIN} --out run", "existing sula run", "sula.json", "--force",
        setup=("sula_run",)),
+    _c("sula-force-foreign-json", f"sula --model {TWIN} --out run --force", "--force where sula.json is not geoprobe's",
+       "'run/sula.json'", "not written by geoprobe", setup=("sula_json_foreign",)),
     _c("intervene-op", f"intervene --model {TWIN} --op flip --out run", "--op nonsense", "'flip'", "--op"),
     _c("intervene-strength", f"intervene --model {TWIN} --op cut --strength 2 --out run", "cut strength above 1",
        "2", "--strength"),
@@ -298,6 +376,8 @@ CASES: tuple[Case, ...] = (
        setup=("not_a_run",)),
     _c("wt-run-exists", "windtunnel run --scale tiny --out run", "existing windtunnel.json", "windtunnel.json", "--force",
        setup=("windtunnel_run",)),
+    _c("wt-foreign-learner-dir", "windtunnel run --scale tiny --out wt --force", "a learner directory of the user's",
+       "'notes.txt'", "did not write", setup=("wt_foreign_learner",)),
     # denoise
     _c("denoise-task", "denoise --task spiral --tiny --out dn", "unknown task", "'spiral'", "--task"),
     _c("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
@@ -315,6 +395,8 @@ CASES: tuple[Case, ...] = (
        "windtunnel train", setup=("not_a_run",)),
     _c("positional-exists", f"positional --model {TWIN} --out run", "existing positional run", "positional.json",
        "--force", setup=("positional_run",)),
+    _c("positional-windtunnel-model", f"positional --windtunnel notarun --model {TWIN}", "--model with --windtunnel",
+       "--model", "does not apply with --windtunnel", setup=("not_a_run",)),
 )
 
 

@@ -208,7 +208,7 @@ def test_run_a_domains_recipe(tmp_path, capsys, monkeypatch):
     assert cmp.domains == ("code",) and cmp.provenance["config"]["seed"] == 2
     code, _, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--layers", "0", "--out",
                             str(tmp_path / "o2")], capsys, monkeypatch)
-    assert code == 2 and "--layers is a scan flag" in _one_error_line(err)
+    assert code == 2 and "--layers is not used by recipe" in _one_error_line(err)
 
 
 def test_compare_models_recipe_scans_every_model_on_the_same_prompts(tmp_path, capsys, monkeypatch):

@@ -74,7 +74,7 @@ def test_run_probe_recipe_on_a_twin(tmp_path, capsys, monkeypatch):
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"Line {i}: the quick brown fox" for i in range(10)), encoding="utf-8")
     recipe = tmp_path / "r.toml"
-    recipe.write_text(f'[probe]\nname = "mini"\n[prompts]\nfile = "{prompts.name}"\n[analyses]\n'
+    recipe.write_text(f'[probe]\nname = "mini"\ncommand = "scan"\n[prompts]\nfile = "{prompts.name}"\n[analyses]\n'
                       'run = ["manifold", "alignment", "focusing"]\nnull_draws = 20\npca_resamples = 20\n')
     code, out, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"),
                               "--layers", "0,-1"], capsys, monkeypatch)

@@ -46,9 +46,17 @@ def test_bad_input_is_one_line_exit_2(args, needle, tmp_path, capsys, monkeypatc
 
 
 def test_existing_output_needs_force(tmp_path, capsys, monkeypatch):
-    (tmp_path / "positional.json").write_text("{}")
+    (tmp_path / "positional.json").write_text('{"kind": "geoprobe.positional"}')
     code, _, err = run_cli(["positional", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path)], capsys, monkeypatch)
     assert code == 2 and "already exists" in err and "--force" in err
+
+
+def test_a_file_geoprobe_did_not_write_is_refused_even_with_force(tmp_path, capsys, monkeypatch):
+    (tmp_path / "positional.json").write_text("{}")
+    code, _, err = run_cli(["positional", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path), "--force"],
+                           capsys, monkeypatch)
+    assert code == 2 and "not written by geoprobe" in err
+    assert (tmp_path / "positional.json").read_text() == "{}"
 
 
 @requires_smollm2

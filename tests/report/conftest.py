@@ -78,8 +78,8 @@ def prompt_file(evil_root) -> Path:
 
 
 # a scan recipe with few resamples: `geoprobe run` (the plain scan has no resampling flags)
-_SCAN_RECIPE = ('[probe]\nname = "browser"\n[analyses]\nn_resamples = 50\npca_resamples = 20\nnull_draws = 20\n'
-                'n_permutations = 50\n')
+_SCAN_RECIPE = ('[probe]\nname = "browser"\ncommand = "scan"\n'
+                '[analyses]\nn_resamples = 50\npca_resamples = 20\nnull_draws = 20\nn_permutations = 50\n')
 
 
 def _scan(evil_root: Path, prompt_file: Path, model: str, name: str) -> Path:

@@ -67,7 +67,7 @@ def test_pdf_starts_with_the_pdf_header(exported):
 
 def test_no_temporary_files_are_left_and_existing_files_need_force(exported):
     folder = exported["svg"].parent
-    assert [p.name for p in folder.iterdir()] == ["small.svg"]
+    assert sorted(p.name for p in folder.iterdir()) == [".geoprobe-figures.json", "small.svg"]  # + the manifest
     before = exported["svg"].read_bytes()
     with pytest.raises(OutputExistsError, match="small.svg.*--force"):
         export_figures({"small": _figure()}, folder, "svg")
@@ -112,7 +112,7 @@ def test_scan_writes_one_svg_per_report_figure_named_by_its_anchor(scan_dir):
     from geoprobe.scan import ScanResult
 
     anchors = _anchors((scan_dir / "report.html").read_text(encoding="utf-8"))
-    files = sorted((scan_dir / "figures").iterdir())
+    files = sorted(p for p in (scan_dir / "figures").iterdir() if not p.name.startswith("."))
     assert len(anchors) >= 4 and {p.stem for p in files} == anchors and all(p.suffix == ".svg" for p in files)
     assert [a for a, _, _ in figure_list(ScanResult.load(scan_dir))] == [
         a for a in re.findall(r'<figure id="([^"]+)"', (scan_dir / "report.html").read_text(encoding="utf-8"))]
@@ -133,17 +133,33 @@ def test_report_rebuild_writes_png_figures_beside_the_html(scan_dir, tmp_path, c
 
 def test_existing_figure_is_kept_without_force(scan_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "again" / "report.html"
-    old = out.parent / "figures" / "entropy-scatter.svg"
-    old.parent.mkdir(parents=True)
-    old.write_text("<svg>old</svg>", encoding="utf-8")
+    code, _, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "svg"], capsys, monkeypatch)
+    assert code == 0, err
+    fig = out.parent / "figures" / "entropy-scatter.svg"
+    fig.write_text("<svg>edited</svg>", encoding="utf-8")
+    page = out.read_bytes()
     code, stdout, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "svg"], capsys, monkeypatch)
     assert code == 2
-    assert err.strip().count("\n") == 0 and "entropy-scatter.svg" in err and "--force" in err
-    assert old.read_text(encoding="utf-8") == "<svg>old</svg>" and not out.exists()
+    assert err.strip().count("\n") == 0 and "--force" in err
+    assert fig.read_text(encoding="utf-8") == "<svg>edited</svg>" and out.read_bytes() == page
     code, stdout, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "svg", "--force"],
                                 capsys, monkeypatch)
     assert code == 0, err
-    assert "old" not in old.read_text(encoding="utf-8") and "<svg" in old.read_text(encoding="utf-8")
+    assert "edited" not in fig.read_text(encoding="utf-8") and "<svg" in fig.read_text(encoding="utf-8")
+
+
+def test_a_figure_file_geoprobe_did_not_write_is_never_replaced(scan_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "foreign" / "report.html"
+    mine = out.parent / "figures" / "entropy-scatter.svg"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("<svg>my own drawing</svg>", encoding="utf-8")
+    for extra in ([], ["--force"]):
+        code, _, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "svg", *extra],
+                               capsys, monkeypatch)
+        assert code == 2 and err.strip().count("\n") == 0
+        assert "entropy-scatter.svg" in err and "not written by geoprobe" in err
+    assert mine.read_text(encoding="utf-8") == "<svg>my own drawing</svg>" and not out.exists()
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["entropy-scatter.svg"]
 
 
 @pytest.mark.parametrize("how", ["missing BROWSER_PATH", "empty PATH"])
@@ -166,11 +182,11 @@ def _refuse(*_a, **_k):
 
 
 @pytest.mark.parametrize("args, patch", [
-    (["scan", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.cli._open"),
-    (["sula", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.cli_sula._open"),
+    (["scan", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
+    (["sula", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
     (["denoise", "--tiny", "--figures", "GIF"], "geoprobe.denoise.run.run_denoise"),
-    (["windtunnel", "run", "--scale", "tiny", "--figures", "gif"], "geoprobe.cli_windtunnel._train"),
-    (["positional", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.cli_positional._open"),
+    (["windtunnel", "run", "--scale", "tiny", "--figures", "gif"], "geoprobe.cli.windtunnel._train"),
+    (["positional", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
 ])
 def test_bad_format_fails_fast_with_exit_2(args, patch, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(patch, _refuse)

@@ -39,12 +39,23 @@ def test_report_is_self_contained_and_escapes_user_strings(result, tmp_path):
 
 def test_report_is_not_overwritten_without_force(result, tmp_path):
     path = tmp_path / "report.html"
-    path.write_text("keep me")
+    result.report(path)
+    path.write_text(path.read_text().replace("Scorecard", "Scorecard (edited)"))
+    edited = path.read_text()
     with pytest.raises(OutputExistsError, match="--force"):
         result.report(path)
-    assert path.read_text() == "keep me"
+    assert path.read_text() == edited
     result.report(path, force=True)
-    assert path.read_text().startswith("<!DOCTYPE html>")
+    assert path.read_text().startswith("<!DOCTYPE html>") and path.read_text() != edited
+
+
+def test_a_page_geoprobe_did_not_write_is_never_replaced(result, tmp_path):
+    path = tmp_path / "report.html"
+    path.write_text("keep me")
+    for force in (False, True):
+        with pytest.raises(OutputExistsError, match="not written by geoprobe"):
+            result.report(path, force=force)
+    assert path.read_text() == "keep me"
 
 
 def test_scorecard_rows_match_the_results(result):

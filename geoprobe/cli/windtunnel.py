@@ -1,34 +1,58 @@
-"""`geoprobe windtunnel train|eval|report|run`: the Bayesian wind tunnels of arXiv 2512.22471.
+"""``geoprobe windtunnel train|eval|report|run``: the Bayesian wind tunnels of arXiv 2512.22471.
 
-Registered on :data:`geoprobe.cli.app`; errors follow the CLI's rule (one line, exit 2)."""
+Training resumes: each learner's checkpoints live in ``OUT/transformer`` and ``OUT/mlp``, and the
+same command after a kill or Ctrl-C continues from the last one."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from geoprobe.cli import (FiguresOpt, ForceOpt, SeedOpt, app, check_figures, claim_run_dir, out, print_rows, stage_progress,
-                          write_figures)
-from geoprobe.errors import GeoprobeError
+from geoprobe.cli.app import app, out
+from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_progress, write_figures
+from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
 from geoprobe.models.loading import check_device
+from geoprobe.rundir import RunOutputs
+from geoprobe.windtunnel.train import check_run_dir
 
 wt = typer.Typer(help="Bayesian wind tunnels: tasks with exact posteriors, trained transformers vs MLPs.",
                  no_args_is_help=True)
 app.add_typer(wt, name="windtunnel")
 
+OUTPUTS = RunOutputs(result="windtunnel.json", page="windtunnel.html",
+                     data={"transformer": check_run_dir, "mlp": check_run_dir}, partial="transformer")
+EVAL_OUTPUTS = RunOutputs(result="windtunnel.json", page=None)
+
 TaskOpt = typer.Option("bijection", "--task", help="bijection | hmm")
-ScaleOpt = typer.Option("cpu", "--scale", help="tiny (seconds) | cpu (measured on 2 cores: bijection transformer 22 min, HMM transformer about an hour, MLPs 6-9 min) | paper (GPU)")
-RunDirOpt = typer.Option(None, "--out", help="run directory (default runs/windtunnel-TASK-SCALE)")
+ScaleOpt = typer.Option("cpu", "--scale", help="tiny (seconds) | cpu (measured on 2 cores: bijection transformer 22 "
+                        "min, HMM transformer about an hour, MLPs 6-9 min) | paper (GPU)")
+VocabOpt = typer.Option(None, "--vocab", help="task V: bijection symbols (2-100) or HMM emissions (2-10)")
+LengthOpt = typer.Option(None, "--length", help="task K: predictions per sequence (bijection 1-200, HMM 1-500)")
+StatesOpt = typer.Option(None, "--states", help="HMM hidden states S (2-10)")
+RepeatOpt = typer.Option(None, "--repeat", help="bijection: probability that a key repeats an earlier one")
+DeviceOpt = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N (the paper scale wants a GPU)")
 
 
-def _default_dir(task: str, scale: str) -> Path:
+def default_dir(task: str, scale: str) -> Path:
     return Path("runs") / f"windtunnel-{task}-{scale}"
 
 
-def _train(config, run_dir: Path, resume: bool, threads: Optional[int], device: str = "cpu") -> None:
+def _config(task: str, scale: str, arch: str, seed: int, steps: Optional[int], n_eval: Optional[int] = None,
+            n_probes: Optional[int] = None, geometry: bool = True, ablations: bool = True, **task_params: Any) -> Any:
+    from geoprobe.windtunnel.run import WindTunnelConfig
+
+    return WindTunnelConfig(task=task, scale=scale, arch=arch, seed=seed, steps=steps, n_eval=n_eval,  # type: ignore[arg-type]
+                            n_probes=n_probes, geometry=geometry, ablations=ablations, **task_params)
+
+
+def _train(config: Any, run_dir: Path, resume: bool, threads: Optional[int], device: str = "cpu") -> None:
     from geoprobe.windtunnel.run import train_tunnel
 
+    for arch in ("transformer", "mlp"):
+        if (run_dir / arch).exists():
+            check_run_dir(run_dir / arch)  # geoprobe trains only into directories it made
     with stage_progress() as progress:
         logs = train_tunnel(config.task, config.scale, run_dir, arch=config.arch, seed=config.seed,
                             steps=config.steps, resume=resume, threads=threads, task_params=config.task_params(),
@@ -43,22 +67,15 @@ def _train(config, run_dir: Path, resume: bool, threads: Optional[int], device: 
     out.print(f"wrote {run_dir}")
 
 
-def _evaluate(run_dir: Path, config, force: bool) -> Path:
+def _evaluate(run_dir: Path, config: Any) -> Any:
     from geoprobe.windtunnel.run import evaluate_tunnel
 
-    target = run_dir / "windtunnel.json"
-    if target.exists() and not force:  # the run directory is the input here: no --out to change
-        raise GeoprobeError(f"{str(target)!r} already exists; pass --force to replace it")
     with stage_progress() as progress:
-        result = evaluate_tunnel(run_dir, n_eval=config.n_eval, n_probes=config.n_probes,
-                                 geometry=config.geometry, ablate=config.ablations, progress=progress)
-    result.save(target)
-    _print_summary(result)
-    out.print(f"wrote {target}")
-    return target
+        return evaluate_tunnel(run_dir, n_eval=config.n_eval, n_probes=config.n_probes, geometry=config.geometry,
+                               ablate=config.ablations, progress=progress)
 
 
-def _print_summary(result) -> None:
+def print_summary(result: Any) -> None:
     from geoprobe.windtunnel.result import metrics_table
 
     print_rows(f"{result.name} ({result.scale}): entropy error against the analytic posterior", metrics_table(result))
@@ -75,31 +92,6 @@ def _print_summary(result) -> None:
                   f"({'the most damaging head' if a.hypothesis_head_is_top else 'not the most damaging head'})")
 
 
-def _report(results: Path, target: Path, force: bool, figures: Optional[str] = None) -> Path:
-    from geoprobe.report.windtunnel import write_windtunnel_report
-    from geoprobe.windtunnel.result import WindTunnelResult
-
-    result = WindTunnelResult.load(results)
-    path = write_windtunnel_report(result, target, force=force)
-    out.print(f"wrote {path}")
-    write_figures(result, target.parent, figures, force)
-    return path
-
-
-def _config(task: str, scale: str, arch: str, seed: int, steps: Optional[int], n_eval: Optional[int] = None,
-            n_probes: Optional[int] = None, geometry: bool = True, ablations: bool = True, **task_params):
-    from geoprobe.windtunnel.run import WindTunnelConfig
-
-    return WindTunnelConfig(task=task, scale=scale, arch=arch, seed=seed, steps=steps, n_eval=n_eval,  # type: ignore[arg-type]
-                            n_probes=n_probes, geometry=geometry, ablations=ablations, **task_params)
-
-
-VocabOpt = typer.Option(None, "--vocab", help="task V: bijection symbols (2-100) or HMM emissions (2-10)")
-LengthOpt = typer.Option(None, "--length", help="task K: predictions per sequence (bijection 1-200, HMM 1-500)")
-StatesOpt = typer.Option(None, "--states", help="HMM hidden states S (2-10)")
-RepeatOpt = typer.Option(None, "--repeat", help="bijection: probability that a key repeats an earlier one")
-
-
 @wt.command("train")
 def train_cmd(
     task: str = TaskOpt,
@@ -112,13 +104,19 @@ def train_cmd(
     length: Optional[int] = LengthOpt,
     states: Optional[int] = StatesOpt,
     repeat: Optional[float] = RepeatOpt,
-    out_dir: Optional[Path] = RunDirOpt,
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory (default runs/windtunnel-TASK-SCALE)"),
     no_resume: bool = typer.Option(False, "--no-resume", help="refuse to continue an existing run"),
-    device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N (the paper scale wants a GPU)"),
+    device: str = DeviceOpt,
 ) -> None:
     """Train the transformer and its capacity-matched MLP; resumes from the last checkpoint."""
+    from geoprobe.outputs import OutputLock, check_location
+
     config = _config(task, scale, arch, seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
-    _train(config, out_dir or _default_dir(task, scale), not no_resume, threads, check_device(device))
+    run_dir = out_dir or default_dir(task, scale)
+    check_device(device)
+    check_location(run_dir)
+    with OutputLock(run_dir):
+        _train(config, run_dir, not no_resume, threads, device)
 
 
 @wt.command("eval")
@@ -128,7 +126,7 @@ def eval_cmd(
     n_probes: Optional[int] = typer.Option(None, "--n-probes", help="probe prompts per checkpoint"),
     no_geometry: bool = typer.Option(False, "--no-geometry", help="skip the per-checkpoint probes"),
     no_ablations: bool = typer.Option(False, "--no-ablations", help="skip the layer and head ablations"),
-    force: bool = ForceOpt,
+    force: bool = typer.Option(False, "--force", "--overwrite", help="replace a windtunnel.json geoprobe wrote"),
 ) -> None:
     """Score both learners against the analytic posterior; ablate and probe the transformer."""
     from geoprobe.windtunnel.train import read_spec
@@ -136,26 +134,41 @@ def eval_cmd(
     spec = read_spec(run_dir / "transformer")
     config = _config(spec.task["name"], spec.scale if spec.scale in ("tiny", "cpu", "paper") else "cpu", "both",
                      spec.train.seed, None, n_eval, n_probes, not no_geometry, not no_ablations)
-    _evaluate(run_dir, config, force)
+    request = {"command": "windtunnel eval", "n_eval": n_eval, "n_probes": n_probes, "geometry": not no_geometry,
+               "ablations": not no_ablations}
+    execute_run(run_dir, EVAL_OUTPUTS, request, OutputOptions(out=run_dir, force=force),
+                lambda run: _evaluate(run_dir, config), print_summary)
 
 
 @wt.command("report")
 def report_cmd(
     results: Path = typer.Argument(..., help="windtunnel.json, or the run directory holding it"),
     report_out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default next to the results)"),
-    force: bool = ForceOpt,
+    force: bool = typer.Option(False, "--force", "--overwrite", help="replace a page geoprobe wrote"),
     figures: Optional[str] = typer.Option(None, "--figures", help="also write each figure as png|svg|pdf to "
                                           "figures/ beside the HTML file (kaleido + Chromium)"),
 ) -> None:
     """Write the HTML report (figures, the paper's table, checks, provenance)."""
+    from geoprobe.outputs import OutputLock, check_location
+    from geoprobe.report.export import check_figures as check_figure_files
+    from geoprobe.windtunnel.result import WindTunnelResult
+
+    fmt = check_figures(figures)
     base = results if results.is_dir() else results.parent
     target = report_out or base / "windtunnel.html"
-    figures = check_figures(figures, target.parent, force)
-    _report(results, target, force, figures)
+    result = WindTunnelResult.load(results)
+    check_location(target, directory=False)
+    with OutputLock(target):
+        check_figure_files(fmt, target.parent, force=force)
+        path = result.report(target, force=force)
+        out.print(f"wrote {path}")
+        write_figures(result, target.parent, fmt, force)
 
 
 @wt.command("run")
+@takes(OUTPUT)
 def run_cmd(
+    output: OutputOptions,
     task: str = TaskOpt,
     scale: str = ScaleOpt,
     seed: int = SeedOpt,
@@ -165,29 +178,21 @@ def run_cmd(
     length: Optional[int] = LengthOpt,
     states: Optional[int] = StatesOpt,
     repeat: Optional[float] = RepeatOpt,
-    out_dir: Optional[Path] = RunDirOpt,
-    force: bool = ForceOpt,
-    device: str = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N"),
-    figures: Optional[str] = FiguresOpt,
+    device: str = DeviceOpt,
 ) -> None:
     """train, eval and report in one go."""
-    run_tunnel(_config(task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat),
-               out_dir, force, threads, check_device(device), figures)
+    config = _config(task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
+    execute_tunnel(config, output, threads, device)
 
 
-def run_tunnel(config, out_dir: Optional[Path], force: bool, threads: Optional[int] = None,
-               device: str = "cpu", figures: Optional[str] = None) -> None:
-    run_dir = claim_run_dir(out_dir or _default_dir(config.task, config.scale), ("windtunnel.json", "windtunnel.html"),
-                            force)
-    figures = check_figures(figures, run_dir, force)  # before any training
-    _train(config, run_dir, True, threads, device)
-    results = _evaluate(run_dir, config, True)
-    _report(results, run_dir / "windtunnel.html", True, figures)
+def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = None, device: str = "cpu") -> Any:
+    """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default runs/windtunnel-TASK-SCALE)."""
+    check_device(device)
+    run_dir = output.out or default_dir(config.task, config.scale)
+    request = {"command": "windtunnel run", "config": dataclasses.asdict(config), "threads": threads, "device": device}
 
+    def compute(run: Any) -> Any:
+        _train(config, run_dir, True, threads, device)
+        return _evaluate(run_dir, config)
 
-def run_recipe(probe, out_dir: Optional[Path], force: bool, seed: Optional[int], figures: Optional[str] = None) -> None:
-    """``geoprobe run probes/windtunnel.toml``: the recipe's config, --seed overriding."""
-    from dataclasses import replace
-
-    config = probe.config if seed is None else replace(probe.config, seed=seed)
-    run_tunnel(config, out_dir, force, figures=figures)
+    return execute_run(run_dir, OUTPUTS, request, output, compute, print_summary)

@@ -1,22 +1,24 @@
-"""`geoprobe denoise`: in-context denoising with one attention layer (arXiv 2502.05164).
-
-Registered on :data:`geoprobe.cli.app`; errors follow the CLI's rule (one line, exit 2)."""
+"""``geoprobe denoise``: in-context denoising with one attention layer (arXiv 2502.05164)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from geoprobe.cli import (FiguresOpt, ForceOpt, SeedOpt, app, check_figures, claim_run_dir, int_list, out, print_rows,
-                          stage_progress, write_figures)
-from geoprobe.errors import GeoprobeError
+from geoprobe.cli.app import app, out
+from geoprobe.cli.common import execute_run, print_rows, stage_progress
+from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, int_list, takes
+from geoprobe.rundir import RunOutputs
 
-OUTPUTS = ("denoise.json", "denoise.html")
+OUTPUTS = RunOutputs(result="denoise.json", page="denoise.html")
 
 
 @app.command("denoise")
+@takes(OUTPUT)
 def denoise_cmd(
+    output: OutputOptions,
     task: str = typer.Option("linear", "--task", help="linear | sphere | mixture"),
     context_length: Optional[int] = typer.Option(None, "--context-length", help="L, clean context tokens (default 500)"),
     dim: Optional[int] = typer.Option(None, "--dim", help="d, subspace / sphere dimension (linear, sphere; default 8)"),
@@ -41,9 +43,6 @@ def denoise_cmd(
     n_resamples: Optional[int] = typer.Option(None, "--n-resamples", help="bootstrap resamples (default 1000)"),
     tiny: bool = typer.Option(False, "--tiny", help="seconds-scale smoke run (n=6, d=2, L=40, 60 steps); flags still override"),
     seed: int = SeedOpt,
-    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/denoise-TASK)"),
-    force: bool = ForceOpt,
-    figures: Optional[str] = FiguresOpt,
 ) -> None:
     """Train one-layer softmax and linear attention to denoise in context; compare with the Bayes-optimal denoiser."""
     config = make_config(task=task, context_length=context_length, dim=dim, ambient=ambient, clusters=clusters,
@@ -52,10 +51,10 @@ def denoise_cmd(
                          transfer_dims=int_list(transfer_dims, "--transfer-dims", empty_ok=True), warp=warp,
                          warp_condition=warp_condition, energy=not no_energy, n_eval=n_eval, n_resamples=n_resamples,
                          seed=seed, tiny=tiny)
-    run_config(config, out_dir, force, figures)
+    execute_denoise(config, output)
 
 
-def make_config(tiny: bool = False, **values):
+def make_config(tiny: bool = False, **values: Any) -> Any:
     """A DenoiseConfig from CLI values (``None`` = the default, or the tiny preset's with ``tiny``)."""
     from geoprobe.denoise.run import TINY, DenoiseConfig
 
@@ -64,37 +63,26 @@ def make_config(tiny: bool = False, **values):
     return DenoiseConfig(**{**base, **given})
 
 
-def run_config(config, out_dir: Optional[Path], force: bool, figures: Optional[str] = None) -> Path:
-    """Run ``config`` and write denoise.json + denoise.html into the run directory (checked before any work)."""
+def execute_denoise(config: Any, output: OutputOptions) -> Any:
+    """Train and evaluate: denoise.json and denoise.html in the run directory (default runs/denoise-TASK)."""
     from geoprobe.denoise.run import run_denoise
-    from geoprobe.report.denoise import write_denoise_report
 
-    run_dir = claim_run_dir(out_dir or Path("runs") / f"denoise-{config.task}", OUTPUTS, force)
-    figures = check_figures(figures, run_dir, force)  # before any training
-    with stage_progress() as progress:
-        result = run_denoise(config, progress=progress)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    result.save(run_dir / "denoise.json")
-    write_denoise_report(result, run_dir / "denoise.html", force=True)  # existence was checked above
-    _print_summary(result)
-    out.print(f"wrote {run_dir / 'denoise.json'} and {run_dir / 'denoise.html'}")
-    write_figures(result, run_dir, figures, force)
-    return run_dir
+    target = output.out or Path("runs") / f"denoise-{config.task}"
+    request = {"command": "denoise", "config": dataclasses.asdict(config)}
+
+    def compute(run: Any) -> Any:
+        with stage_progress() as progress:
+            return run_denoise(config, progress=progress)
+
+    return execute_run(target, OUTPUTS, request, output, compute, _print_summary)
 
 
-def _print_summary(result) -> None:
+def _print_summary(result: Any) -> None:
     from geoprobe.denoise.result import scores_table
 
     print_rows(f"{result.name}: MSE per coordinate on {result.config['n_eval']} held-out prompts",
                scores_table(result.scores))
     for c in result.checks():
         mark = "pass" if c["pass"] else "FAIL"
-        out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4f} {c['ci']}", highlight=False, soft_wrap=True)
-
-
-def run_recipe(probe, out_dir: Optional[Path], force: bool, seed: Optional[int], figures: Optional[str] = None) -> None:
-    """``geoprobe run probes/denoise.toml``: the recipe's DenoiseConfig, --seed overriding."""
-    from dataclasses import replace
-
-    config = probe.config if seed is None else replace(probe.config, seed=seed)
-    run_config(config, out_dir, force, figures)
+        out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4f} {c['ci']}", highlight=False,
+                  soft_wrap=True)

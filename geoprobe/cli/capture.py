@@ -1,0 +1,63 @@
+"""``geoprobe capture``: final-token arrays of a prompt set, written as one capture directory."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from geoprobe.cli.app import app, err, out
+from geoprobe.cli.common import open_model
+from geoprobe.cli.options import LOAD, BatchOpt, SeedOpt, layers, takes
+from geoprobe.models.loading import LoadOptions
+
+
+@app.command()
+@takes(LOAD)
+def capture(
+    load: LoadOptions,
+    prompts: str = typer.Option("builtin", "--prompts", "-p",
+                                help="builtin (default), mixed, a corpus domain, or a prompt file (.txt/.jsonl/.json)"),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="capture directory to write (a new one, or one geoprobe "
+                                 "wrote, with --overwrite)"),
+    layer_spec: Optional[str] = typer.Option(None, "--layers", help="comma-separated layer indices, negative from the "
+                                             "end; default all"),
+    batch_size: int = BatchOpt,
+    padding_side: str = typer.Option("right", "--padding-side", help="left|right"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
+    attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
+    queries: bool = typer.Option(False, "--queries", help="also keep query vectors"),
+    attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
+    top_k: int = typer.Option(10, "--top-k"),
+    seed: int = SeedOpt,
+    overwrite: bool = typer.Option(False, "--overwrite", "--force", help="replace a capture geoprobe wrote in --out "
+                                   "(never anything else)"),
+) -> None:
+    """Capture final-token values, keys, attention and next-token distributions to --out."""
+    from geoprobe.capture import CaptureConfig
+    from geoprobe.capture import capture as run
+    from geoprobe.capture.result import ensure_writable
+    from geoprobe.outputs import OutputLock, check_free_space, check_location
+    from geoprobe.prompts import prompt_source_kind, read_prompts, resolve_prompt_set
+
+    config = CaptureConfig(layers=layers(layer_spec), queries=queries, attn_out=attn_out, attention=attention,
+                           top_k=top_k, batch_size=batch_size, padding_side=padding_side, max_tokens=max_tokens)
+    if prompt_source_kind(prompts) == "file":
+        read_prompts(prompts)  # a bad file fails before the model loads
+    check_location(out_dir)
+    with OutputLock(out_dir):
+        ensure_writable(out_dir, overwrite)
+        m = open_model(load)
+        with err.status(f"resolving prompts {prompts} …"):
+            pset = resolve_prompt_set(prompts, m, seed=seed)
+        texts = list(pset.prompts)
+        check_free_space(out_dir, config.nbytes(m.layout, len(texts), max(len(t) for t in texts)), "the capture")
+        from rich.progress import Progress
+
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task("capturing", total=len(texts))
+            cap = run(m, texts, config, seed=seed, progress=lambda done, total: bar.update(task, completed=done))
+        cap = dataclasses.replace(cap, extra={**cap.extra, "prompt_set": pset.record()})  # which set, hash, seed
+        cap.save(out_dir, overwrite=overwrite)
+    out.print(f"wrote {out_dir} ({cap.n_prompts} prompts × {len(cap.layers)} layers)")

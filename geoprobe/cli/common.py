@@ -1,0 +1,109 @@
+"""What the commands share: progress displays, loading a model, tables, and running an experiment
+into its run directory (claimed, finished or written in the order data → JSON → page → figures)."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+
+from rich.table import Table
+
+from geoprobe.cli.app import err, out
+from geoprobe.cli.options import OutputOptions
+from geoprobe.models.loading import LoadOptions
+from geoprobe.outputs import MIN_FREE_BYTES
+from geoprobe.rundir import Run, RunOutputs, claim_run
+
+
+def open_model(load: LoadOptions) -> Any:
+    """Load the model ``load`` names, with a status line on stderr."""
+    with err.status(f"loading {load.model} …"):
+        return load.load()
+
+
+def print_rows(title: str, rows: Sequence[dict]) -> None:
+    """A rich table on stdout from rows of {column: text} (the columns of the first row)."""
+    table = Table(title=title)
+    for col in rows[0]:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r.values())
+    out.print(table)
+
+
+@contextmanager
+def stage_progress(labels: Optional[dict] = None, width: int = 22) -> Iterator[Callable[[str, int, int], None]]:
+    """A transient rich progress display on stderr, one bar per stage; yields ``progress(stage, done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn(f"{{task.description:<{width}}}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task((labels or {}).get(stage, stage), total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield progress
+
+
+def check_figures(fmt: Optional[str]) -> Optional[str]:
+    """--figures FMT, checked before any model loads: the format and a Chromium (the files themselves
+    are checked when the run directory is claimed)."""
+    from geoprobe.report.export import check_figures as check
+
+    return check(fmt)
+
+
+def write_figures(obj: Any, run_dir: Path, fmt: Optional[str], force: bool, only: Optional[Sequence[str]] = None) -> None:
+    """--figures FMT: ``obj``'s report figures as run_dir/figures/<anchor>.FMT (one browser start)."""
+    if fmt is None:
+        return
+    from geoprobe.report.export import export_figures, figures_dir
+
+    with err.status(f"writing {fmt} figures …"):
+        paths = export_figures(obj, figures_dir(run_dir), fmt, force=force, only=only)
+    out.print(f"wrote {len(paths)} {fmt} figures to {run_dir / 'figures'}")
+
+
+def finish(run: Run, fmt: Optional[str]) -> Any:
+    """Write what a stopped run is missing (its page, its figures) from the results JSON it wrote."""
+    from geoprobe.report.export import figure_list, figures_dir
+    from geoprobe.results import load_result
+
+    result = load_result(run.result_path)
+    written = []
+    if run.page_path is not None and not run.page_path.exists():
+        written.append(str(result.report(run.page_path)))
+    if fmt is not None:
+        todo = [a for a, _, _ in figure_list(result) if not (figures_dir(run.dir) / f"{a}.{fmt}").exists()]
+        if todo:
+            write_figures(result, run.dir, fmt, force=False, only=todo)
+            written.append(f"{len(todo)} {fmt} figures")
+    out.print(f"finished {run.dir}: {run.result_path.name} was already there from the same command and settings; wrote "
+              f"{' and '.join(written)} from it without recomputing (pass --force to recompute)", highlight=False)
+    return result
+
+
+def execute_run(target: Path, outputs: RunOutputs, request: Mapping[str, Any], output: OutputOptions,
+                compute: Callable[[Run], Any], show: Callable[[Any], None], *,
+                need_bytes: int = MIN_FREE_BYTES, before: Callable[[Run], None] | None = None) -> Any:
+    """Run one experiment into ``target``: check the figure format, claim the directory (location, lock,
+    ownership, finish-or-refuse), then ``compute(run)`` (which writes any data outputs itself), save the
+    results JSON and its record, the page and the figures, and ``show`` the result. ``before(run)``
+    runs after the claim and before the work (e.g. discarding a checkpoint under --force)."""
+    fmt = check_figures(output.figures)
+    with claim_run(target, outputs, request=request, force=output.force, figures=fmt, need_bytes=need_bytes) as run:
+        if run.finishing:
+            return finish(run, fmt)
+        if before is not None:
+            before(run)
+        result = compute(run)
+        result.save(run.result_path)
+        run.record()
+        page = None if run.page_path is None else result.report(run.page_path, force=True)  # checked at the claim
+        show(result)
+        out.print(f"wrote {', '.join(str(p) for p in (page, run.result_path) if p is not None)}", highlight=False)
+        write_figures(result, target, fmt, force=True)
+        return result

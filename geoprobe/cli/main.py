@@ -1,0 +1,110 @@
+"""The ``geoprobe`` entry point: runs the app and turns failures into one line and an exit status.
+
+* a :class:`~geoprobe.errors.GeoprobeError` (bad input, unreadable results, an output geoprobe may
+  not write) and a usage error: ``error: …``, exit 2;
+* SIGINT (Ctrl-C) or SIGTERM: ``interrupted; …`` (saying whether the same command resumes), exit
+  130 or 143; checkpoints are kept;
+* anything else: ``error: unexpected …``, exit 1.
+
+``--debug`` anywhere on the command line shows the traceback instead.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import warnings
+from typing import Any
+
+import typer
+
+from geoprobe.cli.app import app, err
+from geoprobe.errors import GeoprobeError
+
+#: commands whose work is kept when interrupted: the same command carries on from it
+RESUMES = {"scan": "the finished capture batches in <run>/capture.partial",
+           "windtunnel train": "the training checkpoints", "windtunnel run": "the training checkpoints"}
+
+
+def _usage_message(exc: Exception) -> str:
+    """typer/click's message on one line, with the rejected value (typer checks types with pydantic,
+    whose error holds it) and where to look: "Invalid value 'x' for '--batch-size': … (see 'geoprobe scan --help')"."""
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    try:
+        value = exc.__cause__.errors()[0]["input"]  # type: ignore[union-attr]
+        message = message.replace("Invalid value for", f"Invalid value {value!r} for", 1)
+    except Exception:  # noqa: BLE001 - not a pydantic validation error: keep the message as it is
+        pass
+    ctx = getattr(exc, "ctx", None)
+    return message + (f" (see '{ctx.command_path} --help')" if ctx is not None else "")
+
+
+def _command(argv: list[str]) -> str:
+    words = [a for a in argv if not a.startswith("-")]
+    if words[:1] == ["windtunnel"]:
+        return " ".join(words[:2])
+    return words[0] if words else ""
+
+
+def _interrupted(signum: int, argv: list[str]) -> None:
+    command = _command(argv)
+    keep = RESUMES.get(command)
+    tail = (f"rerun the same command to resume ({keep} are kept)" if keep else
+            "nothing unfinished was kept (the outputs are written at the end): rerun the command")
+    name = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+    err.print(f"interrupted ({name}); {tail}", highlight=False, markup=False, soft_wrap=True)
+    sys.exit(128 + signum)
+
+
+def _line(message: str) -> None:
+    err.print(message, highlight=False, markup=False, soft_wrap=True)  # markup would eat "[section]"
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    warnings.showwarning = lambda message, category, *a, **k: _line(f"warning: {message}")
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        code = app(args=argv, prog_name="geoprobe", standalone_mode=False)
+    except KeyboardInterrupt:  # outside the command itself (typer turns one inside it into a return of 130)
+        code = 130
+    except GeoprobeError as exc:
+        if debug:
+            raise
+        _line(f"error: {exc}")
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        import click
+
+        # typer >= 0.20 vendors click (typer._click): its usage errors derive from typer.TyperException
+        if isinstance(exc, (typer.TyperException, click.exceptions.ClickException)):
+            if debug:
+                raise
+            if exc.format_message().strip():  # empty: a group called bare, whose help is already on stdout
+                _line(f"error: {_usage_message(exc)}")
+            sys.exit(2)  # a usage error the user can fix, like GeoprobeError
+        if isinstance(exc, (typer.Abort, click.exceptions.Abort)):
+            _interrupted(signal.SIGINT, argv)
+        if debug:
+            raise
+        if isinstance(exc, OSError):  # an operating-system failure outside geoprobe's own writers
+            where = f" at {exc.filename!r}" if exc.filename else ""
+            _line(f"error: {exc.strerror or type(exc).__name__}{where}; check that path and the free space, then rerun "
+                  "(--debug shows the traceback)")
+            sys.exit(2)
+        _line(f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --debug for the "
+              "traceback)")
+        sys.exit(1)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if code == 130:  # typer's return value for a KeyboardInterrupt raised inside the command
+        _interrupted(received[0] if received else signal.SIGINT, argv)
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -1,0 +1,148 @@
+"""Every option more than one command takes, declared once, and the groups they form.
+
+A command asks for a group by a parameter of the group's type; :func:`takes` adds the group's
+options to the command's signature (so Typer shows and parses them) and hands the command one
+built value instead: ``load: LoadOptions`` (``--model`` and how to load it) and
+``output: OutputOptions`` (``--out``, ``--force``, ``--figures``)::
+
+    @app.command()
+    @takes(LOAD, OUTPUT)
+    def sula(load: LoadOptions, output: OutputOptions, k: str | None = ...) -> None: ...
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, get_type_hints
+
+import typer
+
+from geoprobe.checks import SEED_MAX, check_seed
+from geoprobe.errors import GeoprobeError
+from geoprobe.models.loading import LoadOptions
+
+
+def _seed(value: Optional[int]) -> Optional[int]:
+    return None if value is None else check_seed(value)
+
+
+MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
+SeedOpt = typer.Option(0, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX}")
+OptionalSeedOpt = typer.Option(None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)")
+BatchOpt = typer.Option(16, "--batch-size")
+ResamplesOpt = typer.Option(1000, "--n-resamples")
+LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Where a command writes (``--out``; None: its default run directory), whether it may replace what
+    geoprobe wrote there before (``--force``), and static figures to export (``--figures``)."""
+
+    out: Path | None = None
+    force: bool = False
+    figures: str | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """Options that travel together: ``params`` (name -> (typer option, type)) become ``build(**values)``."""
+
+    name: str
+    type: type
+    params: dict[str, tuple[Any, Any]]
+    build: Callable[..., Any]
+
+
+LOAD = Group("load", LoadOptions, {
+    "model": (typer.Option("smollm2-135m", "--model", "-m", help=MODEL_HELP), str),
+    "revision": (typer.Option(None, "--revision", help="Hub revision, e.g. step0 … step143000 for Pythia (Hub models "
+                              "only)"), Optional[str]),
+    "dtype": (typer.Option("float32", "--dtype", help="float32|bfloat16|float16"), str),
+    "device": (typer.Option("cpu", "--device", help="cpu | cuda | cuda:N"), str),
+    "device_map": (typer.Option(None, "--device-map", help="accelerate device map for Hub/local models, e.g. auto"),
+                   Optional[str]),
+    "trust_remote_code": (typer.Option(False, "--trust-remote-code", help="run model code shipped with the model "
+                                       "(off by default)"), bool),
+    "allow_pickle": (typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
+                     bool),
+}, lambda **v: LoadOptions(**v).check())
+
+#: the same options, built without the checks (``geoprobe run`` first refuses flags its recipe does not use)
+LOAD_UNCHECKED = Group("load", LoadOptions, LOAD.params, LoadOptions)
+
+OUTPUT = Group("output", OutputOptions, {
+    "out": (typer.Option(None, "--out", "-o", help="run directory (default under runs/)"), Optional[Path]),
+    "force": (typer.Option(False, "--force", "--overwrite", help="replace what geoprobe wrote in --out before (never "
+                           "anything else)"), bool),
+    "figures": (typer.Option(None, "--figures", help="also write each report figure as png|svg|pdf to <run dir>/figures/ "
+                             "(kaleido + Chromium)"), Optional[str]),
+}, OutputOptions)
+
+
+def takes(*groups: Group) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the options of ``groups`` (see the module docs). A command with a parameter
+    ``given`` also receives the names of the parameters set on the command line (not defaults)."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        hints = get_type_hints(fn)
+        sig = inspect.signature(fn)
+        names = {g.name for g in groups} | {"given"}
+        params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()
+                  if p.name not in names]
+        for g in groups:
+            params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=typ)
+                       for n, (opt, typ) in g.params.items()]
+        params.append(inspect.Parameter("_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
+        wants_given = "given" in sig.parameters
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            ctx = kwargs.pop("_ctx")
+            given = frozenset(n for n in kwargs if (src := ctx.get_parameter_source(n)) is not None
+                              and src.name not in ("DEFAULT", "DEFAULT_MAP"))
+            for g in groups:
+                kwargs[g.name] = g.build(**{n: kwargs.pop(n) for n in g.params})
+            if wants_given:
+                kwargs["given"] = given
+            return fn(**kwargs)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return wrap
+
+
+def layers(spec: Optional[str], flag: str = "--layers") -> Optional[tuple[int, ...]]:
+    """``--layers``: comma-separated integers (negative from the end), or all/None for every layer."""
+    if spec is None or spec.strip().lower() == "all":
+        return None
+    try:
+        vals = tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
+    if not vals:
+        raise GeoprobeError(f"{flag} {spec!r} names no layer; pass comma-separated integers such as 0,12,-1, or 'all'")
+    return vals
+
+
+def int_list(spec: Optional[str], flag: str, *, empty_ok: bool = False) -> Optional[tuple[int, ...]]:
+    """Comma-separated integers given to ``flag``; None (flag not given) stays None. An empty list ('', 'none')
+    is () where ``empty_ok`` (a sweep to skip), otherwise a one-line error."""
+    if spec is None:
+        return None
+    try:
+        vals = () if spec.strip().lower() == "none" else tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers; pass e.g. {flag} 16,32,64") from None
+    if not vals and not empty_ok:
+        raise GeoprobeError(f"{flag} {spec!r} is empty; pass comma-separated integers such as {flag} 16,32,64")
+    return vals
+
+
+def model_run_dir(model: str, suffix: str = "") -> Path:
+    """The default run directory of ``model``: runs/<model with / and : made path-safe><suffix>."""
+    return Path("runs") / (model.replace("/", "--").replace(":", "-") + suffix)

@@ -1,0 +1,41 @@
+"""``geoprobe report``: rebuild the HTML page (and figures) of any results file, without the model.
+
+Works for every results kind (scan, compare-domains, compare, sula, intervene, positional, denoise,
+windtunnel), so a run stopped between writing its JSON and its page is finished from the JSON."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from geoprobe.cli.app import app, out
+from geoprobe.cli.common import check_figures, write_figures
+
+
+@app.command()
+def report(
+    results: Path = typer.Argument(..., help="a results file any geoprobe command wrote (results.json, sula.json, …) "
+                                   "or the run directory holding it"),
+    out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file; default the run's page beside the "
+                                            "results (report.html, sula.html, …)"),
+    force: bool = typer.Option(False, "--force", "--overwrite", help="replace a page geoprobe wrote (never anything "
+                               "else)"),
+    figures: Optional[str] = typer.Option(None, "--figures", help="also write each figure as png|svg|pdf to figures/ "
+                                          "beside the HTML file (kaleido + Chromium)"),
+) -> None:
+    """Rebuild the HTML report from saved results, without the model."""
+    from geoprobe.outputs import OutputLock, check_location
+    from geoprobe.report.export import check_figures as check_figure_files
+    from geoprobe.results import find_results, load_result
+
+    fmt = check_figures(figures)
+    path = find_results(results)
+    res = load_result(path)
+    target = out_file or path.parent / res.page_name()
+    check_location(target, directory=False)
+    with OutputLock(target):
+        check_figure_files(fmt, target.parent, force=force)
+        page = res.report(target, force=force)
+        out.print(f"wrote {page}")
+        write_figures(res, target.parent, fmt, force)

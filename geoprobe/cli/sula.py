@@ -1,0 +1,150 @@
+"""``geoprobe sula`` (the SULA in-context Bayesian-updating task, arXiv 2512.23752 §4.3, §5.2) and
+``geoprobe intervene`` (entropy-axis interventions, §4.5–4.6, §6.2)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from geoprobe.cli.app import app, out
+from geoprobe.cli.common import execute_run, open_model, stage_progress
+from geoprobe.cli.options import LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir, takes
+from geoprobe.errors import GeoprobeError
+from geoprobe.models.loading import LoadOptions
+from geoprobe.rundir import RunOutputs
+
+SULA_OUTPUTS = RunOutputs(result="sula.json", page="sula.html")
+INTERVENE_OUTPUTS = RunOutputs(result="intervene.json", page="intervene.html")
+
+
+@app.command()
+@takes(LOAD, OUTPUT)
+def sula(
+    load: LoadOptions,
+    output: OutputOptions,
+    k: Optional[str] = typer.Option(None, "--k", help="comma-separated numbers of in-context examples (default 0,1,2,4,8)"),
+    n_per_k: int = typer.Option(50, "--n-per-k", help="prompts per k (the authors' pipeline: 50)"),
+    agreement: float = typer.Option(0.9, "--agreement", help="probability that an example's label agrees with the class"),
+    labels: Optional[str] = typer.Option(None, "--labels", help="two single-token labels, e.g. bip,pim"),
+    first_token: bool = typer.Option(False, "--first-token", help="score multi-token labels by their first token"),
+    layer: int = typer.Option(-1, "--layer", help="layer of the value geometry (default final)"),
+    batch_size: int = BatchOpt,
+    n_resamples: int = ResamplesOpt,
+    seed: int = SeedOpt,
+) -> None:
+    """SULA: the model's label entropy against the exact Bayesian posterior, with controls and value geometry."""
+    from geoprobe.sula import SulaConfig
+
+    config = SulaConfig(n_per_k=n_per_k, agreement=agreement, first_token=first_token, batch_size=batch_size,
+                        n_resamples=n_resamples, seed=seed)
+    if k is not None:
+        try:
+            ks = tuple(int(x) for x in k.split(",") if x.strip())
+        except ValueError:
+            raise GeoprobeError(f"--k {k!r} is not a comma-separated list of integers (e.g. 0,1,2,4,8)") from None
+        config = dataclasses.replace(config, k_values=ks)
+    if labels is not None:
+        pair = tuple(x.strip() for x in labels.split(",") if x.strip())
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise GeoprobeError(f"--labels {labels!r} must be two different labels separated by a comma, e.g. bip,pim")
+        config = dataclasses.replace(config, labels=pair)
+    execute_sula(load, config, output, layer)
+
+
+def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: int = -1) -> Any:
+    """Run SULA on ``load.model``: sula.json and sula.html in the run directory (default runs/<model>-sula)."""
+    from geoprobe.sula import run_sula
+
+    target = output.out or model_run_dir(load.model, "-sula")
+    request = {"command": "sula", "load": dataclasses.asdict(load), "config": dataclasses.asdict(config), "layer": layer}
+
+    def compute(run: Any) -> Any:
+        m = open_model(load)
+        with stage_progress() as progress:
+            return run_sula(m, config, layer=layer, progress=progress)
+
+    return execute_run(target, SULA_OUTPUTS, request, output, compute, _print_sula)
+
+
+def _print_sula(result: Any) -> None:
+    from geoprobe.report.sula import summary_rows
+
+    table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)")
+    keep = ("condition", "MAE (bits)", "Spearman ρ(model H, Bayes H)", "label mass", "ρ(k, mean PC1)")
+    for col in keep:
+        table.add_column(col, no_wrap=col == "condition")
+    for r in summary_rows(result):
+        table.add_row(*(r[c] for c in keep))
+    out.print(table)
+
+
+def numbers(text: Optional[str], flag: str, cast: type) -> Optional[tuple]:
+    """Comma-separated numbers of type ``cast`` given to ``flag`` (None: not given)."""
+    if text is None:
+        return None
+    try:
+        vals = tuple(cast(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise GeoprobeError(f"{flag} {text!r} is not a comma-separated list of numbers") from None
+    if not vals:
+        raise GeoprobeError(f"{flag} {text!r} is empty; pass comma-separated numbers")
+    return vals
+
+
+@app.command()
+@takes(LOAD, OUTPUT)
+def intervene(
+    load: LoadOptions,
+    output: OutputOptions,
+    layers: Optional[str] = typer.Option(None, "--layers", help="layers edited together, e.g. 12 or 8,12,16 (default: "
+                                         "the paper's 12 | 23 | 8,12,16,20,23 of 24, at the same relative depth)"),
+    op: str = typer.Option("cut", "--op", help="cut (remove λ of the axis component) | only (keep the axis component) | "
+                           "shift (move by k·σ along the axis)"),
+    strength: Optional[str] = typer.Option(None, "--strength", help="comma-separated strengths (dose–response); cut/only "
+                                           "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2"),
+    controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
+    n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
+    n_resamples: int = ResamplesOpt,
+    batch_size: int = BatchOpt,
+    seed: int = SeedOpt,
+) -> None:
+    """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
+    from geoprobe.intervene.experiment import InterventionConfig
+
+    lay = numbers(layers, "--layers", int)
+    config = InterventionConfig(experiments=None if lay is None else (lay,), op=op,  # type: ignore[arg-type]
+                                strengths=numbers(strength, "--strength", float), n_controls=controls,
+                                n_per_k=n_per_k, batch_size=batch_size, n_resamples=n_resamples, seed=seed)
+    execute_intervene(load, config, output)
+
+
+def execute_intervene(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
+    """Run the interventions on ``load.model``: intervene.json and intervene.html (default runs/<model>-intervene)."""
+    from geoprobe.intervene.experiment import run_interventions
+
+    target = output.out or model_run_dir(load.model, "-intervene")
+    request = {"command": "intervene", "load": dataclasses.asdict(load), "config": dataclasses.asdict(config)}
+
+    def compute(run: Any) -> Any:
+        m = open_model(load)
+        if config.experiments is not None:
+            from geoprobe.intervene.ops import resolve_layer
+
+            for x in (x for e in config.experiments for x in e):
+                resolve_layer(x, m.layout.n_layers)  # names the valid range before any work
+        with stage_progress(width=16) as progress:
+            return run_interventions(m, config, progress=progress)
+
+    def show(result: Any) -> None:
+        table = Table(title=f"{result.model}: {result.op} along the entropy axis vs {config.n_controls} random axes")
+        keep = ("layers", "strength", "metric", "entropy axis", "random axes mean ± sd")
+        for col in keep:
+            table.add_column(col)
+        for r in result.summary():
+            if r["metric"] in ("axis_entropy_rho", "sula_mae", "kl"):
+                table.add_row(*(str(r[c]) for c in keep))
+        out.print(table)
+
+    return execute_run(target, INTERVENE_OUTPUTS, request, output, compute, show)

@@ -1,0 +1,106 @@
+"""``geoprobe run RECIPE --flag``: every flag is honoured by every shipped recipe whose command uses it, and
+refused in one line naming the flag and the recipe by every other: never accepted and then ignored."""
+from pathlib import Path
+
+import pytest
+
+from geoprobe.cli.run import FLAGS, RECIPES
+from tests.cli.test_cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE_FILES = sorted((ROOT / "probes").glob("*.toml"))
+HUB = ["--model", "pythia-410m"]  # a Hub alias: every loading flag applies to it (nothing is loaded here)
+
+#: flag -> (argv, check(settings, load) that the value arrived); settings: the scan config for compare-models
+CASES = {
+    "model": (["--model", "twin:llama-3.2-1b"], lambda c, ld: ld.model == "twin:llama-3.2-1b"),
+    "revision": ([*HUB, "--revision", "step0"], lambda c, ld: ld.revision == "step0"),
+    "dtype": (["--dtype", "bfloat16"], lambda c, ld: ld.dtype == "bfloat16"),
+    "device": (["--device", "cpu:0"], lambda c, ld: ld.device == "cpu:0"),
+    "device_map": ([*HUB, "--device-map", "auto"], lambda c, ld: ld.device_map == "auto"),
+    "trust_remote_code": ([*HUB, "--trust-remote-code"], lambda c, ld: ld.trust_remote_code is True),
+    "allow_pickle": ([*HUB, "--allow-pickle"], lambda c, ld: ld.allow_pickle is True),
+    "prompts": (["--prompts", "builtin"], lambda c, ld: c.prompts == "builtin"),
+    "domain": (["--domain", "math"], lambda c, ld: c.prompts == "math"),
+    "candidates": (["--candidates", "77"], lambda c, ld: c.sampling.candidates == 77),
+    "per_quintile": (["--per-quintile", "3"], lambda c, ld: c.sampling.per_stratum == 3),
+    "min_tokens": (["--min-tokens", "5"], lambda c, ld: c.sampling.min_tokens == 5),
+    "max_prompt_tokens": (["--max-prompt-tokens", "40"], lambda c, ld: c.sampling.max_tokens == 40),
+    "layer_spec": (["--layers", "0,-1"], lambda c, ld: (c.experiments == ((0, -1),) if hasattr(c, "experiments")
+                                                        else c.layers == (0, -1))),
+    "batch_size": (["--batch-size", "3"], lambda c, ld: c.batch_size == 3),
+    "max_tokens": (["--max-tokens", "50"], lambda c, ld: c.max_tokens == 50),
+    "scatter_layers": (["--scatter-layers", "0"], lambda c, ld: c.scatter_layers == (0,)),
+    "no_init_baseline": (["--no-init-baseline"], lambda c, ld: c.init_baseline is False),
+    "null_kind": (["--null", "permute"], lambda c, ld: c.null_kind == "permute"),
+    "ci_layers": (["--ci-layers", "all"], lambda c, ld: c.ci_layers == "all"),
+    "seed": (["--seed", "7"], lambda c, ld: c.seed == 7),
+}
+EXECUTORS = {  # module attribute -> (argument positions of config, load, output)
+    "geoprobe.cli.scan.execute_scan": ("load", "config", "output"),
+    "geoprobe.cli.corpus.execute_domains": ("load", "config", "output"),
+    "geoprobe.cli.corpus.execute_compare_models": ("config", "load", "output"),
+    "geoprobe.cli.sula.execute_sula": ("load", "config", "output"),
+    "geoprobe.cli.sula.execute_intervene": ("load", "config", "output"),
+    "geoprobe.cli.positional.execute_positional": ("load", "config", "output"),
+    "geoprobe.cli.windtunnel.execute_tunnel": ("config", "output"),
+    "geoprobe.cli.denoise.execute_denoise": ("config", "output"),
+}
+
+
+def test_every_flag_of_run_is_covered():
+    assert set(CASES) == set(FLAGS)
+    assert {p.stem for p in RECIPE_FILES} >= {"scan", "domains", "compare", "sula", "intervene", "positional",
+                                              "windtunnel", "denoise"}
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    seen = []
+    for target, names in EXECUTORS.items():
+        def fake(*args, _names=names, _target=target, **kwargs):
+            got = dict(zip(_names, args), **kwargs)
+            seen.append((_target, got))
+        monkeypatch.setattr(target, fake)
+    return seen
+
+
+@pytest.mark.parametrize("flag", list(FLAGS))
+@pytest.mark.parametrize("recipe", RECIPE_FILES, ids=[p.stem for p in RECIPE_FILES])
+def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tmp_path, capsys, monkeypatch):
+    from geoprobe.scan import load_probe
+
+    command = load_probe(recipe).command
+    argv, arrived = CASES[flag]
+    if argv[:2] == HUB and "model" not in RECIPES[command].honours:
+        argv = argv[2:]  # the loading flags are then refused on their own
+    code, out, err = run_cli(["run", str(recipe), *argv, "--out", str(tmp_path / "o"), "--force"], capsys, monkeypatch)
+    if command == "compare-models" and flag in ("device_map", "trust_remote_code", "allow_pickle"):
+        # compare.toml's models ship as GGUF files: the flag cannot apply to them (the Hub case is tested below)
+        assert code == 2 and f"{FLAGS[flag]} does not apply to --model 'smollm2-135m'" in err, err
+        return
+    if flag in RECIPES[command].honours:
+        assert code == 0, err
+        assert len(calls) == 1, calls
+        got = calls[0][1]
+        settings = got["config"].scan if command == "compare-models" else got["config"]
+        load = got.get("load")
+        if load is None:  # windtunnel takes --device, denoise no loading flag: only the device reaches it
+            load = type("L", (), {"device": got.get("device", "cpu")})() if flag == "device" else None
+        assert arrived(settings, load), (flag, settings, load)
+        assert got["output"].out == tmp_path / "o" and got["output"].force is True
+    else:
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and calls == [], (code, err, calls)
+        assert lines[0].startswith("error: ") and FLAGS[flag] in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("flag", ["device_map", "trust_remote_code", "allow_pickle"])
+def test_compare_models_passes_the_loading_flags_to_each_hub_model(flag, calls, tmp_path, capsys, monkeypatch):
+    recipe = tmp_path / "c.toml"
+    recipe.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["pythia-160m", "pythia-410m"]\n'
+                      'sets = ["mixed"]\n', encoding="utf-8")
+    argv, arrived = CASES[flag]
+    code, out, err = run_cli(["run", str(recipe), *argv[2:]], capsys, monkeypatch)
+    assert code == 0, err
+    assert arrived(None, calls[0][1]["load"])
