@@ -129,6 +129,14 @@ def _payload_model_dir(d: Path) -> None:
     torch.save(state, target / "pytorch_model.bin")
 
 
+def _sparse(name: str, size: int) -> Callable[[Path], None]:
+    """A file of ``size`` bytes that takes no disk and no time to make (a hole, read back as zeros)."""
+    def make(d: Path) -> None:
+        with open(d / name, "wb") as f:
+            f.truncate(size)
+    return make
+
+
 def _recipe(name: str, body: str) -> Callable[[Path], None]:
     return _text(name, body)
 
@@ -164,6 +172,10 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "custom_code_dir": lambda d: _tiny_model_dir(d, "custom", pickle=False, custom_code=True),
     "payload_pickle_dir": _payload_model_dir,
     "not_a_run": _text("notarun/readme.txt", "not a wind-tunnel run\n"),
+    # issue 17: runaway and odd inputs
+    "huge_prompts": _sparse("big.txt", 50 * 2**20),
+    "fifo_prompts": lambda d: os.mkfifo(d / "fifo.txt"),
+    "zero_width_prompts": _text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
 }
 
 
@@ -315,6 +327,16 @@ CASES: tuple[Case, ...] = (
        "windtunnel train", setup=("not_a_run",)),
     _c("positional-exists", f"positional --model {TWIN} --out run", "existing positional run", "positional.json",
        "--force", setup=("positional_run",)),
+    # issue 17: runaway and odd inputs
+    _c("prompt-file-huge", f"capture --model {TWIN} --prompts big.txt --out out", "a 50 MiB prompt file (sparse)",
+       "'big.txt' is 50.0 MiB", "16 MiB limit", "split it", setup=("huge_prompts",)),
+    _c("prompt-file-fifo", f"capture --model {TWIN} --prompts fifo.txt --out out", "a FIFO as --prompts (used to block)",
+       "'fifo.txt' is a FIFO", "not a regular file", "--prompts", setup=("fifo_prompts",)),
+    _c("prompt-file-dev-zero", f"scan --model {TWIN} --prompts /dev/zero --out run", "/dev/zero as --prompts",
+       "'/dev/zero' is a character device", "not a regular file"),
+    _c("prompt-file-zero-width", f"capture --model {TWIN} --prompts zw.txt --out out",
+       "a prompt file of only zero-width and blank lines", "'zw.txt'", "holds no prompts",
+       setup=("zero_width_prompts",)),
 )
 
 
