@@ -1,6 +1,7 @@
 """Load a model by alias, Hub id, local directory or .gguf file, and boot a TransformerBridge."""
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import pickle
@@ -163,6 +164,7 @@ def load_model(
         alias, _, scale = name.removeprefix("twin:").partition(":")
         return twin(alias, scale or "tiny", dtype=dtype, device=device)  # type: ignore[arg-type]
     path = Path(os.path.expanduser(name))
+    _check_not_a_link_loop(name, path)
     if name.lower().endswith(".gguf"):
         return _load_gguf_file(path, tdtype, device, spec=None)
     if path.is_dir():
@@ -190,6 +192,20 @@ def load_model(
     raise UnknownModelError(
         f"unknown model {name!r}: not an alias, a Hub id (owner/name), a directory or a .gguf file; {hint}"
     )
+
+
+def _check_not_a_link_loop(name: str, path: Path) -> None:
+    """A ``--model`` path whose symbolic links never end (``ln -s loop loop``) is named as such; left
+    alone it reads as a missing directory, an unknown alias or an unreachable Hub id."""
+    if not os.path.lexists(path):
+        return
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnknownModelError(f"model path {name!r} is a symbolic-link loop (following its links never reaches a "
+                                    "file); fix the link, or pass a model directory, a .gguf file, an alias or a Hub "
+                                    "id to --model") from None
 
 
 def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec | None) -> LoadedModel:

@@ -137,6 +137,13 @@ def _sparse(name: str, size: int) -> Callable[[Path], None]:
     return make
 
 
+def _link_loops(d: Path) -> None:
+    """``ln -s loop loop`` here and in ``dir/``: symbolic links that never reach a file."""
+    (d / "dir").mkdir()
+    os.symlink("loop", d / "loop")
+    os.symlink("loop", d / "dir" / "loop")
+
+
 def _recipe(name: str, body: str) -> Callable[[Path], None]:
     return _text(name, body)
 
@@ -176,6 +183,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "huge_prompts": _sparse("big.txt", 50 * 2**20),
     "fifo_prompts": lambda d: os.mkfifo(d / "fifo.txt"),
     "zero_width_prompts": _text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
+    "link_loops": _link_loops,
 }
 
 
@@ -337,6 +345,12 @@ CASES: tuple[Case, ...] = (
     _c("prompt-file-zero-width", f"capture --model {TWIN} --prompts zw.txt --out out",
        "a prompt file of only zero-width and blank lines", "'zw.txt'", "holds no prompts",
        setup=("zero_width_prompts",)),
+    _c("model-link-loop", "capture --model loop --out out", "--model a symbolic-link loop (ln -s loop loop)",
+       "model path 'loop' is a symbolic-link loop", "--model", setup=("link_loops",)),
+    _c("model-link-loop-dot", "capture --model ./loop --out out", "the same loop as ./loop",
+       "model path './loop' is a symbolic-link loop", setup=("link_loops",)),
+    _c("model-link-loop-subdir", "scan --model dir/loop --out run", "a loop inside a directory (dir/loop)",
+       "model path 'dir/loop' is a symbolic-link loop", setup=("link_loops",)),
 )
 
 

@@ -135,3 +135,23 @@ def test_unreachable_hub_fails_fast_without_retries(monkeypatch, tmp_path):
     with pytest.raises(ModelUnavailableError, match="hub is unreachable"):
         load_model("EleutherAI/pythia-160m")
     assert time.perf_counter() - t < 10 and len(calls) == 1
+
+
+@pytest.mark.parametrize("spelling", ["loop", "./loop", "dir/loop", "{tmp}/loop", "a.gguf", "dir/b"])
+def test_a_symbolic_link_loop_is_named_as_such(tmp_path, monkeypatch, spelling):
+    """``ln -s loop loop`` (and a two-link cycle, and a .gguf name) said 'unknown model', 'does not
+    exist' or 'the hub is unreachable' depending on how it was spelt."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    os.symlink("loop", "loop")
+    os.symlink("loop", "dir/loop")
+    os.symlink("a.gguf", "a.gguf")
+    os.symlink("c", "dir/b")
+    os.symlink("b", "dir/c")
+    name = spelling.format(tmp=tmp_path)
+    with pytest.raises(UnknownModelError) as e:
+        load_model(name)
+    assert str(e.value).startswith(f"model path {name!r} is a symbolic-link loop") and "--model" in str(e.value)
+    assert "\n" not in str(e.value)
