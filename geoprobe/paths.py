@@ -28,6 +28,23 @@ def public_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~_umask()
 
 
+def safetensors_damage(path: str | os.PathLike) -> str | None:
+    """Why ``path`` is not a readable safetensors file, or None when it is. Reads only the header
+    (safetensors checks it is valid JSON and that the file holds every byte its tensors declare),
+    so a truncated or garbled file is named before a loader fails on it with a bare SafetensorError.
+    A file whose tensor bytes are overwritten in place passes: the format carries no checksum."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            f.keys()
+    except SafetensorError as exc:
+        return " ".join(str(exc).split())
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place: a kill
     leaves either the whole new file or a stray ``.<name>.*.tmp``, never half a file."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from safetensors import SafetensorError
 
 from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError
 from geoprobe.models.adapters import FamilyAdapter, Layout, adapter_for
@@ -239,11 +240,18 @@ def _load_pretrained(
     kwargs["use_safetensors"] = None if allow_pickle else True
     if device_map is not None:
         kwargs["device_map"] = device_map
+    if source == "local":
+        _check_weight_files(Path(location))
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
-    except (OSError, ValueError, pickle.UnpicklingError) as exc:
+    except (OSError, ValueError, pickle.UnpicklingError, SafetensorError) as exc:
         text = str(exc)
+        if isinstance(exc, SafetensorError):  # a hub cache file; a local directory's were checked above
+            raise ModelUnavailableError(
+                f"model {model_id!r}: a weights file is damaged ({' '.join(text.split())}); delete the model from "
+                "the Hugging Face cache (HF_HOME) and download it again, or pass another --model"
+            ) from exc
         if isinstance(exc, pickle.UnpicklingError):  # --allow-pickle, but the file holds more than tensors
             raise GeoprobeError(
                 f"model {model_id!r}: its pickled weights hold objects other than tensors, which "
@@ -276,6 +284,18 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
+
+
+def _check_weight_files(directory: Path) -> None:
+    """Name a truncated or garbled ``*.safetensors`` of a local model directory before transformers
+    fails on it with a bare SafetensorError (only headers are read: cheap beside the load)."""
+    from geoprobe.paths import safetensors_damage
+
+    for f in sorted(directory.glob("*.safetensors")):
+        damage = safetensors_damage(f)
+        if damage is not None:
+            raise ModelUnavailableError(f"model file {str(f)!r} is damaged ({damage}); save or download the model "
+                                        "again, or pass another --model")
 
 
 def _in_local_cache(repo_id: str, revision: str | None) -> bool:

@@ -144,6 +144,22 @@ def _link_loops(d: Path) -> None:
     os.symlink("loop", d / "dir" / "loop")
 
 
+def _truncate(f: Path) -> None:
+    """Keep the first half of ``f``: what a full disk or an interrupted copy leaves."""
+    raw = f.read_bytes()
+    f.write_bytes(raw[: len(raw) // 2])
+
+
+def _damaged_tunnel(d: Path) -> None:
+    """A finished two-step tiny wind-tunnel run (transformer only) whose final weights are truncated."""
+    from geoprobe.windtunnel.run import train_tunnel
+    from geoprobe.windtunnel.train import checkpoint_dir, list_checkpoints
+
+    train_tunnel("bijection", "tiny", d / "run", arch="transformer", steps=2)
+    run = d / "run" / "transformer"
+    _truncate(checkpoint_dir(run, list_checkpoints(run)[-1]) / "model.safetensors")
+
+
 def _recipe(name: str, body: str) -> Callable[[Path], None]:
     return _text(name, body)
 
@@ -184,6 +200,8 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "fifo_prompts": lambda d: os.mkfifo(d / "fifo.txt"),
     "zero_width_prompts": _text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
     "link_loops": _link_loops,
+    "damaged_model_dir": lambda d: _truncate(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
+    "damaged_tunnel": _damaged_tunnel,
 }
 
 
@@ -351,6 +369,11 @@ CASES: tuple[Case, ...] = (
        "model path './loop' is a symbolic-link loop", setup=("link_loops",)),
     _c("model-link-loop-subdir", "scan --model dir/loop --out run", "a loop inside a directory (dir/loop)",
        "model path 'dir/loop' is a symbolic-link loop", setup=("link_loops",)),
+    _c("model-weights-damaged", "capture --model damaged --out out", "a local model whose model.safetensors is truncated",
+       "model file 'damaged/model.safetensors' is damaged", "--model", setup=("damaged_model_dir",)),
+    _c("wt-checkpoint-damaged", "windtunnel eval run", "a wind-tunnel run whose final model.safetensors is truncated",
+       "checkpoint file 'run/transformer/checkpoints/step-0000002/model.safetensors' is damaged",
+       "delete 'run/transformer/checkpoints/step-0000002'", setup=("damaged_tunnel",)),
 )
 
 

@@ -155,3 +155,19 @@ def test_a_symbolic_link_loop_is_named_as_such(tmp_path, monkeypatch, spelling):
         load_model(name)
     assert str(e.value).startswith(f"model path {name!r} is a symbolic-link loop") and "--model" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbled"])
+def test_a_damaged_local_weights_file_is_named(tmp_path, how):
+    """A truncated or garbled model.safetensors in a --model directory said 'unexpected SafetensorError'."""
+    from tests.cli.error_cases import _tiny_model_dir
+
+    d = _tiny_model_dir(tmp_path, "model", pickle=False)
+    f = d / "model.safetensors"
+    raw = f.read_bytes()
+    f.write_bytes(raw[: len(raw) // 2] if how == "truncated" else raw[:8] + b"{not json" + raw[17:])
+    with pytest.raises(ModelUnavailableError) as e:
+        load_model(str(d))
+    msg = str(e.value)
+    assert msg.startswith(f"model file {str(f)!r} is damaged (Error while deserializing header") and "--model" in msg
+    assert "\n" not in msg

@@ -117,3 +117,62 @@ def test_run_json_names_the_spec(tmp_path):
     ck = checkpoint_dir(tmp_path / "run", 2)
     assert (ck / "model.safetensors").exists() and (ck / "tokenizer.json").exists()
     assert not list(ck.glob("*.bin"))
+
+
+@pytest.mark.parametrize("arch", ["transformer", "mlp"])
+@pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_checkpoint_files_follow_the_umask(tmp_path, arch, umask, file_mode, dir_mode):
+    """Every file of a checkpoint (model.safetensors was 0600, its directory 0700) gets the mode a
+    plain open()/mkdir() gives under the umask."""
+    import os
+    import stat
+
+    old = os.umask(umask)
+    try:
+        train(_spec(arch, steps=2), tmp_path / "run")
+    finally:
+        os.umask(old)
+    ckpts = [checkpoint_dir(tmp_path / "run", s) for s in list_checkpoints(tmp_path / "run")]
+    assert ckpts and (ckpts[-1] / "model.safetensors").exists()
+    for ck in ckpts:
+        for p in [ck, *ck.rglob("*")]:
+            want = dir_mode if p.is_dir() else file_mode
+            assert stat.S_IMODE(p.stat().st_mode) == want, (str(p), oct(p.stat().st_mode))
+
+
+def _damage(path, how):
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2] if how == "truncated" else raw[:8] + b"{not json" + raw[17:])
+
+
+@pytest.mark.parametrize("arch", ["transformer", "mlp"])
+@pytest.mark.parametrize("how", ["truncated", "garbled"])
+def test_a_damaged_checkpoint_names_its_file(tmp_path, arch, how):
+    spec = _spec(arch, steps=2)
+    run = tmp_path / "run"
+    train(spec, run)
+    last = checkpoint_dir(run, list_checkpoints(run)[-1])
+    weights = last / "model.safetensors"
+    _damage(weights, how)
+    for call in (lambda: load_weights(spec, last), lambda: train(replace(spec), run)):
+        with pytest.raises(TrainingError) as e:
+            call()
+        msg = str(e.value)
+        assert msg.startswith(f"checkpoint file {str(weights)!r} is damaged (Error while deserializing header")
+        assert f"delete {str(last)!r} to resume" in msg and "\n" not in msg
+    import shutil
+
+    shutil.rmtree(last)  # the fix the message gives: training resumes from the checkpoint before
+    before = list_checkpoints(run)[-1]
+    assert train(spec, run).resumed_from == before
+    load_weights(spec, last)  # rewritten whole
+
+
+def test_a_damaged_trainer_state_names_its_file(tmp_path):
+    spec = _spec(steps=2)
+    run = tmp_path / "run"
+    train(spec, run)
+    last = checkpoint_dir(run, list_checkpoints(run)[-1])
+    _damage(last / "trainer.pt", "truncated")
+    with pytest.raises(TrainingError, match=r"checkpoint file '.*trainer\.pt' is damaged \(\w+\); delete"):
+        train(spec, run)
