@@ -87,9 +87,38 @@ def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, f
     if not p.is_file():
         raise ResultsError(f"{what} {str(p)!r} does not exist; {fix}")
     try:
-        return json.loads(p.read_text(encoding="utf-8")), repr(str(p))
+        return json.loads(p.read_text(encoding="utf-8"), parse_int=_bounded_int, parse_float=_finite_float,
+                          parse_constant=_no_constant), repr(str(p))
+    except _Implausible as exc:
+        raise ResultsError(f"{str(p)!r} is damaged: it holds {exc}, which geoprobe never writes; {fix}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ResultsError(f"{str(p)!r} is not valid JSON ({exc}); {fix}") from None
+
+
+MAX_RESULT_INT = 2**64  # seeds are the largest integers a result holds, and numpy/torch seeds fit 64 bits
+
+
+class _Implausible(ValueError):
+    """A number a geoprobe results file cannot hold (strict JSON, 64-bit integers)."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = text.lstrip("-")
+    if len(digits) > 20 or abs(int(text)) >= MAX_RESULT_INT:  # 2**64 has 20 digits; never convert a huge one
+        shown = text if len(text) <= 40 else f"{text[:20]}… ({len(digits)} digits)"
+        raise _Implausible(f"the integer {shown} (beyond 64 bits)")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Implausible(f"the number {text[:40]} (beyond the floating-point range)")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise _Implausible(f"{name} (results are strict JSON: a missing value is null)")
 
 
 def check_results_kind(d: object, *, kind: str, version: int, source: str, what: str, fix: str) -> dict:

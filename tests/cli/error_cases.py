@@ -12,6 +12,7 @@ a real model: :func:`run_case` refuses any other load.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -160,6 +161,22 @@ def _damaged_tunnel(d: Path) -> None:
     _truncate(checkpoint_dir(run, list_checkpoints(run)[-1]) / "model.safetensors")
 
 
+@functools.lru_cache(maxsize=1)
+def _scan_results() -> str:
+    """A real results.json (as JSON text): the scan analyses of a synthetic 12-prompt capture, no model."""
+    from geoprobe.scan import ScanConfig, analyse
+    from tests.scan._synthetic import synthetic_capture
+
+    cap, init = synthetic_capture(structured=True, n=12, L=2)
+    fast = ScanConfig(n_resamples=10, pca_resamples=10, null_draws=10, n_permutations=10)
+    return json.dumps(analyse(cap, fast, init_w_k=init, init_label="planted").to_dict())
+
+
+def _edited_results(d: Path, **changes: object) -> None:
+    """``results.json``: a real scan result with ``changes`` written over its top-level fields."""
+    _json("results.json", {**json.loads(_scan_results()), **changes})(d)
+
+
 def _recipe(name: str, body: str) -> Callable[[Path], None]:
     return _text(name, body)
 
@@ -202,6 +219,8 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "link_loops": _link_loops,
     "damaged_model_dir": lambda d: _truncate(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
     "damaged_tunnel": _damaged_tunnel,
+    "results_n_huge": lambda d: _edited_results(d, n_prompts=10**30),
+    "results_n_inconsistent": lambda d: _edited_results(d, n_prompts=13),
 }
 
 
@@ -374,6 +393,10 @@ CASES: tuple[Case, ...] = (
     _c("wt-checkpoint-damaged", "windtunnel eval run", "a wind-tunnel run whose final model.safetensors is truncated",
        "checkpoint file 'run/transformer/checkpoints/step-0000002/model.safetensors' is damaged",
        "delete 'run/transformer/checkpoints/step-0000002'", setup=("damaged_tunnel",)),
+    _c("report-n-prompts-huge", "report results.json", "a results.json whose n_prompts is 10^30",
+       "'results.json' is damaged", "the integer 1000000000000000000000000000000", setup=("results_n_huge",)),
+    _c("report-n-prompts-inconsistent", "report results.json", "n_prompts 13 where the analyses hold 12 prompts",
+       "'results.json' is damaged", "n_prompts is 13 but manifold.n holds 12", setup=("results_n_inconsistent",)),
 )
 
 
