@@ -31,6 +31,8 @@ DtypeOpt = typer.Option("float32", "--dtype")
 DeviceOpt = typer.Option("cpu", "--device")
 SeedOpt = typer.Option(0, "--seed")
 BatchOpt = typer.Option(16, "--batch-size")
+MAX_TOKENS_HELP = ("keep each prompt's final N tokens (default 2048; raise it up to the model's context window, "
+                   "which larger values mean; docs/capture.md)")
 ResamplesOpt = typer.Option(1000, "--n-resamples")
 
 
@@ -164,7 +166,7 @@ def capture(
     layers: Optional[str] = typer.Option(None, "--layers", help="comma-separated layer indices, negative from the end; default all"),
     batch_size: int = BatchOpt,
     padding_side: str = typer.Option("right", "--padding-side", help="left|right"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
     attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
     queries: bool = typer.Option(False, "--queries", help="also keep query vectors"),
     attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
@@ -183,7 +185,8 @@ def capture(
 
     ensure_writable(out_dir, overwrite)
     config = CaptureConfig(layers=_layers(layers), queries=queries, attn_out=attn_out, attention=attention,
-                           top_k=top_k, batch_size=batch_size, padding_side=padding_side, max_tokens=max_tokens)
+                           top_k=top_k, batch_size=batch_size, padding_side=padding_side,
+                           **({} if max_tokens is None else {"max_tokens": max_tokens}))
     load_options = dict(revision=revision, dtype=dtype, device=device, device_map=device_map,
                         trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
     cap = _run_capture(model, load_options, prompts, config, out_dir, seed, overwrite)
@@ -347,7 +350,7 @@ def scan(
     max_prompt_tokens: Optional[int] = MaxTokOpt,
     layers: Optional[str] = LayersOpt,
     batch_size: Optional[int] = typer.Option(None, "--batch-size"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
     scatter_layers: Optional[str] = ScatterOpt,
     no_init_baseline: bool = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline"),
     null_kind: Optional[str] = NullOpt,
@@ -502,7 +505,8 @@ def main() -> None:
     argv = sys.argv[1:]
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    warnings.showwarning = lambda message, category, *a, **k: err.print(f"warning: {message}", highlight=False, markup=False)
+    warnings.showwarning = lambda message, category, *a, **k: err.print(f"warning: {message}", highlight=False,
+                                                                         markup=False, soft_wrap=True)
     try:
         app(args=argv, prog_name="geoprobe", standalone_mode=False)
     except GeoprobeError as exc:
