@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.adapters import Site, SiteKind, _unwrap
@@ -319,6 +320,8 @@ def capture(
             on_resume(len(batches) - len(todo), len(batches), ckpt.dir)
         if progress is not None and done:
             progress(done, n)
+    # before any forward pass: the largest batch must fit in memory (eager attention is O(T²))
+    check_capture_memory(model, [(len(batches[b]), int(lengths[batches[b]].max())) for b in todo])
     with attached_hooks(model.bridge, hooks), torch.inference_mode(), _released(model):
         for b in todo:
             batch = batches[b]

@@ -36,6 +36,7 @@ class Case:
     setup: tuple[str, ...] = ()  # names in SETUPS, run in the working directory first
     code: int = 2
     needs_no_cuda: bool = False  # the bad input is --device cuda: valid where CUDA exists
+    env: tuple[tuple[str, str], ...] = ()  # environment variables set while the case runs (shown in the docs)
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "link_loops": _link_loops,
     "damaged_model_dir": lambda d: _truncate(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
     "damaged_tunnel": _damaged_tunnel,
+    "long_prompts": _text("long.txt", "".join(" ".join(f"w{i + j}" for i in range(500)) + "\n" for j in range(12))),
     "results_n_huge": lambda d: _edited_results(d, n_prompts=10**30),
     "results_n_inconsistent": lambda d: _edited_results(d, n_prompts=13),
 }
@@ -226,9 +228,10 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 
 # ---------------------------------------------------------------- the cases
 
-def _c(id: str, argv: str, bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2) -> Case:
+def _c(id: str, argv: str, bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2,
+       env: tuple[tuple[str, str], ...] = ()) -> Case:
     return Case(id=id, argv=tuple(argv.split()), bad=bad, expect=expect, setup=setup, code=code,
-                needs_no_cuda="cuda" in argv.split())
+                needs_no_cuda="cuda" in argv.split(), env=env)
 
 
 CASES: tuple[Case, ...] = (
@@ -398,6 +401,10 @@ CASES: tuple[Case, ...] = (
     _c("scan-max-tokens-zero", f"scan --model {TWIN} --prompts p.txt --max-tokens 0 --out run",
        "--max-tokens 0 (was checked only after the model loaded)", "max tokens 0", "--max-tokens 1 or more",
        setup=("prompts",)),
+    _c("capture-out-of-memory", f"capture --model {TWIN} --prompts long.txt --batch-size 12 --out out",
+       "12 prompts of ~1900 tokens in one batch, 1 GiB available (figure planted)",
+       "batch of 12 prompt(s) of 1911 tokens needs about", "1.0 GiB set by GEOPROBE_MEMORY_AVAILABLE",
+       "--batch-size 6", "--max-tokens", setup=("long_prompts",), env=(("GEOPROBE_MEMORY_AVAILABLE", "1GiB"),)),
     _c("report-n-prompts-huge", "report results.json", "a results.json whose n_prompts is 10^30",
        "'results.json' is damaged", "the integer 1000000000000000000000000000000", setup=("results_n_huge",)),
     _c("report-n-prompts-inconsistent", "report results.json", "n_prompts 13 where the analyses hold 12 prompts",
@@ -458,8 +465,10 @@ def run_case(case: Case, workdir: Path) -> Outcome:
     before = _snapshot(workdir)
     out, err, loaded = io.StringIO(), io.StringIO(), []
     old_cwd, old_argv = os.getcwd(), sys.argv
+    old_env = {k: os.environ.get(k) for k, _ in case.env}
     code: int = 0
     try:
+        os.environ.update(dict(case.env))
         os.chdir(workdir)
         sys.argv = ["geoprobe", *case.argv]
         with _model_guard(workdir, loaded), redirect_stdout(out), redirect_stderr(err):
@@ -470,6 +479,11 @@ def run_case(case: Case, workdir: Path) -> Outcome:
     finally:
         os.chdir(old_cwd)
         sys.argv = old_argv
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     after = _snapshot(workdir)
     changed = sorted({k for k in before.keys() | after.keys() if before.get(k) != after.get(k)})
     return Outcome(code=code, out=out.getvalue(), err=err.getvalue(), changed=tuple(changed), loaded=tuple(loaded))
@@ -521,7 +535,7 @@ def markdown(outcomes: dict[str, Outcome]) -> str:
     for i, case in enumerate(CASES, 1):
         o = outcomes[case.id]
         line = o.lines[0] if len(o.lines) == 1 else " / ".join(o.lines)
-        cmd = "geoprobe " + " ".join(case.argv)
+        cmd = "".join(f"{k}={v} " for k, v in case.env) + "geoprobe " + " ".join(case.argv)
         rows.append(f"| {i} | `{_cell(cmd)}` | {_cell(case.bad)} | `{_cell(line)}` |")
     return HEADER + "\n".join(rows) + "\n"
 
