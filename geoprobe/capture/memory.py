@@ -20,6 +20,7 @@ from geoprobe.errors import CaptureError, GeoprobeError
 SAFETY_FRACTION = 0.9  # of the memory available: room for the rest of the process and estimate error
 MEMORY_ENV = "GEOPROBE_MEMORY_AVAILABLE"  # bytes (or 12GiB, 512MiB, ...) to assume available instead
 FIXED_BYTES = 64 * 2**20  # allocator and framework overhead of any forward pass, measured up to ~50 MiB
+ACTIVATION_FACTOR = 0.6  # × n_layers × one layer's activations: the largest share measured was 0.47
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -32,14 +33,16 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     (one layer's activations)::
 
         peak ≈ 2·S  [(1 + n_layers)·S where the bridge keeps every layer's pattern: GPT-NeoX]
-               + 2·M + n_layers·X / 2 + 64 MiB
+               + 2·M + 0.6·n_layers·X + 64 MiB
 
     Two score-sized tensors are alive at once (the scores and their softmax); GPT-NeoX's fused-QKV
     bridge keeps each layer's pattern until the forward ends, so there the last layer's scores
-    come on top of every layer's pattern. The n_layers·X/2 term covers the
-    activations and the allocator's slack, which grows layer by layer on CPU. Fitted to the peak
-    RSS measured on Llama, Mistral, Phi, Gemma-3 and Pythia twins and SmolLM2-135M (float32, CPU):
-    the estimate is 1.1-1.6× the measured peak where the peak is above 500 MiB."""
+    come on top of every layer's pattern. The 0.6·n_layers·X term covers the activations and the
+    allocator's slack, which grows layer by layer on CPU (up to 0.47·n_layers·X measured). Fitted
+    to the peak RSS measured on Llama, Mistral, Phi, Gemma-3 and Pythia twins and SmolLM2-135M
+    (float32, CPU; docs/capture.md has the table): never below the measured peak (at least 1.10×
+    the larger of two runs), 1.1-1.6× it where T ≥ 1024, up to 4-9× for short prompts, where the
+    estimate stays under 1 GiB."""
     lay = model.layout
     cfg = model.hf_model.config
     d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (getattr(cfg, "num_experts_per_tok", None)
@@ -48,7 +51,7 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     mask = 4 * batch * tokens * tokens
     acts = 4 * batch * tokens * (lay.d_model + d_mlp)
     n_scores = 1 + lay.n_layers if getattr(model.adapter, "keeps_patterns", False) else 2
-    return int(n_scores * scores + 2 * mask + lay.n_layers * acts / 2 + FIXED_BYTES)
+    return int(n_scores * scores + 2 * mask + ACTIVATION_FACTOR * lay.n_layers * acts + FIXED_BYTES)
 
 
 def available_memory(device: Any) -> tuple[int, str] | None:
