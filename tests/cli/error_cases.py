@@ -12,7 +12,6 @@ a real model: :func:`run_case` refuses any other load.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import json
@@ -22,6 +21,8 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
+
+from tests.cli import odd_inputs as odd
 
 TWIN = "twin:llama-3.2-1b"  # three layers, loads in about a second
 MARKER = "imported.marker"  # what the custom code of the auto_map directory would write if it ran
@@ -131,53 +132,6 @@ def _payload_model_dir(d: Path) -> None:
     torch.save(state, target / "pytorch_model.bin")
 
 
-def _sparse(name: str, size: int) -> Callable[[Path], None]:
-    """A file of ``size`` bytes that takes no disk and no time to make (a hole, read back as zeros)."""
-    def make(d: Path) -> None:
-        with open(d / name, "wb") as f:
-            f.truncate(size)
-    return make
-
-
-def _link_loops(d: Path) -> None:
-    """``ln -s loop loop`` here and in ``dir/``: symbolic links that never reach a file."""
-    (d / "dir").mkdir()
-    os.symlink("loop", d / "loop")
-    os.symlink("loop", d / "dir" / "loop")
-
-
-def _truncate(f: Path) -> None:
-    """Keep the first half of ``f``: what a full disk or an interrupted copy leaves."""
-    raw = f.read_bytes()
-    f.write_bytes(raw[: len(raw) // 2])
-
-
-def _damaged_tunnel(d: Path) -> None:
-    """A finished two-step tiny wind-tunnel run (transformer only) whose final weights are truncated."""
-    from geoprobe.windtunnel.run import train_tunnel
-    from geoprobe.windtunnel.train import checkpoint_dir, list_checkpoints
-
-    train_tunnel("bijection", "tiny", d / "run", arch="transformer", steps=2)
-    run = d / "run" / "transformer"
-    _truncate(checkpoint_dir(run, list_checkpoints(run)[-1]) / "model.safetensors")
-
-
-@functools.lru_cache(maxsize=1)
-def _scan_results() -> str:
-    """A real results.json (as JSON text): the scan analyses of a synthetic 12-prompt capture, no model."""
-    from geoprobe.scan import ScanConfig, analyse
-    from tests.scan._synthetic import synthetic_capture
-
-    cap, init = synthetic_capture(structured=True, n=12, L=2)
-    fast = ScanConfig(n_resamples=10, pca_resamples=10, null_draws=10, n_permutations=10)
-    return json.dumps(analyse(cap, fast, init_w_k=init, init_label="planted").to_dict())
-
-
-def _edited_results(d: Path, **changes: object) -> None:
-    """``results.json``: a real scan result with ``changes`` written over its top-level fields."""
-    _json("results.json", {**json.loads(_scan_results()), **changes})(d)
-
-
 def _recipe(name: str, body: str) -> Callable[[Path], None]:
     return _text(name, body)
 
@@ -214,15 +168,15 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "payload_pickle_dir": _payload_model_dir,
     "not_a_run": _text("notarun/readme.txt", "not a wind-tunnel run\n"),
     # issue 17: runaway and odd inputs
-    "huge_prompts": _sparse("big.txt", 50 * 2**20),
+    "huge_prompts": odd.sparse_file("big.txt", 50 * 2**20),
     "fifo_prompts": lambda d: os.mkfifo(d / "fifo.txt"),
     "zero_width_prompts": _text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
-    "link_loops": _link_loops,
-    "damaged_model_dir": lambda d: _truncate(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
-    "damaged_tunnel": _damaged_tunnel,
-    "long_prompts": _text("long.txt", "".join(" ".join(f"w{i + j}" for i in range(500)) + "\n" for j in range(12))),
-    "results_n_huge": lambda d: _edited_results(d, n_prompts=10**30),
-    "results_n_inconsistent": lambda d: _edited_results(d, n_prompts=13),
+    "link_loops": odd.link_loops,
+    "damaged_model_dir": lambda d: odd.truncate_half(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
+    "damaged_tunnel": odd.damaged_tunnel,
+    "long_prompts": odd.long_prompts,
+    "results_n_huge": odd.edited_results(n_prompts=10**30),
+    "results_n_inconsistent": odd.edited_results(n_prompts=13),
 }
 
 

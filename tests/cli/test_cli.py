@@ -176,9 +176,9 @@ def test_nan_activation_from_the_cli_names_layer_and_site(tmp_path, capsys, monk
 
 def test_report_still_renders_a_real_result(tmp_path, capsys, monkeypatch):
     """The damage checks of issue 17 (64-bit integers, n_prompts against the analyses) pass real results."""
-    from tests.cli.error_cases import _scan_results
+    from tests.cli.odd_inputs import scan_results_json
 
-    (tmp_path / "results.json").write_text(_scan_results(), encoding="utf-8")
+    (tmp_path / "results.json").write_text(scan_results_json(), encoding="utf-8")
     code, out, err = run_cli(["report", str(tmp_path / "results.json")], capsys, monkeypatch)
     assert code == 0, err
     assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

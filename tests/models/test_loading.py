@@ -160,9 +160,14 @@ def test_a_symbolic_link_loop_is_named_as_such(tmp_path, monkeypatch, spelling):
 @pytest.mark.parametrize("how", ["truncated", "garbled"])
 def test_a_damaged_local_weights_file_is_named(tmp_path, how):
     """A truncated or garbled model.safetensors in a --model directory said 'unexpected SafetensorError'."""
-    from tests.cli.error_cases import _tiny_model_dir
+    from transformers import AutoModelForCausalLM
 
-    d = _tiny_model_dir(tmp_path, "model", pickle=False)
+    from geoprobe.models.twins import embedded_tokenizer, twin_config
+
+    d = tmp_path / "model"
+    tok = embedded_tokenizer()
+    AutoModelForCausalLM.from_config(twin_config("llama-3.2-1b", "tiny", vocab_size=len(tok))).save_pretrained(d)
+    tok.save_pretrained(d)
     f = d / "model.safetensors"
     raw = f.read_bytes()
     f.write_bytes(raw[: len(raw) // 2] if how == "truncated" else raw[:8] + b"{not json" + raw[17:])
