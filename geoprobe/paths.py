@@ -28,6 +28,23 @@ def public_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~_umask()
 
 
+def safetensors_damage(path: str | os.PathLike) -> str | None:
+    """Why ``path`` is not a readable safetensors file, or None when it is. Reads only the header
+    (safetensors checks it is valid JSON and that the file holds every byte its tensors declare),
+    so a truncated or garbled file is named before a loader fails on it with a bare SafetensorError.
+    A file whose tensor bytes are overwritten in place passes: the format carries no checksum."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            f.keys()
+    except SafetensorError as exc:
+        return " ".join(str(exc).split())
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place: a kill
     leaves either the whole new file or a stray ``.<name>.*.tmp``, never half a file."""
@@ -78,9 +95,38 @@ def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, f
     if not p.is_file():
         raise ResultsError(f"{what} {str(p)!r} does not exist; {fix}")
     try:
-        return json.loads(p.read_text(encoding="utf-8")), repr(str(p))
+        return json.loads(p.read_text(encoding="utf-8"), parse_int=_bounded_int, parse_float=_finite_float,
+                          parse_constant=_no_constant), repr(str(p))
+    except _Implausible as exc:
+        raise ResultsError(f"{str(p)!r} is damaged: it holds {exc}, which geoprobe never writes; {fix}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ResultsError(f"{str(p)!r} is not valid JSON ({exc}); {fix}") from None
+
+
+MAX_RESULT_INT = 2**64  # no integer a result holds comes near 64 bits (seeds are below 2**32: geoprobe.checks)
+
+
+class _Implausible(ValueError):
+    """A number a geoprobe results file cannot hold (strict JSON, 64-bit integers)."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = text.lstrip("-")
+    if len(digits) > 20 or abs(int(text)) >= MAX_RESULT_INT:  # 2**64 has 20 digits; never convert a huge one
+        shown = text if len(text) <= 40 else f"{text[:20]}… ({len(digits)} digits)"
+        raise _Implausible(f"the integer {shown} (beyond 64 bits)")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Implausible(f"the number {text[:40]} (beyond the floating-point range)")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise _Implausible(f"{name} (results are strict JSON: a missing value is null)")
 
 
 def check_results_kind(d: object, *, kind: str, version: int, source: str, what: str, fix: str) -> dict:

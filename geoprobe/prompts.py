@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -22,19 +24,50 @@ def builtin_prompts() -> list[str]:
     return list(json.loads(text))
 
 
-def read_prompts(path: str | Path) -> list[str]:
-    """Prompts from ``path``: ``.jsonl`` (a string or {"prompt": ...} per line), ``.json``
-    (a list of strings) or any other text file (one prompt per non-blank line, ``\\n`` escapes
-    allowed). Raises :class:`PromptError` with a one-line message for anything unusable."""
+MAX_PROMPT_FILE_BYTES = 16 * 2**20  # 16 MiB: ~4 million tokens, far more than any capture runs
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width space/non-joiner/joiner, word joiner, BOM
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` holds only whitespace and zero-width characters (U+200B, U+200C, U+200D,
+    U+2060, U+FEFF): a line that looks empty in an editor is no prompt, whatever bytes it hides."""
+    return all(c.isspace() or c in ZERO_WIDTH for c in text)
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` cut at ``\\n`` and ``\\r\\n`` only. ``str.splitlines`` also cuts at U+2028, U+2029, form
+    feed, vertical tab, \\x1c-\\x1e and \\x85, which turn up inside copied prose: a prompt file's lines
+    are the lines an editor shows, and those characters stay part of the prompt."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_prompt_text(path: str | Path) -> str:
+    """The UTF-8 text of prompt file ``path`` (without a leading BOM), after checks that never block
+    or exhaust memory: it must be a regular file (a FIFO or /dev/zero is refused without reading a
+    byte) of at most :data:`MAX_PROMPT_FILE_BYTES`. Raises :class:`PromptError` in one line."""
     p = Path(path)
     if not p.exists():
         raise PromptError(f"prompt file {str(p)!r} does not exist; pass an existing file to --prompts")
     if p.is_dir():
         raise PromptError(f"prompt file {str(p)!r} is a directory; pass a file to --prompts")
-    try:
-        raw = p.read_bytes()
+    _check_regular(p, p.stat())  # before opening: a socket cannot be opened, a FIFO's open() would block
+    try:  # O_NONBLOCK: should a FIFO replace the file now, opening it must still not wait for a writer
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise PromptError(f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix its permissions or --prompts") from exc
+    with os.fdopen(fd, "rb") as f:
+        _check_regular(p, os.fstat(fd))
+        try:
+            raw = f.read(MAX_PROMPT_FILE_BYTES + 1)
+        except OSError as exc:
+            raise PromptError(f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix it or --prompts") from exc
+    if len(raw) > MAX_PROMPT_FILE_BYTES:  # it grew after the size check
+        raise PromptError(f"prompt file {str(p)!r} is above the {MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a "
+                          "prompt file; split it into smaller files")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -42,17 +75,37 @@ def read_prompts(path: str | Path) -> list[str]:
             f"prompt file {str(p)!r} is not UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
             "re-encode it as UTF-8 (e.g. iconv -t UTF-8) and pass it to --prompts"
         ) from None
-    text = text.removeprefix("\ufeff")
+    return text.removeprefix("\ufeff")
+
+
+def _check_regular(p: Path, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        raise PromptError(f"prompt file {str(p)!r} is {what}, not a regular file; geoprobe reads prompts only "
+                          "from regular files: write them to a file and pass that to --prompts")
+    if st.st_size > MAX_PROMPT_FILE_BYTES:
+        raise PromptError(f"prompt file {str(p)!r} is {st.st_size / 2**20:.1f} MiB, above the "
+                          f"{MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a prompt file; split it into smaller files")
+
+
+def read_prompts(path: str | Path) -> list[str]:
+    """Prompts from ``path``: ``.jsonl`` (a string or {"prompt": ...} per line), ``.json``
+    (a list of strings) or any other text file (one prompt per non-blank line, ``\\n`` escapes
+    allowed). Lines end at ``\\n`` or ``\\r\\n`` only (:func:`split_lines`); blank lines
+    (:func:`is_blank`) are skipped. Raises :class:`PromptError` with a one-line message for
+    anything unusable, before reading a file that is not regular or is too large."""
+    p = Path(path)
+    text = read_prompt_text(p)
     if p.suffix == ".json":
         prompts = _json_list(text, p)
     elif p.suffix == ".jsonl":
-        prompts = [_jsonl_item(line, i + 1, p) for i, line in enumerate(text.splitlines()) if line.strip()]
+        prompts = [_jsonl_item(line, i + 1, p) for i, line in enumerate(split_lines(text)) if not is_blank(line)]
     else:
-        prompts = [line.replace("\\n", "\n") for line in text.splitlines() if line.strip()]
+        prompts = [line.replace("\\n", "\n") for line in split_lines(text) if not is_blank(line)]
     if not prompts:
         raise PromptError(f"prompt file {str(p)!r} holds no prompts; put one prompt per line in it")
     for i, prompt in enumerate(prompts):
-        if not prompt.strip():
+        if is_blank(prompt):
             raise PromptError(f"prompt #{i} in {str(p)!r} is empty; remove it")
     return prompts
 
@@ -138,8 +191,8 @@ def _sampled_set(p: Path) -> str | None:
     if p.suffix != ".jsonl":
         return None
     names = set()
-    for line in p.read_text(encoding="utf-8").splitlines():
-        if line.strip():
+    for line in split_lines(read_prompt_text(p)):
+        if not is_blank(line):
             item = json.loads(line)
             names.add(item.get("set") if isinstance(item, dict) else None)
     return names.pop() if len(names) == 1 and None not in names else None

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float, Int
 
-from geoprobe.errors import GeoprobeError, OutputExistsError
-from geoprobe.paths import public_mode
+from geoprobe.errors import GeoprobeError, OutputExistsError, ResultsError
+from geoprobe.paths import public_mode, safetensors_damage
 from geoprobe.models.adapters import Layout
 from geoprobe.provenance import Provenance
 
@@ -191,25 +191,42 @@ class Capture:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Capture":
+        """The capture saved in directory ``path``; a damaged ``capture.json`` or
+        ``arrays.safetensors`` (truncated, garbled, arrays that disagree with the metadata) is a
+        one-line :class:`ResultsError` naming the file, never a bare SafetensorError."""
+        from safetensors import SafetensorError
         from safetensors.numpy import load_file
 
         p = Path(path)
         meta_path, arr_path = p / "capture.json", p / "arrays.safetensors"
         if not meta_path.exists() or not arr_path.exists():
             raise GeoprobeError(f"{str(p)!r} is not a geoprobe capture (needs capture.json and arrays.safetensors)")
-        meta = json.loads(meta_path.read_text())
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise GeoprobeError(
-                f"capture {str(p)!r} has format {meta.get('format_version')}, this geoprobe reads {FORMAT_VERSION}"
-            )
-        arrays = load_file(str(arr_path))
+        fix = "capture again into a fresh --out"
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ResultsError(f"capture file {str(meta_path)!r} is damaged (not valid JSON: {exc}); {fix}") from None
+        if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+            found = meta.get("format_version") if isinstance(meta, dict) else None
+            raise GeoprobeError(f"capture {str(p)!r} has format {found}, this geoprobe reads {FORMAT_VERSION}")
+        damage = safetensors_damage(arr_path)
+        if damage is not None:
+            raise ResultsError(f"capture file {str(arr_path)!r} is damaged ({damage}); {fix}")
+        try:
+            arrays = load_file(str(arr_path))
+        except SafetensorError as exc:
+            raise ResultsError(f"capture file {str(arr_path)!r} is damaged ({' '.join(str(exc).split())}); {fix}") from None
         known = {f.name for f in fields(cls)}
-        return cls(
-            layers=tuple(meta["layers"]),
-            layout=Layout.from_dict(meta["layout"]),
-            provenance=Provenance.from_dict(meta["provenance"]),
-            prompts=tuple(meta["prompts"]),
-            config=meta["config"],
-            extra=meta.get("extra", {}),
-            **{k: v for k, v in arrays.items() if k in known},
-        )
+        try:
+            return cls(
+                layers=tuple(meta["layers"]),
+                layout=Layout.from_dict(meta["layout"]),
+                provenance=Provenance.from_dict(meta["provenance"]),
+                prompts=tuple(meta["prompts"]),
+                config=meta["config"],
+                extra=meta.get("extra", {}),
+                **{k: v for k, v in arrays.items() if k in known},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ResultsError(f"capture {str(p)!r} is damaged: its capture.json and arrays.safetensors disagree or "
+                               f"miss a field ({type(exc).__name__}: {' '.join(str(exc).split())}); {fix}") from None

@@ -18,12 +18,14 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.adapters import Layout, Site, SiteKind, _unwrap
 from geoprobe.models.loading import LoadedModel
 
 _LN2 = math.log(2.0)
+DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class CaptureConfig:
     top_k: int = 10
     batch_size: int = 16
     padding_side: Literal["left", "right"] = "right"
-    max_tokens: int | None = None  # longer prompts keep their final tokens
+    max_tokens: int | None = DEFAULT_MAX_TOKENS  # longer prompts keep their final tokens; None: the context window
     sort_by_length: bool = True  # batch prompts of similar length together (results keep input order)
 
     def __post_init__(self) -> None:
@@ -106,13 +108,20 @@ def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ..
 
 
 def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None) -> tuple[list[list[int]], np.ndarray]:
-    """Token ids per prompt, cut to their final ``limit`` tokens; returns (ids, n_cut)."""
+    """Token ids per prompt, cut to their final ``limit`` tokens; returns (ids, n_cut).
+
+    ``limit`` is ``max_tokens`` (None: no cap) but never more than the model's context window.
+    Cutting keeps the final tokens, the ones the final-token geometry is about; a warning says
+    how many prompts were cut, how many tokens were dropped, and why (the cap or the window)."""
+    from geoprobe.prompts import is_blank
+
     if isinstance(prompts, str) or len(prompts) == 0:
         raise PromptError("no prompts given; pass a non-empty list or a --prompts file with one prompt per line")
     for i, p in enumerate(prompts):
-        if not isinstance(p, str) or not p.strip():
+        if not isinstance(p, str) or is_blank(p):
             raise PromptError(f"prompt #{i} is empty; remove it from the --prompts file")
-    limit = min(max_tokens or model.context_length, model.context_length)
+    ctx = model.context_length
+    limit = ctx if max_tokens is None else min(max_tokens, ctx)
     enc = model.tokenizer(list(prompts), add_special_tokens=True)["input_ids"]
     cut = np.zeros(len(enc), dtype=np.int64)
     ids = []
@@ -124,9 +133,12 @@ def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None)
             seq = seq[-limit:]
         ids.append(list(seq))
     if cut.any():
+        why = (f"{ctx} tokens is the model's context window, the most it reads" if limit == ctx else
+               f"the cap is --max-tokens {limit} (default {DEFAULT_MAX_TOKENS}); raise it, up to the model's context "
+               f"window of {ctx} tokens, to keep more")
         warnings.warn(
-            f"{int((cut > 0).sum())} prompt(s) longer than {limit} tokens were cut to their final {limit} tokens "
-            f"(up to {int(cut.max())} tokens dropped); raise --max-tokens (context window {model.context_length})",
+            f"{int((cut > 0).sum())} of {len(cut)} prompt(s) longer than {limit} tokens were cut to their final {limit} "
+            f"tokens ({int(cut.sum())} tokens dropped in all, up to {int(cut.max())} from one prompt); {why}",
             stacklevel=2,
         )
     return ids, cut
@@ -318,6 +330,8 @@ def capture(
             on_resume(len(batches) - len(todo), len(batches), ckpt.dir)
         if progress is not None and done:
             progress(done, n)
+    # before any forward pass: the largest batch must fit in memory (eager attention is O(T²))
+    check_capture_memory(model, [(len(batches[b]), int(lengths[batches[b]].max())) for b in todo])
     with attached_hooks(model.bridge, hooks), torch.inference_mode(), _released(model):
         for b in todo:
             batch = batches[b]

@@ -9,7 +9,7 @@ import typer
 
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import open_model
-from geoprobe.cli.options import LOAD, BatchOpt, SeedOpt, layers, takes
+from geoprobe.cli.options import LOAD, MAX_TOKENS_HELP, BatchOpt, SeedOpt, layers, takes
 from geoprobe.models.loading import LoadOptions
 
 
@@ -25,7 +25,7 @@ def capture(
                                              "end; default all"),
     batch_size: int = BatchOpt,
     padding_side: str = typer.Option("right", "--padding-side", help="left|right"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
     attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
     queries: bool = typer.Option(False, "--queries", help="also keep query vectors"),
     attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
@@ -42,7 +42,8 @@ def capture(
     from geoprobe.prompts import prompt_source_kind, read_prompts, resolve_prompt_set
 
     config = CaptureConfig(layers=layers(layer_spec), queries=queries, attn_out=attn_out, attention=attention,
-                           top_k=top_k, batch_size=batch_size, padding_side=padding_side, max_tokens=max_tokens)
+                           top_k=top_k, batch_size=batch_size, padding_side=padding_side,
+                           **({} if max_tokens is None else {"max_tokens": max_tokens}))
     if prompt_source_kind(prompts) == "file":
         read_prompts(prompts)  # a bad file fails before the model loads
     check_location(out_dir)

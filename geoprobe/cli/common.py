@@ -86,6 +86,21 @@ def finish(run: Run, fmt: Optional[str]) -> Any:
     return result
 
 
+def write_report(result: Any, target: Path, fmt: Optional[str], force: bool) -> Path:
+    """Write ``result``'s page to ``target`` (and its figures beside it, in ``fmt``) under the
+    output lock, after checking the location and the figure files (``geoprobe report``)."""
+    from geoprobe.outputs import OutputLock, check_location
+    from geoprobe.report.export import check_figures as check_figure_files
+
+    check_location(target, directory=False)
+    with OutputLock(target):
+        check_figure_files(fmt, target.parent, force=force)
+        page = result.report(target, force=force)
+        out.print(f"wrote {page}")
+        write_figures(result, target.parent, fmt, force)
+    return page
+
+
 def execute_run(target: Path, outputs: RunOutputs, request: Mapping[str, Any], output: OutputOptions,
                 compute: Callable[[Run], Any], show: Callable[[Any], None], *,
                 need_bytes: int = MIN_FREE_BYTES, before: Callable[[Run], None] | None = None) -> Any:

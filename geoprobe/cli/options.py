@@ -29,6 +29,9 @@ def _seed(value: Optional[int]) -> Optional[int]:
 
 
 MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
+MAX_TOKENS_HELP = ("keep each prompt's final N tokens (default 2048; raise it up to the model's context window, "
+                   "which larger values mean; docs/capture.md)")
+
 SeedOpt = typer.Option(0, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX}")
 OptionalSeedOpt = typer.Option(None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)")
 BatchOpt = typer.Option(16, "--batch-size")
@@ -120,27 +123,29 @@ def layers(spec: Optional[str], flag: str = "--layers") -> Optional[tuple[int, .
     """``--layers``: comma-separated integers (negative from the end), or all/None for every layer."""
     if spec is None or spec.strip().lower() == "all":
         return None
+    return number_list(spec, flag, example="0,12,-1 (or all)")
+
+
+def number_list(spec: Optional[str], flag: str, *, cast: type = int, empty_ok: bool = False,
+                example: str = "16,32,64") -> Optional[tuple]:
+    """Comma-separated numbers (``cast``: int or float) given to ``flag``; None (flag not given) stays
+    None. An empty list ('', ' , ', 'none') is () where ``empty_ok`` (a sweep to skip), otherwise a
+    one-line error."""
+    if spec is None:
+        return None
+    kind = "integers" if cast is int else "numbers"
     try:
-        vals = tuple(int(x) for x in spec.split(",") if x.strip())
+        vals = () if spec.strip().lower() == "none" else tuple(cast(x) for x in spec.split(",") if x.strip())
     except ValueError:
-        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers (e.g. 0,12,-1) or 'all'") from None
-    if not vals:
-        raise GeoprobeError(f"{flag} {spec!r} names no layer; pass comma-separated integers such as 0,12,-1, or 'all'")
+        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of {kind}; pass e.g. {flag} {example}") from None
+    if not vals and not empty_ok:
+        raise GeoprobeError(f"{flag} {spec!r} names nothing; pass comma-separated {kind} such as {flag} {example}")
     return vals
 
 
 def int_list(spec: Optional[str], flag: str, *, empty_ok: bool = False) -> Optional[tuple[int, ...]]:
-    """Comma-separated integers given to ``flag``; None (flag not given) stays None. An empty list ('', 'none')
-    is () where ``empty_ok`` (a sweep to skip), otherwise a one-line error."""
-    if spec is None:
-        return None
-    try:
-        vals = () if spec.strip().lower() == "none" else tuple(int(x) for x in spec.split(",") if x.strip())
-    except ValueError:
-        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of integers; pass e.g. {flag} 16,32,64") from None
-    if not vals and not empty_ok:
-        raise GeoprobeError(f"{flag} {spec!r} is empty; pass comma-separated integers such as {flag} 16,32,64")
-    return vals
+    """Comma-separated integers given to ``flag`` (:func:`number_list`)."""
+    return number_list(spec, flag, empty_ok=empty_ok)
 
 
 def model_run_dir(model: str, suffix: str = "") -> Path:

@@ -9,8 +9,8 @@ from typing import Optional
 
 import typer
 
-from geoprobe.cli.app import app, out
-from geoprobe.cli.common import check_figures, write_figures
+from geoprobe.cli.app import app
+from geoprobe.cli.common import check_figures, write_report
 
 
 @app.command()
@@ -25,17 +25,10 @@ def report(
                                           "beside the HTML file (kaleido + Chromium)"),
 ) -> None:
     """Rebuild the HTML report from saved results, without the model."""
-    from geoprobe.outputs import OutputLock, check_location
-    from geoprobe.report.export import check_figures as check_figure_files
     from geoprobe.results import find_results, load_result
 
     fmt = check_figures(figures)
     path = find_results(results)
     res = load_result(path)
     target = out_file or path.parent / res.page_name()
-    check_location(target, directory=False)
-    with OutputLock(target):
-        check_figure_files(fmt, target.parent, force=force)
-        page = res.report(target, force=force)
-        out.print(f"wrote {page}")
-        write_figures(res, target.parent, fmt, force)
+    write_report(res, target, fmt, force)

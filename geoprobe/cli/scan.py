@@ -13,7 +13,8 @@ from rich.table import Table
 
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import execute_run, open_model
-from geoprobe.cli.options import LOAD, OUTPUT, LayersOpt, OptionalSeedOpt, OutputOptions, layers, model_run_dir, takes
+from geoprobe.cli.options import (LOAD, MAX_TOKENS_HELP, OUTPUT, LayersOpt, OptionalSeedOpt, OutputOptions, layers,
+                                  model_run_dir, takes)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs, check_capture_dir
@@ -32,7 +33,7 @@ MaxTokOpt = typer.Option(None, "--max-prompt-tokens", help="corpus sets: longest
 ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
 NullOpt = typer.Option(None, "--null", help="matched null for the value manifold: gaussian (default) or permute")
 CiOpt = typer.Option(None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all")
-MaxTokensOpt = typer.Option(None, "--max-tokens", help="keep each prompt's final N tokens")
+MaxTokensOpt = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP)
 OptionalBatchOpt = typer.Option(None, "--batch-size")
 NoInitOpt = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline")
 

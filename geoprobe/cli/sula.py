@@ -10,7 +10,8 @@ from rich.table import Table
 
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import execute_run, open_model, stage_progress
-from geoprobe.cli.options import LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir, takes
+from geoprobe.cli.options import (LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir,
+                                  number_list, takes)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
@@ -80,19 +81,6 @@ def _print_sula(result: Any) -> None:
     out.print(table)
 
 
-def numbers(text: Optional[str], flag: str, cast: type) -> Optional[tuple]:
-    """Comma-separated numbers of type ``cast`` given to ``flag`` (None: not given)."""
-    if text is None:
-        return None
-    try:
-        vals = tuple(cast(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise GeoprobeError(f"{flag} {text!r} is not a comma-separated list of numbers") from None
-    if not vals:
-        raise GeoprobeError(f"{flag} {text!r} is empty; pass comma-separated numbers")
-    return vals
-
-
 @app.command()
 @takes(LOAD, OUTPUT)
 def intervene(
@@ -113,9 +101,10 @@ def intervene(
     """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
     from geoprobe.intervene.experiment import InterventionConfig
 
-    lay = numbers(layers, "--layers", int)
+    lay = number_list(layers, "--layers", example="0,-1")
+    strengths = number_list(strength, "--strength", cast=float, example="0.5,1,2")
     config = InterventionConfig(experiments=None if lay is None else (lay,), op=op,  # type: ignore[arg-type]
-                                strengths=numbers(strength, "--strength", float), n_controls=controls,
+                                strengths=strengths, n_controls=controls,
                                 n_per_k=n_per_k, batch_size=batch_size, n_resamples=n_resamples, seed=seed)
     execute_intervene(load, config, output)
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_progress, write_figures
+from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_progress, write_report
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
 from geoprobe.models.loading import check_device
 from geoprobe.rundir import RunOutputs
@@ -149,20 +149,13 @@ def report_cmd(
                                           "figures/ beside the HTML file (kaleido + Chromium)"),
 ) -> None:
     """Write the HTML report (figures, the paper's table, checks, provenance)."""
-    from geoprobe.outputs import OutputLock, check_location
-    from geoprobe.report.export import check_figures as check_figure_files
     from geoprobe.windtunnel.result import WindTunnelResult
 
     fmt = check_figures(figures)
     base = results if results.is_dir() else results.parent
     target = report_out or base / "windtunnel.html"
     result = WindTunnelResult.load(results)
-    check_location(target, directory=False)
-    with OutputLock(target):
-        check_figure_files(fmt, target.parent, force=force)
-        path = result.report(target, force=force)
-        out.print(f"wrote {path}")
-        write_figures(result, target.parent, fmt, force)
+    write_report(result, target, fmt, force)
 
 
 @wt.command("run")

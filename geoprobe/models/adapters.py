@@ -105,6 +105,8 @@ class FamilyAdapter:
         return f"blocks.{site.layer}.attn.{self._attn_hooks[site.kind]}"
 
     final_norm_hook: ClassVar[str] = "ln_final.hook_out"
+    #: the bridge keeps every layer's full attention pattern until the forward pass ends (memory estimate)
+    keeps_patterns: ClassVar[bool] = False
     #: sites whose hook tensor is (batch, head, pos, d_head) rather than (batch, pos, head, d_head)
     _head_major: ClassVar[frozenset[str]] = frozenset()
 
@@ -223,6 +225,7 @@ class Gemma3Adapter(FamilyAdapter):
 class NeoXAdapter(FamilyAdapter):
     family = "gpt_neox"
     architectures = ("GPTNeoXForCausalLM",)
+    keeps_patterns = True  # see release_forward_state
 
     def layers(self, hf_model: Any) -> list[Any]:
         return [_unwrap(layer) for layer in hf_model.gpt_neox.layers]

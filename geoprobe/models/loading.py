@@ -1,6 +1,7 @@
 """Load a model by alias, Hub id, local directory or .gguf file, and boot a TransformerBridge."""
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import pickle
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from safetensors import SafetensorError
 
 from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError
 from geoprobe.models.adapters import FamilyAdapter, Layout, adapter_for
@@ -223,6 +225,7 @@ def load_model(
         alias, _, scale = name.removeprefix("twin:").partition(":")
         return twin(alias, scale or "tiny", dtype=dtype, device=device)  # type: ignore[arg-type]
     path = Path(os.path.expanduser(name))
+    _check_not_a_link_loop(name, path)
     if name.lower().endswith(".gguf"):
         return _load_gguf_file(path, tdtype, device, spec=None)
     if path.is_dir():
@@ -250,6 +253,20 @@ def load_model(
     raise UnknownModelError(
         f"unknown model {name!r}: not an alias, a Hub id (owner/name), a directory or a .gguf file; {hint}"
     )
+
+
+def _check_not_a_link_loop(name: str, path: Path) -> None:
+    """A ``--model`` path whose symbolic links never end (``ln -s loop loop``) is named as such; left
+    alone it reads as a missing directory, an unknown alias or an unreachable Hub id."""
+    if not os.path.lexists(path):
+        return
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnknownModelError(f"model path {name!r} is a symbolic-link loop (following its links never reaches a "
+                                    "file); fix the link, or pass a model directory, a .gguf file, an alias or a Hub "
+                                    "id to --model") from None
 
 
 def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec | None) -> LoadedModel:
@@ -283,11 +300,18 @@ def _load_pretrained(
     kwargs["use_safetensors"] = None if allow_pickle else True
     if device_map is not None:
         kwargs["device_map"] = device_map
+    if source == "local":
+        _check_weight_files(Path(location))
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
-    except (OSError, ValueError, pickle.UnpicklingError) as exc:
+    except (OSError, ValueError, pickle.UnpicklingError, SafetensorError) as exc:
         text = str(exc)
+        if isinstance(exc, SafetensorError):  # a hub cache file; a local directory's were checked above
+            raise ModelUnavailableError(
+                f"model {model_id!r}: a weights file is damaged ({' '.join(text.split())}); delete the model from "
+                "the Hugging Face cache (HF_HOME) and download it again, or pass another --model"
+            ) from exc
         if isinstance(exc, pickle.UnpicklingError):  # --allow-pickle, but the file holds more than tensors
             raise GeoprobeError(
                 f"model {model_id!r}: its pickled weights hold objects other than tensors, which "
@@ -320,6 +344,18 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
+
+
+def _check_weight_files(directory: Path) -> None:
+    """Name a truncated or garbled ``*.safetensors`` of a local model directory before transformers
+    fails on it with a bare SafetensorError (only headers are read: cheap beside the load)."""
+    from geoprobe.paths import safetensors_damage
+
+    for f in sorted(directory.glob("*.safetensors")):
+        damage = safetensors_damage(f)
+        if damage is not None:
+            raise ModelUnavailableError(f"model file {str(f)!r} is damaged ({damage}); save or download the model "
+                                        "again, or pass another --model")
 
 
 def _in_local_cache(repo_id: str, revision: str | None) -> bool:

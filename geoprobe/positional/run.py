@@ -122,7 +122,7 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
         sources.append(record)
         fit_here = T == config.fit_length
         cc = CaptureConfig(layers=layers, keys=False, key_weights=False, batch_size=config.batch_size,
-                           attention="distribution" if fit_here else "entropy")
+                           attention="distribution" if fit_here else "entropy", max_tokens=T)  # windows of exactly T
         cb = (lambda d, n, T=T: progress(f"capture T={T}", d, n)) if progress else None
         cap = capture(model, prompts, cc, seed=config.seed, progress=cb)
         if config.stability:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from geoprobe.capture.run import DEFAULT_MAX_TOKENS
 from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
@@ -37,7 +38,7 @@ class ScanConfig:
     prompts: str = "mixed"  # a corpus set (mixed or a domain: geoprobe prompts), "builtin", or a prompt file path
     layers: tuple[int, ...] | None = None  # None: every layer; negative counts from the end
     batch_size: int = 16
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_MAX_TOKENS  # prompt tokens kept (the final ones); None: the context window
     analyses: tuple[Analysis, ...] = ANALYSES
     scatter_layers: tuple[int, ...] = ()  # value-manifold scatter plots; the final layer is always shown
     n_resamples: int = 1000  # bootstrap resamples for means and correlations
@@ -67,6 +68,9 @@ class ScanConfig:
             raise ProbeError("analysis 'alignment' needs 'manifold' (it correlates PC1 with entropy); add it to analyses")
         if self.batch_size < 1:
             raise ProbeError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ProbeError(f"max tokens {self.max_tokens} must be at least 1; pass --max-tokens 1 or more "
+                             f"(default {DEFAULT_MAX_TOKENS}; max_tokens in a probe's [capture])")
         if not 0.5 <= self.confidence < 1:
             raise ProbeError(f"confidence {self.confidence} must be in [0.5, 1); set confidence in the probe")
         for name in ("n_resamples", "pca_resamples", "null_draws", "n_permutations"):

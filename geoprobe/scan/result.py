@@ -75,6 +75,24 @@ class ScanResult(JsonResult):
             part = getattr(self, name)
             if part is not None and tuple(part.layers) != tuple(self.layers):
                 raise ValueError(f"{name} covers layers {tuple(part.layers)}, the scan {self.layers}")
+        for where, n in self._per_prompt_counts():
+            if n != self.n_prompts:
+                raise ValueError(f"n_prompts is {self.n_prompts} but {where} holds {n} prompts")
+
+    def _per_prompt_counts(self) -> list[tuple[str, int]]:
+        """(where, how many prompts) for every per-prompt record the analyses hold: each must equal
+        ``n_prompts``, so a results.json whose count was edited or damaged is caught on load."""
+        counts = []
+        for name in ("manifold", "alignment", "focusing"):
+            part = getattr(self, name)
+            if part is not None:
+                counts.append((f"{name}.n", int(part.n)))
+        if self.manifold is not None:
+            counts.append(("manifold.next_entropy", len(self.manifold.next_entropy)))
+            counts += [(f"manifold.pc1_coords[{i}]", len(row)) for i, row in enumerate(self.manifold.pc1_coords)]
+        if self.focusing is not None:
+            counts += [(f"focusing.per_prompt[{i}]", len(row)) for i, row in enumerate(self.focusing.per_prompt)]
+        return counts
 
     # -- persistence ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

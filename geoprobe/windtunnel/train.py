@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import shutil
 import tempfile
 import time
@@ -29,7 +30,7 @@ import numpy as np
 import torch
 
 from geoprobe.errors import GeoprobeError
-from geoprobe.paths import atomic_write_text
+from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
 from geoprobe.windtunnel.nets import (Arch, MLPConfig, ResidualMLP, TransformerSize, build_mlp, build_transformer,
                                       n_params, word_tokenizer)
 from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
@@ -190,6 +191,7 @@ def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module,
                 "losses": torch.tensor(losses, dtype=torch.float64)}, tmp / "trainer.pt")
     (tmp / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
     (tmp / "DONE").write_text("")
+    _publish(tmp)
     if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
         from geoprobe.outputs import check_replaceable_dir
 
@@ -203,6 +205,15 @@ def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module,
     return target
 
 
+def _publish(directory: Path) -> None:
+    """Give ``directory`` and everything in it the modes a plain ``open()``/``mkdir()`` would under the
+    umask: mkdtemp makes the directory 0700 and the safetensors writer its files 0600, which would
+    hide a run's checkpoints from collaborators who can read the rest of it."""
+    for f in directory.rglob("*"):
+        os.chmod(f, public_mode(directory=f.is_dir()))
+    os.chmod(directory, public_mode(directory=True))
+
+
 def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
     """The model of ``spec`` with the weights of checkpoint ``ckpt`` (safetensors only)."""
     from safetensors.torch import load_model
@@ -211,6 +222,11 @@ def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
 
     _quiet()
     check_checkpoint(spec, ckpt)
+    weights = ckpt / "model.safetensors"
+    damage = safetensors_damage(weights) if weights.exists() else "the file is missing"
+    if damage is not None:
+        raise TrainingError(f"checkpoint file {str(weights)!r} is damaged ({damage}); delete {str(ckpt)!r} to resume "
+                            "from the checkpoint before it, or retrain into a fresh --out")
     if spec.arch == "transformer":
         from transformers import LlamaForCausalLM
 
@@ -219,6 +235,16 @@ def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
         model = build(spec)
         load_model(model, str(ckpt / "model.safetensors"))
     return model.eval()
+
+
+def _load_trainer_state(ckpt: Path) -> dict[str, Any]:
+    """A checkpoint's ``trainer.pt`` (weights_only); a truncated or garbled one is a one-line error."""
+    path = ckpt / "trainer.pt"
+    try:
+        return torch.load(path, weights_only=True)
+    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+        raise TrainingError(f"checkpoint file {str(path)!r} is damaged ({type(exc).__name__}); delete {str(ckpt)!r} "
+                            "to resume from the checkpoint before it, or retrain into a fresh --out") from None
 
 
 def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
@@ -284,7 +310,7 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
         last = checkpoint_dir(run, done[-1])
         state = load_weights(spec, last).state_dict()
         model.load_state_dict(state)
-        trainer = torch.load(last / "trainer.pt", weights_only=True)
+        trainer = _load_trainer_state(last)
         opt.load_state_dict(trainer["optimizer"])
         sched.load_state_dict(trainer["scheduler"])
         start = resumed = int(trainer["step"])

@@ -56,7 +56,8 @@ def test_long_prompts_keep_their_final_tokens_and_warn(twin_factory):
     m = twin_factory("llama-3.2-1b")
     long = "one two three four five six seven eight nine ten eleven twelve"
     ids = m.tokenizer(long)["input_ids"]
-    with pytest.warns(UserWarning, match=r"1 prompt\(s\) longer than 5 tokens .* \(up to \d+ tokens dropped\)"):
+    with pytest.warns(UserWarning, match=r"1 of 1 prompt\(s\) longer than 5 tokens .* \(\d+ tokens dropped in all, "
+                                         r"up to \d+ from one prompt\); the cap is --max-tokens 5"):
         cut = capture(m, [long], CaptureConfig(max_tokens=5))
     tail = m.tokenizer.decode(ids[-5:])
     with warnings.catch_warnings():

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from tests.cli import odd_inputs as odd
+
 TWIN = "twin:llama-3.2-1b"  # three layers, loads in about a second
 MARKER = "imported.marker"  # what the custom code of the auto_map directory would write if it ran
 
@@ -35,6 +37,7 @@ class Case:
     setup: tuple[str, ...] = ()  # names in SETUPS, run in the working directory first
     code: int = 2
     needs_no_cuda: bool = False  # the bad input is --device cuda: valid where CUDA exists
+    env: tuple[tuple[str, str], ...] = ()  # environment variables set while the case runs (shown in the docs)
 
 
 @dataclass(frozen=True)
@@ -195,14 +198,26 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "custom_code_dir": lambda d: _tiny_model_dir(d, "custom", pickle=False, custom_code=True),
     "payload_pickle_dir": _payload_model_dir,
     "not_a_run": _text("notarun/readme.txt", "not a wind-tunnel run\n"),
+    # issue 17: runaway and odd inputs
+    "huge_prompts": odd.sparse_file("big.txt", 50 * 2**20),
+    "fifo_prompts": lambda d: os.mkfifo(d / "fifo.txt"),
+    "zero_width_prompts": _text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
+    "link_loops": odd.link_loops,
+    "damaged_model_dir": lambda d: odd.truncate_half(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
+    "damaged_tunnel": odd.damaged_tunnel,
+    "long_prompts": odd.long_prompts,
+    "results_n_huge": odd.edited_results(n_prompts=10**30),
+    "results_n_inconsistent": odd.edited_results(n_prompts=13),
 }
 
 
 # ---------------------------------------------------------------- the cases
 
-def _c(id: str, argv: str | tuple[str, ...], bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2) -> Case:
+def _c(id: str, argv: str | tuple[str, ...], bad: str, *expect: str, setup: tuple[str, ...] = (), code: int = 2,
+       env: tuple[tuple[str, str], ...] = ()) -> Case:
     words = tuple(argv.split()) if isinstance(argv, str) else argv
-    return Case(id=id, argv=words, bad=bad, expect=expect, setup=setup, code=code, needs_no_cuda="cuda" in words)
+    return Case(id=id, argv=words, bad=bad, expect=expect, setup=setup, code=code, needs_no_cuda="cuda" in words,
+                env=env)
 
 
 CASES: tuple[Case, ...] = (
@@ -259,7 +274,7 @@ CASES: tuple[Case, ...] = (
     _c("out-not-writable", f"scan --model {TWIN} --prompts p.txt --out /proc/geoprobe-run",
        "--out where nothing can be written", "/proc", "cannot write", setup=("prompts",)),
     _c("layers-empty", ("capture", "--model", TWIN, "--layers", " , ,", "--out", "out"), "--layers naming no layer",
-       "names no layer", "--layers"),
+       "names nothing", "--layers 0,12,-1 (or all)"),
     _c("revision-on-twin", f"capture --model {TWIN} --revision step0 --out out", "--revision on a twin",
        "--revision 'step0'", "does not apply", "twin"),
     _c("seed-too-large", f"scan --model {TWIN} --prompts p.txt --seed 18446744073709551616 --out run",
@@ -397,6 +412,40 @@ CASES: tuple[Case, ...] = (
        "--force", setup=("positional_run",)),
     _c("positional-windtunnel-model", f"positional --windtunnel notarun --model {TWIN}", "--model with --windtunnel",
        "--model", "does not apply with --windtunnel", setup=("not_a_run",)),
+    # issue 17: runaway and odd inputs
+    _c("prompt-file-huge", f"capture --model {TWIN} --prompts big.txt --out out", "a 50 MiB prompt file (sparse)",
+       "'big.txt' is 50.0 MiB", "16 MiB limit", "split it", setup=("huge_prompts",)),
+    _c("prompt-file-fifo", f"capture --model {TWIN} --prompts fifo.txt --out out", "a FIFO as --prompts (used to block)",
+       "'fifo.txt' is a FIFO", "not a regular file", "--prompts", setup=("fifo_prompts",)),
+    _c("prompt-file-dev-zero", f"scan --model {TWIN} --prompts /dev/zero --out run", "/dev/zero as --prompts",
+       "'/dev/zero' is a character device", "not a regular file"),
+    _c("prompt-file-zero-width", f"capture --model {TWIN} --prompts zw.txt --out out",
+       "a prompt file of only zero-width and blank lines", "'zw.txt'", "holds no prompts",
+       setup=("zero_width_prompts",)),
+    _c("model-link-loop", "capture --model loop --out out", "--model a symbolic-link loop (ln -s loop loop)",
+       "model path 'loop' is a symbolic-link loop", "--model", setup=("link_loops",)),
+    _c("model-link-loop-dot", "capture --model ./loop --out out", "the same loop as ./loop",
+       "model path './loop' is a symbolic-link loop", setup=("link_loops",)),
+    _c("model-link-loop-subdir", "scan --model dir/loop --out run", "a loop inside a directory (dir/loop)",
+       "model path 'dir/loop' is a symbolic-link loop", setup=("link_loops",)),
+    _c("model-weights-damaged", "capture --model damaged --out out", "a local model whose model.safetensors is truncated",
+       "model file 'damaged/model.safetensors' is damaged", "--model", setup=("damaged_model_dir",)),
+    _c("wt-checkpoint-damaged", "windtunnel eval run", "a wind-tunnel run whose final model.safetensors is truncated",
+       "checkpoint file 'run/transformer/checkpoints/step-0000002/model.safetensors' is damaged",
+       "delete 'run/transformer/checkpoints/step-0000002'", setup=("damaged_tunnel",)),
+    _c("capture-max-tokens-zero", f"capture --model {TWIN} --max-tokens 0 --out out", "--max-tokens 0",
+       "max tokens 0", "--max-tokens 1 or more"),
+    _c("scan-max-tokens-zero", f"scan --model {TWIN} --prompts p.txt --max-tokens 0 --out run",
+       "--max-tokens 0 (was checked only after the model loaded)", "max tokens 0", "--max-tokens 1 or more",
+       setup=("prompts",)),
+    _c("capture-out-of-memory", f"capture --model {TWIN} --prompts long.txt --batch-size 12 --out out",
+       "12 prompts of ~1900 tokens in one batch, 1 GiB available (figure planted)",
+       "batch of 12 prompt(s) of 1911 tokens needs about", "1.0 GiB set by GEOPROBE_MEMORY_AVAILABLE",
+       "--batch-size 6", "--max-tokens", setup=("long_prompts",), env=(("GEOPROBE_MEMORY_AVAILABLE", "1GiB"),)),
+    _c("report-n-prompts-huge", "report results.json", "a results.json whose n_prompts is 10^30",
+       "'results.json' is damaged", "the integer 1000000000000000000000000000000", setup=("results_n_huge",)),
+    _c("report-n-prompts-inconsistent", "report results.json", "n_prompts 13 where the analyses hold 12 prompts",
+       "'results.json' is damaged", "n_prompts is 13 but manifold.n holds 12", setup=("results_n_inconsistent",)),
 )
 
 
@@ -453,8 +502,10 @@ def run_case(case: Case, workdir: Path) -> Outcome:
     before = _snapshot(workdir)
     out, err, loaded = io.StringIO(), io.StringIO(), []
     old_cwd, old_argv = os.getcwd(), sys.argv
+    old_env = {k: os.environ.get(k) for k, _ in case.env}
     code: int = 0
     try:
+        os.environ.update(dict(case.env))
         os.chdir(workdir)
         sys.argv = ["geoprobe", *case.argv]
         with _model_guard(workdir, loaded), redirect_stdout(out), redirect_stderr(err):
@@ -465,6 +516,11 @@ def run_case(case: Case, workdir: Path) -> Outcome:
     finally:
         os.chdir(old_cwd)
         sys.argv = old_argv
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     after = _snapshot(workdir)
     changed = sorted({k for k in before.keys() | after.keys() if before.get(k) != after.get(k)})
     return Outcome(code=code, out=out.getvalue(), err=err.getvalue(), changed=tuple(changed), loaded=tuple(loaded))
@@ -516,7 +572,7 @@ def markdown(outcomes: dict[str, Outcome]) -> str:
     for i, case in enumerate(CASES, 1):
         o = outcomes[case.id]
         line = o.lines[0] if len(o.lines) == 1 else " / ".join(o.lines)
-        cmd = "geoprobe " + " ".join(case.argv)
+        cmd = "".join(f"{k}={v} " for k, v in case.env) + "geoprobe " + " ".join(case.argv)
         rows.append(f"| {i} | `{_cell(cmd)}` | {_cell(case.bad)} | `{_cell(line)}` |")
     return HEADER + "\n".join(rows) + "\n"
 

@@ -130,7 +130,7 @@ def test_too_long_prompt_warns_with_the_count(tmp_path, capsys, monkeypatch):
     code, out, err = run_cli(["capture", "--model", "twin:mistral-7b", "--prompts", str(p), "--max-tokens", "8",
                               "--out", str(tmp_path / "o")], capsys, monkeypatch)
     assert code == 0, err
-    assert "warning: 1 prompt(s) longer than 8 tokens were cut to their final 8 tokens" in err
+    assert "warning: 1 of 2 prompt(s) longer than 8 tokens were cut to their final 8 tokens" in err
     cap = Capture.load(tmp_path / "o")
     assert cap.n_tokens.tolist()[0] == 8 and cap.n_truncated[0] > 0 and cap.n_truncated[1] == 0
 
@@ -175,3 +175,31 @@ def test_nan_activation_from_the_cli_names_layer_and_site(tmp_path, capsys, monk
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "non-finite value (NaN/Inf) at layer 2 site v for prompt #" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_report_still_renders_a_real_result(tmp_path, capsys, monkeypatch):
+    """The damage checks of issue 17 (64-bit integers, n_prompts against the analyses) pass real results."""
+    from tests.cli.odd_inputs import scan_results_json
+
+    (tmp_path / "results.json").write_text(scan_results_json(), encoding="utf-8")
+    code, out, err = run_cli(["report", str(tmp_path / "results.json")], capsys, monkeypatch)
+    assert code == 0, err
+    assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_a_prompt_over_the_default_cap_is_cut_with_a_one_line_warning(tmp_path, capsys, monkeypatch):
+    """Issue 17: no --max-tokens, a prompt of ~2400 tokens: it keeps its final 2048 (the default cap;
+    the twin's context window is 131072), and the warning is one line however wide the terminal."""
+    p = tmp_path / "long.txt"
+    p.write_text(" ".join(f"word{i % 89}" for i in range(1000)) + "\nshort prompt\n", encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, err = run_cli(["capture", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out", str(tmp_path / "o")],
+                             capsys, monkeypatch)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: 1 of 2 prompt(s) longer than 2048 tokens were cut to "
+                                                   "their final 2048 tokens ("), err
+    assert lines[0].endswith("the cap is --max-tokens 2048 (default 2048); raise it, up to the model's context window "
+                             "of 131072 tokens, to keep more")
+    cap = Capture.load(tmp_path / "o")
+    assert cap.n_tokens[0] == 2048 and cap.n_truncated[0] > 300 and cap.n_truncated[1] == 0

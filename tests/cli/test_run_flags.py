@@ -104,3 +104,15 @@ def test_compare_models_passes_the_loading_flags_to_each_hub_model(flag, calls, 
     code, out, err = run_cli(["run", str(recipe), *argv[2:]], capsys, monkeypatch)
     assert code == 0, err
     assert arrived(None, calls[0][1]["load"])
+
+
+def test_docs_outputs_md_lists_what_each_recipe_honours():
+    text = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0] in RECIPES:
+            rows[cells[0]] = {w for w in cells[1].split() if w.startswith("--")}
+    assert set(rows) == set(RECIPES)
+    for command, recipe in RECIPES.items():
+        assert rows[command] == {FLAGS[f] for f in recipe.honours}, command

@@ -135,3 +135,44 @@ def test_unreachable_hub_fails_fast_without_retries(monkeypatch, tmp_path):
     with pytest.raises(ModelUnavailableError, match="hub is unreachable"):
         load_model("EleutherAI/pythia-160m")
     assert time.perf_counter() - t < 10 and len(calls) == 1
+
+
+@pytest.mark.parametrize("spelling", ["loop", "./loop", "dir/loop", "{tmp}/loop", "a.gguf", "dir/b"])
+def test_a_symbolic_link_loop_is_named_as_such(tmp_path, monkeypatch, spelling):
+    """``ln -s loop loop`` (and a two-link cycle, and a .gguf name) said 'unknown model', 'does not
+    exist' or 'the hub is unreachable' depending on how it was spelt."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    os.symlink("loop", "loop")
+    os.symlink("loop", "dir/loop")
+    os.symlink("a.gguf", "a.gguf")
+    os.symlink("c", "dir/b")
+    os.symlink("b", "dir/c")
+    name = spelling.format(tmp=tmp_path)
+    with pytest.raises(UnknownModelError) as e:
+        load_model(name)
+    assert str(e.value).startswith(f"model path {name!r} is a symbolic-link loop") and "--model" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbled"])
+def test_a_damaged_local_weights_file_is_named(tmp_path, how):
+    """A truncated or garbled model.safetensors in a --model directory said 'unexpected SafetensorError'."""
+    from transformers import AutoModelForCausalLM
+
+    from geoprobe.models.twins import embedded_tokenizer, twin_config
+
+    d = tmp_path / "model"
+    tok = embedded_tokenizer()
+    AutoModelForCausalLM.from_config(twin_config("llama-3.2-1b", "tiny", vocab_size=len(tok))).save_pretrained(d)
+    tok.save_pretrained(d)
+    f = d / "model.safetensors"
+    raw = f.read_bytes()
+    f.write_bytes(raw[: len(raw) // 2] if how == "truncated" else raw[:8] + b"{not json" + raw[17:])
+    with pytest.raises(ModelUnavailableError) as e:
+        load_model(str(d))
+    msg = str(e.value)
+    assert msg.startswith(f"model file {str(f)!r} is damaged (Error while deserializing header") and "--model" in msg
+    assert "\n" not in msg

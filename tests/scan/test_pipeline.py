@@ -83,6 +83,45 @@ def test_incompatible_results_get_clear_errors(planted, tmp_path, edit, needle):
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d.update(n_prompts=10**30), "holds the integer 1000000000000000000000000000000 (beyond 64 bits)"),
+    (lambda d: d.update(n_prompts=-(2**64)), "holds the integer -18446744073709551616 (beyond 64 bits)"),
+    (lambda d: d.update(n_prompts="NINES"), "holds the integer 99999999999999999999… (5000 digits)"),
+    (lambda d: d.update(n_prompts=2**60), f"n_prompts is {2**60} but manifold.n holds 80 prompts"),
+    (lambda d: d.update(n_prompts=81), "n_prompts is 81 but manifold.n holds 80 prompts"),
+    (lambda d: d["alignment"].update(n=79), "n_prompts is 80 but alignment.n holds 79 prompts"),
+    (lambda d: d["timings"].update(capture_s=float("nan")), "holds NaN (results are strict JSON"),
+    (lambda d: d["timings"].update(capture_s=float("inf")), "holds Infinity"),
+])
+def test_implausible_counts_and_numbers_are_damage(planted, tmp_path, edit, needle):
+    """A results.json whose n_prompts is 10^30 (or disagrees with the per-prompt data) used to render."""
+    _, r = planted
+    d = r.to_dict()
+    edit(d)
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(d).replace('"NINES"', "9" * 5000))  # Python would not make that int
+    with pytest.raises(ResultsError) as exc:
+        ScanResult.load(p)
+    msg = str(exc.value)
+    assert f"{str(p)!r} is damaged" in msg and needle in msg and "\n" not in msg
+
+
+def test_the_largest_seed_still_loads_and_a_64_bit_integer_is_not_damage(planted, tmp_path):
+    from geoprobe.checks import SEED_MAX
+    from geoprobe.paths import read_json
+
+    _, r = planted
+    d = r.to_dict()
+    d["config"]["seed"] = d["provenance"]["seed"] = SEED_MAX
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(d))
+    assert ScanResult.load(p).config.seed == SEED_MAX
+    q = tmp_path / "big.json"
+    q.write_text(json.dumps({"x": 2**64 - 1, "y": -(2**64) + 1}))
+    data, _ = read_json(q, default_name=None, what="a results file", fix="")
+    assert data == {"x": 2**64 - 1, "y": -(2**64) + 1}  # the limit of read_json is 2**64, exclusive
+
+
 def test_too_few_prompts_names_the_minimum():
     cap, _ = synthetic_capture(structured=True, n=6)
     with pytest.raises(PromptError, match="at least 10"):

@@ -110,6 +110,55 @@ def test_sigkill_mid_capture_then_the_same_command_resumes(tmp_path, capsys, mon
     assert code == 2 and "already exists" in err and "--force" in err
 
 
+def _interrupt_after_first_batch(args: list[str], partial: Path, signum: int) -> tuple[int, str, int]:
+    """Run ``geoprobe ARGS`` in a subprocess and send it ``signum`` once a batch is checkpointed;
+    returns (exit code, stderr, batches on disk)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    # a shell's background jobs inherit SIGINT ignored, and Python then installs no handler: restore it
+    proc = subprocess.Popen([sys.executable, "-m", "geoprobe.cli", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
+    try:
+        while not _batch_files(partial):
+            if proc.poll() is not None:
+                pytest.fail(f"the scan exited ({proc.returncode}) before any batch was checkpointed")
+            if time.monotonic() > deadline:
+                pytest.fail("no batch checkpointed within 300 s")
+            time.sleep(0.01)
+        os.kill(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err.decode(), len(_batch_files(partial))
+
+
+@pytest.mark.parametrize("signum, name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_an_interrupt_says_so_exits_128_plus_signal_and_keeps_the_checkpoint(tmp_path, capsys, monkeypatch,
+                                                                               signum, name):
+    """Was: SIGINT mid-scan exited 0 and printed nothing (typer returned 130 and main() dropped it)."""
+    prompts = _prompt_file(tmp_path)
+    out = tmp_path / "run"
+    partial = out / PARTIAL_DIR
+    args = _scan_args(prompts, out)
+    code, err, kept = _interrupt_after_first_batch(args, partial, signum)
+    assert code == 128 + signum, err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("loading", "warning"))]
+    assert len(lines) == 1 and lines[0].startswith(f"interrupted ({name}); rerun the same command to resume"), err
+    assert "Traceback" not in err and "results.json" not in err
+    assert 1 <= kept < N_PROMPTS // BATCH and not (out / "results.json").exists()
+
+    code, _, err = run_cli(args, capsys, monkeypatch)  # the same command resumes and finishes
+    assert code == 0, err
+    assert any(ln.startswith("resuming:") for ln in err.splitlines()), err
+    ref = tmp_path / "ref"
+    code, _, err = run_cli(_scan_args(prompts, ref), capsys, monkeypatch)
+    assert code == 0, err
+    assert comparable(out / "results.json") == comparable(ref / "results.json")
+
+
 @pytest.fixture
 def unfinished(tmp_path, twin_factory):
     """A run directory holding a checkpoint of a seed-0 scan that stopped after every batch but the last."""

@@ -117,3 +117,86 @@ def test_run_json_names_the_spec(tmp_path):
     ck = checkpoint_dir(tmp_path / "run", 2)
     assert (ck / "model.safetensors").exists() and (ck / "tokenizer.json").exists()
     assert not list(ck.glob("*.bin"))
+
+
+@pytest.mark.parametrize("arch", ["transformer", "mlp"])
+@pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_checkpoint_files_follow_the_umask(tmp_path, arch, umask, file_mode, dir_mode):
+    """Every file of a checkpoint (model.safetensors was 0600, its directory 0700) gets the mode a
+    plain open()/mkdir() gives under the umask."""
+    import os
+    import stat
+
+    old = os.umask(umask)
+    try:
+        train(_spec(arch, steps=2), tmp_path / "run")
+    finally:
+        os.umask(old)
+    ckpts = [checkpoint_dir(tmp_path / "run", s) for s in list_checkpoints(tmp_path / "run")]
+    assert ckpts and (ckpts[-1] / "model.safetensors").exists()
+    for ck in ckpts:
+        for p in [ck, *ck.rglob("*")]:
+            want = dir_mode if p.is_dir() else file_mode
+            assert stat.S_IMODE(p.stat().st_mode) == want, (str(p), oct(p.stat().st_mode))
+
+
+def _damage(path, how):
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2] if how == "truncated" else raw[:8] + b"{not json" + raw[17:])
+
+
+@pytest.mark.parametrize("arch", ["transformer", "mlp"])
+@pytest.mark.parametrize("how", ["truncated", "garbled"])
+def test_a_damaged_checkpoint_names_its_file(tmp_path, arch, how):
+    spec = _spec(arch, steps=2)
+    run = tmp_path / "run"
+    train(spec, run)
+    last = checkpoint_dir(run, list_checkpoints(run)[-1])
+    weights = last / "model.safetensors"
+    _damage(weights, how)
+    for call in (lambda: load_weights(spec, last), lambda: train(replace(spec), run)):
+        with pytest.raises(TrainingError) as e:
+            call()
+        msg = str(e.value)
+        assert msg.startswith(f"checkpoint file {str(weights)!r} is damaged (Error while deserializing header")
+        assert f"delete {str(last)!r} to resume" in msg and "\n" not in msg
+    import shutil
+
+    shutil.rmtree(last)  # the fix the message gives: training resumes from the checkpoint before
+    before = list_checkpoints(run)[-1]
+    assert train(spec, run).resumed_from == before
+    load_weights(spec, last)  # rewritten whole
+
+
+def test_a_damaged_trainer_state_names_its_file(tmp_path):
+    spec = _spec(steps=2)
+    run = tmp_path / "run"
+    train(spec, run)
+    last = checkpoint_dir(run, list_checkpoints(run)[-1])
+    _damage(last / "trainer.pt", "truncated")
+    with pytest.raises(TrainingError, match=r"checkpoint file '.*trainer\.pt' is damaged \(\w+\); delete"):
+        train(spec, run)
+
+
+def test_a_checkpoint_directory_holding_foreign_files_is_never_replaced(tmp_path):
+    """Was: save_checkpoint removed an existing step directory whole, whatever it held."""
+    from geoprobe.errors import OutputExistsError
+
+    run = tmp_path / "run"
+    step0 = checkpoint_dir(run, 0)
+    step0.mkdir(parents=True)
+    (step0 / "notes.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="notes.txt"):
+        train(_spec("mlp", steps=2), run)
+    assert (step0 / "notes.txt").read_text() == "mine"
+    assert not list(step0.parent.glob(".tmp-*"))  # the checkpoint being written was cleaned up
+
+
+def test_a_checkpoint_left_half_written_by_geoprobe_is_replaced(tmp_path):
+    run = tmp_path / "run"
+    step0 = checkpoint_dir(run, 0)
+    step0.mkdir(parents=True)
+    spec = _spec("mlp", steps=2)
+    (step0 / "spec.json").write_text(json.dumps({**spec.to_json(), "notes": ["stale"]}))  # its own file, no DONE
+    train(spec, run)
+    assert (step0 / "DONE").exists() and json.loads((step0 / "spec.json").read_text())["notes"] != ["stale"]

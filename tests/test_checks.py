@@ -1,0 +1,60 @@
+"""geoprobe.checks: seeds and recipe values against dataclass annotations."""
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import numpy as np
+import pytest
+import torch
+
+from geoprobe.checks import SEED_MAX, check_fields, check_seed, conforms, describe
+from geoprobe.errors import GeoprobeError
+
+
+def test_the_seed_limit_is_what_numpy_and_torch_accept():
+    np.random.RandomState(SEED_MAX)
+    torch.manual_seed(SEED_MAX)
+    with pytest.raises(ValueError):
+        np.random.RandomState(SEED_MAX + 1)  # the binding limit: one past it fails in numpy
+
+
+@pytest.mark.parametrize("seed", [0, 7, SEED_MAX])
+def test_good_seeds_pass(seed):
+    assert check_seed(seed) == seed
+
+
+@pytest.mark.parametrize("seed, needle", [(-1, "outside [0, 4294967295]"), (SEED_MAX + 1, "outside"),
+                                          (1.5, "not an integer"), (True, "not an integer"), ("3", "not an integer")])
+def test_bad_seeds_name_the_flag(seed, needle):
+    with pytest.raises(GeoprobeError) as exc:
+        check_seed(seed, where="seed in the recipe")
+    assert needle in str(exc.value) and "seed in the recipe" in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("value, hint, ok", [
+    (3, int, True), (True, int, False), (3.0, int, False), (3, float, True), ("3", float, False),
+    ([0, -1], tuple[int, ...], True), ("0,1", tuple[int, ...], False), ([[0]], tuple[int, ...], False),
+    ([1, 2], tuple[int, int], True), ([1], tuple[int, int], False),
+    (None, Optional[int], True), ("a", Literal["a", "b"], True), ("c", Literal["a", "b"], False),
+    ({"x": 1}, dict, True), (False, bool, True), (0, bool, False),
+])
+def test_conforms(value, hint, ok):
+    assert conforms(value, hint) is ok
+
+
+def test_describe_reads_as_words():
+    assert describe(tuple[int, ...]) == "a list of integers"
+    assert describe(Optional[int]) == "an integer (or left out)"
+    assert describe(Literal["left", "right"]) == "one of 'left', 'right'"
+
+
+@dataclass
+class _Cfg:
+    layers: tuple[int, ...] = ()
+    batch_size: int = 16
+
+
+def test_check_fields_names_the_setting_and_what_it_should_be():
+    check_fields(_Cfg, {"layers": [0, 1], "batch_size": 2, "other": object()})  # unknown keys are not its job
+    with pytest.raises(GeoprobeError) as exc:
+        check_fields(_Cfg, {"layers": "0,1"}, name=lambda f: f"capture.{f}")
+    assert str(exc.value) == "capture.layers = '0,1' is not a list of integers"
