@@ -225,11 +225,13 @@ def architecture(result: Any, capture_dirs: list[str | None]) -> Architecture:
             except (KeyError, TypeError, ValueError):
                 continue
     if cfg is not None and cfg.get("num_attention_heads"):
+        from geoprobe.models.registry import effective_sliding_window
+
         n_h = int(cfg["num_attention_heads"])
         n_kv = int(cfg.get("num_key_value_heads") or n_h)
         d_model = cfg.get("hidden_size") or cfg.get("d_model")
         d_head = cfg.get("head_dim") or (int(d_model) // n_h if d_model else None)
-        return Architecture(family, _attention_label(n_h, n_kv, cfg.get("sliding_window")), int(result.n_layers),
+        return Architecture(family, _attention_label(n_h, n_kv, effective_sliding_window(cfg)), int(result.n_layers),
                             n_h, n_kv, None if d_head is None else int(d_head),
                             None if d_model is None else int(d_model), "registry")
     o = result.orthogonality

@@ -203,3 +203,32 @@ def test_a_prompt_over_the_default_cap_is_cut_with_a_one_line_warning(tmp_path, 
                              "of 131072 tokens, to keep more")
     cap = Capture.load(tmp_path / "o")
     assert cap.n_tokens[0] == 2048 and cap.n_truncated[0] > 300 and cap.n_truncated[1] == 0
+
+
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_models_table_never_cuts_an_alias(columns, capsys, monkeypatch):
+    from geoprobe.models.registry import ALIASES
+
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, err = run_cli(["models"], capsys, monkeypatch)
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= int(columns)
+    cells = {line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")}
+    assert set(ALIASES) <= cells, f"aliases cut or missing: {sorted(set(ALIASES) - cells)}"
+    assert "…" not in out
+
+
+def test_models_format_json_and_its_alias(capsys, monkeypatch):
+    code, out, err = run_cli(["models", "--format", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    rows = {r["alias"]: r for r in json.loads(out)}
+    assert rows["gemma-2-2b"]["features"][0] == "GQA 8:4" and rows["gemma-2-2b"]["layers"] == 26
+    code, out2, err = run_cli(["models", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out2) == json.loads(out)
+
+
+@pytest.mark.parametrize("args, needle", [(["--format", "xml"], "--format 'xml' is not one of table, json"),
+                                          (["--json", "--format", "table"], "--json and --format table")])
+def test_models_bad_format_is_one_line(args, needle, capsys, monkeypatch):
+    code, out, err = run_cli(["models", *args], capsys, monkeypatch)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
