@@ -224,6 +224,8 @@ CASES: tuple[Case, ...] = (
     # usage errors from typer/click
     _c("no-such-command", "scna", "misspelt subcommand", "No such command 'scna'"),
     _c("models-unknown-option", "models --jsn", "unknown option", "No such option: --jsn"),
+    _c("models-format-unknown", "models --format xml", "--format not table/json", "--format 'xml'", "--format json"),
+    _c("models-json-and-table", "models --json --format table", "--json with --format table", "contradict"),
     _c("prompts-extra-argument", "prompts mixed", "unexpected argument", "unexpected extra argument(s) (mixed)"),
     _c("capture-missing-out", f"capture --model {TWIN}", "required --out missing", "Missing option '--out'"),
     _c("capture-batch-not-int", f"capture --model {TWIN} --batch-size many --out out", "non-integer --batch-size",
