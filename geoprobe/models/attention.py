@@ -119,6 +119,7 @@ class Probe:
     distribution: bool = False
     pre_rotary: bool = True
     edits: dict[int, ValueEdit] = field(default_factory=dict)
+    only: frozenset[int] | None = None  # model layers to record (None: all)
     last: torch.Tensor | None = None
     layer_of: Callable[[Any], int] | None = None
     records: dict[int, LayerRecord] = field(default_factory=dict)
@@ -157,6 +158,8 @@ class Probe:
         """One interface call: query (B, Hq, T, d), key/value (B, Hkv, T, d), out (B, T, Hq, d_v)."""
         layer = self.layer(module)
         self.calls.append(layer)
+        if self.only is not None and layer not in self.only:
+            return
         rec = self.records.setdefault(layer, LayerRecord(layer))
         rec.calls += 1
         rec.window = window

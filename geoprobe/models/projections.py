@@ -146,7 +146,8 @@ def qk_norms_off(attention_modules: list[Any]) -> Iterator[list[str]]:
 
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-12))
+    a, b = a.detach().float(), b.detach().float()
+    return float((a - b).norm() / b.norm().clamp_min(1e-12))
 
 
 def best_fit(specs: list[ProjSpec], attn: Any, x: torch.Tensor, target: torch.Tensor, scaled: bool,
