@@ -164,18 +164,14 @@ def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
     if pad_id is None:
         pad_id = model.tokenizer.eos_token_id or 0
     with torch.inference_mode():
-        try:
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
-                position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-                logits = model.bridge(tok.to(model.device), attention_mask=mask.to(model.device),
-                                      position_ids=position_ids.to(model.device), return_type="logits",
-                                      logits_to_keep=1, use_cache=False)
-                model.adapter.release_forward_state(model.bridge)
-                yield rows, logits[:, -1].float()
-        finally:
-            model.adapter.release_forward_state(model.bridge)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
+            position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+            logits = model.hf_model(tok.to(model.device), attention_mask=mask.to(model.device),
+                                    position_ids=position_ids.to(model.device), logits_to_keep=1,
+                                    use_cache=False).logits
+            yield rows, logits[:, -1].float()
 
 
 def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:

@@ -45,8 +45,10 @@ class LoadedModel:
     _bridge: Any = field(default=None, repr=False)
 
     @property
-    def adapter(self) -> FamilyAdapter:
-        """The TransformerBridge hook names of the six families that still have one (bridge-based paths)."""
+    def adapter(self) -> FamilyAdapter | None:
+        """TransformerBridge hook names, for the six families that have them (the bridge-based commands)."""
+        if not any(self.arch.name in cls.architectures for cls in ADAPTERS):
+            return None
         return adapter_for(self.arch.name)
 
     @property

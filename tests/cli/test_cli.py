@@ -203,3 +203,24 @@ def test_a_prompt_over_the_default_cap_is_cut_with_a_one_line_warning(tmp_path, 
                              "of 131072 tokens, to keep more")
     cap = Capture.load(tmp_path / "o")
     assert cap.n_tokens[0] == 2048 and cap.n_truncated[0] > 300 and cap.n_truncated[1] == 0
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "qwen2", "gemma2", "bloom"])
+def test_capture_a_twin_of_any_model_type(tmp_path, prompt_file, capsys, monkeypatch, model_type):
+    """twin:MODEL_TYPE builds the tiny twin of a transformers model type no alias names; capture reads
+    its attention through the AttentionInterface (Bloom: the hand-written exception)."""
+    out = tmp_path / "run"
+    code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
+                            "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    cap = Capture.load(out)
+    assert cap.n_prompts == 3 and cap.provenance.model_id == f"twin:{model_type}:tiny"
+    assert np.isfinite(cap.attn_entropy).all() and (cap.attn_entropy > 0).any()
+    assert cap.w_k is not None and cap.w_k.shape[:2] == (3, cap.layout.n_kv_heads)
+
+
+@pytest.mark.parametrize("model_type,why", [("mamba", "no attention layers"), ("falcon", "AttentionInterface")])
+def test_capture_refuses_what_it_cannot_read_in_one_line(tmp_path, prompt_file, capsys, monkeypatch, model_type, why):
+    code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
+                            "--out", str(tmp_path / "run")], capsys, monkeypatch)
+    assert code == 2 and why in err and len(err.strip().splitlines()) == 1
