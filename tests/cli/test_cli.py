@@ -149,16 +149,24 @@ def _save_local(path, cfg, tok, poison=None):
     return path
 
 
-def test_unsupported_architecture_from_a_local_directory(tmp_path, capsys, monkeypatch, twin_factory):
-    from transformers import GPT2Config
+def test_gpt2_from_a_local_directory_is_captured_and_mamba_refused(tmp_path, capsys, monkeypatch, twin_factory):
+    """Issue 18: a GPT-2 directory (once refused for want of an adapter) captures; a model with no
+    attention layers is refused in one line naming that."""
+    from transformers import GPT2Config, MambaConfig
 
     tok = twin_factory("llama-3.2-1b").tokenizer
     cfg = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(tok), n_positions=64)
     cfg.architectures = ["GPT2LMHeadModel"]
     d = _save_local(tmp_path / "gpt2", cfg, tok)
     code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert code == 0, err
+    assert Capture.load(tmp_path / "o").layout.n_heads == 2
+    cfg = MambaConfig(num_hidden_layers=1, hidden_size=32, state_size=4, vocab_size=len(tok))
+    cfg.architectures = ["MambaForCausalLM"]
+    d = _save_local(tmp_path / "mamba", cfg, tok)
+    code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "m")], capsys, monkeypatch)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "'GPT2LMHeadModel' is not supported; supported: GPTNeoXForCausalLM" in err
+    assert "MambaForCausalLM: the model has no attention layers" in err
 
 
 def test_nan_activation_from_the_cli_names_layer_and_site(tmp_path, capsys, monkeypatch, twin_factory):
