@@ -101,7 +101,7 @@ def test_entropy_cache_is_per_model_and_reused(twin_factory, prompts, monkeypatc
     def boom(*a, **k):
         raise AssertionError("the cache should have answered")
 
-    monkeypatch.setattr(m, "bridge", boom)
+    monkeypatch.setattr(m, "hf_model", boom)
     np.testing.assert_array_equal(candidate_entropies(m, prompts), first)
 
 

@@ -1,8 +1,10 @@
 """Batched forward passes that keep only final-token slices.
 
-Hooks slice every captured tensor at each prompt's final real token inside the forward pass
-and copy that slice out; nothing of size (batch × positions × width) outlives the layer
-that produced it, and the full-vocabulary logits are computed for the final position only.
+geoprobe's attention function (``geoprobe.models.attention``) slices every captured tensor at
+each prompt's final real token inside the forward pass and copies that slice out; nothing of
+size (batch × positions × width) outlives the layer that produced it, the final token's
+attention is computed from its query row alone (O(T·d), never T×T), and the full-vocabulary
+logits are computed for the final position only.
 """
 from __future__ import annotations
 
@@ -18,10 +20,13 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
 from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
 from geoprobe.errors import CaptureError, PromptError
-from geoprobe.models.adapters import Layout, Site, SiteKind, _unwrap
+from geoprobe.models.architecture import probing
+from geoprobe.models.attention import Probe
+from geoprobe.models.layout import Layout, SiteKind
 from geoprobe.models.loading import LoadedModel
 
 _LN2 = math.log(2.0)
@@ -61,10 +66,10 @@ class CaptureConfig:
         """Bytes the saved arrays of ``n_prompts`` prompts (the longest ``longest`` tokens) will take."""
         L = layout.n_layers if self.layers is None else len(set(self.layers))
         per_prompt = layout.n_heads  # attention entropy
-        per_prompt += layout.n_kv_heads * layout.d_head * (int(self.values) + int(self.keys))
-        per_prompt += layout.n_heads * layout.d_head * (int(self.queries) + int(self.attn_out))
+        per_prompt += layout.n_kv_heads * (layout.d_head * int(self.values) + layout.d_qk * int(self.keys))
+        per_prompt += layout.n_heads * (layout.d_qk * int(self.queries) + layout.d_head * int(self.attn_out))
         per_prompt += layout.n_heads * longest if self.attention == "distribution" else 0
-        w_k = layout.n_kv_heads * layout.d_model * layout.d_head if self.key_weights else 0
+        w_k = layout.n_kv_heads * layout.d_model * layout.d_qk if self.key_weights else 0
         return 4 * (L * (n_prompts * per_prompt + w_k) + n_prompts * (3 + 2 * self.top_k))
 
 
@@ -82,15 +87,6 @@ def attached_hooks(bridge: Any, hooks: dict[str, Callable]) -> Iterator[None]:
             handle.hook.remove()
             if handle in point.fwd_hooks:
                 point.fwd_hooks.remove(handle)
-
-
-@contextmanager
-def _released(model: LoadedModel) -> Iterator[None]:
-    """Drop per-forward state the bridge keeps, also when a forward pass raises."""
-    try:
-        yield
-    finally:
-        model.adapter.release_forward_state(model.bridge)
 
 
 def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ...]:
@@ -168,18 +164,14 @@ def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
     if pad_id is None:
         pad_id = model.tokenizer.eos_token_id or 0
     with torch.inference_mode():
-        try:
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
-                position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-                logits = model.bridge(tok.to(model.device), attention_mask=mask.to(model.device),
-                                      position_ids=position_ids.to(model.device), return_type="logits",
-                                      logits_to_keep=1, use_cache=False)
-                model.adapter.release_forward_state(model.bridge)
-                yield rows, logits[:, -1].float()
-        finally:
-            model.adapter.release_forward_state(model.bridge)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
+            position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+            logits = model.hf_model(tok.to(model.device), attention_mask=mask.to(model.device),
+                                    position_ids=position_ids.to(model.device), logits_to_keep=1,
+                                    use_cache=False).logits
+            yield rows, logits[:, -1].float()
 
 
 def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -187,63 +179,9 @@ def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return torch.special.entr(p.double()).sum(dim) / _LN2
 
 
-class _Slicer:
-    """Hook state for one batch: where each row's final real token is, and what was seen."""
-
-    def __init__(self, model: LoadedModel, keep_pattern: bool) -> None:
-        self.model = model
-        self.keep_pattern = keep_pattern
-        self.last: torch.Tensor = torch.zeros(0, dtype=torch.long)
-        self.start: torch.Tensor = torch.zeros(0, dtype=torch.long)
-        self.prompt_ids: list[int] = []
-        self.out: dict[tuple[int, str], torch.Tensor] = {}
-
-    def new_batch(self, mask: torch.Tensor, prompt_ids: list[int]) -> None:
-        T = mask.shape[1]
-        self.last = T - 1 - mask.flip(1).argmax(1)
-        self.start = mask.argmax(1)
-        self.prompt_ids = prompt_ids
-        self.out = {}
-
-    def _check(self, x: torch.Tensor, layer: int, kind: str) -> None:
-        if not torch.isfinite(x).all():
-            bad = (~torch.isfinite(x)).reshape(x.shape[0], -1).any(1).nonzero()[0, 0].item()
-            where = f"layer {layer} site {kind}" if layer >= 0 else kind
-            raise CaptureError(
-                f"non-finite value (NaN/Inf) at {where} for prompt #{self.prompt_ids[bad]}; "
-                "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
-            )
-
-    def hook(self, layer: int, kind: SiteKind) -> Callable:
-        d_head = self.model.layout.d_head
-        adapter = self.model.adapter
-
-        def fn(x: torch.Tensor, hook: Any) -> None:
-            # advanced indexing copies: the slice never aliases the layer's activation
-            sl = adapter.at_positions(kind, x.detach(), self.last, d_head).float()
-            self._check(sl, layer, kind)
-            if kind == "pattern":
-                self.out[(layer, "attn_entropy")] = entropy_bits(sl).float().cpu()
-                if self.keep_pattern:
-                    self.out[(layer, "attn_pattern")] = sl.cpu()
-            else:
-                self.out[(layer, kind)] = sl.cpu()
-
-        return fn
-
-    def final_norm_hook(self) -> Callable:
-        def fn(x: torch.Tensor, hook: Any) -> None:
-            rows = torch.arange(x.shape[0], device=x.device)
-            h = x.detach()[rows, self.last.to(x.device)]
-            self._check(h, -1, "final layer norm")
-            self.out[(-1, "final_norm")] = h
-
-        return fn
-
-
 def next_token_distribution(model: LoadedModel, h: torch.Tensor) -> torch.Tensor:
     """Log-probabilities of the next token from the final normed hidden state (batch, vocab)."""
-    head = _unwrap(model.hf_model.get_output_embeddings())
+    head = model.hf_model.get_output_embeddings()
     logits = head(h.to(head.weight.dtype)).float()
     cap = getattr(model.hf_model.config, "final_logit_softcapping", None)
     if cap:
@@ -278,8 +216,9 @@ def capture(
     kinds: list[SiteKind] = [k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries),
                                              ("z", config.attn_out)) if on]
     width = {"v": lay.n_kv_heads, "k": lay.n_kv_heads, "q": lay.n_heads, "z": lay.n_heads}
+    depth = {"v": lay.d_head, "k": lay.d_qk, "q": lay.d_qk, "z": lay.d_head}
     arrays: dict[str, np.ndarray] = {
-        _SITE_FIELD[k]: np.zeros((L, n, width[k], lay.d_head), dtype=np.float32) for k in kinds
+        _SITE_FIELD[k]: np.zeros((L, n, width[k], depth[k]), dtype=np.float32) for k in kinds
     }
     arrays["attn_entropy"] = np.zeros((L, n, lay.n_heads), dtype=np.float32)
     keep_pattern = config.attention == "distribution"
@@ -290,17 +229,13 @@ def capture(
     top_ids = np.zeros((n, k_top), dtype=np.int64)
     top_probs = np.zeros((n, k_top), dtype=np.float32)
 
-    slicer = _Slicer(model, keep_pattern)
-    hooks: dict[str, Callable] = {}
-    for layer in layers:
-        for kind in (*kinds, "pattern"):
-            hooks[model.adapter.hook_name(Site(layer, kind))] = slicer.hook(layer, kind)
-    hooks[model.adapter.final_norm_hook] = slicer.final_norm_hook()
+    model_layer = {layer: lay.model_layers[layer] for layer in layers}
+    probe = Probe(queries=config.queries, keys=config.keys, values=config.values, attn_out=config.attn_out,
+                  distribution=keep_pattern, only=frozenset(model_layer.values()))
 
     order = np.argsort(-lengths, kind="stable") if config.sort_by_length else np.arange(n)
     batches = [order[i: i + config.batch_size] for i in range(0, n, config.batch_size)]
     pad_id = model.tokenizer.pad_token_id
-    device = model.device
     done = 0
     todo = list(range(len(batches)))
     ckpt = None
@@ -332,31 +267,25 @@ def capture(
             progress(done, n)
     # before any forward pass: the largest batch must fit in memory (eager attention is O(T²))
     check_capture_memory(model, [(len(batches[b]), int(lengths[batches[b]].max())) for b in todo])
-    with attached_hooks(model.bridge, hooks), torch.inference_mode(), _released(model):
+    with probing(model.hf_model, model.arch, probe), final_hidden(model, probe), torch.inference_mode():
         for b in todo:
             batch = batches[b]
+            prompt_ids = [int(i) for i in batch]
             tok, mask = _pad([ids[i] for i in batch], pad_id, config.padding_side)
-            position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-            slicer.new_batch(mask, [int(i) for i in batch])
-            model.bridge(
-                tok.to(device),
-                attention_mask=mask.to(device),
-                position_ids=position_ids.to(device),
-                return_type="logits",
-                logits_to_keep=1,
-                use_cache=False,
-            )
-            model.adapter.release_forward_state(model.bridge)
+            logits = run_batch(model, probe, tok, mask)
+            check_finite(model, probe, prompt_ids, {model_layer[layer]: layer for layer in layers})
+            logits = finite_logits(logits, prompt_ids)
+            start = mask.argmax(1)
             for layer_pos, layer in enumerate(layers):
+                rec = probe.records[model_layer[layer]]
                 for kind in kinds:
-                    arrays[_SITE_FIELD[kind]][layer_pos, batch] = slicer.out[(layer, kind)].numpy()
-                arrays["attn_entropy"][layer_pos, batch] = slicer.out[(layer, "attn_entropy")].numpy()
+                    arrays[_SITE_FIELD[kind]][layer_pos, batch] = getattr(rec, kind).numpy()
+                arrays["attn_entropy"][layer_pos, batch] = rec.entropy.numpy()
                 if keep_pattern:
-                    rows = slicer.out[(layer, "attn_pattern")]
                     for r, i in enumerate(batch):
-                        s = int(slicer.start[r])
-                        arrays["attn_pattern"][layer_pos, i, :, : lengths[i]] = rows[r, :, s: s + lengths[i]].numpy()
-            logp = next_token_distribution(model, slicer.out[(-1, "final_norm")])
+                        s = int(start[r])
+                        arrays["attn_pattern"][layer_pos, i, :, : lengths[i]] = rec.distribution[r, :, s: s + lengths[i]].numpy()
+            logp = torch.log_softmax(logits, dim=-1)
             next_entropy[batch] = entropy_bits(logp.exp()).numpy()
             tp, ti = logp.topk(k_top, dim=-1)
             top_probs[batch], top_ids[batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
@@ -387,13 +316,14 @@ def capture(
 
 
 def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Float[np.ndarray, "L Hkv D d"]:
-    """Weight-derived key projections W_K (layer, kv_head, d_model, d_head), float32.
+    """Weight-derived key projections W_K (layer, kv_head, d_model, d_head), float32, k = x @ W_K + b.
 
-    Filled layer by layer from views of the weights: one float32 copy in all."""
+    Read from the projection the architecture probe identified (``geoprobe.models.architecture``),
+    layer by layer: one float32 copy in all. Refused in one line where keys are not x·W_K (MLA)."""
     idx = resolve_layers(layers, model.layout.n_layers)
     lay = model.layout
-    views = model.adapter.key_weight_views(model.hf_model, model.hf_model.config)
-    out = np.empty((len(idx), lay.n_kv_heads, lay.d_model, lay.d_head), dtype=np.float32)
+    views = model.arch.key_weight_views()
+    out = np.empty((len(idx), lay.n_kv_heads, lay.d_model, lay.d_qk), dtype=np.float32)
     for i, layer in enumerate(idx):
         out[i] = views[layer].float().cpu().numpy()
     return out

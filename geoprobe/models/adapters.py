@@ -12,79 +12,15 @@ from the Hugging Face modules with each family's own head layout written out exp
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import torch
 from jaxtyping import Float
 
 from geoprobe.errors import UnsupportedArchitectureError
+from geoprobe.models.layout import SITE_KINDS, Layout, Site, SiteKind
 
-SiteKind = Literal["q", "k", "v", "z", "pattern"]
-SITE_KINDS: tuple[SiteKind, ...] = ("q", "k", "v", "z", "pattern")
-
-
-@dataclass(frozen=True)
-class Site:
-    """A place in layer ``layer``'s attention.
-
-    ``q``/``k``/``v``: projections per head before rotary embedding (after any per-head
-    q/k norm); ``z``: attention output per query head, before the output projection;
-    ``pattern``: post-softmax attention probabilities.
-    """
-
-    layer: int
-    kind: SiteKind
-
-    def __post_init__(self) -> None:
-        if self.kind not in SITE_KINDS:
-            raise ValueError(f"site kind {self.kind!r} is not one of {SITE_KINDS}")
-        if self.layer < 0:
-            raise ValueError(f"site layer must be >= 0, got {self.layer}")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Head geometry of a model. ``kv_group[h]`` is the KV head that query head ``h`` reads."""
-
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    d_head: int
-    d_model: int
-    vocab_size: int
-    rotary_dim: int
-    sliding_window: tuple[int | None, ...]
-
-    def __post_init__(self) -> None:
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
-        if len(self.sliding_window) != self.n_layers:
-            raise ValueError("sliding_window needs one entry per layer")
-
-    @property
-    def kv_group(self) -> tuple[int, ...]:
-        per = self.n_heads // self.n_kv_heads
-        return tuple(h // per for h in range(self.n_heads))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n_layers": self.n_layers,
-            "n_heads": self.n_heads,
-            "n_kv_heads": self.n_kv_heads,
-            "d_head": self.d_head,
-            "d_model": self.d_model,
-            "vocab_size": self.vocab_size,
-            "rotary_dim": self.rotary_dim,
-            "sliding_window": list(self.sliding_window),
-            "kv_group": list(self.kv_group),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Layout":
-        d = {k: v for k, v in d.items() if k != "kv_group"}
-        d["sliding_window"] = tuple(d["sliding_window"])
-        return cls(**d)
+__all__ = ["SITE_KINDS", "Layout", "Site", "SiteKind", "FamilyAdapter", "adapter_for", "supported_architectures"]
 
 
 class FamilyAdapter:

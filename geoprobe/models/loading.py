@@ -1,4 +1,9 @@
-"""Load a model by alias, Hub id, local directory or .gguf file, and boot a TransformerBridge."""
+"""Load a model by alias, Hub id, local directory or .gguf file, and inspect its attention.
+
+The model stays a plain Hugging Face model: capture reads it through transformers'
+AttentionInterface (``geoprobe.models.architecture``). A TransformerBridge is booted only when
+something asks for ``LoadedModel.bridge``, on a structural copy that shares every weight, so
+the Hugging Face model itself is never rewrapped."""
 from __future__ import annotations
 
 import errno
@@ -6,15 +11,19 @@ import logging
 import os
 import pickle
 import warnings
-from dataclasses import dataclass, fields
+import copy
+import itertools
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from safetensors import SafetensorError
 
-from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError
-from geoprobe.models.adapters import FamilyAdapter, Layout, adapter_for
+from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError, UnsupportedArchitectureError
+from geoprobe.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
+from geoprobe.models.architecture import Architecture, inspect_model
+from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec, closest_aliases, find_spec_by_hf_id
 from geoprobe.provenance import Provenance
 
@@ -24,16 +33,30 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 @dataclass
 class LoadedModel:
-    """A booted model and everything capture needs to know about it."""
+    """A loaded model and everything capture needs to know about it."""
 
-    bridge: Any  # transformer_lens.model_bridge.TransformerBridge
     hf_model: Any
     tokenizer: Any
-    adapter: FamilyAdapter
+    arch: Architecture
     layout: Layout
     provenance: Provenance
     context_length: int
     spec: ModelSpec | None = None
+    _bridge: Any = field(default=None, repr=False)
+
+    @property
+    def adapter(self) -> FamilyAdapter | None:
+        """TransformerBridge hook names, for the six families that have them (the bridge-based commands)."""
+        if not any(self.arch.name in cls.architectures for cls in ADAPTERS):
+            return None
+        return adapter_for(self.arch.name)
+
+    @property
+    def bridge(self) -> Any:
+        """A TransformerBridge over a weight-sharing copy of ``hf_model``, booted on first use."""
+        if self._bridge is None:
+            self._bridge = boot_bridge(self.hf_model, self.tokenizer, self.provenance.model_id)
+        return self._bridge
 
     @property
     def model_id(self) -> str:
@@ -152,34 +175,46 @@ def boot(
     provenance: Provenance,
     spec: ModelSpec | None = None,
 ) -> LoadedModel:
-    """Wrap a Hugging Face causal LM in a TransformerBridge and pick its family adapter."""
-    from transformer_lens.model_bridge import TransformerBridge
+    """Inspect a Hugging Face causal LM's attention (refusing, in one line, what geoprobe cannot read)."""
+    from geoprobe.models.bridge import unwrap_bridge
 
     _quiet()
-    arch = (getattr(hf_model.config, "architectures", None) or [type(hf_model).__name__])[0]
-    adapter = adapter_for(arch)  # raises UnsupportedArchitectureError with the supported list
-    hf_model.config.architectures = [arch]
+    hf_model = unwrap_bridge(hf_model)
     hf_model.eval()
-    tokenizer = prepare_tokenizer(tokenizer)
+    arch = inspect_model(hf_model)
+    hf_model.config.architectures = [arch.name]
+    return LoadedModel(
+        hf_model=hf_model,
+        tokenizer=prepare_tokenizer(tokenizer),
+        arch=arch,
+        layout=arch.layout,
+        provenance=provenance,
+        context_length=context_length(hf_model.config),
+        spec=spec,
+    )
+
+
+def boot_bridge(hf_model: Any, tokenizer: Any, model_id: str) -> Any:
+    """TransformerLens's TransformerBridge over a structural copy of ``hf_model`` that shares its
+    parameters and buffers (booting wraps modules in place and switches to eager attention)."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    if not any(hf_model.config.architectures[0] in cls.architectures for cls in ADAPTERS):
+        raise UnsupportedArchitectureError(
+            f"architecture {hf_model.config.architectures[0]!r} has no TransformerBridge adapter in geoprobe; this "
+            "command still runs through the bridge (capture, scan and compare do not)")
+    shared = {id(t): t for t in itertools.chain(hf_model.parameters(), hf_model.buffers())}
+    clone = copy.deepcopy(hf_model, shared)
     device = next(hf_model.parameters()).device
     bridge = TransformerBridge.boot_transformers(
-        provenance.model_id,
-        hf_model=hf_model,
+        model_id,
+        hf_model=clone,
         tokenizer=tokenizer,
         device=None if getattr(hf_model, "hf_device_map", None) else str(device),
         dtype=next(hf_model.parameters()).dtype,
     )
     bridge.eval()
-    return LoadedModel(
-        bridge=bridge,
-        hf_model=hf_model,
-        tokenizer=tokenizer,
-        adapter=adapter,
-        layout=adapter.layout(hf_model.config),
-        provenance=provenance,
-        context_length=context_length(hf_model.config),
-        spec=spec,
-    )
+    return bridge
 
 
 def _offline_message(model: str, revision: str | None, exc: Exception) -> str:

@@ -97,6 +97,8 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     """A random-init model with the architecture of ``alias`` (see module docstring)."""
     from transformers import AutoModelForCausalLM
 
+    if alias not in ALIASES and is_model_type(alias):
+        return type_twin(alias, scale, seed, dtype, device)
     tok = embedded_tokenizer()
     cfg = twin_config(alias, scale, vocab_size=len(tok))
     torch.manual_seed(seed)
@@ -104,6 +106,28 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     prov = Provenance(model_id=f"twin:{alias}:{scale}", source="twin", weights=f"random-init seed={seed}",
                       tokenizer="smollm2-135m (embedded)", dtype=dtype, seed=seed)
     return boot(model, tok, prov, ALIASES[alias])
+
+
+def is_model_type(name: str) -> bool:
+    from transformers import CONFIG_MAPPING
+
+    return name in CONFIG_MAPPING
+
+
+def type_twin(model_type: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32",
+              device: str = "cpu") -> LoadedModel:
+    """``twin:MODEL_TYPE``: the tiny twin of any transformers model type (``geoprobe.models.tiny``),
+    with the embedded SmolLM2 tokenizer's vocabulary."""
+    from geoprobe.models.tiny import tiny_model
+
+    if scale != "tiny":
+        raise GeoprobeError(f"twin:{model_type}:{scale}: a twin named by its model type has only the tiny scale "
+                            "(no real config to copy); pass twin:{model_type} or an alias with a full config")
+    tok = embedded_tokenizer()
+    model = tiny_model(model_type, seed=seed, vocab_size=len(tok)).to(dtype=torch_dtype(dtype), device=device)
+    prov = Provenance(model_id=f"twin:{model_type}:tiny", source="twin", weights=f"random-init seed={seed}",
+                      tokenizer="smollm2-135m (embedded)", dtype=dtype, seed=seed)
+    return boot(model, tok, prov, None)
 
 
 def init_key_weights(cfg: Any, seed: int = 0) -> Any:

@@ -1,7 +1,7 @@
 """The model's side of SULA: its distribution over the two label tokens at the query.
 
 For every prompt the final position's next-token log-probabilities (left-padded batches through
-``model.bridge`` with ``logits_to_keep=1``, exactly as ``geoprobe.sampling.candidate_entropies``
+the plain model with ``logits_to_keep=1``, exactly as ``geoprobe.sampling.candidate_entropies``
 runs them) give ``log P(L1)`` and ``log P(L2)`` over the whole vocabulary. Then
 
 * label mass ``m = P(L1) + P(L2)`` (how much of its next-token distribution the model puts on

@@ -1,11 +1,12 @@
 """The memory check before a capture's first forward pass (issue 17), with planted available memory."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
 
-from geoprobe.capture import CaptureConfig, attached_hooks, capture
+from geoprobe.capture import CaptureConfig, capture
 from geoprobe.capture import memory
 from geoprobe.capture.memory import (FIXED_BYTES, SAFETY_FRACTION, check_capture_memory, forward_peak_bytes,
                                      parse_bytes)
@@ -27,10 +28,20 @@ def planted(monkeypatch):
 
 
 def _forwards(m):
-    """A counter of forward passes (a hook on the first block's input) and a factory of the context
+    """A counter of forward passes (a pre-hook on the first decoder layer) and a factory of the context
     that attaches it."""
     calls = []
-    return calls, lambda: attached_hooks(m.bridge, {"blocks.0.hook_resid_pre": lambda x, hook: calls.append(x.shape)})
+
+    @contextmanager
+    def counting():
+        handle = m.hf_model.get_decoder().layers[0].register_forward_pre_hook(
+            lambda module, args: calls.append(args[0].shape))
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    return calls, counting
 
 
 def test_the_estimate_grows_with_t_squared_and_counts_kept_patterns(twin_factory):

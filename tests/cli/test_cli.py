@@ -149,16 +149,24 @@ def _save_local(path, cfg, tok, poison=None):
     return path
 
 
-def test_unsupported_architecture_from_a_local_directory(tmp_path, capsys, monkeypatch, twin_factory):
-    from transformers import GPT2Config
+def test_gpt2_from_a_local_directory_is_captured_and_mamba_refused(tmp_path, capsys, monkeypatch, twin_factory):
+    """Issue 18: a GPT-2 directory (once refused for want of an adapter) captures; a model with no
+    attention layers is refused in one line naming that."""
+    from transformers import GPT2Config, MambaConfig
 
     tok = twin_factory("llama-3.2-1b").tokenizer
     cfg = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(tok), n_positions=64)
     cfg.architectures = ["GPT2LMHeadModel"]
     d = _save_local(tmp_path / "gpt2", cfg, tok)
     code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert code == 0, err
+    assert Capture.load(tmp_path / "o").layout.n_heads == 2
+    cfg = MambaConfig(num_hidden_layers=1, hidden_size=32, state_size=4, vocab_size=len(tok))
+    cfg.architectures = ["MambaForCausalLM"]
+    d = _save_local(tmp_path / "mamba", cfg, tok)
+    code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "m")], capsys, monkeypatch)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "'GPT2LMHeadModel' is not supported; supported: GPTNeoXForCausalLM" in err
+    assert "MambaForCausalLM: the model has no attention layers" in err
 
 
 def test_nan_activation_from_the_cli_names_layer_and_site(tmp_path, capsys, monkeypatch, twin_factory):
@@ -232,3 +240,24 @@ def test_models_format_json_and_its_alias(capsys, monkeypatch):
 def test_models_bad_format_is_one_line(args, needle, capsys, monkeypatch):
     code, out, err = run_cli(["models", *args], capsys, monkeypatch)
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "qwen2", "gemma2", "bloom"])
+def test_capture_a_twin_of_any_model_type(tmp_path, prompt_file, capsys, monkeypatch, model_type):
+    """twin:MODEL_TYPE builds the tiny twin of a transformers model type no alias names; capture reads
+    its attention through the AttentionInterface (Bloom: the hand-written exception)."""
+    out = tmp_path / "run"
+    code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
+                            "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    cap = Capture.load(out)
+    assert cap.n_prompts == 3 and cap.provenance.model_id == f"twin:{model_type}:tiny"
+    assert np.isfinite(cap.attn_entropy).all() and (cap.attn_entropy > 0).any()
+    assert cap.w_k is not None and cap.w_k.shape[:2] == (3, cap.layout.n_kv_heads)
+
+
+@pytest.mark.parametrize("model_type,why", [("mamba", "no attention layers"), ("falcon", "AttentionInterface")])
+def test_capture_refuses_what_it_cannot_read_in_one_line(tmp_path, prompt_file, capsys, monkeypatch, model_type, why):
+    code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
+                            "--out", str(tmp_path / "run")], capsys, monkeypatch)
+    assert code == 2 and why in err and len(err.strip().splitlines()) == 1

@@ -180,8 +180,8 @@ def _fake_model(tokenizer, prompts, label_ids, predictive=None):
     table = {tuple(tokenizer(p.text)["input_ids"]): q for p, q in
              zip(prompts, predictive if predictive is not None else [None] * len(prompts))}
 
-    def bridge(tok, attention_mask, position_ids, return_type, logits_to_keep, use_cache):
-        assert return_type == "logits" and logits_to_keep == 1
+    def hf_model(tok, attention_mask, position_ids, logits_to_keep, use_cache):
+        assert logits_to_keep == 1
         assert bool(attention_mask[:, -1].all())  # left padding: every row ends with a real token
         out = torch.zeros(tok.shape[0], 1, V)
         for b in range(tok.shape[0]):
@@ -190,9 +190,9 @@ def _fake_model(tokenizer, prompts, label_ids, predictive=None):
                 out[b, 0] = -1e4
                 out[b, 0, label_ids[0]] = math.log(q)
                 out[b, 0, label_ids[1]] = math.log(1 - q)
-        return out
+        return SimpleNamespace(logits=out)
 
-    return SimpleNamespace(tokenizer=tokenizer, bridge=bridge, adapter=_Adapter(), context_length=4096,
+    return SimpleNamespace(tokenizer=tokenizer, hf_model=hf_model, adapter=_Adapter(), context_length=4096,
                            device=torch.device("cpu"))
 
 

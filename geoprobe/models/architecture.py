@@ -1,0 +1,298 @@
+"""What geoprobe knows about a model's attention, derived from the model itself at load time.
+
+:func:`inspect_model` replaces per-family adapters. It finds the attention modules, refuses
+in one line what cannot be measured (no attention layers; attention computed inline, outside
+transformers' ``AttentionInterface``, and not one of the hand-written exceptions in
+``legacy.py``), then runs two 7-token forward passes through geoprobe's attention function
+with any q/k norms swapped for identities:
+
+* every attention module must call the function exactly once per forward pass, else the
+  architecture is refused naming the modules that did not;
+* heads, KV heads, d_head, sliding windows and rotary width are read from what the function
+  receives (the config is not trusted to describe them);
+* at position 0, where rotary is the identity, the key, value and query each layer receives
+  are matched against every description of its projections (``projections.py``); the one
+  that reproduces them (relative error < 1e-4) is kept: W_K and W_V need no table;
+* at the final position the recorded key, rotated back with the model's own rotary, must
+  equal x·W_K (+ b): where it does, geoprobe reports pre-rotary q/k, as it always has;
+  where it does not (multi-head latent attention) the layer keeps what the scores use.
+
+Hybrid models (attention + state-space layers) are measured on their attention layers only;
+``Layout.layer_ids`` records which model layers those are.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+from jaxtyping import Float
+
+from geoprobe.errors import UnsupportedArchitectureError
+from geoprobe.models import attention as A
+from geoprobe.models.layout import Layout
+from geoprobe.models.legacy import LEGACY_TYPES, legacy_hooks, legacy_rotary_dim, legacy_specs, legacy_windows
+from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
+
+PROBE_TOKENS = 7
+
+
+@dataclass
+class Architecture:
+    """A model's attention as geoprobe found it: the mechanism, the layout, where W_K/W_V live."""
+
+    name: str  # the architecture (class name)
+    model_type: str
+    mechanism: str  # "interface" (AttentionInterface) or "legacy" (hand-written exception)
+    layout: Layout
+    modules: dict[int, Any]  # model layer number -> attention module
+    k_specs: dict[int, ProjSpec | None]
+    v_specs: dict[int, ProjSpec | None]
+    q_specs: dict[int, ProjSpec | None]
+    qk_norms: tuple[str, ...] = ()
+    post_rotary_layers: frozenset[int] = frozenset()
+    sinks: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key_weights_reason(self) -> str:
+        """Why W_K is not available ('' when it is)."""
+        missing = [layer for layer, s in self.k_specs.items() if s is None]
+        if not missing:
+            return ""
+        mod = self.modules[missing[0]]
+        return (f"{self.name}: no linear map from the attention input reproduces the keys of layer {missing[0]} "
+                f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); keys here are not x·W_K "
+                "(multi-head latent attention compresses them through a latent and a norm), so there is no W_K "
+                "to measure: pass key_weights=False (--no-key-weights)")
+
+    def key_weight_views(self) -> list[Float[torch.Tensor, "kv_head d_model d_head"]]:
+        """W_K of each attention layer (in layout order) as (kv_head, d_model, d_head): k = x @ W_K + b."""
+        reason = self.key_weights_reason
+        if reason:
+            raise UnsupportedArchitectureError(reason)
+        return [self.k_specs[layer].weight(self.modules[layer]).detach() for layer in self.layout.model_layers]
+
+
+def architecture_name(hf_model: Any) -> str:
+    return (getattr(hf_model.config, "architectures", None) or [type(hf_model).__name__])[0]
+
+
+def attention_modules(hf_model: Any) -> list[Any]:
+    """Modules that are a self-attention block: 'Attention' in the class name and a linear child of
+    their own (wrappers that only hold the real module are skipped)."""
+    from transformers.pytorch_utils import Conv1D
+
+    return [m for m in hf_model.modules() if "Attention" in type(m).__name__
+            and any(isinstance(c, (torch.nn.Linear, Conv1D)) for c in m.children())]
+
+
+def _refuse_without_attention(hf_model: Any) -> None:
+    name = architecture_name(hf_model)
+    mixers = sorted({type(m).__name__ for m in hf_model.modules() if "Mixer" in type(m).__name__
+                     or "Mamba" in type(m).__name__ or "Rwkv" in type(m).__name__})
+    what = f" (its layers are {', '.join(mixers[:3])})" if mixers else ""
+    raise UnsupportedArchitectureError(
+        f"{name}: the model has no attention layers{what}: it is a state-space or recurrent model, and geoprobe "
+        "measures attention; pass a transformer to --model")
+
+
+def _probe_ids(hf_model: Any, batch: int = 2) -> torch.Tensor:
+    vocab = int(getattr(hf_model.config, "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0])
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(min(3, vocab - 1), vocab, (batch, PROBE_TOKENS), generator=g)
+
+
+def _device(hf_model: Any) -> torch.device:
+    return hf_model.get_input_embeddings().weight.device
+
+
+def inspect_model(hf_model: Any) -> Architecture:
+    """Derive the :class:`Architecture` of a Hugging Face causal LM, or refuse it in one line."""
+    name = architecture_name(hf_model)
+    mt = getattr(hf_model.config, "model_type", "?")
+    mods = attention_modules(hf_model)
+    if not mods:
+        _refuse_without_attention(hf_model)
+    if mt in LEGACY_TYPES:
+        return _legacy(hf_model, name, mt, mods)
+    if not type(hf_model)._can_set_attn_implementation():
+        raise UnsupportedArchitectureError(
+            f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
+            "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
+            "read it")
+    if hf_model.training:
+        hf_model.eval()
+    return _interface(hf_model, name, mt, mods)
+
+
+@contextmanager
+def _input_hooks(modules: dict[int, Any], at: dict[int, torch.Tensor], pos: int) -> Iterator[None]:
+    handles = []
+    for layer, m in modules.items():
+        def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
+            x = args[0] if args else kwargs["hidden_states"]
+            at[_layer] = x[:, pos].detach().float()
+        handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _interface(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
+    ids = _probe_ids(hf_model).to(_device(hf_model))
+    B, T = ids.shape
+    by_layer: dict[int, Any] = {}
+    probe0 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe0.new_batch(torch.zeros(B, dtype=torch.long))
+    x0: dict[int, torch.Tensor] = {}
+    seen: dict[int, Any] = {}
+    rot: dict[int, int] = {}
+
+    def keep(mod: Any, args: tuple, kwargs: dict) -> None:
+        layer = A.layer_index(mod)
+        seen[layer] = mod
+        pe = kwargs.get("position_embeddings")
+        rot[layer] = int(pe[0].shape[-1]) if isinstance(pe, tuple) and len(pe) == 2 else 0
+
+    with ExitStack() as stack:
+        norms = stack.enter_context(qk_norms_off(mods))
+        for m in mods:
+            h = m.register_forward_pre_hook(keep, with_kwargs=True)
+            stack.callback(h.remove)
+        stack.enter_context(A.active(hf_model, probe0))
+        with torch.no_grad():
+            hf_model(ids, use_cache=False)
+    by_layer = dict(sorted(seen.items()))
+    called = {id(by_layer[layer]) for layer in probe0.calls}
+    silent = [type(m).__name__ for m in mods if id(m) not in called]
+    if silent or len(probe0.calls) != len(mods):
+        what = (f"{len(silent)} of {len(mods)} attention modules ({silent[0]}) never called it" if silent else
+                f"{len(mods)} attention modules made {len(probe0.calls)} calls")
+        raise UnsupportedArchitectureError(
+            f"{name}: its attention does not go through transformers' AttentionInterface once per layer "
+            f"({what}); geoprobe cannot capture it")
+    # second pass, same ids: inputs at position 0 and at the final position, keys rotated back there
+    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=True)
+    probe1.new_batch(torch.full((B,), T - 1, dtype=torch.long))
+    x_last: dict[int, torch.Tensor] = {}
+    with ExitStack() as stack:
+        stack.enter_context(qk_norms_off(mods))
+        stack.enter_context(_input_hooks(by_layer, x0, 0))
+        stack.enter_context(_input_hooks(by_layer, x_last, T - 1))
+        stack.enter_context(rotary_hooks(by_layer, probe1))
+        stack.enter_context(A.active(hf_model, probe1))
+        with torch.no_grad():
+            hf_model(ids, use_cache=False)
+    d_model = int(hf_model.config.hidden_size)
+    k_specs: dict[int, ProjSpec | None] = {}
+    v_specs: dict[int, ProjSpec | None] = {}
+    q_specs: dict[int, ProjSpec | None] = {}
+    post: set[int] = set()
+    for layer, m in by_layer.items():
+        r0 = probe0.records[layer]
+        Hq, dq = r0.q.shape[1:]
+        Hkv, dv = r0.v.shape[1:]
+        k_specs[layer], _ = best_fit(candidates(m, d_model, Hq, Hkv, dq, "k"), m, x0[layer], r0.k, scaled=True)
+        v_specs[layer], _ = best_fit(candidates(m, d_model, Hq, Hkv, dv, "v"), m, x0[layer], r0.v, scaled=False)
+        q_specs[layer], _ = best_fit(candidates(m, d_model, Hq, Hkv, dq, "q"), m, x0[layer], r0.q, scaled=True)
+        spec = k_specs[layer]
+        k_back = probe1.records[layer].k.detach()
+        if spec is None or rel_err(spec.project(m, x_last[layer]).float(), k_back) > 1e-4:
+            post.add(layer)
+    layers = list(by_layer)
+    r = probe0.records[layers[0]]
+    Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
+    shapes = {(probe0.records[ly].q.shape[1:], probe0.records[ly].v.shape[1:]) for ly in layers}
+    if len(shapes) > 1:
+        raise UnsupportedArchitectureError(f"{name}: attention layers differ in head counts or widths ({shapes}); "
+                                           "geoprobe needs one head layout for every attention layer")
+    if Hq % Hkv:
+        raise UnsupportedArchitectureError(f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads")
+    n_layers_model = int(getattr(hf_model.config, "num_hidden_layers", 0) or 0)
+    layout = Layout(
+        n_layers=len(layers), n_heads=Hq, n_kv_heads=Hkv, d_head=dv, d_model=d_model,
+        vocab_size=int(hf_model.config.vocab_size), rotary_dim=max(rot.values(), default=0),
+        sliding_window=tuple(probe0.records[ly].window for ly in layers),
+        layer_ids=None if layers == list(range(n_layers_model)) else tuple(layers),
+        d_key=None if dq == dv else dq)
+    arch = Architecture(name, mt, "interface", layout, by_layer, k_specs, v_specs, q_specs, tuple(norms),
+                        frozenset(post), sinks=hasattr(by_layer[layers[0]], "sinks"))
+    if post:
+        arch.notes.append(f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "
+                          "no linear map from the layer input gives the pre-rotary keys")
+    return arch
+
+
+def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
+    cfg = hf_model.config
+    specs = legacy_specs(cfg)
+    by_layer = dict(enumerate(mods))
+    H, d = specs[0].n_heads, specs[0].d_head
+    layout = Layout(n_layers=len(mods), n_heads=H, n_kv_heads=H, d_head=d, d_model=int(cfg.hidden_size),
+                    vocab_size=int(cfg.vocab_size), rotary_dim=legacy_rotary_dim(cfg),
+                    sliding_window=legacy_windows(cfg, len(mods)))
+    n = len(mods)
+    return Architecture(name, mt, "legacy", layout, by_layer, dict.fromkeys(range(n), specs[1]),
+                        dict.fromkeys(range(n), specs[2]), dict.fromkeys(range(n), specs[0]))
+
+
+@contextmanager
+def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Iterator[None]:
+    """Keep, per layer, the cos/sin of each row's final position and the layer's rotary function."""
+    handles = []
+    for layer, m in modules.items():
+        fn = A.rotary_function(m)
+        if fn is None:
+            continue
+        probe.rotary_functions[layer] = fn
+
+        def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
+            pe = kwargs.get("position_embeddings")
+            if not (isinstance(pe, tuple) and len(pe) == 2):
+                return
+            cos, sin = pe
+            B = (args[0] if args else kwargs["hidden_states"]).shape[0]
+            last = probe.final_positions(B, cos.shape[-2], cos.device)
+            rows = torch.arange(B, device=cos.device) if cos.shape[0] == B else torch.zeros(B, dtype=torch.long)
+            probe.rotary[_layer] = (cos[rows, last], sin[rows, last])
+        handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Probe]:
+    """Run forward passes of ``hf_model`` inside the block with ``probe`` recording every attention layer."""
+    if arch.mechanism == "legacy":
+        with legacy_hooks(arch.model_type, arch.modules, probe,
+                          (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])) as p:
+            yield p
+        return
+    probe.post_rotary_layers = arch.post_rotary_layers
+    probe.layer_of = A.layer_index
+    with rotary_hooks(arch.modules, probe), A.active(hf_model, probe) as p:
+        yield p
+
+
+def records_array(probe: A.Probe, arch: Architecture, what: str) -> np.ndarray:
+    """One recorded field of every attention layer, stacked (layer, batch, ...) in layout order;
+    a layer that recorded nothing raises (never zeros)."""
+    out = []
+    for layer in arch.layout.model_layers:
+        rec = probe.records.get(layer)
+        val = None if rec is None else getattr(rec, what)
+        if val is None:
+            from geoprobe.errors import CaptureError
+
+            raise CaptureError(f"{arch.name}: attention layer {layer} recorded no {what} in the last forward pass; "
+                               "its attention did not run through geoprobe's function (not supported)")
+        out.append(val.numpy())
+    return np.stack(out)

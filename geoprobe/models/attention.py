@@ -1,0 +1,313 @@
+"""Final-token attention read through transformers' ``AttentionInterface``.
+
+A decoder that computes attention through ``ALL_ATTENTION_FUNCTIONS`` (every modern
+transformers architecture) calls one function per attention layer with the query, key and
+value *as the scores use them* (after projections, q/k norms and rotary), the mask (causal,
+sliding window, padding), ``scaling``, ``softcap`` and attention sinks. geoprobe registers
+``geoprobe_sdpa`` and ``geoprobe_eager`` there, and under the same names in
+``AttentionMaskInterface`` (an unknown name gets no mask at all, so padding would be
+silently ignored). Each calls the stock function of the model's own default implementation
+for the real output, so the forward pass is the model's, and then, only while a
+:class:`Probe` is active (a ``contextvars`` variable), computes from the final query row of
+each batch row its distribution over the keys and its entropy: O(T·d) per head, never the
+T×T score matrix. It also keeps q, k, v and the attention output z at the final token, and
+can edit the values before the stock function runs (interventions).
+"""
+from __future__ import annotations
+
+import contextvars
+import math
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+from jaxtyping import Float
+
+from geoprobe.errors import GeoprobeError
+
+PREFIX = "geoprobe_"
+BASES = ("sdpa", "eager")
+_LN2 = math.log(2.0)
+_ACTIVE: contextvars.ContextVar["Probe | None"] = contextvars.ContextVar("geoprobe_probe", default=None)
+
+ValueEdit = Callable[[torch.Tensor], torch.Tensor]  # (batch, pos, kv_head, d_head) -> same shape
+
+
+def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Shannon entropy in bits along ``dim``; zero-probability entries contribute 0."""
+    return torch.special.entr(p.double()).sum(dim) / _LN2
+
+
+def final_row_distribution(
+    query_last: Float[torch.Tensor, "batch head d"],
+    key: Float[torch.Tensor, "batch kv_head pos d"],
+    last: torch.Tensor,
+    mask_row: torch.Tensor | None = None,
+    scaling: float | None = None,
+    softcap: float | None = None,
+    sinks: torch.Tensor | None = None,
+    bias_row: torch.Tensor | None = None,
+) -> tuple[Float[torch.Tensor, "batch head pos"], Float[torch.Tensor, "batch head"] | None]:
+    """The final query's attention over every key, and the mass on the sink (None without sinks).
+
+    ``key`` is not repeated across query-head groups (query head h reads KV head h // G).
+    ``mask_row`` is the final query's row of the layer's mask, (batch, 1|head, pos): bool
+    (True = attend) or additive float; None means causal (keys up to ``last[b]``). ``sinks``
+    (head,) are the logits of a virtual key that takes mass but has no value (gpt-oss); the
+    returned distribution then sums to 1 - sink mass. Scores are computed in float32."""
+    B, Hq, d = query_last.shape
+    Hkv, T = key.shape[1], key.shape[2]
+    s = torch.einsum("bkgd,bktd->bkgt", query_last.float().reshape(B, Hkv, Hq // Hkv, d), key.float())
+    s = s.reshape(B, Hq, T) * (d ** -0.5 if scaling is None else scaling)
+    if softcap is not None:
+        s = torch.tanh(s / softcap) * softcap
+    if bias_row is not None:
+        s = s + bias_row.float()
+    if mask_row is None:
+        keep = torch.arange(T, device=s.device)[None, :] <= last.to(s.device)[:, None]
+        s = s.masked_fill(~keep[:, None, :], float("-inf"))
+    elif mask_row.dtype == torch.bool:
+        s = s.masked_fill(~mask_row.to(s.device), float("-inf"))
+    else:
+        s = s + mask_row.float().to(s.device)
+    if sinks is None:
+        return torch.softmax(s, dim=-1), None
+    sink = sinks.float().to(s.device).reshape(1, Hq, 1).expand(B, Hq, 1)
+    p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)
+    return p[..., :-1], p[..., -1]
+
+
+@dataclass
+class LayerRecord:
+    """What one attention layer left at the final real token of each batch row (float32, CPU)."""
+
+    layer: int
+    q: torch.Tensor | None = None  # (batch, head, d_qk)
+    k: torch.Tensor | None = None  # (batch, kv_head, d_qk)
+    v: torch.Tensor | None = None  # (batch, kv_head, d_v)
+    z: torch.Tensor | None = None  # (batch, head, d_v), attention output before the output projection
+    entropy: torch.Tensor | None = None  # (batch, head), bits
+    distribution: torch.Tensor | None = None  # (batch, head, pos), when asked for
+    sink_mass: torch.Tensor | None = None  # (batch, head), models with attention sinks
+    window: int | None = None  # the sliding window the layer was called with
+    calls: int = 0
+
+
+def _rows_at(x: torch.Tensor, last: torch.Tensor, dim: int) -> torch.Tensor:
+    """``x[b, ..., last[b], ...]`` along position axis ``dim`` (1 or 2), as a copy."""
+    rows = torch.arange(x.shape[0], device=x.device)
+    last = last.to(x.device)
+    return x[rows, last] if dim == 1 else x[rows, :, last]
+
+
+@dataclass
+class Probe:
+    """What to keep from each attention call while active (see :func:`active`).
+
+    ``last[b]`` is the final real position of batch row ``b`` (None: the final position).
+    ``pre_rotary`` undoes the rotary embedding on the recorded q/k with the model's own
+    rotation and the cos/sin the layer received (``rotary`` holds them per layer, set by a
+    pre-hook); layers in ``post_rotary_layers`` keep what the scores used."""
+
+    queries: bool = True
+    keys: bool = True
+    values: bool = True
+    attn_out: bool = True
+    attention: bool = True
+    distribution: bool = False
+    pre_rotary: bool = True
+    edits: dict[int, ValueEdit] = field(default_factory=dict)
+    only: frozenset[int] | None = None  # model layers to record (None: all)
+    last: torch.Tensor | None = None
+    layer_of: Callable[[Any], int] | None = None
+    records: dict[int, LayerRecord] = field(default_factory=dict)
+    rotary: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    rotary_functions: dict[int, Callable] = field(default_factory=dict)
+    post_rotary_layers: frozenset[int] = frozenset()
+    calls: list[int] = field(default_factory=list)
+    edited: dict[int, int] = field(default_factory=dict)
+
+    def new_batch(self, last: torch.Tensor | None) -> None:
+        self.last, self.records, self.rotary, self.calls = last, {}, {}, []
+
+    def layer(self, module: Any) -> int:
+        if self.layer_of is not None:
+            return self.layer_of(module)
+        return layer_index(module)
+
+    def final_positions(self, batch: int, length: int, device: Any) -> torch.Tensor:
+        if self.last is None:
+            return torch.full((batch,), length - 1, dtype=torch.long, device=device)
+        return self.last.to(device)
+
+    def edit_values(self, module: Any, value: torch.Tensor) -> torch.Tensor:
+        """Apply this layer's edit to every position's values (batch, kv_head, pos, d)."""
+        layer = self.layer(module)
+        fn = self.edits.get(layer)
+        if fn is None:
+            return value
+        self.edited[layer] = self.edited.get(layer, 0) + 1
+        return fn(value.transpose(1, 2)).transpose(1, 2).to(value.dtype)
+
+    def record(self, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+               mask: torch.Tensor | None, out: torch.Tensor | None, scaling: float | None,
+               softcap: float | None = None, sinks: torch.Tensor | None = None,
+               bias: torch.Tensor | None = None, window: int | None = None) -> None:
+        """One interface call: query (B, Hq, T, d), key/value (B, Hkv, T, d), out (B, T, Hq, d_v)."""
+        layer = self.layer(module)
+        self.calls.append(layer)
+        if self.only is not None and layer not in self.only:
+            return
+        rec = self.records.setdefault(layer, LayerRecord(layer))
+        rec.calls += 1
+        rec.window = window
+        B, _, T, _ = query.shape
+        last = self.final_positions(B, T, query.device)
+        with torch.no_grad():
+            q_last = _rows_at(query, last, 2)
+            if self.queries:
+                rec.q = self._unrotate(layer, q_last).float().cpu()
+            if self.keys:
+                rec.k = self._unrotate(layer, _rows_at(key, last, 2)).float().cpu()
+            if self.values:
+                rec.v = _rows_at(value, last, 2).float().cpu()
+            if self.attn_out and out is not None:
+                rec.z = _rows_at(out, last, 1).float().cpu()
+            if self.attention:
+                mask_row = None
+                if mask is not None:
+                    m = mask if mask.shape[0] == B else mask.expand(B, *mask.shape[1:])
+                    mask_row = (m[:, :, 0] if m.shape[2] == 1 else _rows_at(m, last, 2))[..., :T]
+                bias_row = None if bias is None else _rows_at(bias.expand(B, *bias.shape[1:]), last, 2)
+                p, sink = final_row_distribution(q_last, key, last, mask_row, scaling, softcap, sinks, bias_row)
+                self.keep_distribution(rec, p, sink)
+
+    def keep_distribution(self, rec: LayerRecord, p: torch.Tensor, sink: torch.Tensor | None = None) -> None:
+        rec.entropy = entropy_bits(p).float().cpu()
+        rec.sink_mass = None if sink is None else sink.float().cpu()
+        if self.distribution:
+            rec.distribution = p.float().cpu()
+
+    def _unrotate(self, layer: int, x: torch.Tensor) -> torch.Tensor:
+        """The pre-rotary vector of a final-token q or k slice (batch, head, d)."""
+        if not self.pre_rotary or layer in self.post_rotary_layers or layer not in self.rotary:
+            return x
+        cos, sin = self.rotary[layer]
+        return unrotate(self.rotary_functions[layer], x, cos, sin)
+
+
+def unrotate(apply_rotary: Callable, x: Float[torch.Tensor, "batch head d"], cos: torch.Tensor,
+             sin: torch.Tensor) -> Float[torch.Tensor, "batch head d"]:
+    """Undo a rotary embedding on one position per row with the model's own ``apply_rotary_pos_emb``.
+
+    ``cos``/``sin`` (batch, r) are the final position's. Rotating by -θ undoes the rotation up
+    to cos² + sin² (m², YaRN's attention factor squared, else 1), which is measured per dim by
+    rotating a vector of ones forth and back, and divided out. A module that rotates only its
+    first r dims (passing the function those alone) keeps the rest as they are."""
+    x4, c, s = x[:, :, None, :], cos[:, None, :].to(x.dtype), sin[:, None, :].to(x.dtype)
+
+    def turn(t: torch.Tensor, sign: float) -> torch.Tensor:
+        return apply_rotary(t, t, c, sign * s)[1]
+
+    try:
+        ones = torch.ones_like(x4)
+        back = turn(x4, -1.0) / turn(turn(ones, 1.0), -1.0)
+    except RuntimeError:  # the module rotates the first r dims itself
+        r = c.shape[-1]
+        ones = torch.ones_like(x4[..., :r])
+        back = torch.cat([turn(x4[..., :r], -1.0) / turn(turn(ones, 1.0), -1.0), x4[..., r:]], dim=-1)
+    return back[:, :, 0]
+
+
+def rotary_function(module: Any) -> Callable | None:
+    """The ``apply_rotary_pos_emb`` of the attention module's own modeling file, if it has one."""
+    return getattr(sys.modules[type(module).__module__], "apply_rotary_pos_emb", None)
+
+
+def layer_index(module: Any) -> int:
+    for name in ("layer_idx", "layer_id", "layer_number"):
+        v = getattr(module, name, None)
+        if isinstance(v, int):
+            return v
+    raise GeoprobeError(f"attention module {type(module).__name__} has no layer_idx; geoprobe cannot tell which "
+                        "layer it is (this architecture is not supported)")
+
+
+# -- registration ----------------------------------------------------------------------------
+def _stock(base: str, module: Any) -> Callable:
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    if base == "eager":  # each modeling file has its own eager function (softcap, sinks, ...)
+        fn = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
+        if fn is None:
+            raise GeoprobeError(f"{type(module).__name__}: its modeling file has no eager_attention_forward; "
+                                "geoprobe cannot run its eager attention (not supported)")
+        return fn
+    return ALL_ATTENTION_FUNCTIONS[base]
+
+
+def _make(base: str) -> Callable:
+    def attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                  attention_mask: torch.Tensor | None, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+        probe = _ACTIVE.get()
+        fn = _stock(base, module)
+        if probe is None:
+            return fn(module, query, key, value, attention_mask, *args, **kwargs)
+        if module.training and (kwargs.get("dropout") or 0.0) > 0:
+            raise GeoprobeError(f"{type(module).__name__} is in training mode with attention dropout; geoprobe "
+                                "measures the deterministic model: call model.eval() first")
+        if probe.edits:
+            value = probe.edit_values(module, value)
+        out, weights = fn(module, query, key, value, attention_mask, *args, **kwargs)
+        scaling = kwargs.get("scaling", args[1] if len(args) > 1 else None)
+        probe.record(module, query, key, value, attention_mask, out, scaling, kwargs.get("softcap"),
+                     kwargs.get("s_aux", kwargs.get("sinks")), kwargs.get("position_bias"),
+                     kwargs.get("sliding_window"))
+        return out, weights
+
+    attention.__name__ = f"{PREFIX}{base}"
+    return attention
+
+
+_registered: list[str] = []
+
+
+def register() -> None:
+    """Register ``geoprobe_sdpa`` and ``geoprobe_eager`` (attention and mask functions); idempotent."""
+    if _registered:
+        return
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
+
+    for base, mask in (("sdpa", sdpa_mask), ("eager", eager_mask)):
+        AttentionInterface.register(PREFIX + base, _make(base))
+        AttentionMaskInterface.register(PREFIX + base, mask)
+        _registered.append(PREFIX + base)
+
+
+def base_implementation(hf_model: Any) -> str:
+    """The implementation geoprobe's function wraps: the model's own (sdpa or eager)."""
+    impl = hf_model.config._attn_implementation or "eager"
+    if impl.startswith(PREFIX):
+        impl = impl.removeprefix(PREFIX)
+    return impl if impl in BASES else "sdpa"
+
+
+@contextmanager
+def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
+    """Switch ``hf_model`` to geoprobe's function around its base implementation, with ``probe``
+    recording; restores the implementation on exit, also after an error."""
+    register()
+    previous = hf_model.config._attn_implementation
+    base = base_implementation(hf_model)
+    token = _ACTIVE.set(probe)
+    try:
+        if previous != PREFIX + base:
+            hf_model.set_attn_implementation(PREFIX + base)
+        yield probe
+    finally:
+        _ACTIVE.reset(token)
+        if hf_model.config._attn_implementation != previous:
+            hf_model.set_attn_implementation(previous)

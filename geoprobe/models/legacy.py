@@ -1,0 +1,102 @@
+"""The hand-written exceptions: architectures whose attention bypasses ``AttentionInterface``.
+
+GPT-Neo, GPT-J and Bloom compute attention inline, eager only (Bloom adds ALiBi with
+``baddbmm`` inside its module), so no registered function ever sees their keys. Their
+modules return the attention probabilities beside the output, so a forward hook on each
+attention module reads the final query row of those (their own computation, ALiBi and
+local windows included); q, k and v come from the projections described here by hand (the
+only per-architecture lines geoprobe has), pre-rotary, and z from the input of the output
+projection. Eager is their only implementation, so this costs nothing beyond their own
+forward pass.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import torch
+
+from geoprobe.models.attention import LayerRecord, Probe
+from geoprobe.models.projections import ProjSpec
+
+LEGACY_TYPES = ("gpt_neo", "gptj", "bloom")
+#: the output projection of each (its input is z, the attention output per head)
+_OUT_PROJ = {"gpt_neo": "out_proj", "gptj": "out_proj", "bloom": "dense"}
+
+
+def legacy_specs(cfg: Any) -> tuple[ProjSpec, ProjSpec, ProjSpec]:
+    """(W_Q, W_K, W_V) descriptions, written out from each modeling file:
+    GPT-Neo and GPT-J: separate ``q_proj``/``k_proj``/``v_proj`` with all heads;
+    Bloom: ``query_key_value`` viewed as (heads, 3, d_head) (``BloomAttention._reshape``)."""
+    H = cfg.num_attention_heads
+    d = cfg.hidden_size // H
+    if cfg.model_type == "bloom":
+        return tuple(ProjSpec("query_key_value", H, (1, 1, 1), i, d) for i in range(3))  # type: ignore[return-value]
+    return tuple(ProjSpec(name, 1, (H,), 0, d) for name in ("q_proj", "k_proj", "v_proj"))  # type: ignore[return-value]
+
+
+def legacy_windows(cfg: Any, n_layers: int) -> tuple[int | None, ...]:
+    if cfg.model_type == "gpt_neo":
+        return tuple(cfg.window_size if t == "local" else None for t in cfg.attention_layers)
+    return (None,) * n_layers
+
+
+def legacy_rotary_dim(cfg: Any) -> int:
+    if cfg.model_type == "gptj":
+        return int(cfg.rotary_dim or cfg.hidden_size // cfg.num_attention_heads)
+    return 0
+
+
+@contextmanager
+def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
+                 specs: tuple[ProjSpec, ProjSpec, ProjSpec]) -> Iterator[Probe]:
+    """Record into ``probe`` from the attention modules' returned probabilities and projections."""
+    if probe.edits:
+        from geoprobe.errors import UnsupportedArchitectureError
+
+        raise UnsupportedArchitectureError(
+            f"{model_type}: its attention is computed inline (not through transformers' AttentionInterface), so "
+            "geoprobe cannot edit its values; interventions need an architecture that uses the interface")
+    q_spec, k_spec, v_spec = specs
+    handles = []
+    inputs: dict[int, torch.Tensor] = {}
+
+    for layer, module in modules.items():
+        def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
+            x = args[0] if args else kwargs["hidden_states"]
+            B, T = x.shape[:2]
+            inputs[_layer] = x[torch.arange(B, device=x.device), probe.final_positions(B, T, x.device)]
+
+        def post(mod: Any, args: tuple, kwargs: dict, output: Any, _layer: int = layer) -> None:
+            probs = output[1]
+            probe.calls.append(_layer)
+            rec = probe.records.setdefault(_layer, LayerRecord(_layer))
+            rec.calls += 1
+            B, _, T, _ = probs.shape
+            last = probe.final_positions(B, T, probs.device)
+            with torch.no_grad():
+                x = inputs.pop(_layer)
+                if probe.attention:
+                    probe.keep_distribution(rec, probs[torch.arange(B, device=probs.device), :, last].float())
+                for on, spec, name in ((probe.queries, q_spec, "q"), (probe.keys, k_spec, "k"),
+                                       (probe.values, v_spec, "v")):
+                    if on:
+                        setattr(rec, name, spec.project(mod, x).float().cpu())
+
+        def z_pre(mod: Any, args: tuple, _layer: int = layer) -> None:
+            if not probe.attn_out:
+                return
+            z = args[0]
+            B, T = z.shape[:2]
+            sl = z[torch.arange(B, device=z.device), probe.final_positions(B, T, z.device)]
+            rec = probe.records.setdefault(_layer, LayerRecord(_layer))
+            rec.z = sl.reshape(B, q_spec.n_heads, -1).float().cpu()
+
+        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        handles.append(module.register_forward_hook(post, with_kwargs=True))
+        handles.append(getattr(module, _OUT_PROJ[model_type]).register_forward_pre_hook(z_pre))
+    try:
+        yield probe
+    finally:
+        for h in handles:
+            h.remove()

@@ -1,0 +1,196 @@
+"""Capture through transformers' AttentionInterface, checked per architecture on tiny twins.
+
+For each architecture (one tiny random-init twin, built once per session): the final-token
+attention entropy of every head equals Hugging Face's own eager ``output_attentions=True``
+(each prompt run alone, unpadded) within 1e-4 bits, for a batch padded on the right and on the
+left; the recorded values equal the output of the model's own V projection at the final token
+(1e-5 relative); the recorded pre-rotary keys equal x·W_K + b with the W_K geoprobe reports
+(q/k norms off). Refusals: a model without attention, one whose attention bypasses the
+interface, MLA's W_K.
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from geoprobe.errors import UnsupportedArchitectureError
+from geoprobe.models.architecture import inspect_model, probing
+from geoprobe.models.attention import Probe, entropy_bits
+from geoprobe.models.projections import qk_norms_off
+from geoprobe.models.tiny import VOCAB, same_weights, tiny_model
+
+ARCHS = ("gpt2", "opt", "gpt_neo", "bloom", "gptj", "stablelm", "cohere", "gpt_bigcode", "phi3", "qwen3", "olmo2",
+         "qwen2", "gemma", "gemma2", "starcoder2", "qwen3_moe", "olmoe", "llama", "mistral", "mixtral", "phi",
+         "gemma3_text", "gpt_neox", "gpt_oss", "jamba")
+LENGTHS = (13, 9, 5)  # the tiny twins' windows are 6 tokens: the longer prompts cross them
+ENTROPY_TOL = 1e-4  # bits
+VALUE_RTOL = 1e-5
+
+
+@functools.lru_cache(maxsize=None)
+def twin(model_type: str):
+    model = tiny_model(model_type)
+    return model, inspect_model(model)
+
+
+@functools.lru_cache(maxsize=None)
+def eager(model_type: str):
+    return same_weights(twin(model_type)[0], "eager")
+
+
+def prompts(seed: int = 0) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(3, VOCAB, (n,), generator=g) for n in LENGTHS]
+
+
+def padded(seqs: list[torch.Tensor], side: str) -> tuple[torch.Tensor, torch.Tensor]:
+    T = max(len(s) for s in seqs)
+    ids = torch.zeros(len(seqs), T, dtype=torch.long)
+    mask = torch.zeros(len(seqs), T, dtype=torch.long)
+    for b, s in enumerate(seqs):
+        sl = slice(0, len(s)) if side == "right" else slice(T - len(s), T)
+        ids[b, sl], mask[b, sl] = s, 1
+    return ids, mask
+
+
+def run(model, arch, probe: Probe, ids: torch.Tensor, mask: torch.Tensor) -> Probe:
+    probe.new_batch(ids.shape[1] - 1 - mask.flip(1).argmax(1))
+    with probing(model, arch, probe), torch.no_grad():
+        model(ids, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0), use_cache=False)
+    return probe
+
+
+def eager_entropies(model_type: str, seq: torch.Tensor) -> list[torch.Tensor]:
+    """(layer, head) entropy in bits of the final query row, from HF's eager output_attentions."""
+    with torch.no_grad():
+        out = eager(model_type)(seq[None], output_attentions=True, use_cache=False)
+    return [entropy_bits(a[0, :, -1].float()) for a in out.attentions if a is not None]
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("model_type", ARCHS)
+def test_final_token_entropy_equals_eager_output_attentions(model_type, side):
+    model, arch = twin(model_type)
+    seqs = prompts()
+    probe = run(model, arch, Probe(), *padded(seqs, side))
+    assert sorted(probe.calls) == sorted(arch.layout.model_layers)
+    for b, seq in enumerate(seqs):
+        ref = eager_entropies(model_type, seq)
+        assert len(ref) == arch.layout.n_layers
+        for i, layer in enumerate(arch.layout.model_layers):
+            got = probe.records[layer].entropy[b].double()
+            assert got.shape == (arch.layout.n_heads,)
+            err = (got - ref[i]).abs().max().item()
+            assert err < ENTROPY_TOL, (model_type, side, b, layer, err)
+
+
+@pytest.mark.parametrize("model_type", ARCHS)
+def test_values_equal_the_models_own_value_projection(model_type):
+    model, arch = twin(model_type)
+    seqs = prompts(1)
+    ids, mask = padded(seqs, "right")
+    last = ids.shape[1] - 1 - mask.flip(1).argmax(1)
+    seen: dict[int, torch.Tensor] = {}
+    handles = []
+    for layer, module in arch.modules.items():
+        spec = arch.v_specs[layer]
+        lin = spec.linear(module)
+
+        def hook(mod, args, out, _layer=layer, _spec=spec):
+            rows = out[torch.arange(out.shape[0]), last]  # (batch, out_features), the projection's own output
+            seen[_layer] = _spec._rows(rows.T.contiguous()).permute(2, 0, 1)  # (batch, head, d)
+        handles.append(lin.register_forward_hook(hook))
+    try:
+        probe = run(model, arch, Probe(), ids, mask)
+    finally:
+        for h in handles:
+            h.remove()
+    for layer in arch.layout.model_layers:
+        got, ref = probe.records[layer].v, seen[layer].float()
+        assert got.shape == (len(seqs), arch.layout.n_kv_heads, arch.layout.d_head)
+        assert ((got - ref).norm() / ref.norm()).item() < VALUE_RTOL, (model_type, layer)
+
+
+@pytest.mark.parametrize("model_type", ARCHS)
+def test_pre_rotary_keys_are_x_times_the_reported_key_weights(model_type):
+    model, arch = twin(model_type)
+    ids, mask = padded(prompts(2), "left")
+    last = ids.shape[1] - 1 - mask.flip(1).argmax(1)
+    xs: dict[int, torch.Tensor] = {}
+    handles = []
+    for layer, module in arch.modules.items():
+        def pre(mod, args, kwargs, _layer=layer):
+            x = args[0] if args else kwargs["hidden_states"]
+            xs[_layer] = x[torch.arange(x.shape[0]), last].detach()
+        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+    try:
+        with qk_norms_off(list(arch.modules.values())):
+            probe = run(model, arch, Probe(), ids, mask)
+    finally:
+        for h in handles:
+            h.remove()
+    w_k = arch.key_weight_views()
+    for i, layer in enumerate(arch.layout.model_layers):
+        spec, module = arch.k_specs[layer], arch.modules[layer]
+        b = spec.bias(module)
+        ref = torch.einsum("nm,hmd->nhd", xs[layer], w_k[i]) + (0 if b is None else b)
+        got = probe.records[layer].k
+        assert ((got - ref).norm() / ref.norm()).item() < 1e-4, (model_type, layer)
+
+
+def test_hybrid_layers_are_the_attention_layers_only():
+    _, arch = twin("jamba")
+    assert arch.layout.layer_ids == (1, 3) and arch.layout.n_layers == 2
+
+
+def test_a_model_without_attention_is_refused_in_one_line():
+    model = tiny_model("mamba")
+    with pytest.raises(UnsupportedArchitectureError, match="no attention layers") as e:
+        inspect_model(model)
+    assert "\n" not in str(e.value) and "MambaForCausalLM" in str(e.value)
+
+
+def test_attention_that_bypasses_the_interface_is_refused_in_one_line():
+    model = tiny_model("falcon")  # calls torch's SDPA inline
+    with pytest.raises(UnsupportedArchitectureError, match="AttentionInterface") as e:
+        inspect_model(model)
+    assert "\n" not in str(e.value) and "FalconForCausalLM" in str(e.value)
+
+
+def test_a_module_that_skips_the_function_is_refused(monkeypatch):
+    model = tiny_model("llama", seed=5)
+    attn = model.model.layers[1].self_attn
+    monkeypatch.setattr(attn, "forward", lambda hidden_states, *a, **k: (torch.zeros_like(hidden_states), None))
+    with pytest.raises(UnsupportedArchitectureError, match="never called it") as e:
+        inspect_model(model)
+    assert "\n" not in str(e.value)
+
+
+def test_mla_captures_but_refuses_key_weights_naming_the_mechanism():
+    model = tiny_model("deepseek_v3")
+    arch = inspect_model(model)
+    assert arch.layout.d_key == 24 and arch.layout.d_head == 16
+    ids, mask = padded(prompts(), "right")
+    probe = run(model, arch, Probe(), ids, mask)
+    assert all(torch.isfinite(probe.records[layer].entropy).all() for layer in arch.layout.model_layers)
+    with pytest.raises(UnsupportedArchitectureError, match="latent") as e:
+        arch.key_weight_views()
+    assert "\n" not in str(e.value)
+
+
+def test_sinks_take_mass_and_are_recorded():
+    model, arch = twin("gpt_oss")
+    probe = run(model, arch, Probe(), *padded(prompts(), "right"))
+    sink = probe.records[arch.layout.model_layers[0]].sink_mass
+    assert sink is not None and (sink > 0).all() and (sink < 1).all()
+
+
+def test_the_model_is_left_as_it_was():
+    model, arch = twin("qwen2")
+    impl = model.config._attn_implementation
+    n_hooks = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+    run(model, arch, Probe(), *padded(prompts(), "right"))
+    assert model.config._attn_implementation == impl
+    assert sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()) == n_hooks
