@@ -31,9 +31,17 @@ Scale = Literal["tiny", "full"]
 _TINY = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128)
 
 
+#: GPT-2-style configs name these fields differently (transformers maps them through attribute_map)
+_OTHER_NAMES = {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
+                "intermediate_size": "n_inner"}
+
+
 def tiny_config(cfg: dict) -> dict:
-    out = dict(cfg, **_TINY)
-    n_h, n_kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+    out = dict(cfg)
+    for key, value in _TINY.items():
+        out[_OTHER_NAMES[key] if _OTHER_NAMES[key] in cfg and key not in cfg else key] = value
+    n_h = cfg.get("num_attention_heads") or cfg["n_head"]
+    n_kv = cfg.get("num_key_value_heads") or n_h
     if "num_key_value_heads" in cfg:
         out["num_key_value_heads"] = 4 if n_kv == n_h else 2
     if "head_dim" in cfg:
@@ -88,6 +96,7 @@ def twin_config(alias: str, scale: Scale = "tiny", vocab_size: int | None = None
             if isinstance(d.get(key), int) and d[key] >= d["vocab_size"]:
                 d[key] = None  # the family's special ids lie outside the twin's tokenizer
     arch = d.pop("architectures")
+    d.pop("auto_map", None)  # remote-code pointers (Phi-3's hub config): a twin never runs remote code
     cfg = AutoConfig.for_model(**d)
     cfg.architectures = arch
     return cfg

@@ -57,3 +57,30 @@ def test_init_key_weights_follow_the_architectures_initialiser(alias):
     if alias == "smollm2-135m":
         assert (init_key_weights(cfg, seed=0) == w).all()
         assert not (init_key_weights(cfg, seed=1)[0] == w[0]).all()
+
+
+NEW_FAMILY_ALIASES = ("gpt2", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-2-2b", "olmo-2-1b", "phi-3-mini")
+
+
+@pytest.mark.parametrize("alias", NEW_FAMILY_ALIASES)
+def test_tiny_twins_of_the_new_registry_families_capture(alias):
+    """Each family added to the registry in issue 18 builds a tiny twin from its real config and
+    captures through the AttentionInterface probe (entropy within [0, log2 T] and finite)."""
+    import numpy as np
+
+    from geoprobe.capture import CaptureConfig, capture
+    from geoprobe.models.twins import twin
+
+    m = twin(alias)
+    assert m.hf_model.config.model_type == alias_family(alias)
+    cap = capture(m, ["The capital of France is", "One two three four five six seven"],
+                  CaptureConfig(batch_size=2))
+    T = cap.n_tokens.max()
+    assert np.isfinite(cap.attn_entropy).all() and (cap.attn_entropy >= -1e-9).all()
+    assert (cap.attn_entropy <= np.log2(T) + 1e-6).all() and cap.attn_entropy.max() > 0
+
+
+def alias_family(alias: str) -> str:
+    from geoprobe.models.registry import ALIASES
+
+    return ALIASES[alias].family
