@@ -94,10 +94,10 @@ class Capture:
             "next_entropy": (n,),
             "attn_entropy": (L, n, lay.n_heads),
             "values": (L, n, lay.n_kv_heads, lay.d_head),
-            "keys": (L, n, lay.n_kv_heads, lay.d_head),
-            "queries": (L, n, lay.n_heads, lay.d_head),
+            "keys": (L, n, lay.n_kv_heads, lay.d_qk),
+            "queries": (L, n, lay.n_heads, lay.d_qk),
             "attn_out": (L, n, lay.n_heads, lay.d_head),
-            "w_k": (L, lay.n_kv_heads, lay.d_model, lay.d_head),
+            "w_k": (L, lay.n_kv_heads, lay.d_model, lay.d_qk),
         }
         for name, shape in expect.items():
             arr = getattr(self, name)

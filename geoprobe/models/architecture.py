@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from jaxtyping import Float
 from geoprobe.errors import UnsupportedArchitectureError
 from geoprobe.models import attention as A
 from geoprobe.models.layout import Layout
-from geoprobe.models.legacy import LEGACY_TYPES, legacy_hooks, legacy_rotary_dim, legacy_specs, legacy_windows
+from geoprobe.models.legacy import INLINE_SDPA_TYPES, LEGACY_TYPES, inline_sdpa, legacy_hooks, legacy_rotary_dim, legacy_specs, legacy_windows
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
 
 PROBE_TOKENS = 7
@@ -45,7 +45,7 @@ class Architecture:
 
     name: str  # the architecture (class name)
     model_type: str
-    mechanism: str  # "interface" (AttentionInterface) or "legacy" (hand-written exception)
+    mechanism: str  # "interface" (AttentionInterface), "inline-sdpa" (Falcon) or "legacy" (gpt_neo, gptj, bloom)
     layout: Layout
     modules: dict[int, Any]  # model layer number -> attention module
     k_specs: dict[int, ProjSpec | None]
@@ -66,13 +66,13 @@ class Architecture:
         return (f"{self.name}: no linear map from the attention input reproduces the keys of layer {missing[0]} "
                 f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); keys here are not x·W_K "
                 "(multi-head latent attention compresses them through a latent and a norm), so there is no W_K "
-                "to measure: pass key_weights=False (--no-key-weights)")
+                "to measure")
 
     def key_weight_views(self) -> list[Float[torch.Tensor, "kv_head d_model d_head"]]:
         """W_K of each attention layer (in layout order) as (kv_head, d_model, d_head): k = x @ W_K + b."""
         reason = self.key_weights_reason
         if reason:
-            raise UnsupportedArchitectureError(reason)
+            raise UnsupportedArchitectureError(f"{reason}; capture with CaptureConfig(key_weights=False)")
         return [self.k_specs[layer].weight(self.modules[layer]).detach() for layer in self.layout.model_layers]
 
 
@@ -118,13 +118,20 @@ def inspect_model(hf_model: Any) -> Architecture:
         _refuse_without_attention(hf_model)
     if mt in LEGACY_TYPES:
         return _legacy(hf_model, name, mt, mods)
+    if hf_model.training:
+        hf_model.eval()
+    if mt in INLINE_SDPA_TYPES:
+        impl = hf_model.config._attn_implementation
+        if impl != "sdpa":
+            raise UnsupportedArchitectureError(
+                f"{name}: with attn_implementation={impl!r} its attention is computed inline, where geoprobe cannot "
+                "read it; load it with attn_implementation='sdpa' (transformers' default)")
+        return _interface(hf_model, name, mt, mods, "inline-sdpa")
     if not type(hf_model)._can_set_attn_implementation():
         raise UnsupportedArchitectureError(
             f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
             "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
             "read it")
-    if hf_model.training:
-        hf_model.eval()
     return _interface(hf_model, name, mt, mods)
 
 
@@ -143,7 +150,14 @@ def _input_hooks(modules: dict[int, Any], at: dict[int, torch.Tensor], pos: int)
             h.remove()
 
 
-def _interface(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
+def _activated(hf_model: Any, mechanism: str, modules: Iterable[Any], probe: A.Probe) -> Any:
+    """The context in which ``probe`` records: the registered attention function, or Falcon's inline SDPA."""
+    if mechanism == "inline-sdpa":
+        return inline_sdpa(modules, probe)
+    return A.active(hf_model, probe)
+
+
+def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: str = "interface") -> Architecture:
     ids = _probe_ids(hf_model).to(_device(hf_model))
     B, T = ids.shape
     by_layer: dict[int, Any] = {}
@@ -164,7 +178,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architectu
         for m in mods:
             h = m.register_forward_pre_hook(keep, with_kwargs=True)
             stack.callback(h.remove)
-        stack.enter_context(A.active(hf_model, probe0))
+        stack.enter_context(_activated(hf_model, mechanism, mods, probe0))
         with torch.no_grad():
             hf_model(ids, use_cache=False)
     by_layer = dict(sorted(seen.items()))
@@ -185,7 +199,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architectu
         stack.enter_context(_input_hooks(by_layer, x0, 0))
         stack.enter_context(_input_hooks(by_layer, x_last, T - 1))
         stack.enter_context(rotary_hooks(by_layer, probe1))
-        stack.enter_context(A.active(hf_model, probe1))
+        stack.enter_context(_activated(hf_model, mechanism, mods, probe1))
         with torch.no_grad():
             hf_model(ids, use_cache=False)
     d_model = int(hf_model.config.hidden_size)
@@ -204,6 +218,10 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architectu
         k_back = probe1.records[layer].k.detach()
         if spec is None or rel_err(spec.project(m, x_last[layer]).float(), k_back) > 1e-4:
             post.add(layer)
+    unrotated = _without_rotary(hf_model, mechanism, mods, by_layer, ids, k_specs, x_last, post)
+    for layer in unrotated:  # e.g. Falcon with ALiBi: the model computes cos/sin that this layer never applies
+        rot[layer] = 0
+    post -= unrotated
     layers = list(by_layer)
     r = probe0.records[layers[0]]
     Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
@@ -220,12 +238,29 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architectu
         sliding_window=tuple(probe0.records[ly].window for ly in layers),
         layer_ids=None if layers == list(range(n_layers_model)) else tuple(layers),
         d_key=None if dq == dv else dq)
-    arch = Architecture(name, mt, "interface", layout, by_layer, k_specs, v_specs, q_specs, tuple(norms),
-                        frozenset(post), sinks=hasattr(by_layer[layers[0]], "sinks"))
+    arch = Architecture(name, mt, mechanism, layout, by_layer, k_specs, v_specs, q_specs, tuple(norms),
+                        frozenset(post | unrotated), sinks=hasattr(by_layer[layers[0]], "sinks"))
     if post:
         arch.notes.append(f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "
                           "no linear map from the layer input gives the pre-rotary keys")
     return arch
+
+
+def _without_rotary(hf_model: Any, mechanism: str, mods: list[Any], by_layer: dict[int, Any], ids: torch.Tensor,
+                    k_specs: dict[int, ProjSpec | None], x_last: dict[int, torch.Tensor], post: set[int]) -> set[int]:
+    """Of the layers whose keys, rotated back, are not x·W_K: those whose keys as received already are
+    (the layer applies no rotary although the model hands it cos/sin). Their keys are kept as received."""
+    if not post:
+        return set()
+    probe = A.Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe.new_batch(torch.full((ids.shape[0],), ids.shape[1] - 1, dtype=torch.long))
+    with ExitStack() as stack:
+        stack.enter_context(qk_norms_off(mods))
+        stack.enter_context(_activated(hf_model, mechanism, mods, probe))
+        with torch.no_grad():
+            hf_model(ids, use_cache=False)
+    return {layer for layer in post if k_specs[layer] is not None and rel_err(
+        k_specs[layer].project(by_layer[layer], x_last[layer]).float(), probe.records[layer].k) <= 1e-4}
 
 
 def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
@@ -278,7 +313,7 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
         return
     probe.post_rotary_layers = arch.post_rotary_layers
     probe.layer_of = A.layer_index
-    with rotary_hooks(arch.modules, probe), A.active(hf_model, probe) as p:
+    with rotary_hooks(arch.modules, probe), _activated(hf_model, arch.mechanism, arch.modules.values(), probe) as p:
         yield p
 
 

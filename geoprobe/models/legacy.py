@@ -1,5 +1,11 @@
 """The hand-written exceptions: architectures whose attention bypasses ``AttentionInterface``.
 
+Falcon calls ``torch.nn.functional.scaled_dot_product_attention`` itself. While geoprobe
+probes it (:func:`inline_sdpa`), that function is replaced by one that, only inside a Falcon
+attention module (a pre-hook marks which one runs), hands the call's q, k, v, mask (ALiBi is
+folded into it) and output to the same :class:`Probe` the interface function uses, then calls
+torch's own. Its q/k/v layout and W_K are then identified like any interface architecture's.
+
 GPT-Neo, GPT-J and Bloom compute attention inline, eager only (Bloom adds ALiBi with
 ``baddbmm`` inside its module), so no registered function ever sees their keys. Their
 modules return the attention probabilities beside the output, so a forward hook on each
@@ -12,7 +18,7 @@ forward pass.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import torch
 
@@ -20,6 +26,8 @@ from geoprobe.models.attention import LayerRecord, Probe
 from geoprobe.models.projections import ProjSpec
 
 LEGACY_TYPES = ("gpt_neo", "gptj", "bloom")
+#: architectures that call torch's SDPA inline (probed by :func:`inline_sdpa`)
+INLINE_SDPA_TYPES = ("falcon",)
 #: the output projection of each (its input is z, the attention output per head)
 _OUT_PROJ = {"gpt_neo": "out_proj", "gptj": "out_proj", "bloom": "dense"}
 
@@ -98,5 +106,52 @@ def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
     try:
         yield probe
     finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def inline_sdpa(modules: Iterable[Any], probe: Probe) -> Iterator[Probe]:
+    """Probe attention modules that call ``torch.nn.functional.scaled_dot_product_attention``
+    themselves (Falcon). Keys and values that the module broadcast to every query head
+    (Falcon's new decoder architecture) are recorded and edited once per KV head
+    (``module.num_kv_heads``). Not thread-safe: the torch function is replaced for the block."""
+    import torch.nn.functional as F
+
+    original = F.scaled_dot_product_attention
+    running: list[Any] = []
+    handles = []
+
+    def enter(mod: Any, args: tuple) -> None:
+        running.append(mod)
+
+    def leave(mod: Any, args: tuple, out: Any) -> None:
+        running.pop()
+
+    for m in modules:
+        handles.append(m.register_forward_pre_hook(enter))
+        handles.append(m.register_forward_hook(leave))
+
+    def sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None,
+             dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None, **kw: Any) -> torch.Tensor:
+        if not running:
+            return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                            scale=scale, **kw)
+        module = running[-1]
+        n_kv = int(getattr(module, "num_kv_heads", key.shape[1]))
+        g = query.shape[1] // n_kv if key.shape[1] == query.shape[1] and n_kv < query.shape[1] else 1
+        if probe.edits:
+            edited = probe.edit_values(module, value[:, ::g])
+            value = edited.repeat_interleave(g, dim=1) if g > 1 else edited
+        out = original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                       scale=scale, **kw)
+        probe.record(module, query, key[:, ::g], value[:, ::g], attn_mask, out.transpose(1, 2), scale)
+        return out
+
+    F.scaled_dot_product_attention = sdpa
+    try:
+        yield probe
+    finally:
+        F.scaled_dot_product_attention = original
         for h in handles:
             h.remove()

@@ -60,10 +60,22 @@ EXTRA: dict[str, dict[str, Any]] = {
 }
 
 
+#: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "falcon/mq": ("falcon", {"new_decoder_architecture": False, "multi_query": True}),
+    "falcon/alibi": ("falcon", {"new_decoder_architecture": False, "multi_query": False, "alibi": True,
+                                "bias": True, "num_kv_heads": 4}),
+}
+
+
 def tiny_config(model_type: str, **overrides: Any) -> Any:
-    """The tiny config of ``model_type`` (see module docstring); ``overrides`` win."""
+    """The tiny config of ``model_type`` or of a ``type/variant`` in ``VARIANTS`` (see module
+    docstring); ``overrides`` win."""
     from transformers import AutoConfig
 
+    if model_type in VARIANTS:
+        model_type, extra = VARIANTS[model_type]
+        overrides = {**extra, **overrides}
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
 

@@ -242,10 +242,10 @@ def test_models_bad_format_is_one_line(args, needle, capsys, monkeypatch):
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("model_type", ["gpt2", "qwen2", "gemma2", "bloom"])
+@pytest.mark.parametrize("model_type", ["gpt2", "qwen2", "gemma2", "bloom", "falcon"])
 def test_capture_a_twin_of_any_model_type(tmp_path, prompt_file, capsys, monkeypatch, model_type):
     """twin:MODEL_TYPE builds the tiny twin of a transformers model type no alias names; capture reads
-    its attention through the AttentionInterface (Bloom: the hand-written exception)."""
+    its attention through the AttentionInterface (Bloom, Falcon: the hand-written exceptions)."""
     out = tmp_path / "run"
     code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
                             "--out", str(out)], capsys, monkeypatch)
@@ -256,8 +256,21 @@ def test_capture_a_twin_of_any_model_type(tmp_path, prompt_file, capsys, monkeyp
     assert cap.w_k is not None and cap.w_k.shape[:2] == (3, cap.layout.n_kv_heads)
 
 
-@pytest.mark.parametrize("model_type,why", [("mamba", "no attention layers"), ("falcon", "AttentionInterface")])
+@pytest.mark.parametrize("model_type,why", [("mamba", "no attention layers")])
 def test_capture_refuses_what_it_cannot_read_in_one_line(tmp_path, prompt_file, capsys, monkeypatch, model_type, why):
     code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
                             "--out", str(tmp_path / "run")], capsys, monkeypatch)
     assert code == 2 and why in err and len(err.strip().splitlines()) == 1
+
+
+def test_capture_of_multi_head_latent_attention_keeps_all_but_w_k(tmp_path, prompt_file, capsys, monkeypatch):
+    """DeepSeek-V3 (MLA): keys are a compressed latent, not x·W_K. Entropies, values and the keys as the
+    scores use them (d_key 24 ≠ d_head 16) are captured; W_K is left out with a warning naming why."""
+    out = tmp_path / "run"
+    code, _, err = run_cli(["capture", "--model", "twin:deepseek_v3", "--prompts", str(prompt_file),
+                            "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    assert "no W_K saved" in err and "multi-head latent attention" in err
+    cap = Capture.load(out)
+    assert cap.w_k is None and cap.keys.shape[-1] == 24 and cap.values.shape[-1] == 16
+    assert np.isfinite(cap.attn_entropy).all()

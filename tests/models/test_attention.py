@@ -10,6 +10,7 @@ interface, MLA's W_K.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
@@ -21,7 +22,8 @@ from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.projections import qk_norms_off
 from geoprobe.models.tiny import VOCAB, same_weights, tiny_model
 
-ARCHS = ("gpt2", "opt", "gpt_neo", "bloom", "gptj", "stablelm", "cohere", "gpt_bigcode", "phi3", "qwen3", "olmo2",
+ARCHS = ("gpt2", "opt", "gpt_neo", "bloom", "gptj", "stablelm", "cohere", "gpt_bigcode", "falcon", "falcon/mq",
+         "falcon/alibi", "phi3", "qwen3", "olmo2",
          "qwen2", "gemma", "gemma2", "starcoder2", "qwen3_moe", "olmoe", "llama", "mistral", "mixtral", "phi",
          "gemma3_text", "gpt_neox", "gpt_oss", "jamba")
 LENGTHS = (13, 9, 5)  # the tiny twins' windows are 6 tokens: the longer prompts cross them
@@ -63,8 +65,19 @@ def run(model, arch, probe: Probe, ids: torch.Tensor, mask: torch.Tensor) -> Pro
 
 
 def eager_entropies(model_type: str, seq: torch.Tensor) -> list[torch.Tensor]:
-    """(layer, head) entropy in bits of the final query row, from HF's eager output_attentions."""
-    with torch.no_grad():
+    """(layer, head) entropy in bits of the final query row, from HF's eager output_attentions.
+
+    Falcon with ALiBi: transformers 5.23's eager path adds ALiBi twice (once folded into the mask
+    for every implementation, once to the scores), while the default SDPA path, which the model
+    runs and geoprobe reads, adds it once; the reference halves ``build_alibi_tensor`` so that
+    eager's two halves make one."""
+    from unittest import mock
+
+    from transformers.models.falcon import modeling_falcon
+
+    original = modeling_falcon.build_alibi_tensor
+    halved = mock.patch.object(modeling_falcon, "build_alibi_tensor", lambda *a, **k: 0.5 * original(*a, **k))
+    with torch.no_grad(), (halved if model_type == "falcon/alibi" else contextlib.nullcontext()):
         out = eager(model_type)(seq[None], output_attentions=True, use_cache=False)
     return [entropy_bits(a[0, :, -1].float()) for a in out.attentions if a is not None]
 
@@ -152,11 +165,23 @@ def test_a_model_without_attention_is_refused_in_one_line():
     assert "\n" not in str(e.value) and "MambaForCausalLM" in str(e.value)
 
 
-def test_attention_that_bypasses_the_interface_is_refused_in_one_line():
-    model = tiny_model("falcon")  # calls torch's SDPA inline
+def test_attention_that_bypasses_the_interface_is_refused_in_one_line(monkeypatch):
+    model = tiny_model("llama", seed=3)  # as if it computed attention inline, like no exception geoprobe has
+    monkeypatch.setattr(type(model), "_can_set_attn_implementation", classmethod(lambda cls: False))
     with pytest.raises(UnsupportedArchitectureError, match="AttentionInterface") as e:
         inspect_model(model)
+    assert "\n" not in str(e.value) and "LlamaForCausalLM" in str(e.value)
+
+
+def test_falcon_is_read_through_its_inline_sdpa_and_eager_falcon_is_refused():
+    _, arch = twin("falcon")
+    assert arch.mechanism == "inline-sdpa" and arch.layout.n_kv_heads == 2 and arch.layout.rotary_dim == 16
+    _, alibi = twin("falcon/alibi")  # computes cos/sin it never applies: keys are kept as received
+    assert alibi.layout.rotary_dim == 0 and not alibi.notes
+    with pytest.raises(UnsupportedArchitectureError, match="attn_implementation='sdpa'") as e:
+        inspect_model(tiny_model("falcon", attn_implementation="eager"))
     assert "\n" not in str(e.value) and "FalconForCausalLM" in str(e.value)
+    assert torch.nn.functional.scaled_dot_product_attention is torch._C._nn.scaled_dot_product_attention
 
 
 def test_a_module_that_skips_the_function_is_refused(monkeypatch):
