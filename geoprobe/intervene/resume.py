@@ -7,8 +7,8 @@ again with every block below ``layer`` skipped (each returns that saved output i
 computing), so only blocks ``layer..L-1`` run, with their own masks, rotary tables and
 arguments as the model builds them, followed by the model's own final norm, head and logit
 soft-capping; the edits are applied by the same probe as ``intervened``. The decoder blocks
-are found from the model itself: the parent module of each attention module, all in one
-``ModuleList`` (:func:`decoder_blocks`). Cost of a sweep of n edits: about
+are found from the model itself: the ``ModuleList`` entry holding each attention module (its
+parent, or grandparent under a wrapper; :func:`decoder_blocks`). Cost of a sweep of n edits: about
 1 + n·(L − layer)/L forward passes instead of 1 + n (plus the embedding lookups).
 
 Coverage: architectures (``model_type``) whose resumed logits are tested equal to the full
@@ -37,21 +37,25 @@ RESUMABLE: frozenset[str] = frozenset({
 
 
 def decoder_blocks(model: LoadedModel) -> list[Any] | None:
-    """The model's decoder blocks in order (a ``ModuleList``, one per model layer), found as the
-    parents of its attention modules; None where they are not laid out that way (each attention
-    module's parent must be entry ``layer`` of one ``ModuleList``)."""
-    names = {id(m): n for n, m in model.hf_model.named_modules()}
-    mods = model.arch.modules
-    parents = {layer: names.get(id(m), "").rpartition(".")[0] for layer, m in mods.items()}
-    container = {p.rpartition(".")[0] for p in parents.values()}
-    if len(container) != 1 or "" in parents.values():
+    """The model's decoder blocks in order (a ``ModuleList``, one per model layer), found from its
+    attention modules: each one's nearest ancestor that is an entry of a ``ModuleList`` (its
+    parent, e.g. ``model.layers[i]``, or its grandparent where a wrapper holds it, as in
+    GPT-Neo). None where they are not laid out that way (one list, attention of model layer
+    ``i`` in entry ``i``)."""
+    hf = model.hf_model
+    names = {id(m): n for n, m in hf.named_modules()}
+    where: dict[int, tuple[str, int]] = {}
+    for layer, m in model.arch.modules.items():
+        parts = names.get(id(m), "").split(".")
+        for k in range(len(parts) - 2, 0, -1):
+            if parts[k].isdigit() and isinstance(hf.get_submodule(".".join(parts[:k])), torch.nn.ModuleList):
+                where[layer] = (".".join(parts[:k]), int(parts[k]))
+                break
+        else:
+            return None
+    if len({c for c, _ in where.values()}) != 1 or any(i != layer for layer, (_, i) in where.items()):
         return None
-    blocks = model.hf_model.get_submodule(container.pop())
-    if not isinstance(blocks, torch.nn.ModuleList):
-        return None
-    if any(p.rpartition(".")[2] != str(layer) for layer, p in parents.items()):
-        return None
-    return list(blocks)
+    return list(hf.get_submodule(next(iter(where.values()))[0]))
 
 
 def _detached(x: Any) -> Any:
