@@ -100,8 +100,10 @@ def every_position(model: LoadedModel, probe: Probe) -> Iterator[dict[str, torch
     state: dict[str, torch.Tensor] = {}
     head = model.hf_model.get_output_embeddings()
 
-    def pre(module: Any, args: tuple) -> tuple:
+    def pre(module: Any, args: tuple) -> tuple | None:
         h = args[0]
+        if h.dim() != 3:  # the head called on states already taken (next_token_distribution)
+            return None
         B, T = h.shape[:2]
         state["h"] = h.detach()
         return (h[torch.arange(B, device=h.device), probe.final_positions(B, T, h.device)][:, None],)
