@@ -273,7 +273,7 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
     """Run forward passes of ``hf_model`` inside the block with ``probe`` recording every attention layer."""
     if arch.mechanism == "legacy":
         with legacy_hooks(arch.model_type, arch.modules, probe,
-                          (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])) as p:
+                          (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])) as p, A.current_set(p):
             yield p
         return
     probe.post_rotary_layers = arch.post_rotary_layers

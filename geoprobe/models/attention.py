@@ -249,6 +249,17 @@ def current() -> Probe | None:
     return _ACTIVE.get()
 
 
+@contextmanager
+def current_set(probe: Probe) -> Iterator[Probe]:
+    """Make ``probe`` the current one (what :func:`current` returns) without switching any model's
+    attention implementation: for the inline-attention exceptions, read by hooks instead."""
+    token = _ACTIVE.set(probe)
+    try:
+        yield probe
+    finally:
+        _ACTIVE.reset(token)
+
+
 # -- registration ----------------------------------------------------------------------------
 def _stock(base: str, module: Any) -> Callable:
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
