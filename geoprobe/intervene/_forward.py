@@ -53,14 +53,14 @@ def recording(model: LoadedModel, value_layers: Sequence[int] = ()) -> Iterator[
         with probing(model.hf_model, model.arch, probe) as p:
             yield p
         return
-    before = (outer.values, outer.only)
+    before = (outer.values, outer.only, outer.last)
     if only:
         outer.values = True
         outer.only = None if outer.only is None else outer.only | only
     try:
         yield outer
-    finally:
-        outer.values, outer.only = before
+    finally:  # final positions of these batches must not outlive them
+        outer.values, outer.only, outer.last = before
 
 
 def recorded_values(model: LoadedModel, probe: Probe, layer: int) -> Float[np.ndarray, "batch kv_head d_head"]:

@@ -169,6 +169,8 @@ class Probe:
         self.calls.append(layer)
         if self.only is not None and layer not in self.only:
             return
+        if not (self.queries or self.keys or self.values or self.attn_out or self.attention):
+            return  # a probe that only edits
         rec = self.records.setdefault(layer, LayerRecord(layer))
         rec.calls += 1
         rec.window = window

@@ -88,3 +88,16 @@ def test_zeroed_heads_equals_zeroing_the_output_projection_input(name, out_proj,
     intact, _ = final_logprobs(model, PROMPTS, batch_size=4)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
     assert float((intact - got).abs().max()) > 1e-4
+
+
+@pytest.mark.parametrize("name", ["qwen2", "bloom"])
+def test_plain_forward_passes_inside_intervened_after_final_logprobs(name, twin_factory):
+    """Batches of another size after final_logprobs inside the same block: no stale final positions."""
+    model = twin_factory(name)
+    axis = axis_for(model, 1)
+    ids = torch.as_tensor(model.tokenizer(["a b c d e f g"])["input_ids"])
+    with intervened(model, {1: Edit(axis, "cut", 1.0)}) as applied:
+        final_logprobs(model, PROMPTS, batch_size=4)
+        with torch.inference_mode():
+            model.hf_model(ids, use_cache=False)
+    assert applied.counts[1] == 3
