@@ -1,6 +1,7 @@
-"""Plain forward passes through the bridge that keep the final-position next-token
-log-probabilities (and, optionally, the final-token values of some layers as attention read
-them, i.e. after any edit registered earlier on the same hook)."""
+"""Plain forward passes of ``model.hf_model`` that keep the final-position next-token
+log-probabilities and, optionally, the final-token values of some layers as attention read
+them, i.e. after any edit switched on by ``intervened`` (both go through the same probe, see
+``geoprobe.models.attention``)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -9,9 +10,13 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
+from jaxtyping import Float
 
-from geoprobe.capture.run import _pad, attached_hooks, next_token_distribution, tokenize
-from geoprobe.models.adapters import Site
+from geoprobe.capture.forward import final_hidden, run_batch
+from geoprobe.capture.run import _pad, next_token_distribution, tokenize
+from geoprobe.errors import GeoprobeError
+from geoprobe.models.architecture import probing
+from geoprobe.models.attention import Probe, current
 from geoprobe.models.loading import LoadedModel
 
 
@@ -38,84 +43,97 @@ def batches(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,
 
 
 @contextmanager
-def _final_hooks(model: LoadedModel, state: dict, value_layers: Sequence[int]) -> Iterator[None]:
+def recording(model: LoadedModel, value_layers: Sequence[int] = ()) -> Iterator[Probe]:
+    """A probe that keeps the final-token values of ``value_layers`` (layout indices): the active
+    one (e.g. ``intervened``'s, so the values are the edited ones), else a new one."""
+    only = frozenset(model.layout.model_layers[layer] for layer in value_layers)
+    outer = current()
+    if outer is None:
+        probe = Probe(queries=False, keys=False, values=bool(only), attn_out=False, attention=False, only=only)
+        with probing(model.hf_model, model.arch, probe) as p:
+            yield p
+        return
+    before = (outer.values, outer.only, outer.last)
+    if only:
+        outer.values = True
+        outer.only = None if outer.only is None else outer.only | only
+    try:
+        yield outer
+    finally:  # final positions of these batches must not outlive them
+        outer.values, outer.only, outer.last = before
 
-    def norm_hook(x: torch.Tensor, hook: Any) -> None:
-        rows = torch.arange(x.shape[0], device=x.device)
-        state["h"] = x.detach()[rows, state["last"].to(x.device)]
 
-    hooks = {model.adapter.final_norm_hook: norm_hook, **value_hooks(model, state, value_layers)}
-    with attached_hooks(model.bridge, hooks):
-        yield
-
-
-def value_hooks(model: LoadedModel, state: dict, value_layers: Sequence[int]) -> dict[str, Any]:
-    """Hooks keeping the final-token values of ``value_layers`` in ``state[("v", layer)]``
-    (positions from ``state["last"]``); registered after an edit hook, they see the edited values."""
-    lay = model.layout
-
-    def v_hook(layer: int) -> Any:
-        def fn(x: torch.Tensor, hook: Any) -> None:
-            state[("v", layer)] = model.adapter.at_positions("v", x.detach(), state["last"], lay.d_head).float().cpu()
-        return fn
-
-    return {model.adapter.hook_name(Site(layer, "v")): v_hook(layer) for layer in value_layers}
+def recorded_values(model: LoadedModel, probe: Probe, layer: int) -> Float[np.ndarray, "batch kv_head d_head"]:
+    """The final-token values the probe recorded at layout layer ``layer`` in the last forward pass."""
+    rec = probe.records.get(model.layout.model_layers[layer])
+    if rec is None or rec.v is None:
+        raise GeoprobeError(f"{model.arch.name}: layer {layer} recorded no values in the forward pass; its attention "
+                            "did not run through geoprobe's function (not supported)")
+    return rec.v.numpy()
 
 
 def final_logprobs(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,
-                   value_layers: Sequence[int] = ()) -> tuple[torch.Tensor, dict[int, np.ndarray]]:
-    """(n, vocab) float32 next-token log-probs at each prompt's final token, and the final-token
-    values (n, Hkv, d_head) of ``value_layers``. Call inside ``intervened`` to edit; value hooks
-    registered here run after the edit hooks, so they see the edited values."""
-    state: dict = {}
+                   value_layers: Sequence[int] = ()) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
+    """(n, vocab) float32 next-token log-probs at each prompt's final token (the model's own
+    logits, soft-capping or scaling included), and the final-token values (n, Hkv, d_head) of
+    ``value_layers``. Call inside ``intervened`` to edit; the values are then the edited ones."""
     n = len(prompts)
     logp: torch.Tensor | None = None
     values = {layer: np.zeros((n, model.layout.n_kv_heads, model.layout.d_head), np.float32)
               for layer in value_layers}
-    device = model.device
-    with _final_hooks(model, state, value_layers), torch.inference_mode():
-        try:
-            for b in batches(model, prompts, batch_size):
-                state["last"] = b.last
-                model.bridge(b.ids.to(device), attention_mask=b.mask.to(device),
-                             position_ids=b.position_ids.to(device), return_type="logits", logits_to_keep=1,
-                             use_cache=False)
-                lp = next_token_distribution(model, state["h"]).float().cpu()
-                if logp is None:
-                    logp = torch.zeros((n, lp.shape[1]), dtype=torch.float32)
-                logp[b.rows] = lp
-                for layer in value_layers:
-                    values[layer][b.rows] = state[("v", layer)].numpy()
-        finally:
-            model.adapter.release_forward_state(model.bridge)
+    with recording(model, value_layers) as probe, final_hidden(model, probe), torch.inference_mode():
+        for b in batches(model, prompts, batch_size):
+            lp = torch.log_softmax(run_batch(model, probe, b.ids, b.mask), dim=-1).cpu()
+            if logp is None:
+                logp = torch.zeros((n, lp.shape[1]), dtype=torch.float32)
+            logp[b.rows] = lp
+            for layer in value_layers:
+                values[layer][b.rows] = recorded_values(model, probe, layer)
     assert logp is not None
     return logp, values
 
 
+@contextmanager
+def every_position(model: LoadedModel, probe: Probe) -> Iterator[dict[str, torch.Tensor]]:
+    """Like ``final_hidden``, but ``"h"`` keeps every position's normed state (batch, pos, d_model);
+    the head still runs on each row's final real position only."""
+    state: dict[str, torch.Tensor] = {}
+    head = model.hf_model.get_output_embeddings()
+
+    def pre(module: Any, args: tuple) -> tuple | None:
+        h = args[0]
+        if h.dim() != 3:  # the head called on states already taken (next_token_distribution)
+            return None
+        B, T = h.shape[:2]
+        state["h"] = h.detach()
+        return (h[torch.arange(B, device=h.device), probe.final_positions(B, T, h.device)][:, None],)
+
+    handle = head.register_forward_pre_hook(pre)
+    try:
+        yield state
+    finally:
+        handle.remove()
+
+
 def text_nll(model: LoadedModel, texts: Sequence[str], batch_size: int = 4) -> np.ndarray:
     """Per-token next-token NLL (nats) at every position of every text (each position t predicts
-    token t+1), concatenated over the texts. Logits come from the final-norm hook through the
-    unembedding, as in ``capture`` (Gemma-3's final soft-capping included)."""
+    token t+1), concatenated over the texts. Logits come from the final normed states through
+    the unembedding (``next_token_distribution``, final soft-capping included); at each text's
+    final position they are checked against the model's own logits, so a model that transforms
+    its logits otherwise is refused rather than mis-scored."""
     out: list[np.ndarray] = []
-    state: dict = {}
-
-    def norm_hook(x: torch.Tensor, hook: Any) -> None:
-        state["h"] = x.detach()
-
-    device = model.device
-    with attached_hooks(model.bridge, {model.adapter.final_norm_hook: norm_hook}), torch.inference_mode():
-        try:
-            for b in batches(model, texts, batch_size):
-                # the hook keeps every position's normed state; the head runs below, once
-                model.bridge(b.ids.to(device), attention_mask=b.mask.to(device),
-                             position_ids=b.position_ids.to(device), return_type="logits", logits_to_keep=1,
-                             use_cache=False)
-                h = state["h"]
-                for r in range(len(b.rows)):
-                    n = int(b.mask[r].sum())
-                    lp = next_token_distribution(model, h[r, : n - 1])
-                    target = b.ids[r, 1:n].to(lp.device)
-                    out.append((-lp.gather(-1, target[:, None])[:, 0]).double().cpu().numpy())
-        finally:
-            model.adapter.release_forward_state(model.bridge)
+    with recording(model) as probe, every_position(model, probe) as state, torch.inference_mode():
+        for b in batches(model, texts, batch_size):
+            own = torch.log_softmax(run_batch(model, probe, b.ids, b.mask), dim=-1)
+            h = state["h"]
+            for r in range(len(b.rows)):
+                n = int(b.mask[r].sum())
+                lp = next_token_distribution(model, h[r, :n])
+                gap = float((lp[-1] - own[r].to(lp.device)).abs().max())
+                if gap > 1e-3 * max(1.0, float(own[r].abs().max())):
+                    raise GeoprobeError(
+                        f"{model.arch.name}: the model's logits differ from its unembedded final states by {gap:.2g}; "
+                        "it transforms its logits in a way geoprobe does not reproduce, so per-token NLL is refused")
+                target = b.ids[r, 1:n].to(lp.device)
+                out.append((-lp[:-1].gather(-1, target[:, None])[:, 0]).double().cpu().numpy())
     return np.concatenate(out) if out else np.zeros(0)

@@ -14,7 +14,8 @@ strength) is measured on the SULA prompts and on held-out text:
 The entropy axis of a layer is PC1 of the z-scored final-token values over the SULA prompts,
 oriented by its correlation with the model's next-token entropy (:func:`fit_entropy_axis`).
 Each experiment resumes from the residual stream at its lowest layer
-(:class:`~geoprobe.intervene.resume.Resumable`), so a sweep never recomputes the layers below.
+(:class:`~geoprobe.intervene.resume.Resumable`, where the architecture is tested resumable; full
+forwards otherwise), so a sweep never recomputes the layers below.
 """
 from __future__ import annotations
 
@@ -249,7 +250,7 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
     from geoprobe.intervene.axis import fit_entropy_axis, random_axes
     from geoprobe.intervene.metrics import axis_entropy_correlation, entropy_bits_of, kl_bits
     from geoprobe.intervene.ops import Edit, intervened, resolve_layer
-    from geoprobe.intervene.resume import Resumable
+    from geoprobe.intervene.resume import resumer
     from geoprobe.sula import SulaConfig
     from geoprobe.sula.evaluate import calibration_metrics, label_distribution
     from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
@@ -297,7 +298,7 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
     total, done = len(exps) * len(strengths) * (1 + config.n_controls), 0
     t = time.perf_counter()
     for layers in exps:
-        resume = Resumable(model, texts, min(layers), config.batch_size)
+        resume = resumer(model, texts, min(layers), config.batch_size)
         g = max(layers)
         for s in strengths:
             sets = [("entropy", {x: axes[x] for x in layers})]

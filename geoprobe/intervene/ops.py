@@ -6,11 +6,16 @@ For a KV head h with unit axis direction u = ``axis.direction[h]`` and value x (
 * ``only``  (strength λ ∈ [0, 1]):  x' = x − λ (x − (x·u) u) (λ = 1 keeps only (x·u) u)
 * ``shift`` (strength k, any real): x' = x + k σ_h u,  σ_h = ``axis.sigma[h]``
 
-The edit runs in a hook on the layer's value site (``blocks.{l}.attn.hook_v``), whose tensor
-has one row per KV head (GQA: ``n_kv_heads``; MHA families such as Pythia: one per head), so
-every query head of a group reads the same edited value, at every position, as attention does.
+The edit uses the mechanism capture reads through (``geoprobe.models.attention``): geoprobe's
+attention function applies it (``Probe.edits``) to the value tensor as the attention receives
+it — after projections and any value norm, one row per KV head (GQA: ``n_kv_heads``; MHA:
+one per head) — immediately before the model's own attention function runs, so every query
+head of a group reads the same edited value, at every position. Architectures that compute
+attention inline (GPT-Neo, GPT-J, Bloom, see ``legacy.py``) get the edit on the output of
+their V projection, split by its description (Bloom's fused QKV included), which is the value
+tensor their attention reads.
 
-``intervened(model, {layer: Edit})`` attaches the hooks, removes them on exit, and raises
+``intervened(model, {layer: Edit})`` switches the edits on, off again on exit, and raises
 ``InterventionError`` if a requested edit never ran during the block (e.g. a layer index that
 matches nothing, or no forward pass at all): an intervention that silently does nothing is an
 error, never a null result.
@@ -25,9 +30,10 @@ from typing import Any, Iterator, Literal, Mapping
 
 import torch
 
-from geoprobe.capture.run import attached_hooks
+from jaxtyping import Float
+
 from geoprobe.intervene.axis import Axis, InterventionError
-from geoprobe.models.adapters import Site
+from geoprobe.models.architecture import editing
 from geoprobe.models.loading import LoadedModel
 
 Op = Literal["cut", "only", "shift"]
@@ -53,7 +59,7 @@ class Edit:
                 f"{self.op} strength {self.strength} is outside [0, 1]; pass --strength between 0 and 1")
         object.__setattr__(self, "strength", s)
 
-    def apply(self, x: torch.Tensor) -> torch.Tensor:
+    def apply(self, x: Float[torch.Tensor, "*batch kv_head d_head"]) -> Float[torch.Tensor, "*batch kv_head d_head"]:
         """Edit values x (..., Hkv, d_head); returns a new tensor of the same dtype."""
         u = torch.as_tensor(self.axis.direction, dtype=torch.float64, device=x.device)
         xd = x.double()
@@ -110,41 +116,38 @@ class Applied:
 
 
 def value_hook(model: LoadedModel, layer: int, edit: Edit, applied: Applied) -> Any:
+    """The edit of layer ``layer`` as ``Probe.edits`` takes it: values (batch, pos, kv_head, d_head)
+    in, edited values out; each call counts once in ``applied.counts[layer]``."""
     lay = model.layout
-    head_major = "v" in getattr(model.adapter, "_head_major", frozenset())
 
-    def fn(x: torch.Tensor, hook: Any) -> torch.Tensor:
-        shape = x.shape
-        if x.dim() == 3 and shape[-1] == lay.n_kv_heads * lay.d_head:  # flat (batch, pos, head*d_head)
-            y = edit.apply(x.reshape(*shape[:-1], lay.n_kv_heads, lay.d_head)).reshape(shape)
-        elif x.dim() == 4 and head_major and shape[1] == lay.n_kv_heads and shape[-1] == lay.d_head:
-            y = edit.apply(x.transpose(1, 2)).transpose(1, 2)
-        elif x.dim() == 4 and shape[2] == lay.n_kv_heads and shape[-1] == lay.d_head:  # (batch, pos, head, d)
-            y = edit.apply(x)
-        else:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4 or x.shape[2] != lay.n_kv_heads or x.shape[-1] != lay.d_head:
             raise InterventionError(
-                f"value hook of layer {layer} has shape {tuple(shape)}, not (batch, pos, {lay.n_kv_heads}, "
-                f"{lay.d_head}); this family's value layout is not supported")
+                f"values of layer {layer} have shape {tuple(x.shape)}, not (batch, pos, {lay.n_kv_heads}, "
+                f"{lay.d_head}); this architecture's value layout is not supported")
         applied.counts[layer] += 1
-        return y
+        return edit.apply(x)
 
     return fn
 
 
 @contextmanager
 def intervened(model: LoadedModel, edits: Mapping[int, Edit]) -> Iterator[Applied]:
-    """Apply ``edits`` ({layer: Edit}) to the value vectors of every forward pass inside the block.
+    """Apply ``edits`` ({layer: Edit}) to the value vectors of every forward pass of
+    ``model.hf_model`` inside the block.
 
     Yields an ``Applied`` whose ``counts[layer]`` says how often each edit ran. On a normal
-    exit, any edit that never ran raises ``InterventionError``. Hooks are removed in every case."""
+    exit, any edit that never ran raises ``InterventionError``. The edits are off again after
+    the block in every case. Inside an active probe (``probing``) the edits join it, so what it
+    records at an edited layer is the edited values."""
     resolved = check_edits(model, edits)
     applied = Applied({layer: 0 for layer in resolved})
-    hooks = {model.adapter.hook_name(Site(layer, "v")): value_hook(model, layer, e, applied)
-             for layer, e in resolved.items()}
-    with attached_hooks(model.bridge, hooks):
+    model_layer = model.layout.model_layers
+    fns = {model_layer[layer]: value_hook(model, layer, e, applied) for layer, e in resolved.items()}
+    with editing(model.hf_model, model.arch, edits=fns):
         yield applied
     never = [layer for layer, c in applied.counts.items() if c == 0]
     if never:
         raise InterventionError(
-            f"edit(s) at layer(s) {never} never ran: no forward pass inside the intervened block reached "
-            f"{model.adapter.hook_name(Site(never[0], 'v'))}; run the model inside the block")
+            f"edit(s) at layer(s) {never} never ran: no forward pass of the model inside the intervened block "
+            f"reached the attention of layer {never[0]}; run model.hf_model inside the block")

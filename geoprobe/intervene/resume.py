@@ -1,154 +1,163 @@
 """Sweeps of interventions that resume from the residual stream instead of re-running the model.
 
-``Resumable(model, prompts, layer)`` runs the unperturbed forward once through the bridge and,
-with forward pre-hooks on the decoder blocks, keeps (per padded batch) the residual stream
-entering block ``layer`` at every position plus the exact arguments every block ≥ ``layer``
-was called with (attention mask, rotary cos/sin, position ids; for Gemma-3 each layer type's
-own mask and rotary table). ``logprobs(edits)`` then runs only blocks ``layer..L-1`` on that
-stream, the final norm at each prompt's final token and the unembedding, with the edits
-applied by the same value hooks as ``intervened`` (the blocks are the bridge's blocks, so the
-hooks fire exactly as in a full forward). Cost of a sweep of n edits: about
-1 + n·(L − layer)/L forward passes instead of 1 + n.
+``Resumable(model, prompts, layer)`` runs the unperturbed forward of ``model.hf_model`` once
+and keeps, per padded batch, what the decoder block below ``layer`` returned: the residual
+stream entering block ``layer`` at every position. ``logprobs(edits)`` then runs the model
+again with every block below ``layer`` skipped (each returns that saved output instead of
+computing), so only blocks ``layer..L-1`` run, with their own masks, rotary tables and
+arguments as the model builds them, followed by the model's own final norm, head and logit
+soft-capping; the edits are applied by the same probe as ``intervened``. The decoder blocks
+are found from the model itself: the ``ModuleList`` entry holding each attention module (its
+parent, or grandparent under a wrapper; :func:`decoder_blocks`). Cost of a sweep of n edits: about
+1 + n·(L − layer)/L forward passes instead of 1 + n (plus the embedding lookups).
 
-Coverage: families whose resumed logits are tested equal to the full intervened forward
-(``RESUMABLE``). Any other family, or edits below ``layer``, fall back to full forwards
+Coverage: architectures (``model_type``) whose resumed logits are tested equal to the full
+intervened forward (``RESUMABLE``, tests/intervene/test_resume.py, atol 1e-4 on float32
+log-probs). Any other architecture, or edits below ``layer``, fall back to full forwards
 (``SweepResult.resumed`` is False).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
+from jaxtyping import Float
 
-from geoprobe.capture.run import next_token_distribution
-from geoprobe.capture.run import attached_hooks
-from geoprobe.intervene._forward import Batch, batches, final_logprobs, value_hooks
+from geoprobe.capture.forward import final_hidden, run_batch
+from geoprobe.intervene._forward import Batch, batches, final_logprobs, recorded_values, recording
 from geoprobe.intervene.ops import Edit, check_edits, intervened, resolve_layer
 from geoprobe.models.loading import LoadedModel
 
-#: model families whose resumed sweep is tested against the full intervened forward
-RESUMABLE: frozenset[str] = frozenset({"llama", "mistral", "mixtral", "gemma3", "phi", "gpt_neox"})
+#: model types whose resumed sweep is tested against the full intervened forward (test_resume.py)
+RESUMABLE: frozenset[str] = frozenset({
+    "llama", "mistral", "mixtral", "gemma3_text", "phi", "gpt_neox", "gpt2", "qwen2", "gemma2", "bloom", "gpt_neo"})
 
 
-def _blocks(model: LoadedModel) -> list[Any]:
-    return list(model.bridge.blocks)
+def decoder_blocks(model: LoadedModel) -> list[Any] | None:
+    """The model's decoder blocks in order (a ``ModuleList``, one per model layer), found from its
+    attention modules: each one's nearest ancestor that is an entry of a ``ModuleList`` (its
+    parent, e.g. ``model.layers[i]``, or its grandparent where a wrapper holds it, as in
+    GPT-Neo). None where they are not laid out that way (one list, attention of model layer
+    ``i`` in entry ``i``)."""
+    hf = model.hf_model
+    names = {id(m): n for n, m in hf.named_modules()}
+    where: dict[int, tuple[str, int]] = {}
+    for layer, m in model.arch.modules.items():
+        parts = names.get(id(m), "").split(".")
+        for k in range(len(parts) - 2, 0, -1):
+            if parts[k].isdigit() and isinstance(hf.get_submodule(".".join(parts[:k])), torch.nn.ModuleList):
+                where[layer] = (".".join(parts[:k]), int(parts[k]))
+                break
+        else:
+            return None
+    if len({c for c, _ in where.values()}) != 1 or any(i != layer for layer, (_, i) in where.items()):
+        return None
+    return list(hf.get_submodule(next(iter(where.values()))[0]))
+
+
+def _detached(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, tuple):
+        return tuple(_detached(y) for y in x)
+    return x
+
+
+@contextmanager
+def skipped(blocks: Sequence[Any], output: Any) -> Iterator[None]:
+    """While the block runs, each of ``blocks`` returns ``output`` instead of computing."""
+    kept = [(b, b.__dict__.get("forward")) for b in blocks]
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        return output
+
+    for b, _ in kept:
+        b.forward = forward
+    try:
+        yield
+    finally:
+        for b, old in kept:
+            if old is None:
+                del b.forward
+            else:
+                b.forward = old
 
 
 @dataclass
 class _Saved:
     batch: Batch
-    hidden: torch.Tensor  # (batch, pos, d_model) entering block `layer`
-    calls: list[tuple[tuple, dict]]  # per block >= layer: (args after hidden_states, kwargs)
+    below: Any  # what the block below the resume layer returned (None when resuming at block 0)
 
 
 class Resumable:
     """The unperturbed run of ``prompts``, kept at the entrance of block ``layer``."""
 
+    resumed = True
+
     def __init__(self, model: LoadedModel, prompts: Sequence[str], layer: int, batch_size: int = 16) -> None:
         self.model = model
         self.layer = resolve_layer(layer, model.layout.n_layers)
+        self.start = model.layout.model_layers[self.layer]
+        blocks = decoder_blocks(model)
+        if blocks is None:
+            raise ValueError(f"{model.arch.name}: its decoder blocks are not one ModuleList of attention parents; "
+                             "cannot resume")
+        self.blocks = blocks
         self.n = len(prompts)
         self.saved: list[_Saved] = []
-        blocks = _blocks(model)
-        calls: dict[int, tuple[tuple, dict]] = {}
+        kept: dict[str, Any] = {}
 
-        def pre(i: int) -> Any:
-            def fn(module: Any, args: tuple, kwargs: dict) -> None:
-                calls[i] = (tuple(args), dict(kwargs))
-            return fn
+        def post(module: Any, args: tuple, output: Any) -> None:
+            kept["out"] = _detached(output)
 
-        handles = [blocks[i].register_forward_pre_hook(pre(i), with_kwargs=True)
-                   for i in range(self.layer, len(blocks))]
-        device = model.device
+        handle = blocks[self.start - 1].register_forward_hook(post) if self.start > 0 else None
         base = None
         try:
-            with torch.inference_mode():
+            with recording(model) as probe, final_hidden(model, probe), torch.inference_mode():
                 for b in batches(model, prompts, batch_size):
-                    calls.clear()
-                    lp, _ = _final_run(model, b, device)
+                    kept.clear()
+                    lp = torch.log_softmax(run_batch(model, probe, b.ids, b.mask), dim=-1).cpu()
                     if base is None:
                         base = torch.zeros((self.n, lp.shape[1]), dtype=torch.float32)
                     base[b.rows] = lp
-                    hidden, call_list = self._split(calls)
-                    self.saved.append(_Saved(b, hidden, call_list))
+                    if self.start > 0 and "out" not in kept:
+                        raise RuntimeError(f"block {self.start - 1} was not called in the unperturbed run; cannot resume")
+                    self.saved.append(_Saved(b, kept.get("out")))
         finally:
-            for h in handles:
-                h.remove()
-            model.adapter.release_forward_state(model.bridge)
+            if handle is not None:
+                handle.remove()
         assert base is not None
         self.base = base
 
-    def _split(self, calls: dict[int, tuple[tuple, dict]]) -> tuple[torch.Tensor, list[tuple[tuple, dict]]]:
-        L = self.model.layout.n_layers
-        missing = [i for i in range(self.layer, L) if i not in calls]
-        if missing:
-            raise RuntimeError(f"blocks {missing} were not called in the unperturbed run; cannot resume")
-        out = []
-        hidden = None
-        for i in range(self.layer, L):
-            args, kwargs = calls[i]
-            if args:
-                h, rest = args[0], args[1:]
-            else:
-                kwargs = dict(kwargs)
-                h, rest = kwargs.pop("hidden_states"), ()
-            if i == self.layer:
-                hidden = h.detach().clone()
-            out.append((rest, kwargs))
-        assert hidden is not None
-        return hidden, out
-
-    def logprobs(self, edits: Mapping[int, Edit] | None = None) -> torch.Tensor:
+    def logprobs(self, edits: Mapping[int, Edit] | None = None) -> Float[torch.Tensor, "n vocab"]:
         """(n, vocab) next-token log-probs at the final tokens, resuming at ``layer``."""
         if not edits:
             return self.base.clone()
         return self.run(edits)[0]
 
-    def run(self, edits: Mapping[int, Edit], value_layers: Sequence[int] = ()) -> tuple[torch.Tensor, dict[int, np.ndarray]]:
+    def run(self, edits: Mapping[int, Edit],
+            value_layers: Sequence[int] = ()) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
         """Like :meth:`logprobs`, also returning the final-token values (n, Hkv, d_head) of
         ``value_layers`` (each ≥ the resume layer) as attention read them, i.e. after the edits."""
         resolved = check_edits(self.model, edits) if edits else {}
         below = [layer for layer in [*resolved, *value_layers] if layer < self.layer]
         if below:
             raise ValueError(f"edits or value layers {below} lie below the resume layer {self.layer}")
-        blocks = _blocks(self.model)
         out = torch.zeros_like(self.base)
         lay = self.model.layout
         values = {layer: np.zeros((out.shape[0], lay.n_kv_heads, lay.d_head), np.float32) for layer in value_layers}
-        state: dict = {}
-        with intervened(self.model, resolved), attached_hooks(self.model.bridge, value_hooks(self.model, state, value_layers)), \
-                torch.inference_mode():
-            try:
-                for s in self.saved:
-                    state["last"] = s.batch.last
-                    h = s.hidden
-                    for i, (rest, kwargs) in zip(range(self.layer, len(blocks)), s.calls):
-                        o = blocks[i](h, *rest, **kwargs)
-                        h = o[0] if isinstance(o, tuple) else o
-                    rows = torch.arange(h.shape[0], device=h.device)
-                    final = self.model.bridge.ln_final(h[rows, s.batch.last.to(h.device)][:, None, :])[:, 0]
-                    out[s.batch.rows] = next_token_distribution(self.model, final).float().cpu()
-                    for layer in value_layers:
-                        values[layer][s.batch.rows] = state[("v", layer)].numpy()
-            finally:
-                self.model.adapter.release_forward_state(self.model.bridge)
+        with intervened(self.model, resolved), recording(self.model, value_layers) as probe, \
+                final_hidden(self.model, probe), torch.inference_mode():
+            for s in self.saved:
+                with skipped(self.blocks[: self.start], s.below):
+                    logits = run_batch(self.model, probe, s.batch.ids, s.batch.mask)
+                out[s.batch.rows] = torch.log_softmax(logits, dim=-1).cpu()
+                for layer in value_layers:
+                    values[layer][s.batch.rows] = recorded_values(self.model, probe, layer)
         return out, values
-
-
-def _final_run(model: LoadedModel, b: Batch, device: torch.device) -> tuple[torch.Tensor, None]:
-    state: dict = {}
-    from geoprobe.capture.run import attached_hooks
-
-    def norm_hook(x: torch.Tensor, hook: Any) -> None:
-        rows = torch.arange(x.shape[0], device=x.device)
-        state["h"] = x.detach()[rows, b.last.to(x.device)]
-
-    with attached_hooks(model.bridge, {model.adapter.final_norm_hook: norm_hook}):
-        model.bridge(b.ids.to(device), attention_mask=b.mask.to(device), position_ids=b.position_ids.to(device),
-                     return_type="logits", logits_to_keep=1, use_cache=False)
-    return next_token_distribution(model, state["h"]).float().cpu(), None
 
 
 @dataclass
@@ -159,6 +168,30 @@ class SweepResult:
     layer: int  # resume layer (the lowest edited layer)
 
 
+def resumable(model: LoadedModel) -> bool:
+    """Is a resumed sweep tested (and possible) for this model's architecture?"""
+    return model.arch.model_type in RESUMABLE and decoder_blocks(model) is not None
+
+
+class FullRuns:
+    """The fallback with :class:`Resumable`'s interface: every call re-runs the full model."""
+
+    resumed = False
+
+    def __init__(self, model: LoadedModel, prompts: Sequence[str], batch_size: int = 16) -> None:
+        self.model, self.prompts, self.batch_size = model, list(prompts), batch_size
+
+    def run(self, edits: Mapping[int, Edit],
+            value_layers: Sequence[int] = ()) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
+        with intervened(self.model, edits):
+            return final_logprobs(self.model, self.prompts, self.batch_size, value_layers)
+
+
+def resumer(model: LoadedModel, prompts: Sequence[str], layer: int, batch_size: int = 16) -> Resumable | FullRuns:
+    """A :class:`Resumable` at ``layer`` where the architecture is tested resumable, else :class:`FullRuns`."""
+    return Resumable(model, prompts, layer, batch_size) if resumable(model) else FullRuns(model, prompts, batch_size)
+
+
 def sweep(model: LoadedModel, prompts: Sequence[str], edit_sets: Sequence[Mapping[int, Edit]],
           batch_size: int = 16, resume: bool = True) -> SweepResult:
     """Next-token log-probs for each edit set, resuming from the residual stream where possible."""
@@ -166,7 +199,7 @@ def sweep(model: LoadedModel, prompts: Sequence[str], edit_sets: Sequence[Mappin
         raise ValueError("no edit sets to sweep")
     resolved = [check_edits(model, e) for e in edit_sets]
     layer = min(min(e) for e in resolved)
-    if resume and model.adapter.family in RESUMABLE:
+    if resume and resumable(model):
         r = Resumable(model, prompts, layer, batch_size)
         return SweepResult(r.base, [r.logprobs(e) for e in resolved], True, layer)
     base, _ = final_logprobs(model, prompts, batch_size)

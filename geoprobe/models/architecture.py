@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.errors import UnsupportedArchitectureError
+from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import INLINE_SDPA_TYPES, LEGACY_TYPES, inline_sdpa, legacy_hooks, legacy_rotary_dim, legacy_specs, legacy_windows
@@ -308,13 +308,42 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
     """Run forward passes of ``hf_model`` inside the block with ``probe`` recording every attention layer."""
     if arch.mechanism == "legacy":
         with legacy_hooks(arch.model_type, arch.modules, probe,
-                          (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])) as p:
+                          (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])) as p, A.current_set(p):
             yield p
         return
     probe.post_rotary_layers = arch.post_rotary_layers
     probe.layer_of = A.layer_index
     with rotary_hooks(arch.modules, probe), _activated(hf_model, arch.mechanism, arch.modules.values(), probe) as p:
         yield p
+
+
+@contextmanager
+def editing(hf_model: Any, arch: Architecture, edits: dict[int, A.ValueEdit] | None = None,
+            out_edits: dict[int, A.OutEdit] | None = None) -> Iterator[A.Probe]:
+    """Apply value edits and out-edits ({model layer: fn}) to every forward pass of ``hf_model``
+    inside the block. Inside an active probe (``probing``) they are added to it for the block,
+    so what it records is what attention read; otherwise a probe that records nothing is
+    switched on. Yields the probe that carries them."""
+    edits, out_edits = dict(edits or {}), dict(out_edits or {})
+    outer = A.current()
+    if outer is None:
+        probe = A.Probe(queries=False, keys=False, values=False, attn_out=False, attention=False,
+                        edits=edits, out_edits=out_edits)
+        with probing(hf_model, arch, probe) as p:
+            yield p
+        return
+    clash = sorted((set(edits) & set(outer.edits)) | (set(out_edits) & set(outer.out_edits)))
+    if clash:
+        raise GeoprobeError(f"layer(s) {clash} are already edited by an enclosing block; one edit per layer")
+    outer.edits.update(edits)
+    outer.out_edits.update(out_edits)
+    try:
+        yield outer
+    finally:
+        for layer in edits:
+            outer.edits.pop(layer, None)
+        for layer in out_edits:
+            outer.out_edits.pop(layer, None)
 
 
 def records_array(probe: A.Probe, arch: Architecture, what: str) -> np.ndarray:

@@ -11,7 +11,9 @@ for the real output, so the forward pass is the model's, and then, only while a
 :class:`Probe` is active (a ``contextvars`` variable), computes from the final query row of
 each batch row its distribution over the keys and its entropy: O(T·d) per head, never the
 T×T score matrix. It also keeps q, k, v and the attention output z at the final token, and
-can edit the values before the stock function runs (interventions).
+can edit the values before the stock function runs (``Probe.edits``, interventions) and the
+attention output z after it, before the output projection (``Probe.out_edits``, head
+ablations).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ _LN2 = math.log(2.0)
 _ACTIVE: contextvars.ContextVar["Probe | None"] = contextvars.ContextVar("geoprobe_probe", default=None)
 
 ValueEdit = Callable[[torch.Tensor], torch.Tensor]  # (batch, pos, kv_head, d_head) -> same shape
+OutEdit = Callable[[torch.Tensor], torch.Tensor]  # (batch, pos, head, d_v) -> same shape
 
 
 def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -118,7 +121,8 @@ class Probe:
     attention: bool = True
     distribution: bool = False
     pre_rotary: bool = True
-    edits: dict[int, ValueEdit] = field(default_factory=dict)
+    edits: dict[int, ValueEdit] = field(default_factory=dict)  # model layer -> edit of every position's values
+    out_edits: dict[int, OutEdit] = field(default_factory=dict)  # model layer -> edit of the attention output z
     only: frozenset[int] | None = None  # model layers to record (None: all)
     last: torch.Tensor | None = None
     layer_of: Callable[[Any], int] | None = None
@@ -151,6 +155,11 @@ class Probe:
         self.edited[layer] = self.edited.get(layer, 0) + 1
         return fn(value.transpose(1, 2)).transpose(1, 2).to(value.dtype)
 
+    def edit_output(self, module: Any, out: torch.Tensor) -> torch.Tensor:
+        """Apply this layer's out-edit to the attention output z (batch, pos, head, d_v)."""
+        fn = self.out_edits.get(self.layer(module))
+        return out if fn is None else fn(out).to(out.dtype)
+
     def record(self, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                mask: torch.Tensor | None, out: torch.Tensor | None, scaling: float | None,
                softcap: float | None = None, sinks: torch.Tensor | None = None,
@@ -160,6 +169,8 @@ class Probe:
         self.calls.append(layer)
         if self.only is not None and layer not in self.only:
             return
+        if not (self.queries or self.keys or self.values or self.attn_out or self.attention):
+            return  # a probe that only edits
         rec = self.records.setdefault(layer, LayerRecord(layer))
         rec.calls += 1
         rec.window = window
@@ -235,6 +246,22 @@ def layer_index(module: Any) -> int:
                         "layer it is (this architecture is not supported)")
 
 
+def current() -> Probe | None:
+    """The probe active in this context (None outside :func:`active` and ``probing``)."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def current_set(probe: Probe) -> Iterator[Probe]:
+    """Make ``probe`` the current one (what :func:`current` returns) without switching any model's
+    attention implementation: for the inline-attention exceptions, read by hooks instead."""
+    token = _ACTIVE.set(probe)
+    try:
+        yield probe
+    finally:
+        _ACTIVE.reset(token)
+
+
 # -- registration ----------------------------------------------------------------------------
 def _stock(base: str, module: Any) -> Callable:
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -261,6 +288,8 @@ def _make(base: str) -> Callable:
         if probe.edits:
             value = probe.edit_values(module, value)
         out, weights = fn(module, query, key, value, attention_mask, *args, **kwargs)
+        if probe.out_edits:
+            out = probe.edit_output(module, out)
         scaling = kwargs.get("scaling", args[1] if len(args) > 1 else None)
         probe.record(module, query, key, value, attention_mask, out, scaling, kwargs.get("softcap"),
                      kwargs.get("s_aux", kwargs.get("sinks")), kwargs.get("position_bias"),

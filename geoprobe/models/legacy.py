@@ -13,7 +13,9 @@ attention module reads the final query row of those (their own computation, ALiB
 local windows included); q, k and v come from the projections described here by hand (the
 only per-architecture lines geoprobe has), pre-rotary, and z from the input of the output
 projection. Eager is their only implementation, so this costs nothing beyond their own
-forward pass.
+forward pass. Value edits (``Probe.edits``) run on the output of the V projection, split by
+its description (Bloom's fused ``query_key_value`` included), and out-edits
+(``Probe.out_edits``) on the input of the output projection.
 """
 from __future__ import annotations
 
@@ -59,15 +61,10 @@ def legacy_rotary_dim(cfg: Any) -> int:
 def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
                  specs: tuple[ProjSpec, ProjSpec, ProjSpec]) -> Iterator[Probe]:
     """Record into ``probe`` from the attention modules' returned probabilities and projections."""
-    if probe.edits:
-        from geoprobe.errors import UnsupportedArchitectureError
-
-        raise UnsupportedArchitectureError(
-            f"{model_type}: its attention is computed inline (not through transformers' AttentionInterface), so "
-            "geoprobe cannot edit its values; interventions need an architecture that uses the interface")
     q_spec, k_spec, v_spec = specs
     handles = []
     inputs: dict[int, torch.Tensor] = {}
+    edited_v: dict[int, torch.Tensor] = {}
 
     for layer, module in modules.items():
         def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
@@ -90,19 +87,37 @@ def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
                                        (probe.values, v_spec, "v")):
                     if on:
                         setattr(rec, name, spec.project(mod, x).float().cpu())
+                if probe.values and _layer in edited_v:  # what attention read: the edited values
+                    rec.v = edited_v.pop(_layer)
 
-        def z_pre(mod: Any, args: tuple, _layer: int = layer) -> None:
-            if not probe.attn_out:
-                return
+        def v_post(lin: Any, args: tuple, output: torch.Tensor, _layer: int = layer) -> torch.Tensor | None:
+            fn = probe.edits.get(_layer)
+            if fn is None:
+                return None
+            probe.edited[_layer] = probe.edited.get(_layer, 0) + 1
+            y = v_spec.edit_output(output, fn)
+            if probe.values:
+                B, T = y.shape[:2]
+                rows = torch.arange(B, device=y.device)
+                edited_v[_layer] = v_spec.part(y)[rows, probe.final_positions(B, T, y.device)].detach().float().cpu()
+            return y
+
+        def z_pre(mod: Any, args: tuple, _layer: int = layer) -> tuple | None:
             z = args[0]
             B, T = z.shape[:2]
-            sl = z[torch.arange(B, device=z.device), probe.final_positions(B, T, z.device)]
-            rec = probe.records.setdefault(_layer, LayerRecord(_layer))
-            rec.z = sl.reshape(B, q_spec.n_heads, -1).float().cpu()
+            edit = probe.out_edits.get(_layer)
+            if edit is not None:
+                z = edit(z.reshape(B, T, q_spec.n_heads, -1)).reshape(z.shape).to(z.dtype)
+            if probe.attn_out:
+                sl = z[torch.arange(B, device=z.device), probe.final_positions(B, T, z.device)]
+                rec = probe.records.setdefault(_layer, LayerRecord(_layer))
+                rec.z = sl.reshape(B, q_spec.n_heads, -1).detach().float().cpu()
+            return None if edit is None else (z, *args[1:])
 
         handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(module.register_forward_hook(post, with_kwargs=True))
         handles.append(getattr(module, _OUT_PROJ[model_type]).register_forward_pre_hook(z_pre))
+        handles.append(v_spec.linear(module).register_forward_hook(v_post))
     try:
         yield probe
     finally:

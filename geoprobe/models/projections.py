@@ -81,6 +81,25 @@ class ProjSpec:
         _, b = self._params(attn)
         return None if b is None else self._rows(b)
 
+    def part(self, y: Float[torch.Tensor, "batch pos out"]) -> Float[torch.Tensor, "batch pos head d_head"]:
+        """This part's heads of the linear child's output ``y`` (a view where possible)."""
+        B, T = y.shape[:2]
+        v = y.reshape(B, T, self.groups, sum(self.parts), self.d_head)
+        off, n = sum(self.parts[: self.index]), self.parts[self.index]
+        return v[:, :, :, off: off + n].reshape(B, T, self.n_heads, self.d_head)
+
+    def edit_output(self, y: Float[torch.Tensor, "batch pos out"],
+                    fn: Any) -> Float[torch.Tensor, "batch pos out"]:
+        """The linear child's output ``y`` with this part's heads replaced by ``fn`` of them:
+        ``fn`` maps (batch, pos, n_heads, d_head) to the same shape; the other parts of a fused
+        projection are left as they are. Returns a new tensor."""
+        B, T = y.shape[:2]
+        off, n = sum(self.parts[: self.index]), self.parts[self.index]
+        new = fn(self.part(y)).to(y.dtype).reshape(B, T, self.groups, n, self.d_head)
+        out = y.reshape(B, T, self.groups, sum(self.parts), self.d_head).clone()
+        out[:, :, :, off: off + n] = new
+        return out.reshape(y.shape)
+
     def project(self, attn: Any, x: Float[torch.Tensor, "n d_model"]) -> Float[torch.Tensor, "n head d_head"]:
         """x @ W (+ b) per head, from the described weights."""
         w = self.weight(attn)

@@ -154,39 +154,33 @@ def metrics(label: str, probs: Float[np.ndarray, "n K A"], batch: Batch, mass: F
     )
 
 
-# -- ablations through the bridge ------------------------------------------------------------
+# -- ablations through geoprobe's attention probe -------------------------------------------
 @contextmanager
 def zeroed_heads(loaded: Any, heads: dict[int, Sequence[int]]) -> Iterator[None]:
-    """Zero the attention output of ``heads[layer]`` (their slice of hook_z, the input of W_O)."""
-    from geoprobe.capture.run import attached_hooks
-    from geoprobe.models.adapters import Site
+    """Zero the attention output z of ``heads[layer]`` (their slice of the input of W_O) in every
+    forward pass of ``loaded.hf_model`` inside the block: an out-edit of geoprobe's attention
+    function (``Probe.out_edits``), so it works on every architecture capture reads."""
+    from geoprobe.models.architecture import editing
 
-    d_head = loaded.layout.d_head
+    def zero(which: Sequence[int]) -> Callable[[torch.Tensor], torch.Tensor]:
+        idx = torch.as_tensor(list(which), dtype=torch.long)
 
-    def hook(which: Sequence[int]) -> Any:
-        idx = torch.as_tensor(list(which))
-
-        def fn(z: torch.Tensor, hook: Any) -> torch.Tensor:
-            shaped = z.reshape(*z.shape[:2], -1, d_head) if z.dim() == 3 else z
-            out = shaped.clone()
-            out[:, :, idx] = 0.0
-            return out.reshape(z.shape)
+        def fn(z: torch.Tensor) -> torch.Tensor:  # (batch, pos, head, d_v)
+            out = z.clone()
+            out[:, :, idx.to(z.device)] = 0.0
+            return out
 
         return fn
 
-    with attached_hooks(loaded.bridge, {loaded.adapter.hook_name(Site(layer, "z")): hook(h)
-                                        for layer, h in heads.items()}):
+    model_layer = loaded.layout.model_layers
+    with editing(loaded.hf_model, loaded.arch, out_edits={model_layer[layer]: zero(h) for layer, h in heads.items()}):
         yield
 
 
-def bridge_predictive(loaded: Any, batch: Batch, answer_ids: Any, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """The same through the TransformerBridge (so hooks, e.g. ``zeroed_heads``, apply)."""
-    def logits_at(ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        logits = loaded.bridge(ids, return_type="logits")
-        loaded.adapter.release_forward_state(loaded.bridge)
-        return logits[:, pos]
-
-    return _batched_predictive(logits_at, batch, answer_ids, batch_size)
+def probed_predictive(loaded: Any, batch: Batch, answer_ids: Any, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """``model_predictive`` of a loaded model's ``hf_model`` (so edits switched on around it,
+    e.g. ``zeroed_heads``, apply)."""
+    return model_predictive(loaded.hf_model, batch, answer_ids, batch_size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,13 +222,13 @@ class Ablations:
 
 
 def ablations(loaded: Any, task: Task, batch: Batch) -> Ablations:
-    """Zero each attention layer (all its heads) and each head in turn, through the bridge."""
+    """Zero each attention layer (all its heads) and each head in turn (``zeroed_heads``)."""
     L, H = loaded.layout.n_layers, loaded.layout.n_heads
     ht = batch.entropy
 
     def score(heads: dict[int, Sequence[int]]) -> tuple[float, float]:
         with zeroed_heads(loaded, heads):
-            p, _ = bridge_predictive(loaded, batch, task.answer_ids)
+            p, _ = probed_predictive(loaded, batch, task.answer_ids)
         hm = entropy_bits(p)
         return paper_mae(hm, ht), float(np.abs(hm - ht).mean())
 

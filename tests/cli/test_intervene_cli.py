@@ -77,3 +77,17 @@ def test_recipes_run_through_geoprobe_run(tmp_path, capsys, monkeypatch):
                            capsys, monkeypatch)
     assert code == 0, err
     assert InterventionResult.load(tmp_path / "b").experiments() == [((1,), 1.0)]
+
+
+def test_intervene_on_a_qwen2_type_twin_end_to_end(tmp_path, capsys, monkeypatch):
+    """An architecture without a TransformerBridge adapter: edits run in geoprobe's attention function."""
+    out = tmp_path / "q"
+    code, _, err = run_cli(["intervene", "--model", "twin:qwen2", "--layers", "1", "--strength", "1",
+                            "--n-per-k", "4", "--controls", "1", "--n-resamples", "20", "--out", str(out)],
+                           capsys, monkeypatch)
+    assert code == 0, err
+    res = InterventionResult.load(out / "intervene.json")
+    assert res.experiments() == [((1,), 1.0)] and len(res.rows) == 2
+    full = next(r for r in res.rows if r.axis == "entropy")
+    assert math.isnan(full.metrics["axis_entropy_rho"].value)  # the full cut removed the axis coordinate
+    assert full.metrics["kl"].value > 0 and math.isfinite(full.metrics["perplexity_ratio"].value)

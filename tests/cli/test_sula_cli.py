@@ -55,3 +55,11 @@ def test_sula_on_smollm2_is_better_than_chance_at_tracking_the_posterior(tmp_pat
     assert code == 0, err
     main = SulaResult.load(tmp_path / "s" / "sula.json").main
     assert 0 <= main.metrics.mae.value < 1 and main.metrics.label_mass.value > 0.01
+
+
+def test_sula_on_a_qwen2_type_twin(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "q"
+    code, _, err = run_cli(["sula", "--model", "twin:qwen2", *SMALL, "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    res = SulaResult.load(out / "sula.json")
+    assert res.main.n == 12 and res.provenance["model_id"] == "twin:qwen2:tiny"

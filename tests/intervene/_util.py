@@ -1,15 +1,21 @@
-"""Shared helpers for the intervention tests: prompts, axis fitting, full-tensor hook capture."""
+"""Shared helpers for the intervention tests: prompts, axis fitting, full-tensor capture at one
+attention layer (a probe that keeps what the attention function received)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from geoprobe.capture.run import _pad, attached_hooks
+from geoprobe.capture.run import _pad
 from geoprobe.intervene import fit_entropy_axis
 from geoprobe.intervene._forward import final_logprobs
 from geoprobe.intervene.metrics import entropy_bits_of
+from geoprobe.intervene.resume import decoder_blocks
+from geoprobe.models.architecture import probing
+from geoprobe.models.attention import Probe
 from tests.conftest import PROMPTS
 
 CALIBRATION = list(PROMPTS) + [
@@ -38,29 +44,83 @@ def axis_for(model: Any, layer: int):
     return _AXES[key][1]
 
 
-def run_full(model: Any, prompts: list[str], names: list[str]) -> dict[str, torch.Tensor]:
-    """One right-padded forward of ``prompts``; full tensors (all positions) at the named hooks,
-    copied out by hooks registered now (after any edit hooks already attached); plus logits."""
+@dataclass
+class FullProbe(Probe):
+    """A probe that also keeps the full tensors one attention layer received (after any edit)."""
+
+    full_layer: int = -1
+    full: dict = field(default_factory=dict)
+
+    def record(self, module, query, key, value, mask, out, scaling, softcap=None, sinks=None, bias=None,
+               window=None):
+        if self.layer(module) == self.full_layer:
+            self.full.update(q=query.detach().clone(), k=key.detach().clone(), v=value.detach().clone(),
+                             z=out.detach().clone(), attn_mask=None if mask is None else mask.detach().clone(),
+                             scaling=scaling, softcap=softcap)
+        super().record(module, query, key, value, mask, out, scaling, softcap, sinks, bias, window)
+
+
+def pattern(full: dict, kv_group) -> torch.Tensor:
+    """The attention pattern (batch, head, q, k) from the full q, k, mask, scaling the layer got."""
+    q, k = full["q"].double(), full["k"].double()[:, torch.tensor(kv_group)]
+    s = torch.einsum("bhqd,bhkd->bhqk", q, k) * (full["scaling"] or q.shape[-1] ** -0.5)
+    if full["softcap"]:
+        s = torch.tanh(s / full["softcap"]) * full["softcap"]
+    m = full["attn_mask"]
+    T = s.shape[-1]
+    if m is None:
+        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    elif m.dtype == torch.bool:
+        s = s.masked_fill(~m[..., :T], float("-inf"))
+    else:
+        s = s + m[..., :T].double()
+    return torch.softmax(s, -1).nan_to_num(0.0)
+
+
+@contextmanager
+def full_probe(model: Any, layer: int):
+    """Probing ``model`` with a FullProbe keeping layout layer ``layer`` in full; ``intervened``
+    inside joins it, so it records the edited values."""
+    probe = FullProbe(full_layer=model.layout.model_layers[layer])
+    with probing(model.hf_model, model.arch, probe):
+        yield probe
+
+
+def run_full(model: Any, probe: Any, prompts: list[str], layer: int) -> dict[str, Any]:
+    """One right-padded forward of ``prompts`` inside ``full_probe``: the full q/k/v/z/pattern at
+    ``layer``, every block output below it and the input of block ``layer``, and the logits."""
     ids = model.tokenizer(prompts)["input_ids"]
     tok, mask = _pad(ids, model.tokenizer.pad_token_id, "right")
-    out: dict[str, torch.Tensor] = {}
+    blocks = decoder_blocks(model)
+    start = model.layout.model_layers[layer]
+    below: list[torch.Tensor] = []
 
-    def grab(name: str):
-        def fn(x: torch.Tensor, hook: Any) -> None:
-            out[name] = x.detach().clone()
-        return fn
+    def post(module, args, output):
+        below.append((output[0] if isinstance(output, tuple) else output).detach().clone())
 
-    with attached_hooks(model.bridge, {n: grab(n) for n in names}), torch.inference_mode():
-        logits = model.bridge(tok, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0),
-                              return_type="logits", use_cache=False)
-    model.adapter.release_forward_state(model.bridge)
+    def pre(module, args, kwargs):
+        below.append((args[0] if args else kwargs["hidden_states"]).detach().clone())
+
+    handles = [blocks[i].register_forward_hook(post) for i in range(start)]
+    handles.append(blocks[start].register_forward_pre_hook(pre, with_kwargs=True))
+    try:
+        with torch.inference_mode():
+            probe.new_batch(mask.shape[1] - 1 - mask.flip(1).argmax(1))
+            logits = model.hf_model(tok, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0),
+                                    use_cache=False).logits
+    finally:
+        for h in handles:
+            h.remove()
+    full = dict(probe.full)
+    out = {"below": below, "q": full["q"], "k": full["k"], "v": full["v"].transpose(1, 2),
+           "z": full["z"], "pattern": pattern(full, model.layout.kv_group)}
     out["logits"] = logits.detach().clone()
     out["mask"] = mask
     return out
 
 
 def heads(x: torch.Tensor, n_kv: int, d_head: int) -> torch.Tensor:
-    """A value hook tensor as (batch, pos, Hkv, d_head) float64."""
+    """Values (batch, pos, Hkv, d_head) or flat (batch, pos, Hkv*d_head) as (batch, pos, Hkv, d_head) float64."""
     return x.reshape(x.shape[0], x.shape[1], n_kv, d_head).double()
 
 

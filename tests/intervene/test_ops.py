@@ -2,11 +2,12 @@
 
 Subjects: tiny random twins of Llama-3.2-1B (GQA 2:1), Pythia-410M (GPT-NeoX fused QKV, MHA),
 Gemma-3-270M (GQA, sliding window, q/k norm), and the real SmolLM2-135M (slow). For an edit at
-layer ℓ the test reads, in the same forward pass,
-* the value tensor at ℓ through a second hook registered after the edit hook (what the
-  attention module receives),
-* the attention pattern and attention output z at ℓ, and checks z = pattern · v_edited per
-  query head (via its KV group): attention really consumed the edited values,
+layer ℓ the test reads, in the same forward pass, through a probe that keeps the full tensors
+geoprobe's attention function handed the model's own attention function,
+* the value tensor at ℓ (what the attention receives, after the edit),
+* q, k, the mask and scaling at ℓ (hence the attention pattern) and the attention output z,
+  and checks z = pattern · v_edited per query head (via its KV group): attention really
+  consumed the edited values,
 and compares with the unperturbed run: blocks below ℓ bit-identical, q and k at ℓ bit-identical,
 the component along the axis / its orthogonal complement as the operation defines them, and
 the final logits changed.
@@ -18,8 +19,9 @@ import pytest
 import torch
 
 from geoprobe.intervene import Edit, InterventionError, intervened, random_axes
-from geoprobe.models.adapters import Site
-from tests.intervene._util import CALIBRATION, axis_for, heads, rel, run_full
+from geoprobe.intervene._forward import final_logprobs
+from geoprobe.models.attention import current
+from tests.intervene._util import CALIBRATION, axis_for, full_probe, heads, rel, run_full
 
 TWINS = ("llama-3.2-1b", "pythia-410m", "gemma-3-270m")
 SUBJECTS = (*TWINS, pytest.param("smollm2-135m", marks=pytest.mark.slow))
@@ -35,29 +37,21 @@ def subject(request, twin_factory):
     return model, layer, axis_for(model, layer)
 
 
-def _names(model, layer):
-    a = model.adapter
-    below = [f"blocks.{i}.hook_out" for i in range(layer)] + [f"blocks.{layer}.hook_in"]
-    site = {k: a.hook_name(Site(layer, k)) for k in ("q", "k", "v", "z", "pattern")}
-    return below, site
-
-
 def _edited_run(model, layer, edit):
-    below, site = _names(model, layer)
-    names = below + list(site.values())
-    base = run_full(model, PROMPTS, names)
-    with intervened(model, {layer: edit}) as applied:
-        pert = run_full(model, PROMPTS, names)  # these hooks run after the edit hook
+    with full_probe(model, layer) as probe:
+        base = run_full(model, probe, PROMPTS, layer)
+        with intervened(model, {layer: edit}) as applied:
+            pert = run_full(model, probe, PROMPTS, layer)  # the probe now carries the edit
     assert applied.counts[layer] == 1
-    return base, pert, below, site
+    return base, pert
 
 
-def _check_attention_read(model, pert, site):
+def _check_attention_read(model, pert):
     """z at ℓ equals pattern · (the edited v) for every query head and position."""
     lay = model.layout
-    v = heads(pert[site["v"]], lay.n_kv_heads, lay.d_head)  # (b, pos, Hkv, d)
-    p = pert[site["pattern"]].double()  # (b, H, q, k)
-    z = pert[site["z"]].reshape(v.shape[0], v.shape[1], lay.n_heads, lay.d_head).double()
+    v = heads(pert["v"], lay.n_kv_heads, lay.d_head)  # (b, pos, Hkv, d)
+    p = pert["pattern"]  # (b, H, q, k)
+    z = pert["z"].reshape(v.shape[0], v.shape[1], lay.n_heads, lay.d_head).double()
     kv = torch.tensor(lay.kv_group)
     z_rec = torch.einsum("bhqk,bkhd->bqhd", p, v[:, :, kv])
     mask = pert["mask"].bool()
@@ -65,8 +59,11 @@ def _check_attention_read(model, pert, site):
     return z_rec
 
 
-def _below_identical(base, pert, below, site):
-    for name in below + [site["q"], site["k"]]:
+def _below_identical(base, pert):
+    assert len(base["below"]) == len(pert["below"]) > 0
+    for i, (a, b) in enumerate(zip(base["below"], pert["below"])):
+        assert torch.equal(a, b), f"block output {i} changed although it lies below the edit"
+    for name in ("q", "k"):
         assert torch.equal(base[name], pert[name]), f"{name} changed although it lies below the edit"
 
 
@@ -82,11 +79,11 @@ def test_edit_is_exact_and_read_by_attention(name, op, strength, request, twin_f
     layer = model.layout.n_layers // 2
     axis = axis_for(model, layer)
     lay = model.layout
-    base, pert, below, site = _edited_run(model, layer, Edit(axis, op, strength))
-    _below_identical(base, pert, below, site)
+    base, pert = _edited_run(model, layer, Edit(axis, op, strength))
+    _below_identical(base, pert)
     mask = pert["mask"].bool()
-    x = heads(base[site["v"]], lay.n_kv_heads, lay.d_head)[mask]  # (tokens, Hkv, d)
-    y = heads(pert[site["v"]], lay.n_kv_heads, lay.d_head)[mask]
+    x = heads(base["v"], lay.n_kv_heads, lay.d_head)[mask]  # (tokens, Hkv, d)
+    y = heads(pert["v"], lay.n_kv_heads, lay.d_head)[mask]
     u = torch.as_tensor(axis.direction)
     px, py = (x * u).sum(-1), (y * u).sum(-1)  # (tokens, Hkv)
     perp_x, perp_y = x - px[..., None] * u, y - py[..., None] * u
@@ -101,10 +98,10 @@ def test_edit_is_exact_and_read_by_attention(name, op, strength, request, twin_f
         assert rel(py - px - expected, expected) <= TOL
         assert rel(perp_y - perp_x, perp_x) <= TOL
     assert (y - x).abs().max() > 1e-3 * x.abs().max(), "the edit did not change the values"
-    z_rec = _check_attention_read(model, pert, site)
+    z_rec = _check_attention_read(model, pert)
     # control: the unedited values do not reproduce the edited attention output
-    v0 = heads(base[site["v"]], lay.n_kv_heads, lay.d_head)
-    z_wrong = torch.einsum("bhqk,bkhd->bqhd", pert[site["pattern"]].double(), v0[:, :, torch.tensor(lay.kv_group)])
+    v0 = heads(base["v"], lay.n_kv_heads, lay.d_head)
+    z_wrong = torch.einsum("bhqk,bkhd->bqhd", pert["pattern"], v0[:, :, torch.tensor(lay.kv_group)])
     assert (z_wrong - z_rec)[mask].abs().max() > 100 * TOL * z_rec[mask].abs().max()
     # the output changed
     diff = (pert["logits"] - base["logits"])[mask].abs().max()
@@ -114,17 +111,17 @@ def test_edit_is_exact_and_read_by_attention(name, op, strength, request, twin_f
 def test_strength_zero_is_identity(subject):
     model, layer, axis = subject
     for op in ("cut", "only", "shift"):
-        base, pert, below, site = _edited_run(model, layer, Edit(axis, op, 0.0))
+        base, pert = _edited_run(model, layer, Edit(axis, op, 0.0))
         assert torch.equal(base["logits"], pert["logits"]), op
-        assert torch.equal(base[site["v"]], pert[site["v"]]), op
+        assert torch.equal(base["v"], pert["v"]), op
 
 
 def test_several_layers_at_once_and_negative_layers(twin_factory):
     model = twin_factory("llama-3.2-1b")
     L = model.layout.n_layers
     a0, a2 = axis_for(model, 0), axis_for(model, L - 1)
-    with intervened(model, {0: Edit(a0, "cut"), -1: Edit(a2, "cut")}) as applied:
-        run_full(model, PROMPTS, [])
+    with full_probe(model, 0) as probe, intervened(model, {0: Edit(a0, "cut"), -1: Edit(a2, "cut")}) as applied:
+        run_full(model, probe, PROMPTS, 0)
     assert applied.counts == {0: 1, L - 1: 1}  # -1 resolved to the last layer, and it ran
 
 
@@ -185,9 +182,23 @@ def test_an_edit_that_never_runs_raises(twin_factory):
     with pytest.raises(InterventionError, match="never ran"):
         with intervened(model, {1: Edit(axis)}):
             pass  # no forward pass: the edit did nothing, which must not pass silently
-    # the hooks are gone afterwards, also after the error
-    name = model.adapter.hook_name(Site(1, "v"))
-    assert not model.bridge.hook_dict[name].fwd_hooks
+    _edit_is_gone(model)
+
+
+def _edit_is_gone(model):
+    """No probe is active, the model's own attention implementation is back, and a forward pass
+    gives the unedited log-probs."""
+    assert current() is None
+    assert not model.hf_model.config._attn_implementation.startswith("geoprobe_")
+    lp, _ = final_logprobs(model, PROMPTS, batch_size=4)
+    ref, _ = final_logprobs(model, PROMPTS, batch_size=4)
+    assert torch.equal(lp, ref)
+    axis = axis_for(model, 1)
+    with intervened(model, {1: Edit(axis)}):
+        edited, _ = final_logprobs(model, PROMPTS, batch_size=4)
+    assert (edited - lp).abs().max() > 1e-4  # (the comparison can tell an edit from none)
+    lp2, _ = final_logprobs(model, PROMPTS, batch_size=4)
+    assert torch.equal(lp2, lp)
 
 
 def test_hooks_removed_after_an_exception_in_the_block(twin_factory):
@@ -196,4 +207,4 @@ def test_hooks_removed_after_an_exception_in_the_block(twin_factory):
     with pytest.raises(RuntimeError, match="boom"):
         with intervened(model, {1: Edit(axis)}):
             raise RuntimeError("boom")
-    assert not model.bridge.hook_dict[model.adapter.hook_name(Site(1, "v"))].fwd_hooks
+    _edit_is_gone(model)

@@ -1,4 +1,5 @@
-"""Resuming from the residual stream gives the full intervened forward's logits (every family)."""
+"""Resuming from the residual stream gives the full intervened forward's logits (every
+architecture in RESUMABLE: the family twins and tiny twins of gpt2, qwen2, gemma2, bloom, gpt_neo)."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,8 @@ from geoprobe.intervene._forward import final_logprobs
 from tests.conftest import FAMILY_TWINS
 from tests.intervene._util import CALIBRATION, axis_for
 
-SUBJECTS = (*FAMILY_TWINS, pytest.param("smollm2-135m", marks=pytest.mark.slow))
+TYPE_TWINS = ("gpt2", "qwen2", "gemma2", "bloom", "gpt_neo")
+SUBJECTS = (*FAMILY_TWINS, *TYPE_TWINS, pytest.param("smollm2-135m", marks=pytest.mark.slow))
 ATOL = 1e-4
 
 
@@ -21,7 +23,7 @@ def subject(request, twin_factory):
 
 def test_resumed_sweep_equals_full_intervened_forward(subject):
     model = subject
-    assert model.adapter.family in RESUMABLE
+    assert model.arch.model_type in RESUMABLE
     L = model.layout.n_layers
     layer = L // 2 if L > 3 else 1
     axis = axis_for(model, layer)
@@ -38,6 +40,24 @@ def test_resumed_sweep_equals_full_intervened_forward(subject):
             full, _ = final_logprobs(model, CALIBRATION, batch_size=4)
         torch.testing.assert_close(got, full, rtol=0, atol=ATOL)
         assert (full - base).abs().max() > 1e-3  # the edit did something, so the equality is not vacuous
+
+
+def test_every_resumable_type_is_tested():
+    from geoprobe.models import twin
+
+    tested = {twin(n).arch.model_type for n in (*FAMILY_TWINS, *TYPE_TWINS)}
+    assert RESUMABLE <= tested, f"RESUMABLE names untested types {sorted(RESUMABLE - tested)}"
+
+
+def test_an_untested_type_falls_back_to_full_forwards(twin_factory):
+    model = twin_factory("starcoder2")
+    assert model.arch.model_type not in RESUMABLE
+    edit_sets = [{1: Edit(axis_for(model, 1), "cut", 1.0)}]
+    res = sweep(model, CALIBRATION[:4], edit_sets, batch_size=4)
+    assert not res.resumed
+    with intervened(model, edit_sets[0]):
+        full, _ = final_logprobs(model, CALIBRATION[:4], batch_size=4)
+    torch.testing.assert_close(res.logprobs[0], full, rtol=0, atol=0)
 
 
 def test_resumed_edit_must_run_and_stay_above_the_resume_layer(twin_factory):

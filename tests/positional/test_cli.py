@@ -85,3 +85,11 @@ def test_recipe_runs_through_geoprobe_run(tmp_path, capsys, monkeypatch):
     assert code == 0, err
     d = json.loads((tmp_path / "o" / "positional.json").read_text())
     assert d["fit_length"] == 16 and d["layers"] == [2] and d["stability"] is None and d["provenance"]["seed"] == 2
+
+
+def test_positional_on_a_gpt2_type_twin(tmp_path, capsys, monkeypatch):
+    code, _, err = run_cli(["positional", "--model", "twin:gpt2", "--lengths", "8,16", "--n-prompts", "4",
+                            "--n-resamples", "10", "--layers", "-1", "--out", str(tmp_path / "p")], capsys, monkeypatch)
+    assert code == 0, err
+    d = json.loads((tmp_path / "p" / "positional.json").read_text())
+    assert d["layers"] == [2] and d["provenance"]["model_id"] == "twin:gpt2:tiny"

@@ -1,4 +1,4 @@
-"""Evaluation metrics on planted predictions, and head ablation through the bridge against a
+"""Evaluation metrics on planted predictions, and head ablation (an out-edit of geoprobe's attention function) against a
 direct zeroing of the Hugging Face module's input."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from geoprobe.windtunnel.evaluate import (TunnelMetrics, ablations, bridge_predictive, kl_bits, metrics,
+from geoprobe.windtunnel.evaluate import (TunnelMetrics, ablations, probed_predictive, kl_bits, metrics,
                                           model_predictive, paper_mae, zeroed_heads)
 from geoprobe.windtunnel.tasks import Batch, BijectionTask, entropy_bits
 
@@ -82,7 +82,7 @@ def tiny_run(tmp_path_factory):
     return tf, checkpoint_dir(run, 20)
 
 
-def test_bridge_predictions_equal_the_plain_model(tiny_run):
+def test_probed_predictions_equal_the_plain_model(tiny_run):
     from geoprobe.models.loading import load_model
     from geoprobe.windtunnel.train import load_weights
 
@@ -90,7 +90,7 @@ def test_bridge_predictions_equal_the_plain_model(tiny_run):
     task = spec.task_obj
     b = task.sample(64, np.random.default_rng(0))
     p_hf, m_hf = model_predictive(load_weights(spec, ckpt), b, task.answer_ids)
-    p_br, m_br = bridge_predictive(load_model(str(ckpt)), b, task.answer_ids)
+    p_br, m_br = probed_predictive(load_model(str(ckpt)), b, task.answer_ids)
     np.testing.assert_allclose(p_br, p_hf, atol=1e-5)
     np.testing.assert_allclose(m_br, m_hf, atol=1e-5)
 
@@ -121,8 +121,8 @@ def test_head_ablation_matches_zeroing_the_output_projection_input(tiny_run):
         handle.remove()
     loaded = load_model(str(ckpt))
     with zeroed_heads(loaded, {layer: [head]}):
-        got, _ = bridge_predictive(loaded, b, task.answer_ids)
-    intact, _ = bridge_predictive(loaded, b, task.answer_ids)  # hooks gone after the block
+        got, _ = probed_predictive(loaded, b, task.answer_ids)
+    intact, _ = probed_predictive(loaded, b, task.answer_ids)  # hooks gone after the block
     np.testing.assert_allclose(got, want, atol=1e-5)
     assert np.abs(intact - got).max() > 1e-4
 
