@@ -7,7 +7,7 @@ Run from the repository root::
 
 Every (model, variant) pair runs in its own subprocess, so its memory is measured alone. A
 worker loads the model, makes its weights resident, records the RSS ("loaded"), resets the
-kernel's peak-RSS counter (``/proc/self/clear_refs``), runs one warm-up batch, then
+kernel's peak-RSS counter (``/proc/self/clear_refs``) after one warm-up batch, then
 ``--repeats`` timed passes over all prompts; ``--rounds`` such workers per variant run
 interleaved with the other variants. On CUDA the memory columns are torch-allocated
 GPU bytes (``max_memory_allocated``) and timings are synchronised.
@@ -116,15 +116,15 @@ def mem_peak(cuda: bool) -> float:
 
 
 def mem_reset(cuda: bool) -> str:
-    """Restart the peak counter; returns how peaks are measured."""
+    """Restart the peak counter (after the warm-up batch); returns how peaks are measured."""
     import torch
 
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-        return "torch.cuda.max_memory_allocated, reset after load"
+        return "torch.cuda.max_memory_allocated, reset after the warm-up batch"
     try:
         Path("/proc/self/clear_refs").write_text("5")  # sets VmHWM to the current RSS
-        return "VmHWM, reset after load"
+        return "VmHWM, reset after the warm-up batch"
     except OSError:
         return "ru_maxrss, which includes loading"
 
@@ -225,7 +225,7 @@ def worker(job: dict) -> dict:
     load_s = time.perf_counter() - t0
     texts, ids = make_prompts(tok, job["n_prompts"], job["tokens"])
     batches = [torch.tensor(ids[i: i + B]).to(device) for i in range(0, len(ids), B)]
-    loaded, peak_method = mem_now(cuda), mem_reset(cuda)
+    loaded = mem_now(cuda)
     arrays_mib = [0.0]
     if lm is not None:
         from geoprobe import CaptureConfig, capture
@@ -238,7 +238,9 @@ def worker(job: dict) -> dict:
         def one_pass(n_batches: int):
             with torch.inference_mode():
                 return torch.cat([run(b, torch.ones_like(b)).cpu() for b in batches[:n_batches]])
-    one_pass(1)  # warm-up batch
+    one_pass(1)  # warm-up batch: first-call costs (lazy imports, allocator pools) are paid here, not measured
+    sync()
+    warm, peak_method = mem_now(cuda), mem_reset(cuda)
     times, others = [], []
     for _ in range(job["repeats"]):
         sync()
@@ -248,7 +250,7 @@ def worker(job: dict) -> dict:
         wall, other = since(mark)
         times.append(wall)
         others.append(other)
-    return dict(job, times=times, others=others, load_s=load_s, loaded=loaded, peak=mem_peak(cuda),
+    return dict(job, times=times, others=others, load_s=load_s, loaded=loaded, warm=warm, peak=mem_peak(cuda),
                 peak_method=peak_method, top1=top1.tolist(), arrays_mib=arrays_mib[0],
                 prompts=hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:12])
 
@@ -355,7 +357,8 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
            f"{args.batch_size}. Each variant ran in {args.rounds} worker process(es), interleaved with the other "
            f"variants; each worker ran one warm-up batch, then {args.repeats} timed pass(es) over all prompts. *time* "
            f"is the best pass (median of all passes in brackets). *loaded*: {unit} after loading, weights "
-           f"resident; *peak*: highest during the passes ({method}); *increment*: peak − loaded. *other CPU*: CPUs' "
+           f"resident; *peak*: highest during the timed passes ({method}); *increment*: peak − RSS after the warm-up "
+           "batch (first-call costs such as lazy imports are paid in the warm-up and not counted). *other CPU*: CPUs' "
            "worth of time other processes used during the best pass (the machine may be shared; above ~0.2 the "
            "timing is contended). *top-1*: prompts whose next-token argmax equals `bare`'s.", ""]
     checks = []
@@ -371,7 +374,7 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
                 continue
             best = r["best"] = min(r["times"])
             other = r["others"][r["times"].index(best)]
-            r["inc"] = r["peak"] - r["loaded"]
+            r["inc"] = r["peak"] - r.get("warm", r["loaded"])
             out.append(f"| {v} | {best:.2f} ({statistics.median(r['times']):.2f}) "
                        f"| {args.n_prompts * args.tokens / best:.0f} | {'—' if other is None else f'{other:.2f}'} "
                        f"| {r['load_s']:.1f} | {r['loaded']:.0f} | {r['peak']:.0f} | {r['inc']:.0f} | "

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 
 import torch
 
-from geoprobe.models.attention import LayerRecord, Probe
+from geoprobe.models.attention import LayerRecord, Probe, current_set
 from geoprobe.models.projections import ProjSpec
 
 LEGACY_TYPES = ("gpt_neo", "gptj", "bloom")
@@ -160,12 +160,15 @@ def inline_sdpa(modules: Iterable[Any], probe: Probe) -> Iterator[Probe]:
             value = edited.repeat_interleave(g, dim=1) if g > 1 else edited
         out = original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                        scale=scale, **kw)
+        if probe.out_edits:
+            out = probe.edit_output(module, out.transpose(1, 2)).transpose(1, 2)
         probe.record(module, query, key[:, ::g], value[:, ::g], attn_mask, out.transpose(1, 2), scale)
         return out
 
     F.scaled_dot_product_attention = sdpa
     try:
-        yield probe
+        with current_set(probe):
+            yield probe
     finally:
         F.scaled_dot_product_attention = original
         for h in handles:

@@ -4,7 +4,8 @@
   (and their orthogonal complement as it was), on interface architectures (GPT-2 with its
   fused ``c_attn``, Qwen2, Gemma-2 with soft-capping and sliding windows, Llama, GPT-NeoX) and
   on the inline-attention exceptions (Bloom's fused per-head QKV, GPT-Neo), whose edit runs on
-  the V projection output.
+  the V projection output) and Falcon (read and edited in its inline SDPA call, K/V broadcast
+  to every query head in its new decoder architecture).
 * Editing the values inside geoprobe's attention function gives the same log-probs as editing
   the output of the V projection (split by its description) with the same edit.
 * Zeroing a head's attention output (``zeroed_heads``, an out-edit) equals zeroing its slice of
@@ -22,7 +23,7 @@ from geoprobe.windtunnel.evaluate import zeroed_heads
 from tests.intervene._util import CALIBRATION, axis_for
 
 PROMPTS = CALIBRATION[:6]
-TYPES = ("gpt2", "qwen2", "gemma2", "llama", "gpt_neox", "bloom", "gpt_neo")
+TYPES = ("gpt2", "qwen2", "gemma2", "llama", "gpt_neox", "bloom", "gpt_neo", "falcon")
 
 
 @pytest.mark.parametrize("name", TYPES)
@@ -44,12 +45,12 @@ def test_full_cut_removes_the_axis_component_of_the_values_attention_read(name, 
     assert float((lp - base_lp).abs().max()) > 1e-4, "the cut did not change the output"
 
 
-@pytest.mark.parametrize("name", ["qwen2", "gpt2"])
+@pytest.mark.parametrize("name", ["qwen2", "gpt2", "falcon"])
 def test_edit_in_the_attention_function_equals_edit_of_the_v_projection(name, twin_factory):
     model = twin_factory(name)
     layer = 1
     ml = model.layout.model_layers[layer]
-    assert model.arch.mechanism == "interface"
+    assert model.arch.mechanism in ("interface", "inline-sdpa")
     edit = Edit(axis_for(model, layer), "shift", 2.0)
     with intervened(model, {layer: edit}):
         a, va = final_logprobs(model, PROMPTS, batch_size=4, value_layers=[layer])
@@ -66,7 +67,8 @@ def test_edit_in_the_attention_function_equals_edit_of_the_v_projection(name, tw
     np.testing.assert_allclose(va[layer], vb[layer], atol=1e-5)
 
 
-@pytest.mark.parametrize("name, out_proj", [("qwen2", "o_proj"), ("gemma2", "o_proj"), ("bloom", "dense")])
+@pytest.mark.parametrize("name, out_proj", [("qwen2", "o_proj"), ("gemma2", "o_proj"), ("bloom", "dense"),
+                                            ("falcon", "dense")])
 def test_zeroed_heads_equals_zeroing_the_output_projection_input(name, out_proj, twin_factory):
     model = twin_factory(name)
     layer, head = 1, 2
