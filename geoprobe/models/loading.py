@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 
 from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError, UnsupportedArchitectureError
 from geoprobe.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
 from geoprobe.models.architecture import Architecture, inspect_model
+from geoprobe.models.heads import check_heads
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec, closest_aliases, find_spec_by_hf_id
 from geoprobe.provenance import Provenance
@@ -181,6 +183,7 @@ def boot(
     _quiet()
     hf_model = unwrap_bridge(hf_model)
     hf_model.eval()
+    check_heads(hf_model.config.to_dict(), provenance.model_id)
     arch = inspect_model(hf_model)
     hf_model.config.architectures = [arch.name]
     return LoadedModel(
@@ -337,9 +340,14 @@ def _load_pretrained(
         kwargs["device_map"] = device_map
     if source == "local":
         _check_weight_files(Path(location))
+        _check_local_config(Path(location))
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+    except StrictDataclassError as exc:  # transformers' config validation (multi-line): one line of it
+        why = next((ln.strip() for ln in str(exc).splitlines() if "Error:" in ln), " ".join(str(exc).split()))
+        raise UnsupportedArchitectureError(f"model {model_id!r}: its config is invalid ({why}); fix config.json "
+                                           "or pass another --model") from exc
     except (OSError, ValueError, pickle.UnpicklingError, SafetensorError) as exc:
         text = str(exc)
         if isinstance(exc, SafetensorError):  # a hub cache file; a local directory's were checked above
@@ -379,6 +387,18 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
+
+
+def _check_local_config(directory: Path) -> None:
+    """Head counts that do not divide are refused from config.json, before transformers (``heads.py``)."""
+    import json
+
+    try:
+        cfg = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # transformers says what is wrong with a missing or unreadable config
+    if isinstance(cfg, dict):
+        check_heads(cfg, str(directory))
 
 
 def _check_weight_files(directory: Path) -> None:
