@@ -10,7 +10,9 @@ import errno
 import logging
 import os
 import pickle
+import shutil
 import warnings
+import weakref
 import copy
 import itertools
 from dataclasses import dataclass, field, fields
@@ -23,7 +25,7 @@ from safetensors import SafetensorError
 
 from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError, UnsupportedArchitectureError
 from geoprobe.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
-from geoprobe.models.architecture import Architecture, inspect_model
+from geoprobe.models.architecture import Architecture, input_device, inspect_model
 from geoprobe.models.heads import check_heads
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec, closest_aliases, find_spec_by_hf_id
@@ -66,7 +68,7 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
-        return next(self.hf_model.parameters()).device
+        return input_device(self.hf_model)
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -114,7 +116,7 @@ class LoadOptions:
     revision: str | None = None
     dtype: DType = "float32"
     device: str = "cpu"
-    device_map: str | None = None
+    device_map: str | dict | None = None
     trust_remote_code: bool = False
     allow_pickle: bool = False
 
@@ -133,6 +135,8 @@ class LoadOptions:
                 if on:
                     raise GeoprobeError(f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging Face "
                                         f"weights to dispatch, no model code, no pickle); drop {flag}")
+        if self.device_map is not None:
+            parse_device_map(self.device_map)
         if self.device_map is not None and self.device != "cpu":
             raise GeoprobeError(f"--device-map {self.device_map!r} places the layers itself; drop --device "
                                 f"{self.device!r} or --device-map")
@@ -245,7 +249,7 @@ def load_model(
     revision: str | None = None,
     dtype: DType = "float32",
     device: str = "cpu",
-    device_map: str | None = None,
+    device_map: str | dict | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> LoadedModel:
@@ -324,7 +328,7 @@ def _load_pretrained(
     revision: str | None,
     dtype: torch.dtype,
     device: str,
-    device_map: str | None,
+    device_map: str | dict | None,
     trust_remote_code: bool,
     allow_pickle: bool,
     source: Literal["hub", "local"],
@@ -336,8 +340,10 @@ def _load_pretrained(
         raise ModelUnavailableError(_offline_message(model_id, revision, ConnectionError("no route to the hub")))
     kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code, dtype=dtype)
     kwargs["use_safetensors"] = None if allow_pickle else True
+    offload: str | None = None
     if device_map is not None:
-        kwargs["device_map"] = device_map
+        kwargs["device_map"] = parse_device_map(device_map)
+        offload = kwargs["offload_folder"] = offload_folder(kwargs["device_map"])
     if source == "local":
         _check_weight_files(Path(location))
         _check_local_config(Path(location))
@@ -378,6 +384,11 @@ def _load_pretrained(
                 "tokenizer files and *.safetensors weights (fix the directory or pass another --model)"
             ) from exc
         raise ModelUnavailableError(_offline_message(model_id, revision, exc)) from exc
+    finally:
+        if offload is not None and "model" not in locals():
+            shutil.rmtree(offload, ignore_errors=True)
+    if offload is not None:
+        weakref.finalize(model, shutil.rmtree, offload, True)  # the folder lives as long as the model
     if device_map is None:
         model = model.to(device)
     if source == "hub":
@@ -387,6 +398,47 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
+
+
+_PLACING = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def parse_device_map(value: str | dict) -> str | dict:
+    """``--device-map``: a strategy (``auto``, ``balanced``, ...), a device (``cpu``), a JSON object
+    ``{"module": "cpu" | "disk" | 0, ...}``, or a ``.json`` file holding one."""
+    import json
+
+    if isinstance(value, dict):
+        return value
+    text = value.strip()
+    if text.lower().endswith(".json"):
+        try:
+            text = Path(os.path.expanduser(text)).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise GeoprobeError(f"--device-map {value!r}: cannot read it ({exc.strerror or exc}); pass a strategy "
+                                "such as auto, a JSON object or a readable .json file") from exc
+    if not text.startswith("{"):
+        return text
+    try:
+        out = json.loads(text)
+    except ValueError as exc:
+        raise GeoprobeError(f"--device-map {value[:60]!r} is not valid JSON ({exc}); pass an object such as "
+                            '{"model.layers.1": "disk", "": "cpu"}') from exc
+    if not isinstance(out, dict) or not all(isinstance(v, (str, int)) for v in out.values()):
+        raise GeoprobeError(f"--device-map {value[:60]!r} must map module names to a device, \"cpu\" or \"disk\"")
+    return out
+
+
+def offload_folder(device_map: str | dict) -> str | None:
+    """A fresh temporary folder for weights transformers must re-save when offloading to disk
+    (pickled weights, converted MoE experts; safetensors are read in place), for device maps
+    that send modules to ``disk`` or let accelerate decide; removed with the model."""
+    import tempfile
+
+    places = device_map.values() if isinstance(device_map, dict) else [device_map]
+    if not any(p == "disk" or p in _PLACING for p in places):
+        return None
+    return tempfile.mkdtemp(prefix="geoprobe-offload-")
 
 
 def _check_local_config(directory: Path) -> None:
