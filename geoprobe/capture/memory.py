@@ -20,7 +20,8 @@ from geoprobe.errors import CaptureError, GeoprobeError
 SAFETY_FRACTION = 0.9  # of the memory available: room for the rest of the process and estimate error
 MEMORY_ENV = "GEOPROBE_MEMORY_AVAILABLE"  # bytes (or 12GiB, 512MiB, ...) to assume available instead
 FIXED_BYTES = 128 * 2**20  # allocator and framework overhead of any forward pass, measured up to 120 MiB
-ACTIVATION_FACTOR = 8  # × one layer's activations: glibc keeps freed layer buffers, measured up to 6.3×
+ACTIVATION_FACTOR = 0.5  # × n_layers × one layer's activations (glibc keeps freed layer buffers): measured ≤ 0.43
+MIN_ACTIVATION_LAYERS = 8  # ... but never fewer than 8 layers' worth (shallow twins: up to 6.3 measured)
 MASK_BYTES = 4  # per (prompt, T, T) entry of the attention mask (bool, or float where padded), measured ≤ 2
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
@@ -41,30 +42,35 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     M = 4·batch·T² (the attention mask) and, only where attention is eager
     (:func:`eager_attention`), S = 4·batch·heads·T² (one layer's scores, float32)::
 
-        peak ≈ 8·X + M [+ 2·S] + 128 MiB
+        peak ≈ max(8, L/2)·X + M [+ 2·S] + 128 MiB     (L layers)
 
     SDPA never holds the T×T scores (torch's CPU kernel with a boolean or float mask: no
     score-sized allocation, measured) and the probe's final-row distribution is O(T); what
     remains is per-layer activations, freed layer by layer but kept by the allocator (glibc's
-    mmap threshold rises after the first frees), hence several layers' worth, and the mask.
+    mmap threshold rises after the first frees), hence several layers' worth (up to 0.43·L·X
+    measured, SmolLM2), and the mask.
     Measured peak RSS above the loaded model (``benchmarks/capture_memory.py``, VmHWM, float32,
     CPU, 2 cores; SDPA):
 
     ====================== ===== ====== ========== ==========
     model                  batch tokens measured   estimated
     ====================== ===== ====== ========== ==========
-    twin:pythia-410m:full      1    256  119.8 MiB  168 MiB
-    twin:pythia-410m:full      4    256   98.3 MiB  289 MiB
-    twin:pythia-410m:full      1   1024   86.0 MiB  292 MiB
-    twin:pythia-410m:full      4   1024  581.0 MiB  784 MiB
+    twin:pythia-410m:full      1    256  119.8 MiB  188 MiB
+    twin:pythia-410m:full      4    256   98.3 MiB  369 MiB
+    twin:pythia-410m:full      1   1024   86.0 MiB  372 MiB
+    twin:pythia-410m:full      4   1024  581.0 MiB  1104 MiB
+    twin:pythia-410m:full      2   2048  319.8 MiB  1120 MiB
+    smollm2-135m (30 layers)   2   1024  224.3 MiB  384 MiB
+    smollm2-135m               2   2048  455.5 MiB  655 MiB
+    smollm2-135m               4   1024  359.9 MiB  639 MiB
     twin:llama-3.2-1b (3×64)   1   2048    6.1 MiB  156 MiB
     twin:llama-3.2-1b          4   2048   31.6 MiB  240 MiB
     twin:llama-3.2-1b         16   1024   76.7 MiB  288 MiB
     twin:llama-3.2-1b          1   4096   15.6 MiB  216 MiB
     ====================== ===== ====== ========== ==========
 
-    Never below the measured peak (1.35× at the largest point, where it matters); the fixed
-    128 MiB dominates small shapes. The eager term is the previous path's fit (two score-sized
+    Never below the measured peak (at least 1.44×, SmolLM2 B 2 T 2048); the fixed 128 MiB
+    dominates small shapes. The eager term is the previous path's fit (two score-sized
     tensors alive at once: the scores and their softmax)."""
     lay = model.layout
     cfg = model.hf_model.config
@@ -73,7 +79,8 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     acts = 4 * batch * tokens * (lay.d_model + d_mlp)
     mask = MASK_BYTES * batch * tokens * tokens
     scores = 2 * 4 * batch * lay.n_heads * tokens * tokens if eager_attention(model) else 0
-    return int(ACTIVATION_FACTOR * acts + mask + scores + FIXED_BYTES)
+    layers = max(float(MIN_ACTIVATION_LAYERS), ACTIVATION_FACTOR * lay.n_layers)
+    return int(layers * acts + mask + scores + FIXED_BYTES)
 
 
 def available_memory(device: Any) -> tuple[int, str] | None:

@@ -47,13 +47,14 @@ def _forwards(m):
 def test_the_estimate_counts_scores_only_where_attention_is_eager(twin_factory):
     """SDPA (the twins' default): activations and the T² mask, no (heads × T²) scores; eager (Gemma-2's
     default, legacy modules): two score-sized tensors on top."""
-    from geoprobe.capture.memory import ACTIVATION_FACTOR, MASK_BYTES, eager_attention
+    from geoprobe.capture.memory import ACTIVATION_FACTOR, MASK_BYTES, MIN_ACTIVATION_LAYERS, eager_attention
 
     llama = twin_factory("llama-3.2-1b")
     assert not eager_attention(llama)
     lay, cfg = llama.layout, llama.hf_model.config
     acts = 4 * 2048 * (lay.d_model + cfg.intermediate_size)
-    assert forward_peak_bytes(llama, 1, 2048) - FIXED_BYTES == ACTIVATION_FACTOR * acts + MASK_BYTES * 2048**2
+    layers = max(MIN_ACTIVATION_LAYERS, ACTIVATION_FACTOR * lay.n_layers)  # 8 for the 3-layer twin
+    assert forward_peak_bytes(llama, 1, 2048) - FIXED_BYTES == layers * acts + MASK_BYTES * 2048**2
     assert forward_peak_bytes(llama, 4, 2048) - FIXED_BYTES == 4 * (forward_peak_bytes(llama, 1, 2048) - FIXED_BYTES)
     big, small = forward_peak_bytes(llama, 1, 8192) - FIXED_BYTES, forward_peak_bytes(llama, 1, 4096) - FIXED_BYTES
     assert 2 < big / small <= 4  # between linear (activations) and T² (mask)
@@ -61,7 +62,8 @@ def test_the_estimate_counts_scores_only_where_attention_is_eager(twin_factory):
     assert eager_attention(gemma2)
     g = gemma2.layout
     d_mlp = gemma2.hf_model.config.intermediate_size
-    expected = ACTIVATION_FACTOR * 4 * 2048 * (g.d_model + d_mlp) + MASK_BYTES * 2048**2 + 2 * 4 * g.n_heads * 2048**2
+    layers = max(MIN_ACTIVATION_LAYERS, ACTIVATION_FACTOR * g.n_layers)
+    expected = layers * 4 * 2048 * (g.d_model + d_mlp) + MASK_BYTES * 2048**2 + 2 * 4 * g.n_heads * 2048**2
     assert forward_peak_bytes(gemma2, 1, 2048) - FIXED_BYTES == expected
 
 
