@@ -10,7 +10,8 @@ which architecture and which numbers, as an :class:`UnsupportedArchitectureError
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from geoprobe.errors import UnsupportedArchitectureError
 

@@ -6,15 +6,15 @@ something asks for ``LoadedModel.bridge``, on a structural copy that shares ever
 the Hugging Face model itself is never rewrapped."""
 from __future__ import annotations
 
+import copy
 import errno
+import itertools
 import logging
 import os
 import pickle
 import shutil
 import warnings
 import weakref
-import copy
-import itertools
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -23,12 +23,24 @@ import torch
 from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 
-from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError, UnsupportedArchitectureError
+from geoprobe.errors import (
+    GeoprobeError,
+    ModelUnavailableError,
+    UnknownModelError,
+    UnsupportedArchitectureError,
+)
 from geoprobe.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
 from geoprobe.models.architecture import Architecture, input_device, inspect_model
+from geoprobe.models.device_map import offload_folder, parse_device_map
 from geoprobe.models.heads import check_heads
 from geoprobe.models.layout import Layout
-from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec, closest_aliases, find_spec_by_hf_id
+from geoprobe.models.registry import (
+    ALIASES,
+    DEFAULT_MODEL,
+    ModelSpec,
+    closest_aliases,
+    find_spec_by_hf_id,
+)
 from geoprobe.provenance import Provenance
 
 DType = Literal["float32", "bfloat16", "float16"]
@@ -398,47 +410,6 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
-
-
-_PLACING = ("auto", "balanced", "balanced_low_0", "sequential")
-
-
-def parse_device_map(value: str | dict) -> str | dict:
-    """``--device-map``: a strategy (``auto``, ``balanced``, ...), a device (``cpu``), a JSON object
-    ``{"module": "cpu" | "disk" | 0, ...}``, or a ``.json`` file holding one."""
-    import json
-
-    if isinstance(value, dict):
-        return value
-    text = value.strip()
-    if text.lower().endswith(".json"):
-        try:
-            text = Path(os.path.expanduser(text)).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise GeoprobeError(f"--device-map {value!r}: cannot read it ({exc.strerror or exc}); pass a strategy "
-                                "such as auto, a JSON object or a readable .json file") from exc
-    if not text.startswith("{"):
-        return text
-    try:
-        out = json.loads(text)
-    except ValueError as exc:
-        raise GeoprobeError(f"--device-map {value[:60]!r} is not valid JSON ({exc}); pass an object such as "
-                            '{"model.layers.1": "disk", "": "cpu"}') from exc
-    if not isinstance(out, dict) or not all(isinstance(v, (str, int)) for v in out.values()):
-        raise GeoprobeError(f"--device-map {value[:60]!r} must map module names to a device, \"cpu\" or \"disk\"")
-    return out
-
-
-def offload_folder(device_map: str | dict) -> str | None:
-    """A fresh temporary folder for weights transformers must re-save when offloading to disk
-    (pickled weights, converted MoE experts; safetensors are read in place), for device maps
-    that send modules to ``disk`` or let accelerate decide; removed with the model."""
-    import tempfile
-
-    places = device_map.values() if isinstance(device_map, dict) else [device_map]
-    if not any(p == "disk" or p in _PLACING for p in places):
-        return None
-    return tempfile.mkdtemp(prefix="geoprobe-offload-")
 
 
 def _check_local_config(directory: Path) -> None:

@@ -6,10 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from geoprobe.capture import CaptureConfig, capture
-from geoprobe.capture import memory
-from geoprobe.capture.memory import (FIXED_BYTES, SAFETY_FRACTION, check_capture_memory, forward_peak_bytes,
-                                     parse_bytes)
+from geoprobe.capture import CaptureConfig, capture, memory
+from geoprobe.capture.memory import (
+    FIXED_BYTES,
+    SAFETY_FRACTION,
+    check_capture_memory,
+    forward_peak_bytes,
+    parse_bytes,
+)
 from geoprobe.errors import CaptureError, GeoprobeError
 
 MiB = 2**20
@@ -47,7 +51,12 @@ def _forwards(m):
 def test_the_estimate_counts_scores_only_where_attention_is_eager(twin_factory):
     """SDPA (the twins' default): activations and the T² mask, no (heads × T²) scores; eager (Gemma-2's
     default, legacy modules): two score-sized tensors on top."""
-    from geoprobe.capture.memory import ACTIVATION_FACTOR, MASK_BYTES, MIN_ACTIVATION_LAYERS, eager_attention
+    from geoprobe.capture.memory import (
+        ACTIVATION_FACTOR,
+        MASK_BYTES,
+        MIN_ACTIVATION_LAYERS,
+        eager_attention,
+    )
 
     llama = twin_factory("llama-3.2-1b")
     assert not eager_attention(llama)

@@ -104,7 +104,7 @@ def test_cli_device_map_json_with_disk_offload(saved, tmp_path, capsys, monkeypa
 
 
 def test_device_map_values():
-    from geoprobe.models.loading import offload_folder, parse_device_map
+    from geoprobe.models.device_map import offload_folder, parse_device_map
 
     assert parse_device_map("auto") == "auto" and parse_device_map({"": "cpu"}) == {"": "cpu"}
     assert parse_device_map('{"": "cpu"}') == {"": "cpu"}

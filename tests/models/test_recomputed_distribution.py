@@ -64,7 +64,7 @@ def test_recorded_distribution_is_softmax_of_captured_q_and_rotated_k(model_type
         fn = rotary_function(attn) if layer in full.rotary else None
         assert (fn is not None) == (model_type != "gpt2")  # rotary (full or partial) everywhere but GPT-2
 
-        def turned(p: Probe, x: torch.Tensor) -> torch.Tensor:
+        def turned(p: Probe, x: torch.Tensor, fn=fn, layer=layer) -> torch.Tensor:
             if fn is None:
                 return x
             cos, sin = p.rotary[layer]
