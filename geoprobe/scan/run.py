@@ -121,7 +121,10 @@ def _init_key_weights(cap: Capture, hf_config: Any, seed: int, arch: Any = None)
     except Exception as exc:  # noqa: BLE001 - the baseline is optional; say why it is missing
         warnings.warn(f"no random-init baseline for key orthogonality ({type(exc).__name__}: {exc})", stacklevel=2)
         return None, None
-    return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed})"
+    from geoprobe.models.init_weights import MAX_BYTES, parameter_bytes
+
+    alone = " (key projections initialised alone)" if parameter_bytes(hf_config) > MAX_BYTES else ""
+    return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed}){alone}"
 
 
 def _step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str | None, str | None]:
