@@ -37,11 +37,11 @@ def head_problem(cfg: Mapping[str, Any]) -> str | None:
         return f"{heads[0]} is {heads[1]}; it must be a positive number of attention heads"
     explicit_width = isinstance(cfg.get("head_dim"), int) and cfg.get("head_dim")
     if hidden is not None and not explicit_width and hidden[1] % heads[1]:
-        return (f"{hidden[0]} {hidden[1]} does not divide into {heads[0]} {heads[1]} heads "
+        return (f"{hidden[0]} {hidden[1]} does not divide into {heads[0]} {heads[1]} "
                 f"({hidden[1]} / {heads[1]} is not a whole head width) and no head_dim is given")
     if kv is not None and (kv[1] <= 0 or heads[1] % kv[1]):
-        return (f"{heads[0]} {heads[1]} query heads do not divide into {kv[0]} {kv[1]} key/value heads "
-                "(each KV head must serve a whole number of query heads)")
+        return (f"{heads[0]} {heads[1]} does not divide into {kv[0]} {kv[1]} "
+                "(each key/value head must serve a whole number of query heads)")
     return None
 
 

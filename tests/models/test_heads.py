@@ -20,8 +20,8 @@ from tests.cli.test_cli import run_cli
 BAD = [
     ("llama", {"num_attention_heads": 5}, "LlamaForCausalLM", "hidden_size 64 does not divide into num_attention_heads 5"),
     ("llama", {"num_key_value_heads": 3}, "LlamaForCausalLM",
-     "num_attention_heads 4 query heads do not divide into num_key_value_heads 3"),
-    ("qwen2", {"num_key_value_heads": 3}, "Qwen2ForCausalLM", "do not divide into num_key_value_heads 3"),
+     "num_attention_heads 4 does not divide into num_key_value_heads 3"),
+    ("qwen2", {"num_key_value_heads": 3}, "Qwen2ForCausalLM", "does not divide into num_key_value_heads 3"),
     ("gpt2", {"n_head": 5}, "GPT2LMHeadModel", "n_embd 64 does not divide into n_head 5"),
 ]
 
@@ -47,7 +47,7 @@ def test_head_problem_on_config_dicts():
     assert head_problem({"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}) is None
     assert head_problem({"hidden_size": 640, "num_attention_heads": 8, "head_dim": 256}) is None  # Gemma-style
     assert "not a whole head width" in head_problem({"hidden_size": 64, "num_attention_heads": 5})
-    assert "key/value heads" in head_problem({"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})
+    assert "key/value head" in head_problem({"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})
     assert "positive" in head_problem({"hidden_size": 64, "num_attention_heads": 0})
     assert head_problem({"hidden_size": 64, "num_attention_heads": 5, "head_dim": 16}) is None
 
@@ -71,7 +71,7 @@ def test_the_python_api_refuses_too_and_boot_checks_built_models(tmp_path):
     with pytest.raises(UnsupportedArchitectureError, match="LlamaForCausalLM .*num_key_value_heads 3"):
         load_model(_saved(tmp_path, "llama", {"num_key_value_heads": 3}))
     built = tiny_model("llama", num_key_value_heads=3)  # transformers builds it; its forward pass would fail
-    with pytest.raises(UnsupportedArchitectureError, match="do not divide"):
+    with pytest.raises(UnsupportedArchitectureError, match="does not divide"):
         boot(built, embedded_tokenizer(), Provenance(model_id="built", source="twin", weights="x", tokenizer="t", dtype="float32"))
 
 
