@@ -1,13 +1,13 @@
 """How much memory one capture batch needs, checked before the first forward pass (issue 17).
 
-TransformerBridge runs eager attention: each layer materialises its (batch, heads, T, T) attention
-scores and their softmax, so a batch's peak grows with T². One 100,000-character prompt took a
-capture to 22.5 GB and the out-of-memory killer. :func:`forward_peak_bytes` estimates the peak
-from the model's shape; :func:`check_capture_memory` refuses a capture whose largest batch would
-not fit, in one line naming the estimate, what is available and the flags that fix it, before any
-forward pass runs. When the capture path changes (planned: SDPA, which never holds T×T scores),
-:func:`forward_peak_bytes` is the one place to update; ``benchmarks/capture_memory.py`` measures
-the peak to compare (docs/capture.md has the table).
+Capture runs the model's own attention (SDPA for most architectures) through transformers'
+``AttentionInterface``; geoprobe's probe keeps only the final query row's distribution, O(T·d)
+per head, so a batch no longer holds (batch, heads, T, T) scores, except where the model's own
+attention is eager (its default implementation, e.g. Gemma-2 with softcapping, or the legacy
+GPT-Neo/GPT-J/Bloom modules). :func:`forward_peak_bytes` estimates the peak from the model's
+shape and implementation; :func:`check_capture_memory` refuses a capture whose largest batch
+would not fit, in one line naming the estimate, what is available and the flags that fix it,
+before any forward pass runs. ``benchmarks/capture_memory.py`` measures the peak to compare.
 """
 from __future__ import annotations
 
@@ -19,39 +19,68 @@ from geoprobe.errors import CaptureError, GeoprobeError
 
 SAFETY_FRACTION = 0.9  # of the memory available: room for the rest of the process and estimate error
 MEMORY_ENV = "GEOPROBE_MEMORY_AVAILABLE"  # bytes (or 12GiB, 512MiB, ...) to assume available instead
-FIXED_BYTES = 64 * 2**20  # allocator and framework overhead of any forward pass, measured up to ~50 MiB
-ACTIVATION_FACTOR = 0.6  # × n_layers × one layer's activations: the largest share measured was 0.47
+FIXED_BYTES = 128 * 2**20  # allocator and framework overhead of any forward pass, measured up to 120 MiB
+ACTIVATION_FACTOR = 0.5  # × n_layers × one layer's activations (glibc keeps freed layer buffers): measured ≤ 0.43
+MIN_ACTIVATION_LAYERS = 8  # ... but never fewer than 8 layers' worth (shallow twins: up to 6.3 measured)
+MASK_BYTES = 4  # per (prompt, T, T) entry of the attention mask (bool, or float where padded), measured ≤ 2
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def eager_attention(model: Any) -> bool:
+    """Whether the model's attention materialises (batch, heads, T, T) scores: its own implementation
+    is eager, or its attention is one of the hand-written legacy modules."""
+    from geoprobe.models.attention import base_implementation
+
+    return model.arch.mechanism == "legacy" or base_implementation(model.hf_model) == "eager"
 
 
 def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     """Estimated peak memory (bytes, above the loaded model) of one capture forward pass over
-    ``batch`` prompts padded to ``tokens`` tokens, on the eager TransformerBridge path.
+    ``batch`` prompts padded to ``tokens`` tokens.
 
-    With S = 4·batch·heads·T² (one layer's attention scores, counted as float32 because softmax
-    runs in float32), M = 4·batch·T² (one 4-D attention mask) and X = 4·batch·T·(d_model + d_mlp)
-    (one layer's activations)::
+    With X = 4·batch·T·(d_model + d_mlp) (one layer's activations, d_mlp × experts per token),
+    M = 4·batch·T² (the attention mask) and, only where attention is eager
+    (:func:`eager_attention`), S = 4·batch·heads·T² (one layer's scores, float32)::
 
-        peak ≈ 2·S  [(1 + n_layers)·S where the bridge keeps every layer's pattern: GPT-NeoX]
-               + 2·M + 0.6·n_layers·X + 64 MiB
+        peak ≈ max(8, L/2)·X + M [+ 2·S] + 128 MiB     (L layers)
 
-    Two score-sized tensors are alive at once (the scores and their softmax); GPT-NeoX's fused-QKV
-    bridge keeps each layer's pattern until the forward ends, so there the last layer's scores
-    come on top of every layer's pattern. The 0.6·n_layers·X term covers the activations and the
-    allocator's slack, which grows layer by layer on CPU (up to 0.47·n_layers·X measured). Fitted
-    to the peak RSS measured on Llama, Mistral, Phi, Gemma-3 and Pythia twins and SmolLM2-135M
-    (float32, CPU; docs/capture.md has the table): never below the measured peak (at least 1.10×
-    the larger of two runs), 1.1-1.6× it where T ≥ 1024, up to 4-9× for short prompts, where the
-    estimate stays under 1 GiB."""
+    SDPA never holds the T×T scores (torch's CPU kernel with a boolean or float mask: no
+    score-sized allocation, measured) and the probe's final-row distribution is O(T); what
+    remains is per-layer activations, freed layer by layer but kept by the allocator (glibc's
+    mmap threshold rises after the first frees), hence several layers' worth (up to 0.43·L·X
+    measured, SmolLM2), and the mask.
+    Measured peak RSS above the loaded model (``benchmarks/capture_memory.py``, VmHWM, float32,
+    CPU, 2 cores; SDPA):
+
+    ====================== ===== ====== ========== ==========
+    model                  batch tokens measured   estimated
+    ====================== ===== ====== ========== ==========
+    twin:pythia-410m:full      1    256  119.8 MiB  188 MiB
+    twin:pythia-410m:full      4    256   98.3 MiB  369 MiB
+    twin:pythia-410m:full      1   1024   86.0 MiB  372 MiB
+    twin:pythia-410m:full      4   1024  581.0 MiB  1104 MiB
+    twin:pythia-410m:full      2   2048  319.8 MiB  1120 MiB
+    smollm2-135m (30 layers)   2   1024  224.3 MiB  384 MiB
+    smollm2-135m               2   2048  455.5 MiB  655 MiB
+    smollm2-135m               4   1024  359.9 MiB  639 MiB
+    twin:llama-3.2-1b (3×64)   1   2048    6.1 MiB  156 MiB
+    twin:llama-3.2-1b          4   2048   31.6 MiB  240 MiB
+    twin:llama-3.2-1b         16   1024   76.7 MiB  288 MiB
+    twin:llama-3.2-1b          1   4096   15.6 MiB  216 MiB
+    ====================== ===== ====== ========== ==========
+
+    Never below the measured peak (at least 1.44×, SmolLM2 B 2 T 2048); the fixed 128 MiB
+    dominates small shapes. The eager term is the previous path's fit (two score-sized
+    tensors alive at once: the scores and their softmax)."""
     lay = model.layout
     cfg = model.hf_model.config
     d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (getattr(cfg, "num_experts_per_tok", None)
                                                                            or 1)
-    scores = 4 * batch * lay.n_heads * tokens * tokens
-    mask = 4 * batch * tokens * tokens
     acts = 4 * batch * tokens * (lay.d_model + d_mlp)
-    n_scores = 1 + lay.n_layers if getattr(model.adapter, "keeps_patterns", False) else 2
-    return int(n_scores * scores + 2 * mask + ACTIVATION_FACTOR * lay.n_layers * acts + FIXED_BYTES)
+    mask = MASK_BYTES * batch * tokens * tokens
+    scores = 2 * 4 * batch * lay.n_heads * tokens * tokens if eager_attention(model) else 0
+    layers = max(float(MIN_ACTIVATION_LAYERS), ACTIVATION_FACTOR * lay.n_layers)
+    return int(layers * acts + mask + scores + FIXED_BYTES)
 
 
 def available_memory(device: Any) -> tuple[int, str] | None:
@@ -116,8 +145,14 @@ def check_capture_memory(model: Any, shapes: Sequence[tuple[int, int]], *, fract
                "if that figure is wrong)")
     raise CaptureError(
         f"a capture batch of {batch} prompt(s) of {tokens} tokens needs about {format_bytes(need)} for its forward "
-        f"pass (eager attention holds {model.layout.n_heads} heads × {tokens}² scores per prompt), more than "
+        f"pass ({_what(model, tokens)}), more than "
         f"{format_bytes(budget)} ({fraction:.0%} of the {format_bytes(available)} {source}); {fix}")
+
+
+def _what(model: Any, tokens: int) -> str:
+    if eager_attention(model):
+        return f"eager attention holds {model.layout.n_heads} heads × {tokens}² scores per prompt"
+    return f"a {tokens}² attention mask per prompt and the layers' activations"
 
 
 def _largest(fits: Any, high: int) -> int:

@@ -105,8 +105,21 @@ def _probe_ids(hf_model: Any, batch: int = 2) -> torch.Tensor:
     return torch.randint(min(3, vocab - 1), vocab, (batch, PROBE_TOKENS), generator=g)
 
 
+def input_device(hf_model: Any) -> torch.device:
+    """Where the token ids go: the input embedding's device or, where accelerate offloaded it
+    (its weight on the meta device), the device its dispatch hook runs it on (cpu for disk)."""
+    emb = hf_model.get_input_embeddings()
+    if emb.weight.device.type != "meta":
+        return emb.weight.device
+    for m in (emb, hf_model):
+        dev = getattr(getattr(m, "_hf_hook", None), "execution_device", None)
+        if dev is not None and torch.device(dev).type != "meta":
+            return torch.device(dev)
+    return torch.device("cpu")
+
+
 def _device(hf_model: Any) -> torch.device:
-    return hf_model.get_input_embeddings().weight.device
+    return input_device(hf_model)
 
 
 def inspect_model(hf_model: Any) -> Architecture:

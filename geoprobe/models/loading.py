@@ -6,25 +6,41 @@ something asks for ``LoadedModel.bridge``, on a structural copy that shares ever
 the Hugging Face model itself is never rewrapped."""
 from __future__ import annotations
 
+import copy
 import errno
+import itertools
 import logging
 import os
 import pickle
+import shutil
 import warnings
-import copy
-import itertools
+import weakref
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 
-from geoprobe.errors import GeoprobeError, ModelUnavailableError, UnknownModelError, UnsupportedArchitectureError
+from geoprobe.errors import (
+    GeoprobeError,
+    ModelUnavailableError,
+    UnknownModelError,
+    UnsupportedArchitectureError,
+)
 from geoprobe.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
-from geoprobe.models.architecture import Architecture, inspect_model
+from geoprobe.models.architecture import Architecture, input_device, inspect_model
+from geoprobe.models.device_map import offload_folder, parse_device_map
+from geoprobe.models.heads import check_heads
 from geoprobe.models.layout import Layout
-from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec, closest_aliases, find_spec_by_hf_id
+from geoprobe.models.registry import (
+    ALIASES,
+    DEFAULT_MODEL,
+    ModelSpec,
+    closest_aliases,
+    find_spec_by_hf_id,
+)
 from geoprobe.provenance import Provenance
 
 DType = Literal["float32", "bfloat16", "float16"]
@@ -64,7 +80,7 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
-        return next(self.hf_model.parameters()).device
+        return input_device(self.hf_model)
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -112,7 +128,7 @@ class LoadOptions:
     revision: str | None = None
     dtype: DType = "float32"
     device: str = "cpu"
-    device_map: str | None = None
+    device_map: str | dict | None = None
     trust_remote_code: bool = False
     allow_pickle: bool = False
 
@@ -131,6 +147,8 @@ class LoadOptions:
                 if on:
                     raise GeoprobeError(f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging Face "
                                         f"weights to dispatch, no model code, no pickle); drop {flag}")
+        if self.device_map is not None:
+            parse_device_map(self.device_map)
         if self.device_map is not None and self.device != "cpu":
             raise GeoprobeError(f"--device-map {self.device_map!r} places the layers itself; drop --device "
                                 f"{self.device!r} or --device-map")
@@ -181,6 +199,7 @@ def boot(
     _quiet()
     hf_model = unwrap_bridge(hf_model)
     hf_model.eval()
+    check_heads(hf_model.config.to_dict(), provenance.model_id)
     arch = inspect_model(hf_model)
     hf_model.config.architectures = [arch.name]
     return LoadedModel(
@@ -242,7 +261,7 @@ def load_model(
     revision: str | None = None,
     dtype: DType = "float32",
     device: str = "cpu",
-    device_map: str | None = None,
+    device_map: str | dict | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> LoadedModel:
@@ -321,7 +340,7 @@ def _load_pretrained(
     revision: str | None,
     dtype: torch.dtype,
     device: str,
-    device_map: str | None,
+    device_map: str | dict | None,
     trust_remote_code: bool,
     allow_pickle: bool,
     source: Literal["hub", "local"],
@@ -333,13 +352,20 @@ def _load_pretrained(
         raise ModelUnavailableError(_offline_message(model_id, revision, ConnectionError("no route to the hub")))
     kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code, dtype=dtype)
     kwargs["use_safetensors"] = None if allow_pickle else True
+    offload: str | None = None
     if device_map is not None:
-        kwargs["device_map"] = device_map
+        kwargs["device_map"] = parse_device_map(device_map)
+        offload = kwargs["offload_folder"] = offload_folder(kwargs["device_map"])
     if source == "local":
         _check_weight_files(Path(location))
+        _check_local_config(Path(location))
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+    except StrictDataclassError as exc:  # transformers' config validation (multi-line): one line of it
+        why = next((ln.strip() for ln in str(exc).splitlines() if "Error:" in ln), " ".join(str(exc).split()))
+        raise UnsupportedArchitectureError(f"model {model_id!r}: its config is invalid ({why}); fix config.json "
+                                           "or pass another --model") from exc
     except (OSError, ValueError, pickle.UnpicklingError, SafetensorError) as exc:
         text = str(exc)
         if isinstance(exc, SafetensorError):  # a hub cache file; a local directory's were checked above
@@ -370,6 +396,11 @@ def _load_pretrained(
                 "tokenizer files and *.safetensors weights (fix the directory or pass another --model)"
             ) from exc
         raise ModelUnavailableError(_offline_message(model_id, revision, exc)) from exc
+    finally:
+        if offload is not None and "model" not in locals():
+            shutil.rmtree(offload, ignore_errors=True)
+    if offload is not None:
+        weakref.finalize(model, shutil.rmtree, offload, True)  # the folder lives as long as the model
     if device_map is None:
         model = model.to(device)
     if source == "hub":
@@ -379,6 +410,18 @@ def _load_pretrained(
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
+
+
+def _check_local_config(directory: Path) -> None:
+    """Head counts that do not divide are refused from config.json, before transformers (``heads.py``)."""
+    import json
+
+    try:
+        cfg = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # transformers says what is wrong with a missing or unreadable config
+    if isinstance(cfg, dict):
+        check_heads(cfg, str(directory))
 
 
 def _check_weight_files(directory: Path) -> None:

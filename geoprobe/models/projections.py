@@ -100,6 +100,24 @@ class ProjSpec:
         out[:, :, :, off: off + n] = new
         return out.reshape(y.shape)
 
+    def row_index(self) -> torch.Tensor:
+        """(n_heads, d_head) indices of this part's rows in the (out, in) weight."""
+        total = self.groups * sum(self.parts) * self.d_head
+        return self._rows(torch.arange(total))
+
+    def set_weight(self, attn: Any, w: Float[torch.Tensor, "head d_model d_head"]) -> None:
+        """Write W per head (d_model, d_head) into this part of the linear map, in place (the other
+        parts of a fused projection are untouched): afterwards ``weight(attn)`` returns ``w``."""
+        mod = self.linear(attn)
+        full = mod.weight.data
+        rows = full.t() if self.transposed else full  # (out, in) view of the stored weight
+        idx = self.row_index()
+        if tuple(w.shape) != (*idx.shape[:1], rows.shape[1], self.d_head):
+            raise ValueError(f"{self.describe()}: weight of shape {tuple(w.shape)} for "
+                             f"({idx.shape[0]}, {rows.shape[1]}, {self.d_head})")
+        with torch.no_grad():
+            rows[idx.reshape(-1)] = w.transpose(1, 2).reshape(-1, rows.shape[1]).to(full.dtype)
+
     def project(self, attn: Any, x: Float[torch.Tensor, "n d_model"]) -> Float[torch.Tensor, "n head d_head"]:
         """x @ W (+ b) per head, from the described weights."""
         w = self.weight(attn)

@@ -17,7 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
+from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadedModel, boot, torch_dtype
@@ -139,30 +141,9 @@ def type_twin(model_type: str, scale: Scale = "tiny", seed: int = 0, dtype: str 
     return boot(model, tok, prov, None)
 
 
-def init_key_weights(cfg: Any, seed: int = 0) -> Any:
-    """W_K of every layer as the architecture's own initialiser draws it, (L, Hkv, d_model, d_head).
+def init_key_weights(cfg: Any, seed: int = 0, arch: Any = None) -> Float[np.ndarray, "L Hkv D d"]:
+    """W_K of every layer at the architecture's random init ``seed``, (L, Hkv, d_model, d_head): the
+    twin baseline of key orthogonality, for any architecture (see :mod:`geoprobe.models.init_weights`)."""
+    from geoprobe.models.init_weights import init_key_weights as init
 
-    The twin baseline of key orthogonality: the model is built on the meta device (no memory),
-    then only each layer's key projection (``k_proj``, or NeoX's fused ``query_key_value``) is
-    materialised and passed through the model class's ``_init_weights``, so a 7B config costs
-    seconds and the shapes and initialiser are exactly the family's.
-    """
-    from transformers import AutoModelForCausalLM
-
-    from geoprobe.models.adapters import adapter_for
-
-    arch = (getattr(cfg, "architectures", None) or [None])[0]
-    adapter = adapter_for(arch)
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
-        for layer in adapter.layers(model):
-            attn = getattr(layer, "self_attn", None) or layer.attention
-            module = attn.k_proj if hasattr(attn, "k_proj") else attn.query_key_value
-            module.to_empty(device="cpu")
-            model._init_weights(module)
-        return adapter.key_weights(model, cfg).float().numpy()
-    finally:
-        torch.random.set_rng_state(generator_state)
+    return init(cfg, seed, arch)

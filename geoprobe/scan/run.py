@@ -113,15 +113,18 @@ def check_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> N
                               f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
 
 
-def _init_key_weights(cap: Capture, hf_config: Any, seed: int) -> tuple[np.ndarray | None, str | None]:
+def _init_key_weights(cap: Capture, hf_config: Any, seed: int, arch: Any = None) -> tuple[np.ndarray | None, str | None]:
     from geoprobe.models.twins import init_key_weights
 
     try:
-        w = init_key_weights(hf_config, seed=seed)
+        w = init_key_weights(hf_config, seed=seed, arch=arch)
     except Exception as exc:  # noqa: BLE001 - the baseline is optional; say why it is missing
         warnings.warn(f"no random-init baseline for key orthogonality ({type(exc).__name__}: {exc})", stacklevel=2)
         return None, None
-    return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed})"
+    from geoprobe.models.init_weights import MAX_BYTES, parameter_bytes
+
+    alone = " (key projections initialised alone)" if parameter_bytes(hf_config) > MAX_BYTES else ""
+    return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed}){alone}"
 
 
 def _step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str | None, str | None]:
@@ -252,7 +255,7 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
             warnings.warn(note, stacklevel=2)
             notes.append(note)
         if init_w_k is None:
-            init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed)
+            init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed, m.arch)
         timings["init_baseline_s"] = time.perf_counter() - t
     result = analyse(cap, config, init_w_k=init_w_k, init_label=init_label, notes=notes, timings=timings,
                      progress=progress, prompt_set=pset.record())

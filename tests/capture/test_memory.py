@@ -6,10 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from geoprobe.capture import CaptureConfig, capture
-from geoprobe.capture import memory
-from geoprobe.capture.memory import (FIXED_BYTES, SAFETY_FRACTION, check_capture_memory, forward_peak_bytes,
-                                     parse_bytes)
+from geoprobe.capture import CaptureConfig, capture, memory
+from geoprobe.capture.memory import (
+    FIXED_BYTES,
+    SAFETY_FRACTION,
+    check_capture_memory,
+    forward_peak_bytes,
+    parse_bytes,
+)
 from geoprobe.errors import CaptureError, GeoprobeError
 
 MiB = 2**20
@@ -44,19 +48,32 @@ def _forwards(m):
     return calls, counting
 
 
-def test_the_estimate_grows_with_t_squared_and_counts_kept_patterns(twin_factory):
-    llama, pythia = twin_factory("llama-3.2-1b"), twin_factory("pythia-410m")
-    lay = llama.layout
-    s = 4 * lay.n_heads * 2048**2  # one prompt's scores for one layer, float32
-    assert forward_peak_bytes(llama, 1, 2048) - FIXED_BYTES == pytest.approx(2 * s + 2 * 4 * 2048**2, rel=0.05)
-    assert forward_peak_bytes(llama, 4, 2048) - FIXED_BYTES == pytest.approx(4 * (forward_peak_bytes(llama, 1, 2048)
-                                                                                  - FIXED_BYTES))
-    big, small = forward_peak_bytes(llama, 1, 4096), forward_peak_bytes(llama, 1, 2048)
-    assert (big - FIXED_BYTES) / (small - FIXED_BYTES) == pytest.approx(4, rel=0.05)
-    # GPT-NeoX's bridge keeps every layer's pattern: (1 + n_layers) score tensors instead of 2
-    p = pythia.layout
-    ratio = (forward_peak_bytes(pythia, 1, 2048) - FIXED_BYTES) / (4 * p.n_heads * 2048**2)
-    assert ratio == pytest.approx(1 + p.n_layers + 2 / p.n_heads, rel=0.05)
+def test_the_estimate_counts_scores_only_where_attention_is_eager(twin_factory):
+    """SDPA (the twins' default): activations and the T² mask, no (heads × T²) scores; eager (Gemma-2's
+    default, legacy modules): two score-sized tensors on top."""
+    from geoprobe.capture.memory import (
+        ACTIVATION_FACTOR,
+        MASK_BYTES,
+        MIN_ACTIVATION_LAYERS,
+        eager_attention,
+    )
+
+    llama = twin_factory("llama-3.2-1b")
+    assert not eager_attention(llama)
+    lay, cfg = llama.layout, llama.hf_model.config
+    acts = 4 * 2048 * (lay.d_model + cfg.intermediate_size)
+    layers = max(MIN_ACTIVATION_LAYERS, ACTIVATION_FACTOR * lay.n_layers)  # 8 for the 3-layer twin
+    assert forward_peak_bytes(llama, 1, 2048) - FIXED_BYTES == layers * acts + MASK_BYTES * 2048**2
+    assert forward_peak_bytes(llama, 4, 2048) - FIXED_BYTES == 4 * (forward_peak_bytes(llama, 1, 2048) - FIXED_BYTES)
+    big, small = forward_peak_bytes(llama, 1, 8192) - FIXED_BYTES, forward_peak_bytes(llama, 1, 4096) - FIXED_BYTES
+    assert 2 < big / small <= 4  # between linear (activations) and T² (mask)
+    gemma2 = twin_factory("gemma-2-2b")
+    assert eager_attention(gemma2)
+    g = gemma2.layout
+    d_mlp = gemma2.hf_model.config.intermediate_size
+    layers = max(MIN_ACTIVATION_LAYERS, ACTIVATION_FACTOR * g.n_layers)
+    expected = layers * 4 * 2048 * (g.d_model + d_mlp) + MASK_BYTES * 2048**2 + 2 * 4 * g.n_heads * 2048**2
+    assert forward_peak_bytes(gemma2, 1, 2048) - FIXED_BYTES == expected
 
 
 def test_a_batch_that_cannot_fit_is_refused_before_any_forward(twin_factory, prompts, planted):
@@ -128,6 +145,6 @@ def test_the_environment_variable_overrides_the_measurement(twin_factory, prompt
 def test_a_real_sized_machine_passes(twin_factory, prompts, monkeypatch):
     monkeypatch.delenv(memory.MEMORY_ENV, raising=False)
     m = twin_factory("llama-3.2-1b")
-    check_capture_memory(m, [(4, 1024)])  # about 250 MiB: fits any machine that runs the tests
+    check_capture_memory(m, [(4, 1024)])  # about 150 MiB: fits any machine that runs the tests
     with pytest.raises(CaptureError, match="needs about"):
-        check_capture_memory(m, [(1, 10**6)])  # 10^6 tokens: 2·4·4·10^12 bytes of scores
+        check_capture_memory(m, [(1, 10**6)])  # 10^6 tokens: a 4·10^12-byte attention mask

@@ -62,6 +62,18 @@ def _text(name: str, text: str) -> Callable[[Path], None]:
     return make
 
 
+def _edited_config(target: Path, **changes: object) -> Path:
+    """``config.json`` of a saved model with ``changes`` applied (None removes the key)."""
+    cfg = json.loads((target / "config.json").read_text())
+    for k, v in changes.items():
+        if v is None:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    (target / "config.json").write_text(json.dumps(cfg))
+    return target
+
+
 def _json(name: str, data: object) -> Callable[[Path], None]:
     return _text(name, json.dumps(data))
 
@@ -195,6 +207,10 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "recipe_wt_wrong_type": _recipe("wt.toml", "[probe]\ncommand = \"windtunnel\"\n[windtunnel]\nvocab = \"ten\"\n"),
     "recipe_sula_unknown_key": _recipe("sula.toml", "[probe]\ncommand = \"sula\"\n[sula]\nn_per_kk = 3\n"),
     "pickle_dir": lambda d: _tiny_model_dir(d, "pickled", pickle=True),
+    "heads_5_dir": lambda d: _edited_config(_tiny_model_dir(d, "heads5", pickle=False),
+                                            num_attention_heads=5, head_dim=None),
+    "kv_heads_3_dir": lambda d: _edited_config(_tiny_model_dir(d, "kv3", pickle=False), num_key_value_heads=3),
+    "plain_model_dir": lambda d: _tiny_model_dir(d, "plain", pickle=False),
     "custom_code_dir": lambda d: _tiny_model_dir(d, "custom", pickle=False, custom_code=True),
     "payload_pickle_dir": _payload_model_dir,
     "not_a_run": _text("notarun/readme.txt", "not a wind-tunnel run\n"),
@@ -441,13 +457,22 @@ CASES: tuple[Case, ...] = (
        "--max-tokens 0 (was checked only after the model loaded)", "max tokens 0", "--max-tokens 1 or more",
        setup=("prompts",)),
     _c("capture-out-of-memory", f"capture --model {TWIN} --prompts long.txt --batch-size 12 --out out",
-       "12 prompts of ~1900 tokens in one batch, 1 GiB available (figure planted)",
-       "batch of 12 prompt(s) of 1911 tokens needs about", "1.0 GiB set by GEOPROBE_MEMORY_AVAILABLE",
-       "--batch-size 6", "--max-tokens", setup=("long_prompts",), env=(("GEOPROBE_MEMORY_AVAILABLE", "1GiB"),)),
+       "12 prompts of ~1900 tokens in one batch, 300 MiB available (figure planted)",
+       "batch of 12 prompt(s) of 1911 tokens needs about", "300 MiB set by GEOPROBE_MEMORY_AVAILABLE",
+       "--batch-size 5", "--max-tokens", setup=("long_prompts",), env=(("GEOPROBE_MEMORY_AVAILABLE", "300MiB"),)),
     _c("report-n-prompts-huge", "report results.json", "a results.json whose n_prompts is 10^30",
        "'results.json' is damaged", "the integer 1000000000000000000000000000000", setup=("results_n_huge",)),
     _c("report-n-prompts-inconsistent", "report results.json", "n_prompts 13 where the analyses hold 12 prompts",
        "'results.json' is damaged", "n_prompts is 13 but manifold.n holds 12", setup=("results_n_inconsistent",)),
+    _c("local-heads-do-not-divide", "capture --model heads5 --out out",
+       "a local model whose config.json says 5 heads on d_model 64 (no head_dim)", "LlamaForCausalLM (heads5)",
+       "hidden_size 64 does not divide into num_attention_heads 5", setup=("heads_5_dir",)),
+    _c("local-kv-heads-do-not-divide", "capture --model kv3 --out out",
+       "a local model whose config.json says 3 key/value heads for 4 query heads", "LlamaForCausalLM (kv3)",
+       "does not divide into num_key_value_heads 3", setup=("kv_heads_3_dir",)),
+    _c("device-map-bad-json", "capture --model plain --device-map {model.layers.1:disk} --out out",
+       "--device-map that looks like a JSON object but is not JSON", "is not valid JSON",
+       setup=("plain_model_dir",)),
 )
 
 

@@ -28,9 +28,9 @@ def test_twins_are_seeded(twin_factory):
     from geoprobe.models.twins import twin
 
     fresh = twin("llama-3.2-1b", "tiny", seed=0)
-    wa = a.adapter.key_weights(a.hf_model, a.hf_model.config)
-    assert (wa == fresh.adapter.key_weights(fresh.hf_model, fresh.hf_model.config)).all()
-    assert not (wa == c.adapter.key_weights(c.hf_model, c.hf_model.config)).all()
+    wa = a.arch.key_weight_views()[0]
+    assert (wa == fresh.arch.key_weight_views()[0]).all()
+    assert not (wa == c.arch.key_weight_views()[0]).all()
 
 
 def test_unknown_twin_and_scale():
@@ -40,23 +40,7 @@ def test_unknown_twin_and_scale():
         twin_config("pythia-410m", "huge")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("alias", ["pythia-70m", "smollm2-135m", "llama-3.2-1b"])
-def test_init_key_weights_follow_the_architectures_initialiser(alias):
-    """The random-init baseline of key orthogonality: real (full-size) shapes, the family's own
-    initialiser (normal with the config's initializer_range), seeded, without building the model."""
-    from geoprobe.models.registry import ALIASES, load_config_dict
-    from geoprobe.models.twins import init_key_weights, twin_config
-
-    cfg = twin_config(alias, "full")
-    w = init_key_weights(cfg, seed=0)
-    real = load_config_dict(ALIASES[alias].config)
-    n_kv = real.get("num_key_value_heads") or real["num_attention_heads"]
-    d_head = real.get("head_dim") or real["hidden_size"] // real["num_attention_heads"]
-    assert w.shape == (real["num_hidden_layers"], n_kv, real["hidden_size"], d_head)
-    assert abs(w.std() / cfg.initializer_range - 1) < 0.02 and abs(w.mean()) < 1e-3
-    if alias == "smollm2-135m":
-        assert (init_key_weights(cfg, seed=0) == w).all()
-        assert not (init_key_weights(cfg, seed=1)[0] == w[0]).all()
+# init_key_weights (the random-init baseline of key orthogonality): tests/models/test_init_weights.py
 
 
 NEW_FAMILY_ALIASES = ("gpt2", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-2-2b", "olmo-2-1b", "phi-3-mini")
