@@ -190,16 +190,15 @@ def build(variant: str, model: str, dtype: str, device: str):
         load_model(model, dtype=dtype, device=device)
     if variant == "geoprobe":  # the plain HF model: no bridge is booted
         return lm.tokenizer, None, [lm.hf_model], lm
-    from geoprobe.models.adapters import Site
-
-    ad, d_head = lm.adapter, lm.layout.d_head
-    sites = [Site(layer, k) for layer in range(lm.layout.n_layers) for k in ("v", "k", "pattern")]
+    n_layers = lm.layout.n_layers
+    sites = [f"blocks.{layer}.attn.hook_{k}" for layer in range(n_layers) for k in ("v", "k", "pattern")]
 
     def run(ids, mask):  # what a TransformerLens user writes
         logits, cache = lm.bridge.run_with_cache(ids, attention_mask=mask)
         last, rows = mask.sum(1) - 1, torch.arange(ids.shape[0], device=ids.device)
-        kept = {s: ad.at_positions(s.kind, cache[ad.hook_name(s)], last, d_head).cpu().clone() for s in sites}
-        kept["final_norm"] = cache[ad.final_norm_hook][rows, last].cpu().clone()
+        kept = {s: (cache[s][rows, :, last] if s.endswith("pattern") else cache[s][rows, last]).cpu().clone()
+                for s in sites}  # q/k/v hooks are (batch, pos, head, d_head); patterns (batch, head, q, k)
+        kept["final_norm"] = cache["ln_final.hook_out"][rows, last].cpu().clone()
         top1 = logits[rows, last].argmax(-1)
         del cache, logits, kept
         return top1

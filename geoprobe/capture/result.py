@@ -14,7 +14,7 @@ from jaxtyping import Float, Int
 
 from geoprobe.errors import GeoprobeError, OutputExistsError, ResultsError
 from geoprobe.paths import public_mode, safetensors_damage
-from geoprobe.models.adapters import Layout
+from geoprobe.models.layout import Layout
 from geoprobe.provenance import Provenance
 
 FORMAT_VERSION = 1

@@ -1,5 +1,5 @@
-"""Model registry, loading (Hub, local, GGUF), family adapters and architecture twins."""
-from geoprobe.models.adapters import Layout, Site, adapter_for, supported_architectures
+"""Model registry, loading (Hub, local, GGUF), architecture inspection and twins."""
+from geoprobe.models.layout import Layout, Site
 from geoprobe.models.loading import LoadedModel, load_model
 from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec
 from geoprobe.models.twins import twin
@@ -11,8 +11,6 @@ __all__ = [
     "Layout",
     "ModelSpec",
     "Site",
-    "adapter_for",
     "load_model",
-    "supported_architectures",
     "twin",
 ]

@@ -29,7 +29,6 @@ from geoprobe.errors import (
     UnknownModelError,
     UnsupportedArchitectureError,
 )
-from geoprobe.models.adapters import ADAPTERS, FamilyAdapter, adapter_for
 from geoprobe.models.architecture import Architecture, input_device, inspect_model
 from geoprobe.models.device_map import offload_folder, parse_device_map
 from geoprobe.models.heads import check_heads
@@ -59,13 +58,6 @@ class LoadedModel:
     context_length: int
     spec: ModelSpec | None = None
     _bridge: Any = field(default=None, repr=False)
-
-    @property
-    def adapter(self) -> FamilyAdapter | None:
-        """TransformerBridge hook names, for the six families that have them (the bridge-based commands)."""
-        if not any(self.arch.name in cls.architectures for cls in ADAPTERS):
-            return None
-        return adapter_for(self.arch.name)
 
     @property
     def bridge(self) -> Any:
@@ -218,20 +210,22 @@ def boot_bridge(hf_model: Any, tokenizer: Any, model_id: str) -> Any:
     parameters and buffers (booting wraps modules in place and switches to eager attention)."""
     from transformer_lens.model_bridge import TransformerBridge
 
-    if not any(hf_model.config.architectures[0] in cls.architectures for cls in ADAPTERS):
-        raise UnsupportedArchitectureError(
-            f"architecture {hf_model.config.architectures[0]!r} has no TransformerBridge adapter in geoprobe; this "
-            "command still runs through the bridge (capture, scan and compare do not)")
     shared = {id(t): t for t in itertools.chain(hf_model.parameters(), hf_model.buffers())}
     clone = copy.deepcopy(hf_model, shared)
     device = next(hf_model.parameters()).device
-    bridge = TransformerBridge.boot_transformers(
-        model_id,
-        hf_model=clone,
-        tokenizer=tokenizer,
-        device=None if getattr(hf_model, "hf_device_map", None) else str(device),
-        dtype=next(hf_model.parameters()).dtype,
-    )
+    try:
+        bridge = TransformerBridge.boot_transformers(
+            model_id,
+            hf_model=clone,
+            tokenizer=tokenizer,
+            device=None if getattr(hf_model, "hf_device_map", None) else str(device),
+            dtype=next(hf_model.parameters()).dtype,
+        )
+    except (ValueError, KeyError, NotImplementedError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UnsupportedArchitectureError(
+            f"TransformerLens cannot wrap {hf_model.config.architectures[0]!r} in a TransformerBridge ({first}); "
+            "geoprobe's own commands do not need one") from exc
     bridge.eval()
     return bridge
 

@@ -8,6 +8,8 @@ In Jupyter::
 """
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import time
 import warnings
@@ -236,6 +238,12 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
     texts, new_notes, pset = resolve_prompts(config, prompts, m, progress, checkpoint_dir)
     timings["prompts_s"] = time.perf_counter() - t
     notes = [*notes, *new_notes]
+    if "orthogonality" in config.analyses and m.arch.key_weights_reason:  # MLA: no W_K; the rest still runs
+        note = ("key orthogonality not measured: "
+                + m.arch.key_weights_reason.split("; ", 1)[-1])
+        warnings.warn(note, stacklevel=2)
+        notes.append(note)
+        config = dataclasses.replace(config, analyses=tuple(a for a in config.analyses if a != "orthogonality"))
     cc = CaptureConfig(layers=config.layers, batch_size=config.batch_size, max_tokens=config.max_tokens,
                        key_weights="orthogonality" in config.analyses)
     t = time.perf_counter()

@@ -5,6 +5,7 @@ import json
 import math
 
 import numpy as np
+import torch
 import pytest
 
 from geoprobe.analysis.orthogonality import (
@@ -265,7 +266,7 @@ def test_twin_random_init_is_near_gaussian_baseline(alias, twin_factory):
     """A random-init twin's W_K (iid normal init, d_model 64, d_head 16) sits at the Gaussian
     E|cos| = 0.0998: the mean over all heads (≥ 6 heads × 120 pairs, SE ≈ 3 %) within 10 %."""
     model = twin_factory(alias)
-    w_k = model.adapter.key_weights(model.hf_model, model.hf_model.config).float().numpy()
+    w_k = torch.stack(model.arch.key_weight_views()).float().numpy()
     lay = model.layout
     r = key_orthogonality(w_k, range(lay.n_layers), lay.d_model, model=alias, init_w_k=w_k, init_label="itself")
     assert abs(np.mean(r.layer_mean) / r.gaussian - 1) < 0.10

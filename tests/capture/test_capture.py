@@ -39,8 +39,7 @@ def test_nan_in_an_activation_names_layer_and_site(twin_factory, prompts):
     from geoprobe.models.twins import twin
 
     m = twin("mistral-7b", "tiny", seed=3)  # private copy: we poison its weights
-    v_proj = m.adapter.layers(m.hf_model)[1].self_attn.v_proj
-    w = getattr(v_proj, "original_component", v_proj).weight
+    w = m.arch.v_specs[1].linear(m.arch.modules[1]).weight
     with torch.no_grad():
         w[0, 0] = float("nan")
     with pytest.raises(CaptureError, match=r"layer 1 site v for prompt #\d") as e:

@@ -274,3 +274,17 @@ def test_capture_of_multi_head_latent_attention_keeps_all_but_w_k(tmp_path, prom
     cap = Capture.load(out)
     assert cap.w_k is None and cap.keys.shape[-1] == 24 and cap.values.shape[-1] == 16
     assert np.isfinite(cap.attn_entropy).all()
+
+
+def test_scan_of_multi_head_latent_attention_runs_all_but_key_orthogonality(tmp_path, capsys, monkeypatch):
+    """MLA has no W_K: the scan says so (stderr and results.json notes) and runs every other analysis."""
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("".join(f"Prompt number {i} is about the cat and the dog\n" for i in range(12)))
+    out = tmp_path / "run"
+    code, _, err = run_cli(["scan", "--model", "twin:deepseek_v3", "--prompts", str(prompts), "--out", str(out)],
+                           capsys, monkeypatch)
+    assert code == 0, err
+    assert "key orthogonality not measured" in err and "multi-head latent attention" in err
+    res = json.loads((out / "results.json").read_text())
+    assert res["orthogonality"] is None and res["manifold"] is not None and res["focusing"] is not None
+    assert any("key orthogonality not measured" in n for n in res["notes"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from geoprobe.capture.result import Capture
-from geoprobe.models.adapters import Layout
+from geoprobe.models.layout import Layout
 from geoprobe.provenance import Provenance, prompts_hash
 from geoprobe.scan import ScanConfig, analyse
 

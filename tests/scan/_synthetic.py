@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from geoprobe.capture.result import Capture
-from geoprobe.models.adapters import Layout
+from geoprobe.models.layout import Layout
 from geoprobe.provenance import Provenance, prompts_hash
 
 
