@@ -75,7 +75,7 @@ class Provenance:
     """Where a result came from. ``weights`` is a revision, a file hash, or a twin seed."""
 
     model_id: str
-    source: str  # "hub" | "local" | "gguf" | "twin"
+    source: str  # "hub" | "local" | "gguf" | "twin" | "memory" (a model object the user passed, see wrap())
     weights: str
     tokenizer: str
     dtype: str
@@ -85,7 +85,7 @@ class Provenance:
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     def __post_init__(self) -> None:
-        if self.source not in ("hub", "local", "gguf", "twin"):
+        if self.source not in ("hub", "local", "gguf", "twin", "memory"):
             raise ValueError(f"unknown provenance source {self.source!r}")
         if not self.model_id:
             raise ValueError("provenance needs a model_id")
