@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 from jaxtyping import Float
 
 from geoprobe.capture.forward import final_hidden, run_batch
-from geoprobe.capture.run import _pad, next_token_distribution, tokenize
+from geoprobe.capture.run import _pad, tokenize
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, current
@@ -93,47 +93,22 @@ def final_logprobs(model: LoadedModel, prompts: Sequence[str], batch_size: int =
     return logp, values
 
 
-@contextmanager
-def every_position(model: LoadedModel, probe: Probe) -> Iterator[dict[str, torch.Tensor]]:
-    """Like ``final_hidden``, but ``"h"`` keeps every position's normed state (batch, pos, d_model);
-    the head still runs on each row's final real position only."""
-    state: dict[str, torch.Tensor] = {}
-    head = model.hf_model.get_output_embeddings()
-
-    def pre(module: Any, args: tuple) -> tuple | None:
-        h = args[0]
-        if h.dim() != 3:  # the head called on states already taken (next_token_distribution)
-            return None
-        B, T = h.shape[:2]
-        state["h"] = h.detach()
-        return (h[torch.arange(B, device=h.device), probe.final_positions(B, T, h.device)][:, None],)
-
-    handle = head.register_forward_pre_hook(pre)
-    try:
-        yield state
-    finally:
-        handle.remove()
-
-
 def text_nll(model: LoadedModel, texts: Sequence[str], batch_size: int = 4) -> np.ndarray:
     """Per-token next-token NLL (nats) at every position of every text (each position t predicts
-    token t+1), concatenated over the texts. Logits come from the final normed states through
-    the unembedding (``next_token_distribution``, final soft-capping included); at each text's
-    final position they are checked against the model's own logits, so a model that transforms
-    its logits otherwise is refused rather than mis-scored."""
+    token t+1), concatenated over the texts, from the model's own logits at every position
+    (``logits_to_keep=0``): whatever the model does after its head (Gemma's soft-capping,
+    Cohere's ``logit_scale``, Granite's ``logits_scaling``) is the model's, not reproduced here.
+    Costs batch × tokens × vocab floats per batch; lower ``batch_size`` for large vocabularies."""
     out: list[np.ndarray] = []
-    with recording(model) as probe, every_position(model, probe) as state, torch.inference_mode():
+    device = model.device
+    with torch.inference_mode():  # inside ``intervened`` its probe edits every forward pass
         for b in batches(model, texts, batch_size):
-            own = torch.log_softmax(run_batch(model, probe, b.ids, b.mask), dim=-1)
-            h = state["h"]
+            logits = model.hf_model(b.ids.to(device), attention_mask=b.mask.to(device),
+                                    position_ids=b.position_ids.to(device), logits_to_keep=0, use_cache=False).logits
             for r in range(len(b.rows)):
                 n = int(b.mask[r].sum())
-                lp = next_token_distribution(model, h[r, :n])
-                gap = float((lp[-1] - own[r].to(lp.device)).abs().max())
-                if gap > 1e-3 * max(1.0, float(own[r].abs().max())):
-                    raise GeoprobeError(
-                        f"{model.arch.name}: the model's logits differ from its unembedded final states by {gap:.2g}; "
-                        "it transforms its logits in a way geoprobe does not reproduce, so per-token NLL is refused")
+                lp = torch.log_softmax(logits[r, : n - 1].float(), dim=-1)
                 target = b.ids[r, 1:n].to(lp.device)
-                out.append((-lp[:-1].gather(-1, target[:, None])[:, 0]).double().cpu().numpy())
+                out.append((-lp.gather(-1, target[:, None])[:, 0]).double().cpu().numpy())
+            del logits
     return np.concatenate(out) if out else np.zeros(0)

@@ -103,3 +103,23 @@ def test_plain_forward_passes_inside_intervened_after_final_logprobs(name, twin_
         with torch.inference_mode():
             model.hf_model(ids, use_cache=False)
     assert applied.counts[1] == 3
+
+
+@pytest.mark.parametrize("name", ["cohere", "gemma2"])
+def test_text_nll_is_the_models_own_loss(name, twin_factory):
+    """Per-token NLL from the model's own logits: Cohere multiplies them by ``logit_scale``,
+    Gemma-2 soft-caps them. Independent side: transformers' own ``labels=`` loss, text by text."""
+    from geoprobe.intervene._forward import text_nll
+
+    model = twin_factory(name)
+    texts = ["The cat sat on the mat and looked around", "A dog"]
+    nll = text_nll(model, texts, batch_size=2)
+    ref = []
+    for t in texts:
+        ids = torch.tensor([model.tokenizer(t)["input_ids"]])
+        with torch.no_grad():
+            loss = model.hf_model(ids, labels=ids, use_cache=False).loss
+        ref.append((float(loss), ids.shape[1] - 1))
+    n = [k for _, k in ref]
+    assert len(nll) == sum(n)
+    np.testing.assert_allclose([nll[: n[0]].mean(), nll[n[0]:].mean()], [r for r, _ in ref], rtol=1e-5)
