@@ -212,6 +212,8 @@ def worker(job: dict) -> dict:
     torch.set_num_threads(job["threads"])
     if job["variant"] == "load":
         return load_worker(job)
+    if job["variant"] == "pair":
+        return pair_worker(job)
     device, B = job["device"], job["batch_size"]
     cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
@@ -252,6 +254,38 @@ def worker(job: dict) -> dict:
     return dict(job, times=times, others=others, load_s=load_s, loaded=loaded, warm=warm, peak=mem_peak(cuda),
                 peak_method=peak_method, top1=top1.tolist(), arrays_mib=arrays_mib[0],
                 prompts=hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:12])
+
+
+def pair_worker(job: dict) -> dict:
+    """Timing only: the bare model and geoprobe's capture in one process, passes alternated
+    (bare, capture, bare, capture, ...), so that the machine's drift between processes (the
+    separate workers above differ by up to ~25 % on a VM) hits both alike; one ratio per pair."""
+    import torch
+
+    from geoprobe import CaptureConfig, capture
+
+    B = job["batch_size"]
+    tok, run, bare_modules, _ = build("bare", job["model"], job["dtype"], job["device"])
+    _, _, _, lm = build("geoprobe", job["model"], job["dtype"], job["device"])
+    texts, ids = make_prompts(tok, job["n_prompts"], job["tokens"])
+    batches = [torch.tensor(ids[i: i + B]).to(job["device"]) for i in range(0, len(ids), B)]
+
+    def bare_pass() -> None:
+        with torch.inference_mode():
+            for b in batches:
+                run(b, torch.ones_like(b))
+
+    def capture_pass() -> None:
+        capture(lm, texts, CaptureConfig(batch_size=B))
+
+    bare_pass(), capture_pass()  # warm-up
+    bare_t, cap_t = [], []
+    for _ in range(job["pairs"]):
+        for fn, out in ((bare_pass, bare_t), (capture_pass, cap_t)):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+    return dict(job, bare=bare_t, geoprobe=cap_t, ratios=[c / b for b, c in zip(bare_t, cap_t)])
 
 
 def load_worker(job: dict) -> dict:
@@ -346,7 +380,7 @@ def check(model: str, name: str, value: float, text: str, ok: bool | None, thres
     return model, name, text or f"{value:.2f}", threshold, "info" if ok is None else ("**PASS**" if ok else "**FAIL**")
 
 
-def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple) -> str:
+def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple, pairs: dict | None = None) -> str:
     unit = "GPU MiB" if args.device.startswith("cuda") else "RSS MiB"
     method = next((r["peak_method"] for rows in results.values() for r in rows.values() if "peak_method" in r), "")
     out = [f"Command: `{command}`", "",
@@ -440,6 +474,21 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
             checks.append(check("smollm2", "(context) GGUF first / cached load with imports warm",
                                 first[0] / min(warm), f"{first[0] / min(warm):.1f}", None, "≥ 10"))
         out.append("")
+    if pairs:
+        out += ["#### Alternated in one process (timing only)", "",
+                f"Per model one process holds the bare model and geoprobe's; {args.pairs} pairs of passes (bare, then "
+                "`capture`) over the same prompts; ratio = capture / bare of each pair.", "",
+                "| model | bare s (median) | capture s (median) | ratio median | ratio range |", "|---|---|---|---|---|"]
+        for key, r in pairs.items():
+            if "error" in r:
+                out.append(f"| {key} | error: {r['error'][:200]} | | | |")
+                continue
+            med = statistics.median(r["ratios"])
+            out.append(f"| {key} | {statistics.median(r['bare']):.2f} | {statistics.median(r['geoprobe']):.2f} | "
+                       f"{med:.3f} | {min(r['ratios']):.3f}–{max(r['ratios']):.3f} |")
+            checks.append(check(key, "geoprobe / bare, alternated pairs (median)", med, f"{med:.3f}", med <= 1.10,
+                                "≤ 1.10"))
+        out.append("")
     out += ["#### Targets", "", "| model | target | measured | threshold | result |", "|---|---|---|---|---|"]
     return "\n".join(out + [f"| {' | '.join(c)} |" for c in checks]) + "\n"
 
@@ -454,7 +503,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: 16 prompts, 1 repeat, no idle wait")
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma list of {', '.join(VARIANTS)}")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma list of {', '.join(VARIANTS)}, or none (with --pairs: timing pairs only)")
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--n-prompts", type=int, help="prompts per pass (default 64; 16 with --quick)")
@@ -465,6 +514,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in every worker")
     ap.add_argument("--wait-idle", type=float, help="seconds to wait, before each worker, for other processes "
                     "to go idle (default 120; 0 with --quick)")
+    ap.add_argument("--pairs", type=int, default=0, help="also time bare and capture alternated in one process, "
+                    "this many pairs per model (the ratio to trust on a machine whose speed drifts)")
     ap.add_argument("--no-gguf", action="store_true", help="skip the GGUF first-vs-cached load timing")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown file to update")
     ap.add_argument("--no-write", action="store_true", help="print the report only")
@@ -480,7 +531,7 @@ def main() -> None:
     args.repeats = args.repeats or (1 if args.quick else 2)
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.wait_idle = (0 if args.quick else 120) if args.wait_idle is None else args.wait_idle
-    models, variants = args.models.split(","), args.variants.split(",")
+    models, variants = args.models.split(","), ([] if args.variants == "none" else args.variants.split(","))
     if bad := [m for m in models if m not in MODELS] + [v for v in variants if v not in VARIANTS]:
         ap.error(f"unknown model/variant {bad}; models: {list(MODELS)}, variants: {list(VARIANTS)}")
     common = dict(dtype=args.dtype, device=args.device, threads=args.threads, n_prompts=args.n_prompts,
@@ -497,6 +548,13 @@ def main() -> None:
                       f"passes {', '.join(f'{x:.2f}' for x in r['times'])} s, peak {r['peak']:.0f} MiB, other CPU "
                       + ", ".join(f"{o:.2f}" for o in r["others"] if o is not None)), flush=True)
                 merge(results[key], v, r)
+    pairs: dict[str, dict] = {}
+    for key in models if args.pairs else []:
+        wait_idle(args.wait_idle)
+        pairs[key] = spawn(dict(common, model=MODELS[key], variant="pair", pairs=args.pairs))
+        r = pairs[key]
+        print(f"[pairs {key}] " + (r["error"] if "error" in r else
+              ", ".join(f"{x:.3f}" for x in r["ratios"])), flush=True)
     loads: list[dict] = []
     if not args.no_gguf:
         with tempfile.TemporaryDirectory(prefix="geoprobe-bench-cache-") as cache:
@@ -509,7 +567,7 @@ def main() -> None:
                 loads.append(spawn(dict(common, model="smollm2-135m", variant="load", preimport=pre),
                                    dict(os.environ, GEOPROBE_CACHE=cache)))
                 print(f"[gguf load {i}] " + loads[-1].get("error", f"{loads[-1].get('total_s', 0):.1f}s"), flush=True)
-    body = report(args, command, results, loads, (load_before, os.getloadavg()[0]))
+    body = report(args, command, results, loads, (load_before, os.getloadavg()[0]), pairs)
     print("\n" + body)
     if not args.no_write:
         write_doc(Path(args.doc), body, args.section, f", {args.tokens} tokens per prompt")

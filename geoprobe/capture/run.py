@@ -323,11 +323,11 @@ def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Floa
     """Weight-derived key projections W_K (layer, kv_head, d_model, d_head), float32, k = x @ W_K + b.
 
     Read from the projection the architecture probe identified (``geoprobe.models.architecture``),
-    layer by layer: one float32 copy in all. Refused in one line where keys are not x·W_K (MLA)."""
+    layer by layer, so that only the result and one layer's slice exist at a time (a fused QKV
+    weight's key rows are a copy). Refused in one line where keys are not x·W_K (MLA)."""
     idx = resolve_layers(layers, model.layout.n_layers)
-    lay = model.layout
-    views = model.arch.key_weight_views()
+    lay, arch = model.layout, model.arch
     out = np.empty((len(idx), lay.n_kv_heads, lay.d_model, lay.d_qk), dtype=np.float32)
     for i, layer in enumerate(idx):
-        out[i] = views[layer].float().cpu().numpy()
+        out[i] = arch.key_weight_view(lay.model_layers[layer]).float().cpu().numpy()
     return out

@@ -68,12 +68,16 @@ class Architecture:
                 "(multi-head latent attention compresses them through a latent and a norm), so there is no W_K "
                 "to measure")
 
-    def key_weight_views(self) -> list[Float[torch.Tensor, "kv_head d_model d_head"]]:
-        """W_K of each attention layer (in layout order) as (kv_head, d_model, d_head): k = x @ W_K + b."""
+    def key_weight_view(self, model_layer: int) -> Float[torch.Tensor, "kv_head d_model d_head"]:
+        """W_K of one attention layer (its number in the model) as (kv_head, d_model, d_head)."""
         reason = self.key_weights_reason
         if reason:
             raise UnsupportedArchitectureError(f"{reason}; capture with CaptureConfig(key_weights=False)")
-        return [self.k_specs[layer].weight(self.modules[layer]).detach() for layer in self.layout.model_layers]
+        return self.k_specs[model_layer].weight(self.modules[model_layer]).detach()
+
+    def key_weight_views(self) -> list[Float[torch.Tensor, "kv_head d_model d_head"]]:
+        """W_K of each attention layer (in layout order) as (kv_head, d_model, d_head): k = x @ W_K + b."""
+        return [self.key_weight_view(layer) for layer in self.layout.model_layers]
 
 
 def architecture_name(hf_model: Any) -> str:
