@@ -334,6 +334,12 @@ def wait_idle(limit: float, cores: float = 0.2) -> None:
             return
 
 
+#: glibc settings under which RSS follows live allocations: every block of 64 KiB or more is its own
+#: mapping, returned to the kernel when freed, so VmHWM is the peak of live memory rather than of
+#: arenas that keep freed memory (which moved the same pass's peak by up to ~300 MiB)
+EXACT_RSS_ENV = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0", MALLOC_ARENA_MAX="1")
+
+
 def spawn(job: dict, env: dict | None = None) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -385,7 +391,10 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
     method = next((r["peak_method"] for rows in results.values() for r in rows.values() if "peak_method" in r), "")
     out = [f"Command: `{command}`", "",
            f"Run {dt.datetime.now().isoformat(timespec='seconds')} on {machine(args)}; load average "
-           f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after.", "",
+           f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
+           + (" **Workers ran with `MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0 MALLOC_ARENA_MAX=1`** "
+              "(`--exact-rss`): RSS follows live allocations, so the memory columns are exact; the times include "
+              "mmap costs and are not the speed figures." if args.exact_rss else ""), "",
            f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), batch size "
            f"{args.batch_size}. Each variant ran in {args.rounds} worker process(es), interleaved with the other "
            f"variants; each worker ran one warm-up batch, then {args.repeats} timed pass(es) over all prompts. *time* "
@@ -394,8 +403,13 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
            "batch (first-call costs such as lazy imports are paid in the warm-up and not counted). *other CPU*: CPUs' "
            "worth of time other processes used during the best pass (the machine may be shared; above ~0.2 the "
            "timing is contended). *top-1*: prompts whose next-token argmax equals `bare`'s.", ""]
+    if not any(results.values()):  # --variants none: the workload only
+        out[-2] = (f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), "
+                   f"batch size {args.batch_size}.")
     checks = []
     for key, rows in results.items():
+        if not rows:  # --variants none: timing pairs only
+            continue
         out += [f"#### {key}" + (f" (full-size twin: the {MODELS[key]} architecture, random init)" if MODELS[key] in TWINS
                                   else f" ({MODELS[key]})"), "",
                 f"| variant | time / pass s | tokens/s | other CPU | load s | loaded {unit} | peak {unit} "
@@ -516,6 +530,8 @@ def main() -> None:
                     "to go idle (default 120; 0 with --quick)")
     ap.add_argument("--pairs", type=int, default=0, help="also time bare and capture alternated in one process, "
                     "this many pairs per model (the ratio to trust on a machine whose speed drifts)")
+    ap.add_argument("--exact-rss", action="store_true", help="run the workers with glibc set so that RSS follows "
+                    "live allocations (memory columns exact to the page; timings then include mmap costs)")
     ap.add_argument("--no-gguf", action="store_true", help="skip the GGUF first-vs-cached load timing")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown file to update")
     ap.add_argument("--no-write", action="store_true", help="print the report only")
@@ -543,7 +559,7 @@ def main() -> None:
             for v in variants:
                 wait_idle(args.wait_idle)
                 t = time.perf_counter()
-                r = spawn(dict(common, model=MODELS[key], variant=v))
+                r = spawn(dict(common, model=MODELS[key], variant=v), EXACT_RSS_ENV if args.exact_rss else None)
                 print(f"[round {rnd} {key} {v}] {time.perf_counter() - t:.0f}s: " + (r["error"] if "error" in r else
                       f"passes {', '.join(f'{x:.2f}' for x in r['times'])} s, peak {r['peak']:.0f} MiB, other CPU "
                       + ", ".join(f"{o:.2f}" for o in r["others"] if o is not None)), flush=True)
