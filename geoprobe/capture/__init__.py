@@ -1,5 +1,5 @@
 """Batched final-token capture: values, keys, queries, attention, next-token distribution."""
 from geoprobe.capture.result import Capture
-from geoprobe.capture.run import CaptureConfig, attached_hooks, capture, entropy_bits, key_weights
+from geoprobe.capture.run import CaptureConfig, capture, entropy_bits, key_weights
 
-__all__ = ["Capture", "CaptureConfig", "attached_hooks", "capture", "entropy_bits", "key_weights"]
+__all__ = ["Capture", "CaptureConfig", "capture", "entropy_bits", "key_weights"]

@@ -8,13 +8,11 @@ logits are computed for the final position only.
 """
 from __future__ import annotations
 
-import math
 import os
 import warnings
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Callable, Iterator, Literal, Sequence
 
 import numpy as np
 import torch
@@ -25,11 +23,10 @@ from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.architecture import probing
-from geoprobe.models.attention import Probe
+from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.layout import Layout, SiteKind
 from geoprobe.models.loading import LoadedModel
 
-_LN2 = math.log(2.0)
 DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
 
 
@@ -71,22 +68,6 @@ class CaptureConfig:
         per_prompt += layout.n_heads * longest if self.attention == "distribution" else 0
         w_k = layout.n_kv_heads * layout.d_model * layout.d_qk if self.key_weights else 0
         return 4 * (L * (n_prompts * per_prompt + w_k) + n_prompts * (3 + 2 * self.top_k))
-
-
-@contextmanager
-def attached_hooks(bridge: Any, hooks: dict[str, Callable]) -> Iterator[None]:
-    """Attach forward hooks by name; remove exactly those hooks on exit, even after an error."""
-    handles = []
-    try:
-        for name, fn in hooks.items():
-            point = bridge.hook_dict[name]
-            handles.append((point, point.add_hook(fn)))
-        yield
-    finally:
-        for point, handle in handles:
-            handle.hook.remove()
-            if handle in point.fwd_hooks:
-                point.fwd_hooks.remove(handle)
 
 
 def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ...]:
@@ -172,21 +153,6 @@ def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
                                     position_ids=position_ids.to(model.device), logits_to_keep=1,
                                     use_cache=False).logits
             yield rows, logits[:, -1].float()
-
-
-def entropy_bits(p: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Shannon entropy in bits along ``dim``; zero-probability entries contribute 0."""
-    return torch.special.entr(p.double()).sum(dim) / _LN2
-
-
-def next_token_distribution(model: LoadedModel, h: torch.Tensor) -> torch.Tensor:
-    """Log-probabilities of the next token from the final normed hidden state (batch, vocab)."""
-    head = model.hf_model.get_output_embeddings()
-    logits = head(h.to(head.weight.dtype)).float()
-    cap = getattr(model.hf_model.config, "final_logit_softcapping", None)
-    if cap:
-        logits = torch.tanh(logits / cap) * cap
-    return torch.log_softmax(logits, dim=-1)
 
 
 _SITE_FIELD: dict[str, str] = {"v": "values", "k": "keys", "q": "queries", "z": "attn_out"}

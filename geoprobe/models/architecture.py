@@ -26,7 +26,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-import numpy as np
 import torch
 from jaxtyping import Float
 
@@ -361,19 +360,3 @@ def editing(hf_model: Any, arch: Architecture, edits: dict[int, A.ValueEdit] | N
             outer.edits.pop(layer, None)
         for layer in out_edits:
             outer.out_edits.pop(layer, None)
-
-
-def records_array(probe: A.Probe, arch: Architecture, what: str) -> np.ndarray:
-    """One recorded field of every attention layer, stacked (layer, batch, ...) in layout order;
-    a layer that recorded nothing raises (never zeros)."""
-    out = []
-    for layer in arch.layout.model_layers:
-        rec = probe.records.get(layer)
-        val = None if rec is None else getattr(rec, what)
-        if val is None:
-            from geoprobe.errors import CaptureError
-
-            raise CaptureError(f"{arch.name}: attention layer {layer} recorded no {what} in the last forward pass; "
-                               "its attention did not run through geoprobe's function (not supported)")
-        out.append(val.numpy())
-    return np.stack(out)

@@ -168,11 +168,6 @@ def test_context_error(tokenizer):
 
 
 # -- evaluation on planted fakes ----------------------------------------------------------------
-class _Adapter:
-    def release_forward_state(self, bridge):
-        pass
-
-
 def _fake_model(tokenizer, prompts, label_ids, predictive=None):
     """A model whose next-token distribution puts ``predictive`` on L1 and the rest on L2 (or,
     with ``predictive=None``, a uniform distribution over the whole vocabulary)."""
@@ -192,7 +187,7 @@ def _fake_model(tokenizer, prompts, label_ids, predictive=None):
                 out[b, 0, label_ids[1]] = math.log(1 - q)
         return SimpleNamespace(logits=out)
 
-    return SimpleNamespace(tokenizer=tokenizer, hf_model=hf_model, adapter=_Adapter(), context_length=4096,
+    return SimpleNamespace(tokenizer=tokenizer, hf_model=hf_model, context_length=4096,
                            device=torch.device("cpu"))
 
 
