@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from jaxtyping import Float
@@ -152,18 +152,24 @@ def inspect_model(hf_model: Any) -> Architecture:
 
 
 @contextmanager
-def _input_hooks(modules: dict[int, Any], at: dict[int, torch.Tensor], pos: int) -> Iterator[None]:
-    handles = []
-    for layer, m in modules.items():
-        def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
-            x = args[0] if args else kwargs["hidden_states"]
-            at[_layer] = x[:, pos].detach().float()
-        handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+def _pre_hooks(modules: dict[int, Any], hook: Callable[[int, tuple, dict], None]) -> Iterator[None]:
+    """A forward pre-hook on each module, called as ``hook(layer, args, kwargs)``; removed on exit."""
+    handles = [m.register_forward_pre_hook(lambda mod, args, kwargs, _layer=layer: hook(_layer, args, kwargs),
+                                           with_kwargs=True) for layer, m in modules.items()]
     try:
         yield
     finally:
         for h in handles:
             h.remove()
+
+
+def _input_hooks(modules: dict[int, Any], at: dict[int, torch.Tensor], pos: int) -> Any:
+    """Keep each layer's attention input at position ``pos`` in ``at``."""
+    def keep(layer: int, args: tuple, kwargs: dict) -> None:
+        x = args[0] if args else kwargs["hidden_states"]
+        at[layer] = x[:, pos].detach().float()
+
+    return _pre_hooks(modules, keep)
 
 
 def _activated(hf_model: Any, mechanism: str, modules: Iterable[Any], probe: A.Probe) -> Any:
@@ -206,8 +212,8 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         raise UnsupportedArchitectureError(
             f"{name}: its attention does not go through transformers' AttentionInterface once per layer "
             f"({what}); geoprobe cannot capture it")
-    # second pass, same ids: inputs at position 0 and at the final position, keys rotated back there
-    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=True)
+    # second pass, same ids: inputs at position 0 and at the final position, keys there as received
+    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
     probe1.new_batch(torch.full((B,), T - 1, dtype=torch.long))
     x_last: dict[int, torch.Tensor] = {}
     with ExitStack() as stack:
@@ -223,6 +229,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     v_specs: dict[int, ProjSpec | None] = {}
     q_specs: dict[int, ProjSpec | None] = {}
     post: set[int] = set()
+    unrotated: set[int] = set()  # given cos/sin but no rotary applied (Falcon with ALiBi): keys kept as received
     for layer, m in by_layer.items():
         r0 = probe0.records[layer]
         Hq, dq = r0.q.shape[1:]
@@ -231,13 +238,19 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         v_specs[layer], _ = best_fit(candidates(m, d_model, Hq, Hkv, dv, "v"), m, x0[layer], r0.v, scaled=False)
         q_specs[layer], _ = best_fit(candidates(m, d_model, Hq, Hkv, dq, "q"), m, x0[layer], r0.q, scaled=True)
         spec = k_specs[layer]
-        k_back = probe1.records[layer].k.detach()
-        if spec is None or rel_err(spec.project(m, x_last[layer]).float(), k_back) > 1e-4:
-            post.add(layer)
-    unrotated = _without_rotary(hf_model, mechanism, mods, by_layer, ids, k_specs, x_last, post)
-    for layer in unrotated:  # e.g. Falcon with ALiBi: the model computes cos/sin that this layer never applies
-        rot[layer] = 0
-    post -= unrotated
+        k = probe1.records[layer].k
+        if layer in probe1.rotary:
+            cos, sin = probe1.rotary[layer]
+            k_back = A.unrotate(probe1.rotary_functions[layer], k.to(cos.device), cos, sin).float().cpu()
+        else:
+            k_back = k
+        expected = None if spec is None else spec.project(m, x_last[layer]).float().cpu()
+        if expected is None or rel_err(expected, k_back) > 1e-4:
+            if expected is not None and rel_err(expected, k) <= 1e-4:
+                unrotated.add(layer)
+                rot[layer] = 0
+            else:
+                post.add(layer)
     layers = list(by_layer)
     r = probe0.records[layers[0]]
     Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
@@ -262,23 +275,6 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     return arch
 
 
-def _without_rotary(hf_model: Any, mechanism: str, mods: list[Any], by_layer: dict[int, Any], ids: torch.Tensor,
-                    k_specs: dict[int, ProjSpec | None], x_last: dict[int, torch.Tensor], post: set[int]) -> set[int]:
-    """Of the layers whose keys, rotated back, are not x·W_K: those whose keys as received already are
-    (the layer applies no rotary although the model hands it cos/sin). Their keys are kept as received."""
-    if not post:
-        return set()
-    probe = A.Probe(attn_out=False, attention=False, pre_rotary=False)
-    probe.new_batch(torch.full((ids.shape[0],), ids.shape[1] - 1, dtype=torch.long))
-    with ExitStack() as stack:
-        stack.enter_context(qk_norms_off(mods))
-        stack.enter_context(_activated(hf_model, mechanism, mods, probe))
-        with torch.no_grad():
-            hf_model(ids, use_cache=False)
-    return {layer for layer in post if k_specs[layer] is not None and rel_err(
-        k_specs[layer].project(by_layer[layer], x_last[layer]).float(), probe.records[layer].k) <= 1e-4}
-
-
 def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
     cfg = hf_model.config
     specs = legacy_specs(cfg)
@@ -292,31 +288,26 @@ def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
                         dict.fromkeys(range(n), specs[2]), dict.fromkeys(range(n), specs[0]))
 
 
-@contextmanager
-def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Iterator[None]:
+def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
     """Keep, per layer, the cos/sin of each row's final position and the layer's rotary function."""
-    handles = []
+    rotating = {}
     for layer, m in modules.items():
         fn = A.rotary_function(m)
-        if fn is None:
-            continue
-        probe.rotary_functions[layer] = fn
+        if fn is not None:
+            probe.rotary_functions[layer] = fn
+            rotating[layer] = m
 
-        def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
-            pe = kwargs.get("position_embeddings")
-            if not (isinstance(pe, tuple) and len(pe) == 2):
-                return
-            cos, sin = pe
-            B = (args[0] if args else kwargs["hidden_states"]).shape[0]
-            last = probe.final_positions(B, cos.shape[-2], cos.device)
-            rows = torch.arange(B, device=cos.device) if cos.shape[0] == B else torch.zeros(B, dtype=torch.long)
-            probe.rotary[_layer] = (cos[rows, last], sin[rows, last])
-        handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+    def keep(layer: int, args: tuple, kwargs: dict) -> None:
+        pe = kwargs.get("position_embeddings")
+        if not (isinstance(pe, tuple) and len(pe) == 2):
+            return
+        cos, sin = pe
+        B = (args[0] if args else kwargs["hidden_states"]).shape[0]
+        last = probe.final_positions(B, cos.shape[-2], cos.device)
+        rows = torch.arange(B, device=cos.device) if cos.shape[0] == B else torch.zeros(B, dtype=torch.long)
+        probe.rotary[layer] = (cos[rows, last], sin[rows, last])
+
+    return _pre_hooks(rotating, keep)
 
 
 @contextmanager
