@@ -264,7 +264,7 @@ def capture(
                 progress(done, n)
     w_k = None
     if config.key_weights and model.arch.key_weights_reason:  # MLA: keys are not x·W_K; the rest is captured
-        warnings.warn(f"no W_K saved: {model.arch.key_weights_reason.split('; ', 1)[1]}", stacklevel=2)
+        warnings.warn(f"no W_K saved: {model.arch.NO_KEY_WEIGHTS}", stacklevel=2)
     elif config.key_weights:
         w_k = key_weights(model, layers)
     cfg = asdict(config)

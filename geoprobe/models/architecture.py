@@ -55,6 +55,10 @@ class Architecture:
     sinks: bool = False
     notes: list[str] = field(default_factory=list)
 
+    #: what a missing W_K means (the mechanism), for messages
+    NO_KEY_WEIGHTS = ("keys here are not x·W_K (multi-head latent attention compresses them through a latent and a "
+                      "norm), so there is no W_K to measure")
+
     @property
     def key_weights_reason(self) -> str:
         """Why W_K is not available ('' when it is)."""
@@ -63,9 +67,7 @@ class Architecture:
             return ""
         mod = self.modules[missing[0]]
         return (f"{self.name}: no linear map from the attention input reproduces the keys of layer {missing[0]} "
-                f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); keys here are not x·W_K "
-                "(multi-head latent attention compresses them through a latent and a norm), so there is no W_K "
-                "to measure")
+                f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); {self.NO_KEY_WEIGHTS}")
 
     def key_weight_view(self, model_layer: int) -> Float[torch.Tensor, "kv_head d_model d_head"]:
         """W_K of one attention layer (its number in the model) as (kv_head, d_model, d_head)."""

@@ -239,8 +239,7 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
     timings["prompts_s"] = time.perf_counter() - t
     notes = [*notes, *new_notes]
     if "orthogonality" in config.analyses and m.arch.key_weights_reason:  # MLA: no W_K; the rest still runs
-        note = ("key orthogonality not measured: "
-                + m.arch.key_weights_reason.split("; ", 1)[-1])
+        note = f"key orthogonality not measured: {m.arch.NO_KEY_WEIGHTS}"
         warnings.warn(note, stacklevel=2)
         notes.append(note)
         config = dataclasses.replace(config, analyses=tuple(a for a in config.analyses if a != "orthogonality"))
