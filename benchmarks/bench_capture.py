@@ -278,14 +278,60 @@ def pair_worker(job: dict) -> dict:
     def capture_pass() -> None:
         capture(lm, texts, CaptureConfig(batch_size=B))
 
-    bare_pass(), capture_pass()  # warm-up
-    bare_t, cap_t = [], []
+    passes = [(bare_pass, []), (capture_pass, [])]
+    if job.get("nnsight"):
+        passes.append((nnsight_pass(job, batches), []))
+    for fn, _ in passes:  # warm-up
+        fn()
     for _ in range(job["pairs"]):
-        for fn, out in ((bare_pass, bare_t), (capture_pass, cap_t)):
+        for fn, out in passes:
             t = time.perf_counter()
             fn()
             out.append(time.perf_counter() - t)
-    return dict(job, bare=bare_t, geoprobe=cap_t, ratios=[c / b for b, c in zip(bare_t, cap_t)])
+    bare_t, cap_t = passes[0][1], passes[1][1]
+    extra = {}
+    if job.get("nnsight"):
+        nn_t = passes[2][1]
+        extra = dict(nnsight=nn_t, nnsight_ratios=[n / b for b, n in zip(bare_t, nn_t)])
+    return dict(job, bare=bare_t, geoprobe=cap_t, ratios=[c / b for b, c in zip(bare_t, cap_t)], **extra)
+
+
+def nnsight_pass(job: dict, batches: list):
+    """nnsight doing capture's job, as issue 18 measured it: trace the model, save every layer's
+    key and value projection outputs at the final position and the final row of every layer's
+    attention (``output_attentions=True``, so the model runs eager attention)."""
+    import warnings
+
+    import nnsight
+    import torch
+    from nnsight import LanguageModel
+
+    tok, _, (hf,), _ = build("bare-eager", job["model"], job["dtype"], job["device"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LanguageModel's deprecation notice
+        nm = LanguageModel(hf, tokenizer=tok)
+    names = [n for n, _ in hf.named_modules() if n.rsplit(".", 1)[-1] in ("k_proj", "v_proj", "query_key_value")]
+
+    def envoy(path: str):
+        e = nm
+        for part in path.split("."):
+            e = e[int(part)] if part.isdigit() else getattr(e, part)
+        return e
+
+    def run() -> None:
+        with torch.inference_mode():
+            for b in batches:
+                with nm.trace({"input_ids": b, "attention_mask": torch.ones_like(b)}, output_attentions=True,
+                              use_cache=False, logits_to_keep=1):
+                    kv = nnsight.save([])
+                    for name in names:  # in execution order (nnsight refuses out-of-order access)
+                        kv.append(envoy(name).output[:, -1].save())
+                    out = nm.output
+                    rows = nnsight.save([a[:, :, -1] for a in out.attentions])
+                    top1 = nnsight.save(out.logits[:, -1].argmax(-1))
+                del kv, rows, top1
+
+    return run
 
 
 def load_worker(job: dict) -> dict:
@@ -492,7 +538,9 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
     if pairs:
         out += ["#### Alternated in one process (timing only)", "",
                 f"Per model one process holds the bare model and geoprobe's; {args.pairs} pairs of passes (bare, then "
-                "`capture`) over the same prompts; ratio = capture / bare of each pair.", "",
+                "`capture`"
+                + (", then nnsight tracing the same job on an eager copy of the model" if args.nnsight else "")
+                + ") over the same prompts; ratio = capture / bare of each pair.", "",
                 "| model | bare s (median) | capture s (median) | ratio median | ratio range |", "|---|---|---|---|---|"]
         for key, r in pairs.items():
             if "error" in r:
@@ -503,6 +551,13 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
                        f"{med:.3f} | {min(r['ratios']):.3f}–{max(r['ratios']):.3f} |")
             checks.append(check(key, "geoprobe / bare, alternated pairs (median)", med, f"{med:.3f}", med <= 1.10,
                                 "≤ 1.10"))
+            if "nnsight" in r:
+                nmed = statistics.median(r["nnsight_ratios"])
+                out.append(f"| {key}: nnsight | {statistics.median(r['bare']):.2f} | "
+                           f"{statistics.median(r['nnsight']):.2f} | {nmed:.3f} | "
+                           f"{min(r['nnsight_ratios']):.3f}–{max(r['nnsight_ratios']):.3f} |")
+                checks.append(check(key, "nnsight / geoprobe, same rounds (median of nnsight/bare ÷ capture/bare)",
+                                    nmed / med, f"{nmed / med:.2f}", nmed > med, "> 1 (geoprobe ahead)"))
         out.append("")
     out += ["#### Targets", "", "| model | target | measured | threshold | result |", "|---|---|---|---|---|"]
     return "\n".join(out + [f"| {' | '.join(c)} |" for c in checks]) + "\n"
@@ -531,6 +586,8 @@ def main() -> None:
                     "to go idle (default 120; 0 with --quick)")
     ap.add_argument("--pairs", type=int, default=0, help="also time bare and capture alternated in one process, "
                     "this many pairs per model (the ratio to trust on a machine whose speed drifts)")
+    ap.add_argument("--nnsight", action="store_true", help="with --pairs: also time nnsight doing the same job "
+                    "(trace, save k/v projections, output_attentions) in each round (needs `pip install nnsight`)")
     ap.add_argument("--exact-rss", action="store_true", help="run the workers with glibc set so that RSS follows "
                     "live allocations (memory columns exact to the page; timings then include mmap costs)")
     ap.add_argument("--no-gguf", action="store_true", help="skip the GGUF first-vs-cached load timing")
@@ -568,7 +625,7 @@ def main() -> None:
     pairs: dict[str, dict] = {}
     for key in models if args.pairs else []:
         wait_idle(args.wait_idle)
-        pairs[key] = spawn(dict(common, model=MODELS[key], variant="pair", pairs=args.pairs))
+        pairs[key] = spawn(dict(common, model=MODELS[key], variant="pair", pairs=args.pairs, nnsight=args.nnsight))
         r = pairs[key]
         print(f"[pairs {key}] " + (r["error"] if "error" in r else
               ", ".join(f"{x:.3f}" for x in r["ratios"])), flush=True)
