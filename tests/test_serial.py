@@ -102,3 +102,34 @@ def test_result_envelope_save_load_and_damage(tmp_path):
     with pytest.raises(Exception, match="mine.json"):
         r.save(tmp_path / "mine.json")  # a file geoprobe did not write is never overwritten
     assert (tmp_path / "mine.json").read_text() == "{}"
+
+
+def test_estimate_format_writes_value_and_interval():
+    from geoprobe.analysis.stats import Estimate
+
+    assert f"{Estimate(0.1234, 0.1, 0.15):.2f}" == "0.12 [0.10, 0.15]"
+    assert f"{Estimate(0.5, 0.4, 0.6)}" == "0.500 [0.400, 0.600]"
+    assert f"{Estimate(math.nan, math.nan, math.nan)}" == "n/a"
+    assert f"{Estimate(1.0, math.nan, math.nan):.1f}" == "1.0"
+
+
+def test_one_page_renders_any_result_and_escapes(tmp_path):
+    import plotly.graph_objects as go
+
+    from geoprobe.report.page import Figure, Page, Section, figures_section, render
+
+    class Demo(Page):
+        def title(self):
+            return "demo <model>"
+
+        def figures(self):
+            return [Figure("a-fig", "cap & tion", go.Figure())]
+
+        def sections(self):
+            return [Section("Summary", "<p>ok</p>"), figures_section(self.figures())]
+
+    html = render(Demo())
+    assert "<h1>demo &lt;model&gt;</h1>" in html and "cap &amp; tion" in html and 'id="a-fig"' in html
+    assert html.index("Summary") < html.index("a-fig")
+    path = Demo().report(tmp_path / "p.html")
+    assert path.read_text().count("<figure") == 1

@@ -87,6 +87,16 @@ class Estimate:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Estimate) and self.to_dict() == other.to_dict()
 
+    def __format__(self, spec: str) -> str:
+        """``f"{e:.3f}"`` → ``"0.123 [0.100, 0.150]"``: the value and its interval in one format
+        (default ``.3f``); ``"n/a"`` for an undefined value, the value alone when the interval is."""
+        spec = spec or ".3f"
+        if not math.isfinite(self.value):
+            return "n/a"
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return format(self.value, spec)
+        return f"{format(self.value, spec)} [{format(self.low, spec)}, {format(self.high, spec)}]"
+
     __hash__ = None  # type: ignore[assignment]
 
 
