@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from geoprobe.errors import PromptError
+from geoprobe.text import is_blank, split_lines
 
 
 def builtin_prompts() -> list[str]:
@@ -25,21 +26,6 @@ def builtin_prompts() -> list[str]:
 
 
 MAX_PROMPT_FILE_BYTES = 16 * 2**20  # 16 MiB: ~4 million tokens, far more than any capture runs
-ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width space/non-joiner/joiner, word joiner, BOM
-
-
-def is_blank(text: str) -> bool:
-    """True when ``text`` holds only whitespace and zero-width characters (U+200B, U+200C, U+200D,
-    U+2060, U+FEFF): a line that looks empty in an editor is no prompt, whatever bytes it hides."""
-    return all(c.isspace() or c in ZERO_WIDTH for c in text)
-
-
-def split_lines(text: str) -> list[str]:
-    """``text`` cut at ``\\n`` and ``\\r\\n`` only. ``str.splitlines`` also cuts at U+2028, U+2029, form
-    feed, vertical tab, \\x1c-\\x1e and \\x85, which turn up inside copied prose: a prompt file's lines
-    are the lines an editor shows, and those characters stay part of the prompt."""
-    return [line.removesuffix("\r") for line in text.split("\n")]
-
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -91,7 +77,7 @@ def _check_regular(p: Path, st: os.stat_result) -> None:
 def read_prompts(path: str | Path) -> list[str]:
     """Prompts from ``path``: ``.jsonl`` (a string or {"prompt": ...} per line), ``.json``
     (a list of strings) or any other text file (one prompt per non-blank line, ``\\n`` escapes
-    allowed). Lines end at ``\\n`` or ``\\r\\n`` only (:func:`split_lines`); blank lines
+    allowed). Lines end at ``\\n`` or ``\\r\\n`` only (:func:`geoprobe.text.split_lines`); blank lines
     (:func:`is_blank`) are skipped. Raises :class:`PromptError` with a one-line message for
     anything unusable, before reading a file that is not regular or is too large."""
     p = Path(path)

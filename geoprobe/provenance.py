@@ -5,11 +5,13 @@ import hashlib
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
+
+from geoprobe.serial import Record
 
 _PACKAGES = ("geoprobe", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn", "plotly",
              "safetensors", "gguf")
@@ -70,8 +72,8 @@ def file_sha256(path: str | os.PathLike, *, use_index: bool = True) -> str:
     return digest
 
 
-@dataclass(frozen=True)
-class Provenance:
+@dataclass(frozen=True, eq=False)
+class Provenance(Record):
     """Where a result came from. ``weights`` is a revision, a file hash, or a twin seed."""
 
     model_id: str
@@ -90,14 +92,5 @@ class Provenance:
         if not self.model_id:
             raise ValueError("provenance needs a model_id")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Provenance":
-        return cls(**d)
-
     def with_prompts(self, prompts: Sequence[str], seed: int | None = None) -> "Provenance":
-        d = self.to_dict()
-        d.update(prompts_hash=prompts_hash(prompts), seed=seed if seed is not None else self.seed)
-        return Provenance(**d)
+        return replace(self, prompts_hash=prompts_hash(prompts), seed=seed if seed is not None else self.seed)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from geoprobe.errors import ResultsError
 from geoprobe.serial import Record
+from geoprobe.version import __version__
 
 #: results kind -> "module:Class" of the frozen result dataclass that reads it
 KINDS: dict[str, str] = {
@@ -90,8 +91,6 @@ class Result(Record):
     FIX: ClassVar[str] = _FIX
 
     def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-
         return {"kind": self.KIND, "version": self.VERSION, "geoprobe": __version__, **self.body()}
 
     def body(self) -> dict[str, Any]:

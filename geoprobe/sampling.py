@@ -101,7 +101,7 @@ class PromptSet:
 
 
 # -- strata -----------------------------------------------------------------------------------
-def entropy_strata(entropy: Float[np.ndarray, "n"], n_strata: int = 5, *, seed: int = 0) -> Int[np.ndarray, "n"]:
+def entropy_strata(entropy: Float[np.ndarray, " n"], n_strata: int = 5, *, seed: int = 0) -> Int[np.ndarray, " n"]:
     """Stratum (0 = lowest entropy) of every candidate: rank-based quantile groups of equal size.
 
     Ties are ordered by a seeded shuffle, so equal entropies are spread over neighbouring
@@ -122,8 +122,8 @@ def entropy_strata(entropy: Float[np.ndarray, "n"], n_strata: int = 5, *, seed: 
     return (ranks * n_strata) // h.size
 
 
-def stratified_sample(entropy: Float[np.ndarray, "n"], per_stratum: int, n_strata: int = 5, *, seed: int = 0,
-                      what: str = "the candidates") -> tuple[Int[np.ndarray, "m"], Int[np.ndarray, "m"]]:
+def stratified_sample(entropy: Float[np.ndarray, " n"], per_stratum: int, n_strata: int = 5, *, seed: int = 0,
+                      what: str = "the candidates") -> tuple[Int[np.ndarray, " m"], Int[np.ndarray, " m"]]:
     """Indices of ``per_stratum`` candidates from each entropy stratum (sorted by stratum, then
     index), and their strata. Deterministic for a seed."""
     h = np.asarray(entropy, dtype=np.float64)
@@ -183,7 +183,7 @@ class EntropyCache:
 
 
 def candidate_entropies(model: Any, texts: Sequence[str], *, batch_size: int = 32, cache: bool = True,
-                        progress: Callable[[int, int], None] | None = None) -> Float[np.ndarray, "n"]:
+                        progress: Callable[[int, int], None] | None = None) -> Float[np.ndarray, " n"]:
     """Next-token entropy (bits) at the final position of every text, as capture computes it.
 
     Left-padded batches of similar length through the bridge with ``logits_to_keep=1``;

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from geoprobe.errors import PromptError
-from geoprobe.prompts import MAX_PROMPT_FILE_BYTES, is_blank, read_prompts, split_lines
+from geoprobe.prompts import MAX_PROMPT_FILE_BYTES, read_prompts
+from geoprobe.text import is_blank, split_lines
 
 # every character str.splitlines() treats as a line break besides \n and \r\n
 ODD_BREAKS = ("\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\r")

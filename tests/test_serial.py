@@ -27,8 +27,8 @@ class Outer(Record):
     inner: Inner
     many: tuple[Inner, ...]
     by_layer: dict[int, float]
-    curve: Float[np.ndarray, "n"]
-    counts: Int[np.ndarray, "n"]
+    curve: Float[np.ndarray, " n"]
+    counts: Int[np.ndarray, " n"]
     maybe: Inner | None = None
     pair: tuple[int, str] = (1, "a")
     cache: str = field(default="x", metadata={"stored": False})

@@ -26,6 +26,7 @@ import numpy as np
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.paths import atomic_write, write_json
+from geoprobe.version import __version__
 
 PARTIAL_DIR = "capture.partial"  #: the checkpoint directory inside a scan's run directory
 MANIFEST = "manifest.json"
@@ -158,9 +159,7 @@ def model_fingerprint(model: Any) -> dict[str, Any]:
     dtype and device, and the geoprobe and torch versions computing with it."""
     import torch
 
-    import geoprobe
-
     p = model.provenance
-    return {"geoprobe": geoprobe.__version__, "torch": torch.__version__, "model_id": p.model_id,
+    return {"geoprobe": __version__, "torch": torch.__version__, "model_id": p.model_id,
             "source": p.source, "weights": p.weights, "tokenizer": p.tokenizer, "dtype": p.dtype,
             "device": str(model.device)}

@@ -68,9 +68,9 @@ class Capture:
     provenance: Provenance
     prompts: tuple[str, ...]
     config: dict[str, Any]
-    n_tokens: Int[np.ndarray, "n"]
-    n_truncated: Int[np.ndarray, "n"]
-    next_entropy: Float[np.ndarray, "n"]
+    n_tokens: Int[np.ndarray, " n"]
+    n_truncated: Int[np.ndarray, " n"]
+    next_entropy: Float[np.ndarray, " n"]
     next_top_ids: Int[np.ndarray, "n k"]
     next_top_probs: Float[np.ndarray, "n k"]
     attn_entropy: Float[np.ndarray, "L n H"]

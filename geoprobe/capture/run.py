@@ -26,6 +26,7 @@ from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.layout import Layout, SiteKind
 from geoprobe.models.loading import LoadedModel
+from geoprobe.text import is_blank
 
 DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
 
@@ -90,8 +91,6 @@ def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None)
     ``limit`` is ``max_tokens`` (None: no cap) but never more than the model's context window.
     Cutting keeps the final tokens, the ones the final-token geometry is about; a warning says
     how many prompts were cut, how many tokens were dropped, and why (the cap or the window)."""
-    from geoprobe.prompts import is_blank
-
     if isinstance(prompts, str) or len(prompts) == 0:
         raise PromptError("no prompts given; pass a non-empty list or a --prompts file with one prompt per line")
     for i, p in enumerate(prompts):

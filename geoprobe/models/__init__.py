@@ -1,6 +1,7 @@
 """Model registry, loading (Hub, local, GGUF), architecture inspection and twins."""
 from geoprobe.models.layout import Layout, Site
-from geoprobe.models.loading import LoadedModel, load_model
+from geoprobe.models.loaded import LoadedModel
+from geoprobe.models.loading import load_model
 from geoprobe.models.registry import ALIASES, DEFAULT_MODEL, ModelSpec
 from geoprobe.models.twins import twin
 

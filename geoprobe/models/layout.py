@@ -1,8 +1,10 @@
 """Typed attention sites and the head geometry of a model (what every capture is shaped by)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from geoprobe.serial import Record
 
 SiteKind = Literal["q", "k", "v", "z", "pattern"]
 SITE_KINDS: tuple[SiteKind, ...] = ("q", "k", "v", "z", "pattern")
@@ -27,8 +29,8 @@ class Site:
             raise ValueError(f"site layer must be >= 0, got {self.layer}")
 
 
-@dataclass(frozen=True)
-class Layout:
+@dataclass(frozen=True)  # field equality and hashing as before (every field is an int or a tuple)
+class Layout(Record):
     """Head geometry of a model. ``kv_group[h]`` is the KV head that query head ``h`` reads."""
 
     n_layers: int
@@ -39,6 +41,8 @@ class Layout:
     vocab_size: int
     rotary_dim: int
     sliding_window: tuple[int | None, ...]
+    #: the KV head each query head reads (derived from the head counts; stored for readers of the JSON)
+    kv_group: tuple[int, ...] = field(init=False, repr=False)
     #: the model's own layer number of each attention layer (hybrids skip their SSM layers); None: 0..n_layers-1
     layer_ids: tuple[int, ...] | None = None
     #: width of q and k per head where it differs from the values' (multi-head latent attention); None: d_head
@@ -51,6 +55,8 @@ class Layout:
             raise ValueError("sliding_window needs one entry per layer")
         if self.layer_ids is not None and len(self.layer_ids) != self.n_layers:
             raise ValueError("layer_ids needs one entry per attention layer")
+        per = self.n_heads // self.n_kv_heads
+        object.__setattr__(self, "kv_group", tuple(h // per for h in range(self.n_heads)))
 
     @property
     def d_qk(self) -> int:
@@ -62,30 +68,6 @@ class Layout:
         """The model's layer number of each attention layer."""
         return tuple(range(self.n_layers)) if self.layer_ids is None else self.layer_ids
 
-    @property
-    def kv_group(self) -> tuple[int, ...]:
-        per = self.n_heads // self.n_kv_heads
-        return tuple(h // per for h in range(self.n_heads))
-
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "n_layers": self.n_layers,
-            "n_heads": self.n_heads,
-            "n_kv_heads": self.n_kv_heads,
-            "d_head": self.d_head,
-            "d_model": self.d_model,
-            "vocab_size": self.vocab_size,
-            "rotary_dim": self.rotary_dim,
-            "sliding_window": list(self.sliding_window),
-            "kv_group": list(self.kv_group),
-            **({} if self.layer_ids is None else {"layer_ids": list(self.layer_ids)}),
-            **({} if self.d_key is None else {"d_key": self.d_key}),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Layout":
-        d = {k: v for k, v in d.items() if k != "kv_group"}
-        d["sliding_window"] = tuple(d["sliding_window"])
-        if d.get("layer_ids") is not None:
-            d["layer_ids"] = tuple(d["layer_ids"])
-        return cls(**d)
+        # the stored shape differs in one way: layer_ids and d_key are written only where set
+        return {k: v for k, v in super().to_dict().items() if v is not None or k not in ("layer_ids", "d_key")}

@@ -6,16 +6,12 @@ something asks for ``LoadedModel.bridge``, on a structural copy that shares ever
 the Hugging Face model itself is never rewrapped."""
 from __future__ import annotations
 
-import copy
 import errno
-import itertools
-import logging
 import os
 import pickle
 import shutil
-import warnings
 import weakref
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,10 +25,9 @@ from geoprobe.errors import (
     UnknownModelError,
     UnsupportedArchitectureError,
 )
-from geoprobe.models.architecture import Architecture, input_device, inspect_model
 from geoprobe.models.device_map import offload_folder, parse_device_map
 from geoprobe.models.heads import check_heads
-from geoprobe.models.layout import Layout
+from geoprobe.models.loaded import DType, LoadedModel, boot, quiet_libraries, torch_dtype
 from geoprobe.models.registry import (
     ALIASES,
     DEFAULT_MODEL,
@@ -40,45 +35,8 @@ from geoprobe.models.registry import (
     closest_aliases,
     find_spec_by_hf_id,
 )
+from geoprobe.models.twins import twin
 from geoprobe.provenance import Provenance
-
-DType = Literal["float32", "bfloat16", "float16"]
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass
-class LoadedModel:
-    """A loaded model and everything capture needs to know about it."""
-
-    hf_model: Any
-    tokenizer: Any
-    arch: Architecture
-    layout: Layout
-    provenance: Provenance
-    context_length: int
-    spec: ModelSpec | None = None
-    _bridge: Any = field(default=None, repr=False)
-
-    @property
-    def bridge(self) -> Any:
-        """A TransformerBridge over a weight-sharing copy of ``hf_model``, booted on first use."""
-        if self._bridge is None:
-            self._bridge = boot_bridge(self.hf_model, self.tokenizer, self.provenance.model_id)
-        return self._bridge
-
-    @property
-    def model_id(self) -> str:
-        return self.provenance.model_id
-
-    @property
-    def device(self) -> torch.device:
-        return input_device(self.hf_model)
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    if name not in _DTYPES:
-        raise GeoprobeError(f"dtype {name!r} is not one of {sorted(_DTYPES)}; pass --dtype float32|bfloat16|float16")
-    return _DTYPES[name]
 
 
 def check_device(name: str) -> str:
@@ -137,8 +95,8 @@ class LoadOptions:
             for flag, on in (("--device-map", self.device_map is not None),
                              ("--trust-remote-code", self.trust_remote_code), ("--allow-pickle", self.allow_pickle)):
                 if on:
-                    raise GeoprobeError(f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging Face "
-                                        f"weights to dispatch, no model code, no pickle); drop {flag}")
+                    raise GeoprobeError(f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging "
+                                        f"Face weights to dispatch, no model code, no pickle); drop {flag}")
         if self.device_map is not None:
             parse_device_map(self.device_map)
         if self.device_map is not None and self.device != "cpu":
@@ -152,82 +110,6 @@ class LoadOptions:
 
     def load(self) -> "LoadedModel":
         return load_model(self.model, **self.kwargs())
-
-
-def _quiet() -> None:
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
-    hf_logging.disable_progress_bar()
-    logging.getLogger("root").setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", module="transformer_lens")
-    warnings.filterwarnings("ignore", message=".*generation flags.*")
-
-
-def context_length(cfg: Any) -> int:
-    for field in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-        v = getattr(cfg, field, None)
-        if isinstance(v, int) and v > 0:
-            return v
-    return 2048
-
-
-def prepare_tokenizer(tok: Any) -> Any:
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
-    return tok
-
-
-def boot(
-    hf_model: Any,
-    tokenizer: Any,
-    provenance: Provenance,
-    spec: ModelSpec | None = None,
-) -> LoadedModel:
-    """Inspect a Hugging Face causal LM's attention (refusing, in one line, what geoprobe cannot read)."""
-    from geoprobe.models.bridge import unwrap_bridge
-
-    _quiet()
-    hf_model = unwrap_bridge(hf_model)
-    hf_model.eval()
-    check_heads(hf_model.config.to_dict(), provenance.model_id)
-    arch = inspect_model(hf_model)
-    hf_model.config.architectures = [arch.name]
-    return LoadedModel(
-        hf_model=hf_model,
-        tokenizer=prepare_tokenizer(tokenizer),
-        arch=arch,
-        layout=arch.layout,
-        provenance=provenance,
-        context_length=context_length(hf_model.config),
-        spec=spec,
-    )
-
-
-def boot_bridge(hf_model: Any, tokenizer: Any, model_id: str) -> Any:
-    """TransformerLens's TransformerBridge over a structural copy of ``hf_model`` that shares its
-    parameters and buffers (booting wraps modules in place and switches to eager attention)."""
-    from transformer_lens.model_bridge import TransformerBridge
-
-    shared = {id(t): t for t in itertools.chain(hf_model.parameters(), hf_model.buffers())}
-    clone = copy.deepcopy(hf_model, shared)
-    device = next(hf_model.parameters()).device
-    try:
-        bridge = TransformerBridge.boot_transformers(
-            model_id,
-            hf_model=clone,
-            tokenizer=tokenizer,
-            device=None if getattr(hf_model, "hf_device_map", None) else str(device),
-            dtype=next(hf_model.parameters()).dtype,
-        )
-    except (ValueError, KeyError, NotImplementedError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UnsupportedArchitectureError(
-            f"TransformerLens cannot wrap {hf_model.config.architectures[0]!r} in a TransformerBridge ({first}); "
-            "geoprobe's own commands do not need one") from exc
-    bridge.eval()
-    return bridge
 
 
 def _offline_message(model: str, revision: str | None, exc: Exception) -> str:
@@ -264,12 +146,10 @@ def load_model(
     ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
     and library model code are loaded unless the caller opts in explicitly.
     """
-    _quiet()
+    quiet_libraries()
     LoadOptions(name, revision, dtype, device, device_map, trust_remote_code, allow_pickle).check()
     tdtype = torch_dtype(dtype)
     if name.startswith("twin:"):
-        from geoprobe.models.twins import twin
-
         alias, _, scale = name.removeprefix("twin:").partition(":")
         return twin(alias, scale or "tiny", dtype=dtype, device=device)  # type: ignore[arg-type]
     path = Path(os.path.expanduser(name))
@@ -280,7 +160,8 @@ def load_model(
         return _load_pretrained(str(path), str(path), revision, tdtype, device, device_map,
                                 trust_remote_code, allow_pickle, source="local", spec=None)
     if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an alias or a Hub id (owner/name)
-        what = f"path {name!r} is a file, not a model directory" if path.exists() else f"directory {name!r} does not exist"
+        what = (f"path {name!r} is a file, not a model directory" if path.exists()
+                else f"directory {name!r} does not exist")
         raise UnknownModelError(f"model {what}; pass a directory with config.json, tokenizer files "
                                 "and *.safetensors weights, a .gguf file, an alias or a Hub id to --model")
     spec = ALIASES.get(name.lower()) or (find_spec_by_hf_id(name) if "/" in name else None)
@@ -400,7 +281,7 @@ def _load_pretrained(
     if source == "hub":
         weights = f"{revision or 'main'}@{getattr(model.config, '_commit_hash', None) or 'unknown'}"
     else:
-        weights = _local_weights_hash(Path(location))
+        weights = local_weights_hash(Path(location))
     prov = Provenance(model_id=model_id, source=source, weights=weights,
                       tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
     return boot(model, tok, prov, spec)
@@ -455,7 +336,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _local_weights_hash(directory: Path) -> str:
+def local_weights_hash(directory: Path) -> str:
     from geoprobe.provenance import file_sha256
 
     files = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
@@ -468,3 +349,9 @@ def _local_weights_hash(directory: Path) -> str:
         h.update(f.name.encode())
         h.update(file_sha256(f).encode())
     return f"sha256:{h.hexdigest()}"
+
+
+# TODO(issue 19, lead): windtunnel/train.py, windtunnel/run.py and positional/tunnel.py import these two old
+# private names; point them at models.loaded.quiet_libraries and models.loading.local_weights_hash, then delete.
+_quiet = quiet_libraries
+_local_weights_hash = local_weights_hash

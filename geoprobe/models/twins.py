@@ -22,7 +22,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError
-from geoprobe.models.loading import LoadedModel, boot, torch_dtype
+from geoprobe.models.loaded import LoadedModel, boot, torch_dtype
 from geoprobe.models.registry import ALIASES, closest_aliases, load_config_dict
 from geoprobe.paths import cache_dir
 from geoprobe.provenance import Provenance

@@ -1,7 +1,7 @@
 """Measure a model the user already holds: a Hugging Face causal LM or a TransformerLens
 TransformerBridge (TransformerLens users keep their way in).
 
-``wrap(model, tokenizer)`` returns the :class:`~geoprobe.models.loading.LoadedModel` every
+``wrap(model, tokenizer)`` returns the :class:`~geoprobe.models.loaded.LoadedModel` every
 geoprobe function takes. A bridge is unwrapped to the plain model underneath, sharing every
 weight (``geoprobe.models.bridge``); the user's object is not modified. Provenance records the
 model's ``name_or_path`` and, since nothing says which revision an in-memory model holds, a
@@ -16,7 +16,7 @@ import torch
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.bridge import unwrap_bridge
-from geoprobe.models.loading import LoadedModel, boot
+from geoprobe.models.loaded import LoadedModel, boot
 from geoprobe.provenance import Provenance
 
 
