@@ -9,7 +9,8 @@ it, recognised by its name (one the command writes) and a marker:
   a ``<title>geoprobe …`` title);
 * ``*.jsonl``: prompt lines written by ``geoprobe sample`` / ``compare-domains`` (every line an
   object with ``set`` and ``prompt``);
-* figure files: listed in ``figures/.geoprobe-figures.json`` (see :mod:`geoprobe.report.export`);
+* figure files: listed in ``figures/.geoprobe-figures.json`` (:func:`owned_figures`; written by
+  :mod:`geoprobe.report.export`);
 * a directory: only the names its writer puts there, with that writer's marker file.
 
 Anything else is *foreign*: no flag makes geoprobe replace or delete it; the command stops with
@@ -40,6 +41,12 @@ GENERATOR = "geoprobe"
 GENERATOR_META = f'<meta name="generator" content="{GENERATOR}">'
 #: free space below which no run starts (reports embed plotly.js, about 4.6 MB a page)
 MIN_FREE_BYTES = 64 * 2**20
+#: the files of a capture directory (capture.json is its marker)
+CAPTURE_FILES = ("capture.json", "arrays.safetensors")
+#: the folder of a run directory that static figures go to, and the list of the files geoprobe wrote there
+FIGURES_DIR = "figures"
+FIGURES_MANIFEST = ".geoprobe-figures.json"
+FIGURES_KIND = "geoprobe.figures"
 
 
 # ---------------------------------------------------------------------------------- ownership
@@ -88,6 +95,21 @@ def is_geoprobe_file(path: str | os.PathLike) -> bool:
     if p.suffix == ".jsonl":
         return _is_prompt_lines(p)
     return False
+
+
+def figures_dir(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / FIGURES_DIR
+
+
+def owned_figures(out_dir: str | os.PathLike) -> set[str]:
+    """Names of the figure files in ``out_dir`` that geoprobe wrote (listed in its manifest)."""
+    try:
+        d = json.loads((Path(out_dir) / FIGURES_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(d, dict) or d.get("kind") != FIGURES_KIND or not isinstance(d.get("files"), list):
+        return set()
+    return {str(n) for n in d["files"]}
 
 
 def _entries(directory: Path) -> list[str]:

@@ -26,11 +26,14 @@ from typing import Any, Callable, Iterator, Mapping
 
 from geoprobe.errors import OutputExistsError
 from geoprobe.outputs import (
+    CAPTURE_FILES,
     MIN_FREE_BYTES,
     OutputLock,
     check_location,
     check_replaceable_dir,
+    figures_dir,
     is_geoprobe_file,
+    owned_figures,
     refuse_foreign,
 )
 from geoprobe.paths import write_json
@@ -56,8 +59,6 @@ class RunOutputs:
 
 def check_capture_dir(path: Path) -> None:
     """A capture directory geoprobe wrote: capture.json (its marker) and arrays.safetensors only."""
-    from geoprobe.capture.result import CAPTURE_FILES
-
     check_replaceable_dir(path, CAPTURE_FILES, "capture.json")
 
 
@@ -123,8 +124,6 @@ def claim_run(target: str | os.PathLike, outputs: RunOutputs, *, request: Mappin
     """Check, lock and classify the run directory ``target`` (module docs); the lock is held while
     the ``with`` body runs. ``figures``: the static-figure format the run will also write (its files in
     ``target/figures`` must be geoprobe's; a finished run without them is finishable)."""
-    from geoprobe.report.export import figures_dir, owned_figures
-
     t = Path(target)
     check_location(t, need_bytes=need_bytes)
     with OutputLock(t):

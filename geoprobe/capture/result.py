@@ -13,8 +13,9 @@ import numpy as np
 from jaxtyping import Float, Int
 
 from geoprobe.errors import GeoprobeError, OutputExistsError, ResultsError
-from geoprobe.paths import public_mode, safetensors_damage
 from geoprobe.models.layout import Layout
+from geoprobe.outputs import CAPTURE_FILES, check_replaceable_dir, refuse_cwd
+from geoprobe.paths import public_mode, safetensors_damage
 from geoprobe.provenance import Provenance
 
 FORMAT_VERSION = 1
@@ -34,8 +35,7 @@ _ARRAYS = (
 )
 
 
-#: the files of a capture directory, and the kind its capture.json names (its ownership marker)
-CAPTURE_FILES = ("capture.json", "arrays.safetensors")
+#: the kind a capture.json names (its ownership marker; the files are outputs.CAPTURE_FILES)
 CAPTURE_KIND = "geoprobe.capture"
 
 
@@ -43,8 +43,6 @@ def ensure_writable(path: str | os.PathLike, overwrite: bool) -> None:
     """Refuse, in one line, to write the capture directory ``path`` when geoprobe may not: something
     there that geoprobe did not write (never replaced), an existing capture without ``overwrite``
     (the CLI's --overwrite), or the working directory itself."""
-    from geoprobe.outputs import check_replaceable_dir, refuse_cwd
-
     p = Path(path)
     refuse_cwd(p)
     if p.exists() or p.is_symlink():

@@ -120,7 +120,9 @@ def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None)
     return ids, cut
 
 
-def _pad(batch: list[list[int]], pad_id: int, side: str) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_batch(batch: list[list[int]], pad_id: int, side: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids of ``batch`` padded with ``pad_id`` on ``side`` ("left" or "right") to the longest, and the
+    attention mask (1 on tokens, 0 on padding)."""
     T = max(len(s) for s in batch)
     ids = torch.full((len(batch), T), pad_id, dtype=torch.long)
     mask = torch.zeros((len(batch), T), dtype=torch.long)
@@ -146,7 +148,7 @@ def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
-            tok, mask = _pad([ids[r] for r in rows], pad_id, "left")
+            tok, mask = pad_batch([ids[r] for r in rows], pad_id, "left")
             position_ids = (mask.cumsum(1) - 1).clamp(min=0)
             logits = model.hf_model(tok.to(model.device), attention_mask=mask.to(model.device),
                                     position_ids=position_ids.to(model.device), logits_to_keep=1,
@@ -236,7 +238,7 @@ def capture(
         for b in todo:
             batch = batches[b]
             prompt_ids = [int(i) for i in batch]
-            tok, mask = _pad([ids[i] for i in batch], pad_id, config.padding_side)
+            tok, mask = pad_batch([ids[i] for i in batch], pad_id, config.padding_side)
             logits = run_batch(model, probe, tok, mask)
             check_finite(model, probe, prompt_ids, {model_layer[layer]: layer for layer in layers})
             logits = finite_logits(logits, prompt_ids)
@@ -296,3 +298,7 @@ def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Floa
     for i, layer in enumerate(idx):
         out[i] = arch.key_weight_view(lay.model_layers[layer]).float().cpu().numpy()
     return out
+
+
+# TODO(issue 19, lead): intervene/_forward.py imports the old private name; point it at pad_batch, then delete.
+_pad = pad_batch

@@ -1,10 +1,11 @@
 """Static figure export (``--figures png|svg|pdf``): the figures of an HTML report as image files.
 
-Every report module hands out its figures as ``(anchor, caption, figure)`` triples (the same list
-its HTML page renders); this module writes them to ``<run dir>/figures/<anchor>.<fmt>`` through
-kaleido, which drives a Chromium found on this machine (``BROWSER_PATH``, else ``chromium``,
-``chromium-browser`` or ``google-chrome`` on ``PATH``). All figures of one call are rendered with
-one browser start, into a temporary folder beside the targets, then renamed into place (atomic).
+Every result hands out its figures as ``figures()``: :class:`~geoprobe.report.page.Figure`
+``(anchor, caption, figure)`` objects, the same list its HTML page renders; this module writes
+them to ``<run dir>/figures/<anchor>.<fmt>`` through kaleido, which drives a Chromium found on this
+machine (``BROWSER_PATH``, else ``chromium``, ``chromium-browser`` or ``google-chrome`` on ``PATH``).
+All figures of one call are rendered with one browser start, into a temporary folder beside the
+targets, then renamed into place (atomic).
 
 From Python or Jupyter::
 
@@ -22,17 +23,15 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from geoprobe.errors import GeoprobeError, OutputExistsError
+from geoprobe.outputs import FIGURES_KIND, FIGURES_MANIFEST, figures_dir, owned_figures
+from geoprobe.report.page import Figure
 
 FORMATS = ("png", "svg", "pdf")
-FIGURES_DIR = "figures"
 #: size of a figure whose layout sets none (pixels; png is rendered at SCALE times this)
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 900, 500
 SCALE = {"png": 2.0, "svg": 1.0, "pdf": 1.0}
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
 _ANCHOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-Figures = Sequence[tuple[str, str, Any]]
-
 
 def check_format(fmt: Optional[str]) -> Optional[str]:
     """``fmt`` lower-cased if it is one of png, svg, pdf; None stays None (no export)."""
@@ -62,10 +61,6 @@ def find_browser(fmt: str = "png") -> str:
                         f"{', '.join(BROWSER_NAMES)} not on PATH); install the Debian package chromium or set BROWSER_PATH")
 
 
-def figures_dir(run_dir: str | os.PathLike) -> Path:
-    return Path(run_dir) / FIGURES_DIR
-
-
 def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = None, *,
                   force: bool = False) -> Optional[str]:
     """Everything ``--figures FMT`` needs, checked before any model loads or training starts: the format,
@@ -80,24 +75,6 @@ def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = Non
         d = figures_dir(run_dir)
         _check_targets(sorted(d.glob(f"*.{f}")) if d.is_dir() else [], force)
     return f
-
-
-#: the list of figure files geoprobe wrote into a figures/ folder (their ownership marker)
-MANIFEST = ".geoprobe-figures.json"
-MANIFEST_KIND = "geoprobe.figures"
-
-
-def owned_figures(out_dir: str | os.PathLike) -> set[str]:
-    """Names of the figure files in ``out_dir`` that geoprobe wrote (listed in its manifest)."""
-    import json
-
-    try:
-        d = json.loads((Path(out_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(d, dict) or d.get("kind") != MANIFEST_KIND or not isinstance(d.get("files"), list):
-        return set()
-    return {str(n) for n in d["files"]}
 
 
 def _check_targets(paths: Sequence[Path], force: bool) -> None:
@@ -121,37 +98,22 @@ def _add_to_manifest(out_dir: Path, names: Iterable[str]) -> None:
     from geoprobe.paths import write_json
 
     files = sorted(owned_figures(out_dir) | set(names))
-    write_json(out_dir / MANIFEST, {"kind": MANIFEST_KIND, "version": 1, "files": files})
+    write_json(out_dir / FIGURES_MANIFEST, {"kind": FIGURES_KIND, "version": 1, "files": files})
 
 
-def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
-    """(anchor, caption, figure) for every figure of ``obj``'s HTML report, in page order; ``obj`` is a
-    result object (scan, domains, compare, sula, intervene, windtunnel, denoise, positional) or already
-    such a list, or a dict {anchor: figure}."""
+def figure_list(obj: Any) -> list[Figure]:
+    """The figures of ``obj`` as :class:`~geoprobe.report.page.Figure` objects, in page order: a
+    result's ``figures()`` (the same list its HTML page shows), or already such a list of (anchor,
+    caption, figure) triples, or a dict {anchor: figure} (no captions)."""
     if isinstance(obj, dict):
-        return [(str(a), "", f) for a, f in obj.items()]
+        return [Figure(str(a), "", f) for a, f in obj.items()]
     if isinstance(obj, (list, tuple)):
-        return [tuple(x) if len(x) == 3 else (x[0], "", x[1]) for x in obj]  # type: ignore[misc]
-    name = type(obj).__name__
-    if name == "ScanResult":
-        from geoprobe.report.html import report_figures
-    elif name == "DomainComparison":
-        from geoprobe.report.domains import domains_figures as report_figures
-    elif name == "ModelComparison":
-        from geoprobe.compare.report import compare_figures as report_figures
-    elif name == "SulaResult":
-        from geoprobe.report.sula import sula_figures as report_figures
-    elif name == "InterventionResult":
-        from geoprobe.report.intervene import intervene_figures as report_figures
-    elif name == "WindTunnelResult":
-        from geoprobe.report.windtunnel import windtunnel_figures as report_figures
-    elif name == "DenoiseResult":
-        from geoprobe.report.denoise import denoise_figures as report_figures
-    elif name in ("PositionalResult", "TunnelLengthCurve"):
-        from geoprobe.report.positional import positional_figures as report_figures
-    else:
-        raise TypeError(f"no report figures for a {name}; pass a list of (anchor, caption, figure)")
-    return list(report_figures(obj))
+        return [Figure(*x) if len(x) == 3 else Figure(x[0], "", x[1]) for x in obj]
+    figures = getattr(obj, "figures", None)
+    if not callable(figures):
+        raise TypeError(f"a {type(obj).__name__} has no figures(); pass a result or a list of "
+                        "(anchor, caption, figure)")
+    return figure_list(figures())
 
 
 def _size(fig: Any) -> tuple[int, int]:
