@@ -158,7 +158,7 @@ def build(variant: str, model: str, dtype: str, device: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from geoprobe import load_model, twin
-    from geoprobe.models.loading import torch_dtype
+    from geoprobe.models.loaded import torch_dtype
 
     if variant.startswith("bare"):
         kw = dict(dtype=torch_dtype(dtype), attn_implementation="eager" if variant == "bare-eager" else None)

@@ -64,7 +64,7 @@ def test_local_directory_with_heads_that_do_not_divide_exits_2_in_one_line(
 
 def test_the_python_api_refuses_too_and_boot_checks_built_models(tmp_path):
     from geoprobe.models import load_model
-    from geoprobe.models.loading import boot
+    from geoprobe.models.loaded import boot
     from geoprobe.models.twins import embedded_tokenizer
     from geoprobe.provenance import Provenance
 
