@@ -6,6 +6,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from geoprobe.errors import OutputWriteError, ResultsError
+from geoprobe.outputs import is_geoprobe_file, refuse_foreign
+
 
 def cache_dir() -> Path:
     """``$GEOPROBE_CACHE`` if set, else ``$XDG_CACHE_HOME/geoprobe`` or ``~/.cache/geoprobe``."""
@@ -48,8 +51,6 @@ def safetensors_damage(path: str | os.PathLike) -> str | None:
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place: a kill
     leaves either the whole new file or a stray ``.<name>.*.tmp``, never half a file."""
-    from geoprobe.errors import OutputWriteError
-
     p = Path(path)
     tmp = None
     try:
@@ -86,8 +87,6 @@ def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, f
     """``(data, source)`` from a results file (or ``default_name`` inside a directory); a missing
     or unparsable file is a one-line ResultsError naming the path, ``what`` it should be and ``fix``."""
     import json
-
-    from geoprobe.errors import ResultsError
 
     p = Path(path)
     if default_name and p.is_dir():
@@ -132,8 +131,6 @@ def _no_constant(name: str) -> float:
 def check_results_kind(d: object, *, kind: str, version: int, source: str, what: str, fix: str) -> dict:
     """``d`` as a dict after checking its ``kind`` and ``version``; a one-line ResultsError otherwise
     (``what``: e.g. "wind-tunnel results file"; ``fix``: what to pass or re-run)."""
-    from geoprobe.errors import ResultsError
-
     if not isinstance(d, dict) or d.get("kind") != kind:
         found = d.get("kind") if isinstance(d, dict) else None
         raise ResultsError(f"{source} is not a geoprobe {what} (kind {found!r}); {fix}")
@@ -159,8 +156,6 @@ class JsonResult:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the result as strict JSON, atomically. An existing geoprobe results file is replaced
         (the CLI asks for --force first); any other file there is refused, never overwritten."""
-        from geoprobe.outputs import is_geoprobe_file, refuse_foreign
-
         p = Path(path)
         if (p.exists() or p.is_symlink()) and not is_geoprobe_file(p):
             refuse_foreign(p)

@@ -8,7 +8,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from geoprobe.corpora import DOMAINS
 from geoprobe.errors import PromptError
+from geoprobe.provenance import prompts_hash
+from geoprobe.sampling import PromptSet, SamplingConfig, check_corpus_set, is_corpus_set, sample_corpus_set
 from geoprobe.text import is_blank, split_lines
 
 
@@ -125,8 +128,6 @@ def prompt_source_kind(name: str) -> str:
     A name that is a set wins over a file of the same name (write ``./math`` for the file);
     a bare word that is neither a set nor an existing file is an unknown set (the message
     lists the sets)."""
-    from geoprobe.sampling import check_corpus_set, is_corpus_set
-
     if name == "builtin":
         return "builtin"
     if is_corpus_set(name):
@@ -144,9 +145,6 @@ def resolve_prompt_set(name: str, model: Any = None, *, sampling: Any = None, se
                        texts: Sequence[str] | None = None) -> Any:
     """The :class:`~geoprobe.sampling.PromptSet` for ``--prompts name``; corpus sets need ``model``
     (its next-token entropies stratify the sample). ``texts`` overrides with the caller's own."""
-    from geoprobe.provenance import prompts_hash
-    from geoprobe.sampling import PromptSet, SamplingConfig, sample_corpus_set
-
     if texts is not None:
         texts = tuple(texts)
         return PromptSet(name="custom", kind="file", prompts=texts, hash=prompts_hash(texts), seed=seed)
@@ -165,7 +163,6 @@ def resolve_prompt_set(name: str, model: Any = None, *, sampling: Any = None, se
         sampled = _sampled_set(Path(name))
         if sampled:  # written by `geoprobe sample`: keep which set it was drawn from
             info["sampled_set"] = sampled
-            from geoprobe.corpora import DOMAINS
 
             if sampled in DOMAINS:
                 info["domain"] = sampled

@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Sequence
 
+from geoprobe.paths import cache_dir
 from geoprobe.serial import Record
 
 _PACKAGES = ("geoprobe", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn", "plotly",
@@ -39,8 +40,6 @@ def prompts_hash(prompts: Sequence[str]) -> str:
 
 
 def _hash_index_path() -> Path:
-    from geoprobe.paths import cache_dir
-
     return cache_dir() / "file-hashes.json"
 
 

@@ -29,7 +29,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from jaxtyping import Float, Int
 
+import geoprobe.corpora as corpora  # called through the module: tests replace corpora.candidates
+from geoprobe.corpora import CORPUS_VERSION, DOMAINS, CorpusUnavailable, UnknownDomain
 from geoprobe.errors import GeoprobeError
+from geoprobe.paths import atomic_write_text, cache_dir
+from geoprobe.provenance import prompts_hash
 
 MIXED = "mixed"
 
@@ -160,8 +164,6 @@ class EntropyCache:
     def __init__(self, model: Any, directory: os.PathLike | str | None = None) -> None:
         from pathlib import Path
 
-        from geoprobe.paths import cache_dir
-
         default = os.environ.get("GEOPROBE_ENTROPY_CACHE") or cache_dir() / "entropy"
         self.path = Path(directory or default) / f"{_model_key(model)}.json"
         self.model_id = model.provenance.model_id
@@ -176,8 +178,6 @@ class EntropyCache:
         return [self._data.get(_text_key(t)) for t in texts]
 
     def put(self, texts: Sequence[str], values: Sequence[float]) -> None:
-        from geoprobe.paths import atomic_write_text
-
         self._data.update({_text_key(t): float(v) for t, v in zip(texts, values)})
         atomic_write_text(self.path, json.dumps({"model": self.model_id, "entropy": self._data}))
 
@@ -219,14 +219,10 @@ def candidate_entropies(model: Any, texts: Sequence[str], *, batch_size: int = 3
 
 # -- resolving a named set ----------------------------------------------------------------------
 def corpus_set_names() -> tuple[str, ...]:
-    from geoprobe.corpora import DOMAINS
-
     return (MIXED, *DOMAINS)
 
 
 def is_corpus_set(name: str) -> bool:
-    from geoprobe.corpora import DOMAINS
-
     return name == MIXED or name in DOMAINS
 
 
@@ -235,9 +231,7 @@ def check_corpus_set(name: str) -> list[str]:
 
     Raises UnknownDomain / CorpusUnavailable with one-line messages; for ``mixed`` the
     unavailable domains are skipped (returned list) as long as two remain."""
-    from geoprobe.corpora import DOMAINS, CorpusUnavailable, UnknownDomain, available_domains
-
-    avail = available_domains()
+    avail = corpora.available_domains()
     if name == MIXED:
         usable = [d for d in DOMAINS if avail.get(d) is None]
         if len(usable) < 2:
@@ -257,12 +251,10 @@ def check_corpus_set(name: str) -> list[str]:
 def domain_pool(domains: Sequence[str], config: SamplingConfig, tokenizer: Any, seed: int, *,
                 per_domain: int | None = None) -> list[Any]:
     """Candidate passages: ``per_domain`` (default: the pool size split over ``domains``) from each."""
-    from geoprobe.corpora import candidates
-
     k = per_domain or math.ceil(config.candidates / len(domains))
     pool = []
     for d in domains:  # one call per domain: a domain's candidates never depend on the others
-        pool.extend(candidates([d], k, tokenizer=tokenizer, min_tokens=config.min_tokens,
+        pool.extend(corpora.candidates([d], k, tokenizer=tokenizer, min_tokens=config.min_tokens,
                                max_tokens=config.max_tokens, seed=seed))
     return pool
 
@@ -271,9 +263,6 @@ def sample_corpus_set(model: Any, name: str, config: SamplingConfig = SamplingCo
                       progress: Callable[[int, int], None] | None = None,
                       pool: Sequence[Any] | None = None) -> PromptSet:
     """Stratified-entropy sample of corpus set ``name`` (``mixed`` or one domain) for ``model``."""
-    from geoprobe.corpora import CORPUS_VERSION
-    from geoprobe.provenance import prompts_hash
-
     domains = check_corpus_set(name)
     notes = []
     if pool is None:

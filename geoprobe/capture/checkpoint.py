@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.outputs import foreign_entries, remove_owned
 from geoprobe.paths import atomic_write, write_json
 from geoprobe.version import __version__
 
@@ -146,8 +147,6 @@ def discard(directory: Path) -> None:
     """Remove a checkpoint (after the finished results are written, or on --force): the files a
     checkpoint holds, then the directory if that empties it. Anything else stays (with a warning)."""
     import warnings
-
-    from geoprobe.outputs import foreign_entries, remove_owned
 
     if not remove_owned(directory, (MANIFEST, PROMPTS), patterns=("batch-*.safetensors", "*.tmp")):
         left = foreign_entries(directory, (), stray_prefixes=())

@@ -16,6 +16,7 @@ import re
 from typing import Any, Sequence
 
 from geoprobe.errors import CaptureError, GeoprobeError
+from geoprobe.models.attention import base_implementation
 
 SAFETY_FRACTION = 0.9  # of the memory available: room for the rest of the process and estimate error
 MEMORY_ENV = "GEOPROBE_MEMORY_AVAILABLE"  # bytes (or 12GiB, 512MiB, ...) to assume available instead
@@ -29,8 +30,6 @@ _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 def eager_attention(model: Any) -> bool:
     """Whether the model's attention materialises (batch, heads, T, T) scores: its own implementation
     is eager, or its attention is one of the hand-written legacy modules."""
-    from geoprobe.models.attention import base_implementation
-
     return model.arch.mechanism == "legacy" or base_implementation(model.hf_model) == "eager"
 
 

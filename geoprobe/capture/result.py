@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float, Int
 
-from geoprobe.errors import GeoprobeError, OutputExistsError, ResultsError
+from geoprobe.errors import GeoprobeError, OutputExistsError, OutputWriteError, ResultsError
 from geoprobe.models.layout import Layout
 from geoprobe.outputs import CAPTURE_FILES, check_replaceable_dir, refuse_cwd
 from geoprobe.paths import public_mode, safetensors_damage
@@ -154,8 +154,6 @@ class Capture:
         Files follow the umask, as a plain ``open()`` would create them.
         """
         from safetensors.numpy import save_file
-
-        from geoprobe.errors import OutputWriteError
 
         target = Path(path)
         ensure_writable(target, overwrite)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
 from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
@@ -26,6 +27,7 @@ from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.layout import Layout, SiteKind
 from geoprobe.models.loading import LoadedModel
+from geoprobe.provenance import prompts_hash
 from geoprobe.text import is_blank
 
 DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
@@ -207,9 +209,6 @@ def capture(
     todo = list(range(len(batches)))
     ckpt = None
     if checkpoint_dir is not None:
-        from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
-        from geoprobe.provenance import prompts_hash
-
         cfg = asdict(config)
         cfg["layers"] = list(layers)
         fingerprint = {**model_fingerprint(model), "prompts_hash": prompts_hash(prompts), "n_prompts": n,

@@ -14,6 +14,7 @@ import torch
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.architecture import Architecture, input_device, inspect_model
+from geoprobe.models.bridge import unwrap_bridge
 from geoprobe.models.heads import check_heads
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ModelSpec
@@ -91,8 +92,6 @@ def boot(
     spec: ModelSpec | None = None,
 ) -> LoadedModel:
     """Inspect a Hugging Face causal LM's attention (refusing, in one line, what geoprobe cannot read)."""
-    from geoprobe.models.bridge import unwrap_bridge
-
     quiet_libraries()
     hf_model = unwrap_bridge(hf_model)
     hf_model.eval()

@@ -26,6 +26,7 @@ from geoprobe.errors import (
     UnsupportedArchitectureError,
 )
 from geoprobe.models.device_map import offload_folder, parse_device_map
+from geoprobe.models.gguf import embedded_gguf_path, load_gguf
 from geoprobe.models.heads import check_heads
 from geoprobe.models.loaded import DType, LoadedModel, boot, quiet_libraries, torch_dtype
 from geoprobe.models.registry import (
@@ -36,7 +37,8 @@ from geoprobe.models.registry import (
     find_spec_by_hf_id,
 )
 from geoprobe.models.twins import twin
-from geoprobe.provenance import Provenance
+from geoprobe.paths import safetensors_damage
+from geoprobe.provenance import Provenance, file_sha256
 
 
 def check_device(name: str) -> str:
@@ -166,8 +168,6 @@ def load_model(
                                 "and *.safetensors weights, a .gguf file, an alias or a Hub id to --model")
     spec = ALIASES.get(name.lower()) or (find_spec_by_hf_id(name) if "/" in name else None)
     if spec is not None and spec.source == "embedded":
-        from geoprobe.models.gguf import embedded_gguf_path
-
         assert spec.package is not None and spec.gguf_file is not None
         return _load_gguf_file(embedded_gguf_path(spec.package, spec.gguf_file), tdtype, device, spec=spec)
     if spec is not None:
@@ -199,8 +199,6 @@ def _check_not_a_link_loop(name: str, path: Path) -> None:
 
 
 def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec | None) -> LoadedModel:
-    from geoprobe.models.gguf import load_gguf
-
     model, tok, digest, _ = load_gguf(path, dtype)
     model = model.to(device)
     model_id = spec.alias if spec is not None else str(path)
@@ -302,8 +300,6 @@ def _check_local_config(directory: Path) -> None:
 def _check_weight_files(directory: Path) -> None:
     """Name a truncated or garbled ``*.safetensors`` of a local model directory before transformers
     fails on it with a bare SafetensorError (only headers are read: cheap beside the load)."""
-    from geoprobe.paths import safetensors_damage
-
     for f in sorted(directory.glob("*.safetensors")):
         damage = safetensors_damage(f)
         if damage is not None:
@@ -337,8 +333,6 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def local_weights_hash(directory: Path) -> str:
-    from geoprobe.provenance import file_sha256
-
     files = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
     if not files:
         return "unknown"

@@ -22,8 +22,11 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.models.gguf import embedded_gguf_path
+from geoprobe.models.init_weights import init_key_weights as init
 from geoprobe.models.loaded import LoadedModel, boot, torch_dtype
 from geoprobe.models.registry import ALIASES, closest_aliases, load_config_dict
+from geoprobe.models.tiny import tiny_model
 from geoprobe.paths import cache_dir
 from geoprobe.provenance import Provenance
 
@@ -60,8 +63,6 @@ def tiny_config(cfg: dict) -> dict:
 def embedded_tokenizer() -> Any:
     """The SmolLM2 tokenizer from the offline package, cached as a plain tokenizer directory."""
     from transformers import AutoTokenizer
-
-    from geoprobe.models.gguf import embedded_gguf_path
 
     target = cache_dir() / "tokenizers" / "smollm2-135m"
     if (target / "DONE").exists():
@@ -129,8 +130,6 @@ def type_twin(model_type: str, scale: Scale = "tiny", seed: int = 0, dtype: str 
               device: str = "cpu") -> LoadedModel:
     """``twin:MODEL_TYPE``: the tiny twin of any transformers model type (``geoprobe.models.tiny``),
     with the embedded SmolLM2 tokenizer's vocabulary."""
-    from geoprobe.models.tiny import tiny_model
-
     if scale != "tiny":
         raise GeoprobeError(f"twin:{model_type}:{scale}: a twin named by its model type has only the tiny scale "
                             "(no real config to copy); pass twin:{model_type} or an alias with a full config")
@@ -144,6 +143,4 @@ def type_twin(model_type: str, scale: Scale = "tiny", seed: int = 0, dtype: str 
 def init_key_weights(cfg: Any, seed: int = 0, arch: Any = None) -> Float[np.ndarray, "L Hkv D d"]:
     """W_K of every layer at the architecture's random init ``seed``, (L, Hkv, d_model, d_head): the
     twin baseline of key orthogonality, for any architecture (see :mod:`geoprobe.models.init_weights`)."""
-    from geoprobe.models.init_weights import init_key_weights as init
-
     return init(cfg, seed, arch)

@@ -22,8 +22,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from geoprobe.errors import GeoprobeError, OutputExistsError
-from geoprobe.outputs import FIGURES_KIND, FIGURES_MANIFEST, figures_dir, owned_figures
+from geoprobe.errors import GeoprobeError, OutputExistsError, OutputWriteError
+from geoprobe.outputs import FIGURES_KIND, FIGURES_MANIFEST, figures_dir, owned_figures, refuse_foreign
+from geoprobe.paths import write_json
 from geoprobe.report.page import Figure
 
 FORMATS = ("png", "svg", "pdf")
@@ -80,8 +81,6 @@ def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = Non
 def _check_targets(paths: Sequence[Path], force: bool) -> None:
     """Existing ``paths`` must be figures geoprobe wrote (else a one-line error, ``force`` or not);
     without ``force`` none may exist."""
-    from geoprobe.outputs import refuse_foreign
-
     existing = [p for p in paths if p.exists() or p.is_symlink()]
     if not existing:
         return
@@ -95,8 +94,6 @@ def _check_targets(paths: Sequence[Path], force: bool) -> None:
 
 
 def _add_to_manifest(out_dir: Path, names: Iterable[str]) -> None:
-    from geoprobe.paths import write_json
-
     files = sorted(owned_figures(out_dir) | set(names))
     write_json(out_dir / FIGURES_MANIFEST, {"kind": FIGURES_KIND, "version": 1, "files": files})
 
@@ -154,8 +151,6 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        from geoprobe.errors import OutputWriteError
-
         raise OutputWriteError(out, exc) from exc
     s = SCALE[f] if scale is None else float(scale)
     with tempfile.TemporaryDirectory(prefix=".tmp-figures-", dir=out) as tmp:
