@@ -7,14 +7,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${GEOPROBE_VENV:-.venv}/bin
 failed=()
-check() {
-  echo "== $*"
-  "$@" || failed+=("$1")
+check() {  # check NAME COMMAND...
+  local name=$1
+  shift
+  echo "== $name: $*"
+  "$@" || failed+=("$name")
 }
-check "$BIN/lint-imports"
-check "$BIN/ruff" check .
-check "$BIN/ruff" format --check .
-check "$BIN/python" -m pytest -q -p no:cacheprovider tests/test_house.py
+check "import layers" "$BIN/lint-imports"
+check "ruff lint" "$BIN/ruff" check .
+check "ruff format" "$BIN/ruff" format --check .
+check "house rules" "$BIN/python" -m pytest -q -p no:cacheprovider tests/test_house.py
 if ((${#failed[@]})); then
   echo "lint: failed: ${failed[*]}" >&2
   exit 1
