@@ -136,7 +136,7 @@ def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
     if name == "ScanResult":
         from geoprobe.report.html import report_figures
     elif name == "DomainComparison":
-        from geoprobe.report.domains import domains_figures as report_figures
+        from geoprobe.domains.report import domains_figures as report_figures
     elif name == "ModelComparison":
         from geoprobe.compare.report import compare_figures as report_figures
     elif name == "SulaResult":
