@@ -92,7 +92,8 @@ class SetStats:
                 for i, m in enumerate(METRICS)}
 
 
-def value_matrix(x: Any, label: str) -> np.ndarray:
+def value_matrix(x: Float[np.ndarray, "n D"], label: str) -> Float[np.ndarray, "n D"]:
+    """``x`` as float64 after checking it is a finite n × D matrix (n >= 3) with some variance."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"set {label!r}: expected an n × D matrix of value vectors, got shape {x.shape}")

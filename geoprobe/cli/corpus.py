@@ -45,10 +45,10 @@ def sample(
                                "else)"),
 ) -> None:
     """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
+    from geoprobe.domains.prompt_sets import write_prompt_sets
     from geoprobe.outputs import OutputLock, check_location, is_geoprobe_file, refuse_foreign
     from geoprobe.prompts import prompt_source_kind
     from geoprobe.sampling import sample_corpus_set
-    from geoprobe.domains.prompt_sets import write_prompt_sets
 
     if prompt_source_kind(prompts) != "corpus":
         raise GeoprobeError(f"--prompts {prompts!r} is not a corpus set; sample draws from mixed or a domain "
@@ -200,10 +200,10 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
     """A compare-models recipe: sample every set once with ``config.sampler``, scan each model on exactly
     those prompts (each loaded like ``load``, with its own --model), then compare the runs, all under
     ``output.out`` (default runs/compare-models)."""
+    from geoprobe.domains.prompt_sets import write_prompt_sets
     from geoprobe.outputs import OutputLock, check_location, is_geoprobe_file, refuse_foreign
     from geoprobe.prompts import prompt_source_kind
     from geoprobe.sampling import sample_corpus_set
-    from geoprobe.domains.prompt_sets import write_prompt_sets
 
     for s in config.sets:
         if prompt_source_kind(s) != "corpus":

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from jaxtyping import Float, Int
 
 from geoprobe.paths import atomic_write_text
 from geoprobe.provenance import prompts_hash
 from geoprobe.sampling import PromptSet
 
 
-def prompt_set(name: str, pool: Sequence[Any], idx: np.ndarray, h: np.ndarray, strata: np.ndarray | None,
-               seed: int, info: dict[str, Any]) -> PromptSet:
+def prompt_set(name: str, pool: Sequence[Any], idx: Int[np.ndarray, "n"], h: Float[np.ndarray, "N"],
+               strata: Int[np.ndarray, "n"] | None, seed: int, info: dict[str, Any]) -> PromptSet:
     """The PromptSet of the candidates ``pool[idx]`` (entropies ``h``, entropy strata ``strata``)."""
     texts = tuple(pool[i].text for i in idx)
     return PromptSet(name=name, kind="corpus", prompts=texts, hash=prompts_hash(texts), seed=seed,

@@ -10,9 +10,9 @@ import plotly.graph_objects as go
 import pytest
 
 from geoprobe.analysis.contrast import DomainContrast, contrast
+from geoprobe.analysis.stats import spectrum
 from geoprobe.analysis.token_match import balance, frequency_profile, match_features, matched_control, token_counts
 from geoprobe.domains import DomainComparison, compare_domains
-from geoprobe.analysis.stats import spectrum
 from geoprobe.errors import ResultsError
 
 FAST = dict(n_resamples=100, n_permutations=200, null_draws=50)
