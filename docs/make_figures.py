@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str, str, str, str]] = {
              "geoprobe.scan:ScanResult", "manifold-profile"),
     "domains": (f"compare-domains --model {MODEL} --domains math,code --candidates 200 --domain-candidates 100 "
                 "--per-quintile 8 --n-resamples 200 --n-permutations 200 --out {out}", "domains", "domains.json",
-                "geoprobe.analysis.domains:DomainComparison", "sets"),
+                "geoprobe.domains.result:DomainComparison", "sets"),
     "scan-math": (f"scan --model {MODEL} --domain math --candidates 200 --per-quintile 8 --out {{out}}", "scan-math",
                   "results.json", "geoprobe.scan:ScanResult", ""),
     "compare": ("compare {scratch}/scan {scratch}/scan-math --out {out}", "compare", "comparison.json",

@@ -23,7 +23,7 @@ from geoprobe.version import __version__
 #: results kind -> "module:Class" of the frozen result dataclass that reads it
 KINDS: dict[str, str] = {
     "geoprobe.scan": "geoprobe.scan.result:ScanResult",
-    "geoprobe.domains": "geoprobe.analysis.domains:DomainComparison",
+    "geoprobe.domains": "geoprobe.domains.result:DomainComparison",
     "geoprobe.compare": "geoprobe.compare.result:ModelComparison",
     "geoprobe.sula": "geoprobe.sula.result:SulaResult",
     "geoprobe.intervene": "geoprobe.intervene.experiment:InterventionResult",

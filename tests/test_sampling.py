@@ -161,7 +161,7 @@ def test_candidate_entropies_equal_the_capture_on_smollm2(smollm2, prompts):
 
 def test_a_file_written_by_sample_remembers_its_set(tmp_path):
     from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
-    from geoprobe.scan.domains import write_prompt_sets
+    from geoprobe.domains.prompt_sets import write_prompt_sets
 
     ps = PromptSet(name="math", kind="corpus", prompts=("What is 2 + 2?", "Find the sum of"), hash="h", seed=0,
                    domains=("math", "math"), sources=("a", "b"), entropy=(1.0, 2.0), stratum=(0, 1))

@@ -45,10 +45,10 @@ def sample(
                                "else)"),
 ) -> None:
     """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
+    from geoprobe.domains.prompt_sets import write_prompt_sets
     from geoprobe.outputs import OutputLock, check_location, is_geoprobe_file, refuse_foreign
     from geoprobe.prompts import prompt_source_kind
     from geoprobe.sampling import sample_corpus_set
-    from geoprobe.scan.domains import write_prompt_sets
 
     if prompt_source_kind(prompts) != "corpus":
         raise GeoprobeError(f"--prompts {prompts!r} is not a corpus set; sample draws from mixed or a domain "
@@ -93,7 +93,7 @@ def compare_domains_cmd(
     seed: int = SeedOpt,
 ) -> None:
     """Mixed vs domain-restricted value manifolds with CIs, difference tests and matched controls (Table 1)."""
-    from geoprobe.scan.domains import DomainsConfig
+    from geoprobe.domains.config import DomainsConfig
 
     wanted = tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None
     config = DomainsConfig(domains=wanted, layer=layer, domain_candidates=domain_candidates, controls=not no_controls,
@@ -104,7 +104,8 @@ def compare_domains_cmd(
 
 def execute_domains(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
     """Sample, capture and compare domains: prompts.jsonl, domains.json and domains.html in the run directory."""
-    from geoprobe.scan.domains import check_domains, compare_domains_run, write_prompt_sets
+    from geoprobe.domains.prompt_sets import write_prompt_sets
+    from geoprobe.domains.run import check_domains, compare_domains_run
 
     check_domains(config.domains)  # unknown or missing domains fail before the model loads
     target = output.out or model_run_dir(load.model, "-domains")
@@ -199,10 +200,10 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
     """A compare-models recipe: sample every set once with ``config.sampler``, scan each model on exactly
     those prompts (each loaded like ``load``, with its own --model), then compare the runs, all under
     ``output.out`` (default runs/compare-models)."""
+    from geoprobe.domains.prompt_sets import write_prompt_sets
     from geoprobe.outputs import OutputLock, check_location, is_geoprobe_file, refuse_foreign
     from geoprobe.prompts import prompt_source_kind
     from geoprobe.sampling import sample_corpus_set
-    from geoprobe.scan.domains import write_prompt_sets
 
     for s in config.sets:
         if prompt_source_kind(s) != "corpus":

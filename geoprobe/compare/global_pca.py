@@ -24,22 +24,21 @@ from typing import Any, Sequence
 import numpy as np
 from jaxtyping import Float
 
+from geoprobe import provenance
 from geoprobe.analysis.manifold import _frozen  # read-only float64 array of a checked shape
-from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, constant_columns, from_json_float, \
-    json_float, zscore
+from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, constant_columns, zscore
+from geoprobe.serial import Record
 
 N_RATIOS = 10  # leading explained-variance ratios kept
 MIN_SHARED = 10  # fewer shared prompts: no global PCA
 
 
 def shared_prompts_hash(prompts: Sequence[str]) -> str:
-    from geoprobe.provenance import prompts_hash
-
-    return prompts_hash(prompts)
+    return provenance.prompts_hash(prompts)
 
 
 @dataclass(frozen=True, eq=False)
-class GlobalPCA:
+class GlobalPCA(Record):
     """The global PCA of several models' standardised final-layer values (module docstring).
 
     ``coords`` (n, 2): global PC1, PC2 per shared prompt; ``entropy_mean`` (n,): next-token
@@ -109,43 +108,29 @@ class GlobalPCA:
     def prompts_hash(self) -> str:
         return shared_prompts_hash(self.prompts)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GlobalPCA) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
-
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "models": list(self.models), "layers": list(self.layers), "prompts": list(self.prompts),
-            "prompts_hash": self.prompts_hash, "d": list(self.d), "d_kept": list(self.d_kept),
-            "explained": [json_float(x) for x in self.explained],
-            "participation_ratio": json_float(self.participation_ratio),
-            "coords": self.coords.tolist(), "entropy_mean": self.entropy_mean.tolist(),
-            "loading_share": self.loading_share.tolist(),
-            "rho_own": [e.to_dict() for e in self.rho_own], "rho_entropy": [e.to_dict() for e in self.rho_entropy],
-        }
+        # the stored shape differs from the fields: the prompts' hash (derived) is written after them
+        out: dict[str, Any] = {}
+        for k, v in super().to_dict().items():
+            out[k] = v
+            if k == "prompts":
+                out["prompts_hash"] = self.prompts_hash
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GlobalPCA":
-        out = cls(models=tuple(d["models"]), layers=tuple(d["layers"]), prompts=tuple(d["prompts"]),
-                  d=tuple(d["d"]), d_kept=tuple(d["d_kept"]),
-                  explained=tuple(from_json_float(x) for x in d["explained"]),
-                  participation_ratio=from_json_float(d["participation_ratio"]), coords=d["coords"],
-                  entropy_mean=d["entropy_mean"], loading_share=d["loading_share"],
-                  rho_own=tuple(Estimate.from_dict(e) for e in d["rho_own"]),
-                  rho_entropy=tuple(Estimate.from_dict(e) for e in d["rho_entropy"]))
+        # Estimate (analysis/stats.py) is not a Record yet: the ρ's are read here
+        rho = {k: tuple(Estimate.from_dict(e) for e in d[k]) for k in ("rho_own", "rho_entropy")}
+        out = cls(**{**cls.field_values(d), **rho})
         if d.get("prompts_hash") not in (None, out.prompts_hash):
             raise ValueError("prompts_hash does not match the stored prompts")
         return out
 
     def table(self) -> list[dict[str, str]]:
         """Per-model display rows."""
-        def rho(e: Estimate) -> str:
-            return "n/a" if math.isnan(e.value) else f"{e.value:+.2f} [{e.low:+.2f}, {e.high:+.2f}]"
-
         return [{"model": m, "layer": str(layer), "D kept / D": f"{k} / {dd}",
                  "share of PC1": f"{100 * s[0]:.1f} %", "share of PC2": f"{100 * s[1]:.1f} %",
-                 "ρ(own PC1, global PC1)": rho(ro), "ρ(global PC1, entropy)": rho(re)}
+                 "ρ(own PC1, global PC1)": f"{ro:+.2f}", "ρ(global PC1, entropy)": f"{re:+.2f}"}
                 for m, layer, k, dd, s, ro, re in zip(self.models, self.layers, self.d_kept, self.d,
                                                       self.loading_share, self.rho_own, self.rho_entropy)]
 

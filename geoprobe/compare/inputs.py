@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.serial import Record
 
 #: single-domain corpus sets (issue 4); a corpus set of another name that is not "mixed" is a domain too
 KNOWN_DOMAINS = ("encyclopedic", "news", "fiction", "code", "math", "philosophy", "qa", "quotations")
@@ -32,8 +33,8 @@ def short_hash(h: str | None) -> str:
     return h.split(":", 1)[-1][:12]
 
 
-@dataclass(frozen=True)
-class Source:
+@dataclass(frozen=True, eq=False)
+class Source(Record):
     """One results file given to compare, and the prompt set it was computed on.
 
     ``set_hash`` is the prompt set's own hash (``prompt_set["hash"]``, else ``prompts_hash``);
@@ -70,19 +71,6 @@ class Source:
     @property
     def label(self) -> str:
         return self.set_name if self.domain is None else self.domain
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "model": self.model, "role": self.role, "set_name": self.set_name,
-                "set_kind": self.set_kind, "domain": self.domain, "set_hash": self.set_hash,
-                "prompts_hash": self.prompts_hash, "seed": self.seed, "n_prompts": self.n_prompts,
-                "capture_dir": self.capture_dir}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Source":
-        return cls(path=str(d["path"]), model=str(d["model"]), role=str(d["role"]), set_name=str(d["set_name"]),
-                   set_kind=str(d["set_kind"]), domain=d.get("domain"), set_hash=str(d["set_hash"]),
-                   prompts_hash=str(d["prompts_hash"]), seed=d.get("seed"), n_prompts=int(d["n_prompts"]),
-                   capture_dir=d.get("capture_dir"))
 
 
 def results_path(path: str | Path) -> Path:
@@ -142,8 +130,8 @@ def describe(path: Path, result: Any) -> Source:
 
 
 # -- architecture -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Architecture:
+@dataclass(frozen=True, eq=False)
+class Architecture(Record):
     """What the Table-2 row says about a model's architecture (None: not known from the inputs)."""
 
     family: str
@@ -162,16 +150,6 @@ class Architecture:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name}={v} must be >= 1")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "attention": self.attention, "n_layers": self.n_layers,
-                "n_heads": self.n_heads, "n_kv_heads": self.n_kv_heads, "d_head": self.d_head,
-                "d_model": self.d_model, "source": self.source}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Architecture":
-        return cls(**{k: d.get(k) for k in ("family", "attention", "n_layers", "n_heads", "n_kv_heads", "d_head",
-                                            "d_model", "source")})
 
 
 def _family_and_config(model_id: str, provenance: dict[str, Any]) -> tuple[str, dict | None]:

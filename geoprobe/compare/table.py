@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from geoprobe.analysis.stats import Estimate, from_json_float, json_float
+from geoprobe.analysis.stats import Estimate
 from geoprobe.compare.inputs import Architecture, Source, early_layers, short_hash
+from geoprobe.serial import Record
 
 #: the paper's Table 2 (final layer, PC1 / PC1+PC2 %): (model, mixed PC1, mixed PC1+PC2, math PC1, math PC1+PC2)
 PAPER_TABLE2: tuple[tuple[str, float, float, float, float], ...] = (
@@ -29,7 +30,7 @@ _NAN = Estimate(math.nan, math.nan, math.nan)
 
 
 @dataclass(frozen=True, eq=False)
-class SetEntry:
+class SetEntry(Record):
     """Value-manifold PC1 and PC1+PC2 of one result (one model on one prompt set) at ``layer``."""
 
     set_name: str
@@ -52,16 +53,10 @@ class SetEntry:
     def label(self) -> str:
         return self.domain or self.set_name
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"set_name": self.set_name, "domain": self.domain, "set_hash": self.set_hash,
-                "n_prompts": self.n_prompts, "layer": self.layer, "pc1": self.pc1.to_dict(),
-                "pc12": self.pc12.to_dict(), "path": self.path}
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SetEntry":
-        return cls(set_name=str(d["set_name"]), domain=d.get("domain"), set_hash=str(d["set_hash"]),
-                   n_prompts=int(d["n_prompts"]), layer=int(d["layer"]), pc1=Estimate.from_dict(d["pc1"]),
-                   pc12=Estimate.from_dict(d["pc12"]), path=str(d["path"]))
+        # Estimate (analysis/stats.py) is not a Record yet: its fields are read here
+        return cls(**{**cls.field_values(d), "pc1": Estimate.from_dict(d["pc1"]), "pc12": Estimate.from_dict(d["pc12"])})
 
 
 def set_entry(source: Source, result: Any, layer: int) -> SetEntry:
@@ -76,7 +71,7 @@ def set_entry(source: Source, result: Any, layer: int) -> SetEntry:
 
 
 @dataclass(frozen=True, eq=False)
-class ComparisonRow:
+class ComparisonRow(Record):
     """One model's Table-2 row. ``key_cos_early`` is NaN when no early layer was analysed;
     ``focusing`` None when no result had the focusing analysis."""
 
@@ -120,27 +115,11 @@ class ComparisonRow:
     def entries(self) -> tuple[SetEntry, ...]:
         return ((self.mixed,) if self.mixed is not None else ()) + self.restricted
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "architecture": self.architecture.to_dict(),
-                "mixed": None if self.mixed is None else self.mixed.to_dict(),
-                "restricted": [e.to_dict() for e in self.restricted], "early_layers": list(self.early_layers),
-                "key_cos_early": json_float(self.key_cos_early),
-                "key_cos_early_init": None if self.key_cos_early_init is None else json_float(self.key_cos_early_init),
-                "key_cos_gaussian": None if self.key_cos_gaussian is None else json_float(self.key_cos_gaussian),
-                "init_label": self.init_label, "focusing": None if self.focusing is None else self.focusing.to_dict(),
-                "focusing_p": json_float(self.focusing_p), "focusing_set": self.focusing_set}
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ComparisonRow":
-        opt = (lambda v: None if v is None else from_json_float(v))
-        return cls(model=str(d["model"]), architecture=Architecture.from_dict(d["architecture"]),
-                   mixed=None if d.get("mixed") is None else SetEntry.from_dict(d["mixed"]),
-                   restricted=tuple(SetEntry.from_dict(e) for e in d["restricted"]),
-                   early_layers=tuple(d["early_layers"]), key_cos_early=from_json_float(d["key_cos_early"]),
-                   key_cos_early_init=opt(d.get("key_cos_early_init")), key_cos_gaussian=opt(d.get("key_cos_gaussian")),
-                   init_label=d.get("init_label"),
-                   focusing=None if d.get("focusing") is None else Estimate.from_dict(d["focusing"]),
-                   focusing_p=from_json_float(d.get("focusing_p")), focusing_set=d.get("focusing_set"))
+        # Estimate (analysis/stats.py) is not a Record yet: focusing is read here
+        focusing = d.get("focusing")
+        return cls(**{**cls.field_values(d), "focusing": None if focusing is None else Estimate.from_dict(focusing)})
 
 
 def build_row(model: str, arch: Architecture, mixed: tuple[Source, Any] | None,
@@ -185,9 +164,9 @@ def pct(e: Estimate | None, ci: bool = True) -> str:
     """``79.6 [77.1, 82.0]`` (percent of a fraction), or n/a."""
     if e is None or math.isnan(e.value):
         return "n/a"
-    if not ci or math.isnan(e.low):
+    if not ci:
         return f"{100 * e.value:.1f}"
-    return f"{100 * e.value:.1f} [{100 * e.low:.1f}, {100 * e.high:.1f}]"
+    return format(Estimate(100 * e.value, 100 * e.low, 100 * e.high, e.confidence), ".1f")
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -203,9 +182,7 @@ def display_rows(rows: tuple[ComparisonRow, ...]) -> list[dict[str, str]]:
     out = []
     for r in rows:
         a = r.architecture
-        foc = "n/a" if r.focusing is None or math.isnan(r.focusing.value) else (
-            f"{r.focusing.value:.1f} [{r.focusing.low:.1f}, {r.focusing.high:.1f}]"
-            if not math.isnan(r.focusing.low) else f"{r.focusing.value:.1f}")
+        foc = "n/a" if r.focusing is None else format(r.focusing, ".1f")
         early = f"{_num(r.key_cos_early)}" + (f" (layers {r.early_layers[0]}–{r.early_layers[-1]})"
                                                if r.early_layers else "")
         base = {

@@ -303,7 +303,7 @@ _DOMAIN_SECTIONS = {  # TOML table -> DomainsConfig fields ("sampling." for Samp
 
 
 def _domains_config(doc: dict[str, Any], p: Path) -> Any:
-    from geoprobe.scan.domains import DomainsConfig
+    from geoprobe.domains.config import DomainsConfig
 
     top: dict[str, Any] = {}
     sampling: dict[str, Any] = {}

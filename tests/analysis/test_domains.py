@@ -1,4 +1,5 @@
-"""geoprobe.analysis.domains on planted structure (seeded, fast)."""
+"""geoprobe.analysis.contrast, geoprobe.analysis.token_match and geoprobe.domains on planted structure
+(seeded, fast)."""
 from __future__ import annotations
 
 import json
@@ -8,9 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from geoprobe.analysis.domains import (DomainComparison, DomainContrast, balance, compare_domains,
-                                       contrast, frequency_profile, match_features, matched_control, token_counts)
+from geoprobe.analysis.contrast import DomainContrast, contrast
 from geoprobe.analysis.stats import spectrum
+from geoprobe.analysis.token_match import balance, frequency_profile, match_features, matched_control, token_counts
+from geoprobe.domains import DomainComparison, compare_domains
 from geoprobe.errors import ResultsError
 
 FAST = dict(n_resamples=100, n_permutations=200, null_draws=50)
@@ -309,16 +311,15 @@ def test_table_and_figures(comparison):
 
 def test_domains_report_escapes_user_strings_and_refuses_overwrite(tmp_path):
     from geoprobe.errors import OutputExistsError
-    from geoprobe.report.domains import write_domains_report
 
     cmp = compare_domains(**_inputs(extra_domain=False), model="<script>alert(1)</script>", layer=3,
                           provenance={"sets": {"mixed": {"name": "mixed", "hash": "ab" * 32, "n": N,
                                                          "domain_counts": {"<i>x</i>": N}}}},
                           notes=["note with <b>markup</b>"], **CMP)
-    path = write_domains_report(cmp, tmp_path / "d.html")
+    path = cmp.report(tmp_path / "d.html")
     html = path.read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<b>markup</b>" not in html and "<i>x</i>" not in html
     assert "79.6 / 99.7" in html and html.count('class="plotly-graph-div"') == 2
     with pytest.raises(OutputExistsError, match="--force"):
-        write_domains_report(cmp, path)
+        cmp.report(path)

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from geoprobe.analysis.domains import DomainComparison
+from geoprobe.domains import DomainComparison
 from geoprobe.scan import ScanResult
 
 from tests.cli.test_cli import run_cli

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from geoprobe.compare import GlobalPCA, ModelComparison, compare_results, global_pca, run_compare, \
-    write_compare_report
+from geoprobe.compare import GlobalPCA, ModelComparison, compare_results, global_pca, run_compare
 from geoprobe.compare.inputs import describe, early_layers
 from geoprobe.errors import GeoprobeError, OutputExistsError, ResultsError
 from geoprobe.scan import ScanConfig, ScanResult
@@ -241,22 +240,22 @@ def test_html_report_escapes_and_refuses_overwrite(runs, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         comp = compare_results([p["a"], p["e-math"], p["a-math"]])
-    out = write_compare_report(comp, tmp_path / "compare.html")
+    out = comp.report(tmp_path / "compare.html")
     html = out.read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and EVIL not in html
     assert html.count('<script type="text/javascript">') == 1  # plotly.js inlined once
     for ref in ("Pythia-410M", "79.6", "99.7", "58.0", "Phi-2", "46.4", "63.5", "Llama-3.2-1B", "36.6", "73.6"):
         assert ref in html
     with pytest.raises(OutputExistsError, match="--force"):
-        write_compare_report(comp, out)
-    assert write_compare_report(comp, out, force=True) == out
+        comp.report(out)
+    assert comp.report(out, force=True) == out
 
 
 def test_run_compare_checks_outputs_before_computing(runs, tmp_path, monkeypatch):
     _, p = runs
     comp, j, h = run_compare([p["a"], p["b"]], tmp_path / "cmp", force=False)
     assert j.name == "comparison.json" and h.name == "compare.html" and ModelComparison.load(j) == comp
-    import geoprobe.compare.result as result_mod
+    import geoprobe.compare.run as result_mod
 
     def boom(*a, **k):
         raise AssertionError("computed before checking the outputs")

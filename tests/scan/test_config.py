@@ -53,7 +53,7 @@ def test_missing_recipe(tmp_path):
 
 
 def test_domains_recipe_holds_the_cli_defaults():
-    from geoprobe.scan.domains import DomainsConfig
+    from geoprobe.domains import DomainsConfig
 
     probe = load_probe(ROOT / "probes" / "domains.toml")
     assert probe.command == "compare-domains" and probe.config == DomainsConfig()

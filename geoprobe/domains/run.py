@@ -15,7 +15,7 @@ For one model and one layer (default: the final layer):
    the mixed set's own prompts) matched 1:1 to the restricted set on token length and the
    mean and sd of their tokens' log frequency (frequencies counted over every candidate), by
    optimal assignment; its balance (standardised mean differences) is reported;
-5. :func:`geoprobe.analysis.domains.compare_domains`: PC1, PC1+PC2 and participation ratio of
+5. :func:`geoprobe.domains.compare.compare_domains`: PC1, PC1+PC2 and participation ratio of
    every set with bootstrap CIs and matched nulls, and the differences restricted − mixed,
    control − mixed and restricted − control with bootstrap CIs and permutation p-values.
 """
@@ -28,54 +28,29 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from geoprobe.checks import check_seed
-from geoprobe.errors import GeoprobeError
-from geoprobe.sampling import MIXED, SamplingConfig
+from geoprobe.analysis.token_match import balance, match_features, matched_control, token_counts
+from geoprobe.capture.run import CaptureConfig, capture, resolve_layers
+from geoprobe.corpora import CORPUS_VERSION, DOMAINS, CorpusUnavailable, available_domains, candidates
+from geoprobe.domains.compare import compare_domains
+from geoprobe.domains.config import DomainsConfig
+from geoprobe.domains.prompt_sets import prompt_set
+from geoprobe.domains.result import CONTROL_SUFFIX, DomainComparison
+from geoprobe.sampling import MIXED, EntropyCache, SamplingError, check_corpus_set, stratified_sample
 
 Progress = Callable[[str, int, int], None]
-CONTROL_SUFFIX = "-control"
-
-
-@dataclass(frozen=True)
-class DomainsConfig:
-    """What ``compare-domains`` samples and measures."""
-
-    domains: tuple[str, ...] | None = None  # None: every available domain
-    layer: int = -1
-    sampling: SamplingConfig = SamplingConfig()  # ``candidates`` is the mixed pool size
-    domain_candidates: int = 250  # candidate pool of each single domain
-    controls: bool = True
-    batch_size: int = 16
-    n_resamples: int = 1000
-    n_permutations: int = 1000
-    null_draws: int = 200
-    confidence: float = 0.95
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_seed(self.seed, "--seed (seed in a probe recipe)")
-        if self.domain_candidates < self.sampling.n_prompts:
-            raise GeoprobeError(f"--domain-candidates {self.domain_candidates} is below the {self.sampling.n_prompts} "
-                                "prompts sampled per domain; raise --domain-candidates or lower --per-quintile")
-        for name in ("n_resamples", "n_permutations", "null_draws"):
-            if getattr(self, name) < 10:
-                raise GeoprobeError(f"{name} {getattr(self, name)} is below 10; raise it")
 
 
 @dataclass(frozen=True)
 class DomainRun:
     """What a run produced besides the comparison: every sampled set's prompts and metadata."""
 
-    comparison: Any  # DomainComparison
+    comparison: DomainComparison
     sets: dict[str, Any] = field(default_factory=dict)  # name -> PromptSet
     capture: Any = None
     timings: dict[str, float] = field(default_factory=dict)
 
 
 def check_domains(requested: Sequence[str] | None) -> list[str]:
-    from geoprobe.corpora import DOMAINS, CorpusUnavailable, available_domains
-    from geoprobe.sampling import check_corpus_set
-
     avail = available_domains()
     if requested:
         for d in requested:
@@ -87,26 +62,9 @@ def check_domains(requested: Sequence[str] | None) -> list[str]:
     return usable
 
 
-def _pset(name: str, pool: Sequence[Any], idx: np.ndarray, h: np.ndarray, strata: np.ndarray | None,
-          seed: int, info: dict[str, Any]) -> Any:
-    from geoprobe.provenance import prompts_hash
-    from geoprobe.sampling import PromptSet
-
-    texts = tuple(pool[i].text for i in idx)
-    return PromptSet(name=name, kind="corpus", prompts=texts, hash=prompts_hash(texts), seed=seed,
-                     domains=tuple(pool[i].domain for i in idx), sources=tuple(pool[i].source for i in idx),
-                     entropy=tuple(float(h[i]) for i in idx),
-                     stratum=() if strata is None else tuple(int(s) for s in strata), info=info)
-
-
 def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
                         progress: Progress | None = None) -> DomainRun:
     """Sample, capture and compare (see the module docstring). ``model`` is a LoadedModel."""
-    from geoprobe.analysis.domains import balance, compare_domains, match_features, matched_control, token_counts
-    from geoprobe.capture.run import CaptureConfig, capture, resolve_layers
-    from geoprobe.corpora import CORPUS_VERSION, candidates
-    from geoprobe.sampling import EntropyCache, SamplingError, stratified_sample
-
     sc, seed = config.sampling, config.seed
     domains = check_domains(config.domains)
     all_domains = check_domains(None)  # the mixed set always draws on every available domain
@@ -141,7 +99,7 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     t = time.perf_counter()
     mix = np.array([at[c.text] for c in mixed_pool])
     idx, strata = stratified_sample(h_all[mix], sc.per_stratum, sc.n_strata, seed=seed, what="the mixed pool")
-    sets = {MIXED: _pset(MIXED, union, mix[idx], h_all, strata, seed,
+    sets = {MIXED: prompt_set(MIXED, union, mix[idx], h_all, strata, seed,
                          {**info, "pool": len(mixed_pool), "entropy_quantiles": _quantiles(h_all[mix], sc.n_strata)})}
     for d in domains:
         if len(pools[d]) < sc.n_prompts:
@@ -150,7 +108,7 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
                                 f"to {len(pools[d]) // sc.n_strata} or widen the token range")
         own = np.array([at[c.text] for c in pools[d]])
         idx, strata = stratified_sample(h_all[own], sc.per_stratum, sc.n_strata, seed=seed, what=f"domain {d!r}")
-        sets[d] = _pset(d, union, own[idx], h_all, strata, seed,
+        sets[d] = prompt_set(d, union, own[idx], h_all, strata, seed,
                         {**info, "pool": len(pools[d]), "entropy_quantiles": _quantiles(h_all[own], sc.n_strata)})
 
     bal: dict[str, dict[str, float]] = {}
@@ -163,7 +121,7 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
             exclude = sorted(taken | {i for i, c in enumerate(union) if c.domain == d})
             pick = matched_control(feats, target, exclude=exclude, random_state=seed)
             bal[d] = balance(feats[pick], target)
-            sets[d + CONTROL_SUFFIX] = _pset(d + CONTROL_SUFFIX, union, pick, h_all, None, seed,
+            sets[d + CONTROL_SUFFIX] = prompt_set(d + CONTROL_SUFFIX, union, pick, h_all, None, seed,
                                              {**info, "matched_to": d, "pool": len(union) - len(exclude)})
     timings["sampling_s"] = time.perf_counter() - t
     row = {p: i for i, p in enumerate(cap.prompts)}
@@ -194,21 +152,3 @@ def _config_dict(config: DomainsConfig) -> dict[str, Any]:
     d = asdict(config)
     d["domains"] = None if config.domains is None else list(config.domains)
     return d
-
-
-def write_prompt_sets(sets: dict[str, Any], path: Any) -> Any:
-    """Every sampled prompt as JSON lines (set, domain, source, sampling entropy, quintile,
-    text): ``geoprobe scan --prompts FILE`` reads the ``prompt`` field back."""
-    import json
-
-    from geoprobe.paths import atomic_write_text
-
-    lines = []
-    for name, s in sets.items():
-        for i, text in enumerate(s.prompts):
-            lines.append(json.dumps({
-                "set": name, "domain": s.domains[i] if s.domains else None,
-                "source": s.sources[i] if s.sources else None,
-                "entropy_bits": round(s.entropy[i], 6) if s.entropy else None,
-                "quintile": s.stratum[i] + 1 if s.stratum else None, "prompt": text}, ensure_ascii=False))
-    return atomic_write_text(path, "\n".join(lines) + "\n")
