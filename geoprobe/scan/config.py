@@ -233,7 +233,7 @@ def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
     if command == "sula":
         from geoprobe.sula import SulaConfig as cls
     elif command == "windtunnel":
-        from geoprobe.windtunnel.run import WindTunnelConfig as cls
+        from geoprobe.windtunnel.config import WindTunnelConfig as cls
     elif command == "denoise":
         from geoprobe.denoise.run import DenoiseConfig as cls
     elif command == "positional":
