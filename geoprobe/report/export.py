@@ -143,10 +143,8 @@ def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
         from geoprobe.report.sula import sula_figures as report_figures
     elif name == "InterventionResult":
         from geoprobe.report.intervene import intervene_figures as report_figures
-    elif name == "WindTunnelResult":
-        from geoprobe.report.windtunnel import windtunnel_figures as report_figures
-    elif name == "DenoiseResult":
-        from geoprobe.report.denoise import denoise_figures as report_figures
+    elif name in ("WindTunnelResult", "DenoiseResult"):
+        report_figures = type(obj).figures
     elif name in ("PositionalResult", "TunnelLengthCurve"):
         from geoprobe.report.positional import positional_figures as report_figures
     else:
