@@ -123,7 +123,8 @@ class TunnelMetrics(Record):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TunnelMetrics":  # Estimate is not a Record yet: read it by hand
-        return cls(**{**cls.field_values(d), **{k: Estimate.from_dict(d[k]) for k in ("mae_paper", "mae_sample", "kl")}})
+        estimates = {k: Estimate.from_dict(d[k]) for k in ("mae_paper", "mae_sample", "kl")}
+        return cls(**{**cls.field_values(d), **estimates})
 
 
 def metrics(label: str, probs: Float[np.ndarray, "n K A"], batch: Batch, mass: Float[np.ndarray, "n K"] | None = None,
