@@ -23,6 +23,7 @@ from jaxtyping import Float
 from geoprobe.denoise.energy import (attention_logits, check_alpha, check_beta, check_gamma, check_positive,
                                      check_steps, checked_inputs, descend_unchecked, energy_unchecked, readout)
 from geoprobe.errors import GeoprobeError
+from geoprobe.provenance import package_versions
 from geoprobe.results import Result
 from geoprobe.serial import json_float
 
@@ -52,8 +53,6 @@ def _inputs_hash(*ts: torch.Tensor) -> str:
 
 
 def _provenance(extra: dict[str, Any] | None, *ts: torch.Tensor) -> dict[str, Any]:
-    from geoprobe.provenance import package_versions
-
     return {"versions": package_versions(), "inputs_sha256": _inputs_hash(*ts), **(extra or {})}
 
 

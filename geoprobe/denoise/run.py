@@ -2,6 +2,7 @@
 oracle (Bayes) and the finite-context estimators, sweep L and d, warp the geometry, and add the energy view."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import numpy as np
@@ -16,6 +17,7 @@ from geoprobe.denoise.landscape import descent_comparison, landscape
 from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
 from geoprobe.denoise.tasks import DenoiseTask, make_warp, sample
 from geoprobe.denoise.train import train_model
+from geoprobe.provenance import package_versions
 
 Progress = Callable[[str, int, int], None]
 
@@ -102,8 +104,6 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
 
 def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
     """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU)."""
-    from geoprobe.provenance import package_versions
-
     task = config.make_task()
     settings = config.settings()
     seed = config.seed
@@ -148,8 +148,6 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
     prov = {"model_id": f"denoise-{task.name} (softmax and linear attention, trained here)", "seed": seed,
             "config_sha256": config.config_hash(), "data": "fresh prompts every training step; evaluation prompts "
             "from numpy default_rng([seed, 7..10])", "versions": package_versions()}
-    from datetime import datetime, timezone
-
     prov["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return DenoiseResult(task=task.to_dict(), config=config.to_dict(), scores=scores, fits=fits, lengths=tuple(lengths),
                          transfer=tuple(transfer), warp=warp, energy=energy,

@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from geoprobe.paths import atomic_write_text
+from geoprobe.provenance import package_versions, prompts_hash
 from geoprobe.windtunnel.config import ArchChoice, check_arch
 from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch, metrics, model_predictive
 from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
@@ -42,8 +44,6 @@ def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both",
 
 def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:
     """Append this training session to ``train_log.json``; totals cover every session of the run."""
-    from geoprobe.paths import atomic_write_text
-
     first = rep.resumed_from or 0
     old = json.loads(path.read_text()) if rep.resumed_from is not None and path.exists() else {}
     sessions = list(old.get("sessions", []))
@@ -72,7 +72,6 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
                     ablate: bool = True, progress: Progress | None = None) -> WindTunnelResult:
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
     from geoprobe.models.loading import _local_weights_hash, load_model
-    from geoprobe.provenance import package_versions, prompts_hash
 
     out = Path(out)
     t_run = out / "transformer"

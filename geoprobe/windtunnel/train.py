@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
 from geoprobe.serial import Record
 from geoprobe.windtunnel.nets import (Arch, MLPConfig, ResidualMLP, TransformerSize, build_mlp, build_transformer,
@@ -168,8 +169,6 @@ RUN_DIR_FILES = ("run.json", "train_log.json", "checkpoints")
 def check_run_dir(path: Path) -> None:
     """``path`` is a learner's run directory geoprobe wrote (run.json naming a wind-tunnel run, and
     nothing but its files), or a one-line error: geoprobe never trains into a directory of its own."""
-    from geoprobe.outputs import check_replaceable_dir
-
     check_replaceable_dir(path, RUN_DIR_FILES, "run.json")
 
 
@@ -198,8 +197,6 @@ def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module,
     (tmp / "DONE").write_text("")
     _publish(tmp)
     if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
-        from geoprobe.outputs import check_replaceable_dir
-
         try:
             check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
         except BaseException:
