@@ -122,7 +122,7 @@ def readout(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"],
 
 
 def energy(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
-           beta: float) -> Float[torch.Tensor, "B"]:
+           beta: float) -> Float[torch.Tensor, " B"]:
     """``E(s) = ‖s‖²/(2α) − (1/β) logsumexp_i(β x_iᵀ s)`` per row."""
     a, b = check_alpha(alpha), check_beta(beta)
     X, s = checked_inputs(X, ("state s", s))
@@ -130,7 +130,7 @@ def energy(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha
 
 
 def energy_unchecked(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float,
-                     b: float) -> Float[torch.Tensor, "B"]:
+                     b: float) -> Float[torch.Tensor, " B"]:
     """``energy`` without checking its inputs (they were checked once by the caller)."""
     return (s * s).sum(-1) / (2 * a) - torch.logsumexp(b * attention_logits(s, X), dim=-1) / b
 
