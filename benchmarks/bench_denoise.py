@@ -17,7 +17,8 @@ from pathlib import Path
 
 from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
 from geoprobe.denoise.result import TARGET_RATIO
-from geoprobe.denoise.run import DenoiseConfig, run_denoise
+from geoprobe.denoise.config import DenoiseConfig
+from geoprobe.denoise.run import run_denoise
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 
 from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
-from geoprobe.windtunnel.result import WindTunnelResult, paper_value
+from geoprobe.windtunnel.paper import paper_value
+from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.scales import run_specs
 from geoprobe.windtunnel.train import RunSpec, build, loss_fn, predict_logits, step_rng, train
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from geoprobe.denoise.bayes import finite_context, oracle, per_prompt_mse
-from geoprobe.denoise.energy import landscape
+from geoprobe.denoise.landscape import landscape
 from geoprobe.denoise.tasks import make_task, sample
 
 

@@ -56,7 +56,7 @@ def denoise_cmd(
 
 def make_config(tiny: bool = False, **values: Any) -> Any:
     """A DenoiseConfig from CLI values (``None`` = the default, or the tiny preset's with ``tiny``)."""
-    from geoprobe.denoise.run import TINY, DenoiseConfig
+    from geoprobe.denoise.config import TINY, DenoiseConfig
 
     given = {k: v for k, v in values.items() if v is not None}
     base = dict(TINY) if tiny else {}
@@ -78,7 +78,7 @@ def execute_denoise(config: Any, output: OutputOptions) -> Any:
 
 
 def _print_summary(result: Any) -> None:
-    from geoprobe.denoise.result import scores_table
+    from geoprobe.denoise.report import scores_table
 
     print_rows(f"{result.name}: MSE per coordinate on {result.config['n_eval']} held-out prompts",
                scores_table(result.scores))

@@ -41,7 +41,7 @@ def default_dir(task: str, scale: str) -> Path:
 
 def _config(task: str, scale: str, arch: str, seed: int, steps: Optional[int], n_eval: Optional[int] = None,
             n_probes: Optional[int] = None, geometry: bool = True, ablations: bool = True, **task_params: Any) -> Any:
-    from geoprobe.windtunnel.run import WindTunnelConfig
+    from geoprobe.windtunnel.config import WindTunnelConfig
 
     return WindTunnelConfig(task=task, scale=scale, arch=arch, seed=seed, steps=steps, n_eval=n_eval,  # type: ignore[arg-type]
                             n_probes=n_probes, geometry=geometry, ablations=ablations, **task_params)
@@ -76,7 +76,7 @@ def _evaluate(run_dir: Path, config: Any) -> Any:
 
 
 def print_summary(result: Any) -> None:
-    from geoprobe.windtunnel.result import metrics_table
+    from geoprobe.windtunnel.report import metrics_table
 
     print_rows(f"{result.name} ({result.scale}): entropy error against the analytic posterior", metrics_table(result))
     for c in result.checks():

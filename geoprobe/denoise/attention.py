@@ -6,12 +6,15 @@
 The query is not part of the context the attention reads."""
 from __future__ import annotations
 
+import copy
 from typing import Literal
 
 import numpy as np
 import torch
 from jaxtyping import Float
 from torch import nn
+
+from geoprobe.errors import GeoprobeError
 
 ModelKind = Literal["softmax", "linear"]
 MODELS: tuple[str, ...] = ("softmax", "linear")
@@ -54,8 +57,6 @@ class SoftmaxAttention(_Attention):
 
 
 def make_model(kind: str, n: int, generator: torch.Generator | None = None, init_scale: float = 0.01) -> _Attention:
-    from geoprobe.errors import GeoprobeError
-
     if kind == "softmax":
         return SoftmaxAttention(n, init_scale, generator)
     if kind == "linear":
@@ -67,8 +68,6 @@ def make_model(kind: str, n: int, generator: torch.Generator | None = None, init
 def predict(model: nn.Module, context: Float[np.ndarray, "B L n"], noisy: Float[np.ndarray, "B n"],
             chunk: int = 256) -> Float[np.ndarray, "B n"]:
     """The model's outputs in float64 (a float64 copy of the weights), in chunks of prompts."""
-    import copy
-
     m = copy.deepcopy(model).double()
     outs = [m(torch.from_numpy(np.ascontiguousarray(context[i:i + chunk])),
               torch.from_numpy(np.ascontiguousarray(noisy[i:i + chunk]))).numpy()

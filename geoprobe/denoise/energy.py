@@ -28,36 +28,26 @@ point near a stored memory (a context token or the centre of its cluster) — re
 worse in MSE when the clean point is not itself in the context (and never better than the
 posterior mean in expectation).
 
-``landscape`` maps the per-coordinate MSE of the one-step denoiser over an (α, β) grid (for a
-fixed β the MSE is a quadratic in α, so the grid costs one softmax per β) and refines the best
-cell with ``scipy.optimize.minimize`` over (log α, log β) with an autograd gradient.
-``descent_comparison`` measures MSE and energy after 0, 1, …, T steps.
+The landscape and the descent comparison built on these functions are in
+:mod:`geoprobe.denoise.landscape`.
 
 Shapes: context ``X`` (B, L, n), queries / states ``s`` (B, n). Torch tensors or numpy arrays; the
 array functions keep the input's floating dtype, the two result builders compute in float64.
 """
 from __future__ import annotations
 
-import hashlib
 import math
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.errors import GeoprobeError, ResultsError
-from geoprobe.paths import JsonResult
-
-LANDSCAPE_KIND = "geoprobe.denoise.energy_landscape"
-DESCENT_KIND = "geoprobe.denoise.descent"
-RESULTS_VERSION = 1
-_GRADIENT_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
+from geoprobe.errors import GeoprobeError
 
 
 # -- validation -------------------------------------------------------------------------------
-def _positive(name: str, value: Any, fix: str, why: str) -> float:
+def check_positive(name: str, value: Any, fix: str, why: str) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -67,22 +57,22 @@ def _positive(name: str, value: Any, fix: str, why: str) -> float:
     return v
 
 
-def _alpha(a: Any) -> float:
-    return _positive("alpha", a, "pass --alpha greater than 0", "the energy term ‖s‖²/(2α) needs α > 0")
+def check_alpha(a: Any) -> float:
+    return check_positive("alpha", a, "pass --alpha greater than 0", "the energy term ‖s‖²/(2α) needs α > 0")
 
 
-def _beta(b: Any) -> float:
-    return _positive("beta", b, "pass --beta greater than 0", "the softmax inverse temperature needs β > 0")
+def check_beta(b: Any) -> float:
+    return check_positive("beta", b, "pass --beta greater than 0", "the softmax inverse temperature needs β > 0")
 
 
-def _gamma(g: Any, alpha: float) -> float:
+def check_gamma(g: Any, alpha: float) -> float:
     if g is None:
         return alpha
-    return _positive("gamma", g, "pass a step size gamma greater than 0 (leave it unset for γ = α)",
+    return check_positive("gamma", g, "pass a step size gamma greater than 0 (leave it unset for γ = α)",
                      "a descent step needs γ > 0")
 
 
-def _steps(n: Any) -> int:
+def check_steps(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise GeoprobeError(f"descent steps {n!r} is not an integer; pass --descent-steps 0 or more")
     if n < 0:
@@ -103,7 +93,7 @@ def _tensor(name: str, x: Any, ndim: int, dims: str) -> torch.Tensor:
     return t
 
 
-def _inputs(X: Any, *states: tuple[str, Any], dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+def checked_inputs(X: Any, *states: tuple[str, Any], dtype: torch.dtype | None = None) -> list[torch.Tensor]:
     """``[X, s1, s2, …]`` as tensors of one floating dtype after checking (B, L, n) against (B, n)."""
     ts = [_tensor("context X", X, 3, "(batch, length, dim)")]
     ts += [_tensor(name, s, 2, "(batch, dim)") for name, s in states]
@@ -120,400 +110,71 @@ def _inputs(X: Any, *states: tuple[str, Any], dtype: torch.dtype | None = None) 
 
 
 # -- the energy and its steps -------------------------------------------------------------------
-def _logits(s: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+def attention_logits(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"]) -> Float[torch.Tensor, "B L"]:
+    """``x_iᵀ s`` for every context token (unchecked inputs)."""
     return torch.einsum("bln,bn->bl", X, s)
 
 
-def _readout(s: torch.Tensor, X: torch.Tensor, beta: float | torch.Tensor) -> torch.Tensor:
+def readout(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"],
+            beta: float | torch.Tensor) -> Float[torch.Tensor, "B n"]:
     """``X softmax(β X s)`` per row: (B, n)."""
-    return torch.einsum("bl,bln->bn", torch.softmax(beta * _logits(s, X), dim=-1), X)
+    return torch.einsum("bl,bln->bn", torch.softmax(beta * attention_logits(s, X), dim=-1), X)
 
 
 def energy(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
-           beta: float) -> Float[torch.Tensor, "B"]:
+           beta: float) -> Float[torch.Tensor, " B"]:
     """``E(s) = ‖s‖²/(2α) − (1/β) logsumexp_i(β x_iᵀ s)`` per row."""
-    a, b = _alpha(alpha), _beta(beta)
-    X, s = _inputs(X, ("state s", s))
-    return _energy(s, X, a, b)
+    a, b = check_alpha(alpha), check_beta(beta)
+    X, s = checked_inputs(X, ("state s", s))
+    return energy_unchecked(s, X, a, b)
 
 
-def _energy(s: torch.Tensor, X: torch.Tensor, a: float, b: float) -> torch.Tensor:
-    return (s * s).sum(-1) / (2 * a) - torch.logsumexp(b * _logits(s, X), dim=-1) / b
+def energy_unchecked(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float,
+                     b: float) -> Float[torch.Tensor, " B"]:
+    """``energy`` without checking its inputs (they were checked once by the caller)."""
+    return (s * s).sum(-1) / (2 * a) - torch.logsumexp(b * attention_logits(s, X), dim=-1) / b
 
 
 def energy_gradient(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
                     beta: float) -> Float[torch.Tensor, "B n"]:
     """``∇E(s) = s/α − Σ_i x_i softmax_i(β Xs)`` (analytic)."""
-    a, b = _alpha(alpha), _beta(beta)
-    X, s = _inputs(X, ("state s", s))
-    return s / a - _readout(s, X, b)
+    a, b = check_alpha(alpha), check_beta(beta)
+    X, s = checked_inputs(X, ("state s", s))
+    return s / a - readout(s, X, b)
 
 
 def attention_step(x_query: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
                    beta: float) -> Float[torch.Tensor, "B n"]:
     """Softmax attention with ``W_PV = αI``, ``W_KQ = βI``: ``α Σ_i x_i softmax_i(β x_iᵀ x̃)``."""
-    a, b = _alpha(alpha), _beta(beta)
-    X, q = _inputs(X, ("query", x_query))
-    return a * _readout(q, X, b)
+    a, b = check_alpha(alpha), check_beta(beta)
+    X, q = checked_inputs(X, ("query", x_query))
+    return a * readout(q, X, b)
 
 
 def gradient_step(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float,
                   gamma: float | None = None) -> Float[torch.Tensor, "B n"]:
     """``s − γ ∇E(s)``; γ = α (the default) from ``s = x̃`` is ``attention_step``."""
-    a, b = _alpha(alpha), _beta(beta)
-    g = _gamma(gamma, a)
-    X, s = _inputs(X, ("state s", s))
-    return s - g * (s / a - _readout(s, X, b))
+    a, b = check_alpha(alpha), check_beta(beta)
+    g = check_gamma(gamma, a)
+    X, s = checked_inputs(X, ("state s", s))
+    return s - g * (s / a - readout(s, X, b))
 
 
 def descend(x_query: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float,
             gamma: float | None = None, n_steps: int = 1) -> Float[torch.Tensor, "T1 B n"]:
     """The trajectory ``s_0 = x̃, s_{t+1} = s_t − γ∇E(s_t)``, shape (n_steps + 1, B, n); γ = α is
     Hopfield retrieval ``s ← αX softmax(βXs)``. E is non-increasing along it for 0 < γ ≤ 2α."""
-    a, b = _alpha(alpha), _beta(beta)
-    g, T = _gamma(gamma, a), _steps(n_steps)
-    X, s = _inputs(X, ("query", x_query))
-    return _descend(s, X, a, b, g, T)
+    a, b = check_alpha(alpha), check_beta(beta)
+    g, T = check_gamma(gamma, a), check_steps(n_steps)
+    X, s = checked_inputs(X, ("query", x_query))
+    return descend_unchecked(s, X, a, b, g, T)
 
 
-def _descend(s: torch.Tensor, X: torch.Tensor, a: float, b: float, g: float, T: int) -> torch.Tensor:
+def descend_unchecked(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float, b: float, g: float,
+                      T: int) -> Float[torch.Tensor, "T1 B n"]:
+    """``descend`` without checking its inputs (they were checked once by the caller)."""
     out = [s]
     for _ in range(T):
-        s = s - g * (s / a - _readout(s, X, b))
+        s = s - g * (s / a - readout(s, X, b))
         out.append(s)
     return torch.stack(out)
-
-
-# -- results: shared pieces ---------------------------------------------------------------------
-def _inputs_hash(*ts: torch.Tensor) -> str:
-    h = hashlib.sha256()
-    for t in ts:
-        arr = np.ascontiguousarray(t.detach().cpu().numpy().astype(np.float64))
-        h.update(repr(arr.shape).encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
-
-
-def _provenance(extra: dict[str, Any] | None, *ts: torch.Tensor) -> dict[str, Any]:
-    from geoprobe.provenance import package_versions
-
-    return {"versions": package_versions(), "inputs_sha256": _inputs_hash(*ts), **(extra or {})}
-
-
-def _num(x: Any) -> float | None:
-    """JSON-safe float: NaN/Inf/None become None."""
-    if x is None:
-        return None
-    v = float(x)
-    return v if math.isfinite(v) else None
-
-
-def _fl(x: Any) -> float:
-    """The inverse of ``_num`` for arrays: None becomes NaN."""
-    return math.nan if x is None else float(x)
-
-
-def _check_dims(n_samples: int, context_length: int, dim: int) -> None:
-    for name, v in (("n_samples", n_samples), ("context_length", context_length), ("dim", dim)):
-        if not isinstance(v, int) or v < 1:
-            raise GeoprobeError(f"{name} {v!r} is not a positive integer; pass non-empty inputs")
-
-
-def _check_marks(marks: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float]]:
-    out = {}
-    for name, point in (marks or {}).items():
-        try:
-            a, b = (float(v) for v in point)
-        except (TypeError, ValueError):
-            raise GeoprobeError(f"mark {name!r} is {point!r}, not an (alpha, beta) pair; pass two numbers") from None
-        if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
-            raise GeoprobeError(f"mark {name!r} at (α={a}, β={b}) is not on the positive log axes; "
-                                f"pass alpha and beta greater than 0")
-        out[str(name)] = (a, b)
-    return out
-
-
-# -- the (α, β) landscape of the one-step denoiser ------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class EnergyLandscape(JsonResult):
-    """Per-coordinate MSE of ``αX softmax(βXx̃)`` against the clean points over an (α, β) grid, and
-    the numerical minimum from the grid's best cell (reported as found, converged or not)."""
-
-    _file = "energy_landscape.json"
-    _what = "energy-landscape results file"
-    _fix = "pass the energy_landscape.json that 'geoprobe denoise' wrote"
-
-    alphas: tuple[float, ...]
-    betas: tuple[float, ...]
-    mse: tuple[tuple[float, ...], ...]  # (len(alphas), len(betas))
-    n_samples: int
-    context_length: int
-    dim: int
-    mse_noisy: float  # the MSE of the noisy query itself (no denoising)
-    alpha_star: float | None  # the minimiser's final point (None only if it was not finite)
-    beta_star: float | None
-    mse_star: float | None
-    converged: bool
-    message: str
-    n_iterations: int
-    method: str
-    provenance: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _axis("alphas", self.alphas, "--alpha"), _axis("betas", self.betas, "--beta")
-        shape = (len(self.mse), *{len(r) for r in self.mse})
-        if shape != (len(self.alphas), len(self.betas)):
-            raise GeoprobeError(f"the mse grid has shape {shape}, not ({len(self.alphas)}, {len(self.betas)}) "
-                                f"for the alphas × betas axes; the result is damaged, re-run it")
-        if not all(math.isfinite(v) and v >= 0 for r in self.mse for v in r):
-            raise GeoprobeError("the mse grid has a negative or non-finite value; the result is damaged, re-run it")
-        _check_dims(self.n_samples, self.context_length, self.dim)
-        if self.converged and None in (self.alpha_star, self.beta_star, self.mse_star):
-            raise GeoprobeError("a converged minimiser needs a finite (alpha*, beta*, mse*); the result is damaged")
-
-    @property
-    def grid_argmin(self) -> tuple[int, int]:
-        """(i_alpha, i_beta) of the smallest grid MSE."""
-        i, j = np.unravel_index(int(np.argmin(np.asarray(self.mse))), (len(self.alphas), len(self.betas)))
-        return int(i), int(j)
-
-    @property
-    def grid_min(self) -> tuple[float, float, float]:
-        """(α, β, mse) at the best grid cell."""
-        i, j = self.grid_argmin
-        return self.alphas[i], self.betas[j], self.mse[i][j]
-
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-        from geoprobe.scan.result import _json_safe
-
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["mse"] = [list(r) for r in self.mse]
-        return _json_safe({"kind": LANDSCAPE_KIND, "version": RESULTS_VERSION, "geoprobe": __version__, **d})
-
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "results") -> "EnergyLandscape":
-        from geoprobe.paths import check_results_kind
-
-        d = check_results_kind(d, kind=LANDSCAPE_KIND, version=RESULTS_VERSION, source=source,
-                               what=cls._what, fix=cls._fix)
-        try:
-            return cls(alphas=tuple(float(v) for v in d["alphas"]), betas=tuple(float(v) for v in d["betas"]),
-                       mse=tuple(tuple(_fl(v) for v in r) for r in d["mse"]), n_samples=d["n_samples"],
-                       context_length=d["context_length"], dim=d["dim"], mse_noisy=_fl(d["mse_noisy"]),
-                       alpha_star=_num(d["alpha_star"]), beta_star=_num(d["beta_star"]),
-                       mse_star=_num(d["mse_star"]), converged=bool(d["converged"]), message=str(d["message"]),
-                       n_iterations=int(d["n_iterations"]), method=str(d["method"]),
-                       provenance=dict(d.get("provenance") or {}))
-        except (KeyError, TypeError, ValueError, GeoprobeError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {cls._fix}") from None
-
-    def figure(self, marks: dict[str, tuple[float, float]] | None = None) -> Any:
-        """log10 MSE over (α, β) on log axes, with the grid minimum, the numerical minimum and the
-        named ``marks`` (e.g. ``{"Bayes-optimal (α=1, β=1/σZ²)": (1, 1/σ**2), "trained": (a, b)}``)
-        drawn as one marker trace each."""
-        import plotly.graph_objects as go
-
-        points = {"grid min": self.grid_min[:2]}
-        if self.alpha_star is not None and self.beta_star is not None:
-            points[f"numerical min{'' if self.converged else ' (not converged)'}"] = (self.alpha_star, self.beta_star)
-        points.update(_check_marks(marks))
-        z = np.log10(np.maximum(np.asarray(self.mse, dtype=np.float64).T, 1e-300))
-        fig = go.Figure(go.Contour(x=list(self.alphas), y=list(self.betas), z=z.tolist(), colorscale="Viridis",
-                                   colorbar=dict(title="log10 MSE"), name="log10 MSE per coordinate",
-                                   contours=dict(coloring="heatmap")))
-        symbols = ["x", "star", "diamond", "circle", "square", "triangle-up", "cross", "hexagon"]
-        for k, (name, (a, b)) in enumerate(points.items()):
-            fig.add_trace(go.Scatter(x=[a], y=[b], mode="markers+text", name=name, text=[name],
-                                     textposition="top center",
-                                     marker=dict(symbol=symbols[k % len(symbols)], size=12, color="white",
-                                                 line=dict(color="black", width=1.5))))
-        fig.update_xaxes(type="log", title_text="α (value scale, W_PV = αI)")
-        fig.update_yaxes(type="log", title_text="β (inverse temperature, W_KQ = βI)")
-        fig.update_layout(title=f"one-step denoiser MSE over (α, β); noisy-query MSE {self.mse_noisy:.4g}",
-                          template="plotly_white")
-        return fig
-
-
-def _batch_chunk(B: int, L: int, n: int, chunk_elements: int) -> int:
-    return max(1, min(B, chunk_elements // max(L, n)))
-
-
-def _one_step_sums(X: torch.Tensor, q: torch.Tensor, c: torch.Tensor, betas: torch.Tensor,
-                   chunk_elements: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ_b ‖m_β(b)‖² and Σ_b m_β(b)·c_b per β, with ``m_β = X softmax(βXx̃)``; memory bounded by
-    ``chunk_elements`` per (β chunk × batch chunk × max(L, n)) block."""
-    B, L, n = X.shape
-    bb = _batch_chunk(B, L, n, chunk_elements)
-    nb = max(1, chunk_elements // (bb * max(L, n)))
-    mm = torch.zeros(len(betas), dtype=X.dtype)
-    mc = torch.zeros(len(betas), dtype=X.dtype)
-    for s in range(0, B, bb):
-        Xs, G, cs = X[s:s + bb], _logits(q[s:s + bb], X[s:s + bb]), c[s:s + bb]
-        for t in range(0, len(betas), nb):
-            w = torch.softmax(betas[t:t + nb, None, None] * G[None], dim=-1)  # (k, bb, L)
-            m = torch.einsum("kbl,bln->kbn", w, Xs)
-            mm[t:t + nb] += (m * m).sum((1, 2))
-            mc[t:t + nb] += (m * cs[None]).sum((1, 2))
-    return mm, mc
-
-
-def _axis(name: str, values: Sequence[float], flag: str) -> torch.Tensor:
-    vals = [_positive(f"{name} grid value", v, f"pass {flag} grid values greater than 0", "the grid is in log axes")
-            for v in values]
-    if not vals:
-        raise GeoprobeError(f"the {name} grid is empty; pass at least one value ({flag})")
-    if any(b <= a for a, b in zip(vals, vals[1:])):
-        raise GeoprobeError(f"the {name} grid {vals} is not strictly increasing; pass sorted distinct values ({flag})")
-    return torch.tensor(vals, dtype=torch.float64)
-
-
-def landscape(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tensor, "B n"], clean: Float[torch.Tensor, "B n"],
-              alphas: Sequence[float], betas: Sequence[float], *, method: str = "BFGS",
-              options: dict[str, Any] | None = None, chunk_elements: int = 1 << 22,
-              provenance: dict[str, Any] | None = None) -> EnergyLandscape:
-    """MSE per coordinate of the one-step denoiser ``αX softmax(βXx̃)`` over ``alphas × betas``, then
-    ``scipy.optimize.minimize(method, options)`` over (log α, log β) from the best grid cell, with
-    the exact gradient by autograd. ``provenance`` (seed, config hash, …) is stored beside the
-    package versions and a sha256 of the inputs."""
-    from scipy.optimize import minimize
-
-    X, q, c = _inputs(X, ("noisy", noisy), ("clean", clean), dtype=torch.float64)
-    a_ax, b_ax = _axis("alphas", alphas, "--alpha"), _axis("betas", betas, "--beta")
-    B, L, n = X.shape
-    N = B * n
-    with torch.no_grad():
-        mm, mc = _one_step_sums(X, q, c, b_ax, chunk_elements)
-        cc = float((c * c).sum())
-        grid = (a_ax[:, None] ** 2 * mm[None] - 2 * a_ax[:, None] * mc[None] + cc) / N
-        grid = grid.clamp_min(0.0)  # rounding of the expanded quadratic near an exact fit
-        mse_noisy = float(((q - c) ** 2).sum()) / N
-    bb = _batch_chunk(B, L, n, chunk_elements)
-
-    def objective(p: np.ndarray) -> tuple[float, np.ndarray]:
-        x = torch.tensor(p, dtype=torch.float64, requires_grad=True)
-        total = 0.0
-        for s in range(0, B, bb):
-            err = x[0].exp() * _readout(q[s:s + bb], X[s:s + bb], x[1].exp()) - c[s:s + bb]
-            part = (err * err).sum() / N
-            part.backward()
-            total += float(part.detach())
-        return total, x.grad.numpy().copy()
-
-    i, j = np.unravel_index(int(torch.argmin(grid)), tuple(grid.shape))
-    x0 = np.log([float(a_ax[i]), float(b_ax[j])])
-    gradient_free = method.lower() in _GRADIENT_FREE
-    fun = (lambda p: objective(p)[0]) if gradient_free else objective
-    res = minimize(fun, x0, jac=None if gradient_free else True, method=method, options=options)
-    a_star, b_star = (math.exp(v) if math.isfinite(v) else math.nan for v in np.asarray(res.x, dtype=float))
-    mse_star = float(res.fun)
-    finite = all(math.isfinite(v) for v in (a_star, b_star, mse_star))
-    return EnergyLandscape(
-        alphas=tuple(float(v) for v in a_ax), betas=tuple(float(v) for v in b_ax),
-        mse=tuple(tuple(float(v) for v in r) for r in grid), n_samples=B, context_length=L, dim=n,
-        mse_noisy=mse_noisy, alpha_star=_num(a_star), beta_star=_num(b_star), mse_star=_num(mse_star),
-        converged=bool(res.success) and finite, message=str(res.message), n_iterations=int(getattr(res, "nit", 0)),
-        method=method, provenance=_provenance(provenance, X, q, c))
-
-
-# -- one step vs many: attention vs Hopfield retrieval -----------------------------------------
-@dataclass(frozen=True, eq=False)
-class DescentComparison(JsonResult):
-    """MSE, mean energy and distance to the nearest context token after 0 (the noisy query), 1,
-    …, n_steps gradient steps on E."""
-
-    _file = "descent.json"
-    _what = "energy-descent results file"
-    _fix = "pass the descent.json that 'geoprobe denoise' wrote"
-
-    alpha: float
-    beta: float
-    gamma: float
-    n_steps: int
-    mse: tuple[float, ...]  # (n_steps + 1,) per coordinate, against the clean points
-    energy: tuple[float, ...]  # (n_steps + 1,) mean over the batch
-    token_distance: tuple[float, ...]  # (n_steps + 1,) mean_b min_i ‖s_t − x_i‖ / √n
-    max_energy_increase: float  # max over rows and steps of E(s_{t+1}) − E(s_t); ≤ 0 up to rounding when γ ≤ 2α
-    n_samples: int
-    context_length: int
-    dim: int
-    provenance: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _alpha(self.alpha), _beta(self.beta), _gamma(self.gamma, self.alpha)
-        T = _steps(self.n_steps)
-        for name in ("mse", "energy", "token_distance"):
-            if len(getattr(self, name)) != T + 1:
-                raise GeoprobeError(f"{name} has {len(getattr(self, name))} entries, not n_steps + 1 = {T + 1}; "
-                                    f"the result is damaged, re-run it")
-        if not all(math.isfinite(v) and v >= 0 for v in (*self.mse, *self.token_distance)):
-            raise GeoprobeError("mse or token_distance has a negative or non-finite value; the result is damaged")
-        _check_dims(self.n_samples, self.context_length, self.dim)
-
-    @property
-    def best_step(self) -> int:
-        """The number of steps with the smallest MSE."""
-        return int(np.argmin(self.mse))
-
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-        from geoprobe.scan.result import _json_safe
-
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        return _json_safe({"kind": DESCENT_KIND, "version": RESULTS_VERSION, "geoprobe": __version__, **d})
-
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "results") -> "DescentComparison":
-        from geoprobe.paths import check_results_kind
-
-        d = check_results_kind(d, kind=DESCENT_KIND, version=RESULTS_VERSION, source=source,
-                               what=cls._what, fix=cls._fix)
-        try:
-            return cls(alpha=float(d["alpha"]), beta=float(d["beta"]), gamma=float(d["gamma"]),
-                       n_steps=d["n_steps"], mse=tuple(_fl(v) for v in d["mse"]),
-                       energy=tuple(_fl(v) for v in d["energy"]),
-                       token_distance=tuple(_fl(v) for v in d["token_distance"]),
-                       max_energy_increase=_fl(d["max_energy_increase"]), n_samples=d["n_samples"],
-                       context_length=d["context_length"], dim=d["dim"], provenance=dict(d.get("provenance") or {}))
-        except (KeyError, TypeError, ValueError, GeoprobeError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {cls._fix}") from None
-
-    def figure(self) -> Any:
-        """MSE and distance to the nearest context token (left) and mean energy (right) by step."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        x = list(range(self.n_steps + 1))
-        fig = make_subplots(rows=1, cols=2, subplot_titles=["denoising error vs retrieval", "energy E(s_t)"])
-        fig.add_trace(go.Scatter(x=x, y=list(self.mse), name="MSE per coordinate vs clean",
-                                 mode="lines+markers"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=list(self.token_distance), name="RMS distance to nearest context token",
-                                 mode="lines+markers", line=dict(dash="dash")), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=list(self.energy), name="mean energy", mode="lines+markers"), row=1, col=2)
-        if self.n_steps >= 1:
-            fig.add_vline(x=1, line_dash="dot", annotation_text="1 step = attention", row=1, col=1)
-        fig.update_xaxes(title_text="gradient steps t")
-        fig.update_yaxes(type="log", row=1, col=1)
-        fig.update_layout(title=f"descent on E (α={self.alpha:.4g}, β={self.beta:.4g}, γ={self.gamma:.4g}); "
-                                f"best step {self.best_step}", template="plotly_white")
-        return fig
-
-
-def descent_comparison(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tensor, "B n"],
-                       clean: Float[torch.Tensor, "B n"], alpha: float, beta: float, n_steps: int,
-                       gamma: float | None = None, *, provenance: dict[str, Any] | None = None) -> DescentComparison:
-    """Descend E from the noisy queries for ``n_steps`` (γ = α by default) and score every step."""
-    a, b = _alpha(alpha), _beta(beta)
-    g, T = _gamma(gamma, a), _steps(n_steps)
-    X, q, c = _inputs(X, ("noisy", noisy), ("clean", clean), dtype=torch.float64)
-    B, L, n = X.shape
-    with torch.no_grad():
-        traj = _descend(q, X, a, b, g, T)  # (T+1, B, n)
-        mse = ((traj - c[None]) ** 2).mean((1, 2))
-        E = torch.stack([_energy(s, X, a, b) for s in traj])  # (T+1, B)
-        dist = torch.stack([((X - s[:, None]) ** 2).sum(-1).min(-1).values.sqrt() for s in traj]) / math.sqrt(n)
-        rise = float((E[1:] - E[:-1]).max()) if T else 0.0
-    return DescentComparison(alpha=a, beta=b, gamma=g, n_steps=T, mse=tuple(float(v) for v in mse),
-                             energy=tuple(float(v) for v in E.mean(1)),
-                             token_distance=tuple(float(v) for v in dist.mean(1)), max_energy_increase=rise,
-                             n_samples=B, context_length=L, dim=n, provenance=_provenance(provenance, X, q, c))

@@ -2,39 +2,37 @@
 context length and the subspace dimension, the warped-geometry run and the energy view, with figures."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from geoprobe.analysis.stats import Estimate, from_json_float, json_float
-from geoprobe.errors import ResultsError
-from geoprobe.paths import JsonResult
+from geoprobe.analysis.stats import Estimate
+from geoprobe.denoise import report
+from geoprobe.denoise.landscape import DescentComparison, EnergyLandscape
+from geoprobe.report.page import Figure, Page, Section
+from geoprobe.results import Result
+from geoprobe.serial import Record, decode
 
-RESULTS_KIND = "geoprobe.denoise"
-RESULTS_VERSION = 1
 #: the issue's target: trained softmax attention's MSE at most this multiple of the oracle (Bayes) MSE
 TARGET_RATIO = 1.05
 
 
-@dataclass(frozen=True)
-class Score:
+@dataclass(frozen=True, eq=False)
+class Score(Record):
     """One method's MSE per coordinate (mean over prompts, bootstrap CI) and its paired ratio to the oracle."""
 
     method: str
     mse: Estimate
     ratio: Estimate | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "mse": self.mse.to_dict(), "ratio": self.ratio.to_dict() if self.ratio else None}
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Score":
-        return cls(str(d["method"]), Estimate.from_dict(d["mse"]), Estimate.from_dict(d["ratio"]) if d.get("ratio") else None)
+    def from_dict(cls, d: dict[str, Any]) -> "Score":  # Estimate is not a Record yet: read it by hand
+        ratio = d.get("ratio")
+        return cls(**{**cls.field_values(d), "mse": Estimate.from_dict(d["mse"]),
+                      "ratio": None if ratio is None else Estimate.from_dict(ratio)})
 
 
-@dataclass(frozen=True)
-class Block:
+@dataclass(frozen=True, eq=False)
+class Block(Record):
     """Scores at one setting of a sweep (``key`` = the context length L or the test dimension d')."""
 
     key: int
@@ -50,16 +48,9 @@ class Block:
                 return s
         raise KeyError(method)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "scores": [s.to_dict() for s in self.scores]}
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Block":
-        return cls(int(d["key"]), tuple(Score.from_dict(s) for s in d["scores"]))
-
-
-@dataclass(frozen=True)
-class Fit:
+@dataclass(frozen=True, eq=False)
+class Fit(Record):
     """A learned matrix against a predicted structure S: W ≈ c·S (least squares), residual ‖W − cS‖_F/‖W‖_F."""
 
     model: str
@@ -69,28 +60,16 @@ class Fit:
     residual: float
     predicted: float | None = None  # the predicted c (None where we have no prediction)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "matrix": self.matrix, "structure": self.structure, "c": json_float(self.c),
-                "residual": json_float(self.residual), "predicted": self.predicted}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Fit":
-        return cls(str(d["model"]), str(d["matrix"]), str(d["structure"]), from_json_float(d["c"]),
-                   from_json_float(d["residual"]), None if d.get("predicted") is None else float(d["predicted"]))
-
-
-def _scores(x: Any) -> tuple[Score, ...]:
-    return tuple(Score.from_dict(s) for s in x)
-
 
 @dataclass(frozen=True, eq=False)
-class DenoiseResult(JsonResult):
+class DenoiseResult(Result, Page):
     """Everything ``geoprobe denoise`` measured on one task."""
 
-    _file = "denoise.json"
-    _page = "denoise.html"
-    _what = "denoising results file"
-    _fix = "pass the denoise.json that 'geoprobe denoise' wrote"
+    KIND: ClassVar[str] = "geoprobe.denoise"
+    FILE: ClassVar[str] = "denoise.json"
+    PAGE: ClassVar[str | None] = "denoise.html"
+    WHAT: ClassVar[str] = "denoising results file"
+    FIX: ClassVar[str] = "pass the denoise.json that 'geoprobe denoise' wrote, or re-run it"
 
     task: dict[str, Any]
     config: dict[str, Any]
@@ -98,17 +77,20 @@ class DenoiseResult(JsonResult):
     fits: tuple[Fit, ...]
     lengths: tuple[Block, ...] = ()  # MSE vs L (models trained at the task's L)
     transfer: tuple[Block, ...] = ()  # MSE at test dimension d' (models trained at d)
-    warp: dict[str, Any] | None = None  # {"condition", "matrix", "scores", "fits"}
+    warp: dict[str, Any] | None = None  # {"condition", "matrix", "scores", "fits", "matrices"}
     energy: dict[str, Any] | None = None
     matrices: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
-    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
-        """Write the self-contained HTML page of this result."""
-        from geoprobe.report.denoise import write_denoise_report
-
-        return write_denoise_report(self, path, force=force)
+    @classmethod
+    def from_body(cls, d: dict[str, Any]) -> "DenoiseResult":  # warp is a plain dict holding Scores and Fits
+        values = cls.field_values(d)
+        warp = values.get("warp")
+        if warp is not None:
+            values["warp"] = {**warp, "scores": decode(tuple[Score, ...], warp["scores"]),
+                              "fits": decode(tuple[Fit, ...], warp["fits"])}
+        return cls(**values)
 
     def __post_init__(self) -> None:
         if self.task.get("name") not in ("linear", "mixture", "sphere"):
@@ -148,41 +130,15 @@ class DenoiseResult(JsonResult):
                          "required": method == "softmax"})
         return rows
 
-    # -- persistence -------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-        from geoprobe.scan.result import _json_safe
+    # -- page -------------------------------------------------------------------------------
+    def title(self) -> str:
+        return f"In-context denoising: {self.name} task"
 
-        warp = None
-        if self.warp is not None:
-            warp = {**self.warp, "scores": [s.to_dict() for s in self.warp["scores"]],
-                    "fits": [f.to_dict() for f in self.warp["fits"]]}
-        return _json_safe({
-            "kind": RESULTS_KIND, "version": RESULTS_VERSION, "geoprobe": __version__, "task": self.task,
-            "config": self.config, "scores": [s.to_dict() for s in self.scores], "fits": [f.to_dict() for f in self.fits],
-            "lengths": [b.to_dict() for b in self.lengths], "transfer": [b.to_dict() for b in self.transfer],
-            "warp": warp, "energy": self.energy, "matrices": self.matrices, "training": self.training,
-            "provenance": self.provenance})
+    def subtitle(self) -> str:
+        return report.subtitle(self)
 
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "results") -> "DenoiseResult":
-        from geoprobe.paths import check_results_kind
-
-        fix = "pass the denoise.json that 'geoprobe denoise' wrote, or re-run it"
-        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source,
-                               what="denoising results file", fix=fix)
-        try:
-            warp = d.get("warp")
-            if warp is not None:
-                warp = {**warp, "scores": _scores(warp["scores"]), "fits": tuple(Fit.from_dict(f) for f in warp["fits"])}
-            return cls(task=dict(d["task"]), config=dict(d["config"]), scores=_scores(d["scores"]),
-                       fits=tuple(Fit.from_dict(f) for f in d["fits"]),
-                       lengths=tuple(Block.from_dict(b) for b in d.get("lengths", [])),
-                       transfer=tuple(Block.from_dict(b) for b in d.get("transfer", [])), warp=warp,
-                       energy=d.get("energy"), matrices=dict(d.get("matrices", {})),
-                       training=dict(d.get("training", {})), provenance=dict(d.get("provenance", {})))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {fix}") from None
+    def sections(self) -> list[Section]:
+        return report.sections(self)
 
     # -- figures -------------------------------------------------------------------------------
     def figure(self) -> Any:
@@ -257,33 +213,23 @@ class DenoiseResult(JsonResult):
                           xaxis_title="step", yaxis_title="MSE per coordinate", template="plotly_white")
         return fig
 
-    def figures(self) -> dict[str, Any]:
-        out = {"scores": self.scores_figure(), "training": self.training_figure()}
+    def figures(self) -> list[Figure]:
+        """The page's figures in order (the same list ``--figures`` exports)."""
+        out = [Figure("scores", report.CAPTIONS["scores"], self.scores_figure()),
+               Figure("training", report.CAPTIONS["training"], self.training_figure())]
         if self.lengths:
-            out["lengths"] = self.lengths_figure()
+            out.append(Figure("lengths", report.CAPTIONS["lengths"], self.lengths_figure()))
         if self.transfer:
-            out["transfer"] = self.transfer_figure()
+            out.append(Figure("transfer", report.CAPTIONS["transfer"], self.transfer_figure()))
         if self.matrices:
-            out["weights"] = self.weights_figure()
+            out.append(Figure("weights", report.CAPTIONS["weights"], self.weights_figure()))
         if self.energy:
-            from geoprobe.denoise.energy import DescentComparison, EnergyLandscape
-
             marks = {k: tuple(v) for k, v in self.energy.get("marks", {}).items()}
-            out["energy"] = EnergyLandscape.from_dict(self.energy["landscape"]).figure(marks=marks)
-            out["descent"] = DescentComparison.from_dict(self.energy["descent"]).figure()
+            out += [Figure("energy", report.CAPTIONS["energy"],
+                           EnergyLandscape.from_dict(self.energy["landscape"]).figure(marks=marks)),
+                    Figure("descent", report.CAPTIONS["descent"],
+                           DescentComparison.from_dict(self.energy["descent"]).figure())]
         return out
 
 
-def scores_table(scores: tuple[Score, ...]) -> list[dict[str, str]]:
-    """One row per method: MSE [95 % CI], ratio to the oracle [95 % CI] (paired bootstrap)."""
-    def ci(e: Estimate | None, digits: int = 4) -> str:
-        return "—" if e is None else f"{e.value:.{digits}g} [{e.low:.{digits}g}, {e.high:.{digits}g}]"
-
-    return [{"method": s.method, "MSE per coordinate [95% CI]": ci(s.mse), "ratio to Bayes [95% CI]": ci(s.ratio)}
-            for s in scores]
-
-
-def fits_table(fits: tuple[Fit, ...]) -> list[dict[str, str]]:
-    return [{"model": f.model, "matrix": f.matrix, "structure S": f.structure, "fitted c (W ≈ cS)": f"{f.c:.4g}",
-             "predicted c": "—" if f.predicted is None else f"{f.predicted:.4g}",
-             "residual ‖W−cS‖/‖W‖": f"{f.residual:.3f}"} for f in fits]
+__all__ = ["Block", "DenoiseResult", "Fit", "Score", "TARGET_RATIO"]

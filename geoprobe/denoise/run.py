@@ -2,103 +2,24 @@
 oracle (Bayes) and the finite-context estimators, sweep L and d, warp the geometry, and add the energy view."""
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import numpy as np
+import torch
 
 from geoprobe.analysis.stats import bootstrap_ci
-from geoprobe.checks import check_seed
-from geoprobe.denoise.attention import MODELS, predict, weight_fit
+from geoprobe.denoise.attention import MODELS, SoftmaxAttention, predict, weight_fit
 from geoprobe.denoise.bayes import bayes_linear_predicted_gain, finite_context, oracle, per_prompt_mse
+from geoprobe.denoise.config import DenoiseConfig
+from geoprobe.denoise.energy import attention_step
+from geoprobe.denoise.landscape import descent_comparison, landscape
 from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
-from geoprobe.denoise.tasks import DenoiseTask, make_task, make_warp, sample
-from geoprobe.denoise.train import TrainSettings, train_model
-from geoprobe.errors import GeoprobeError
+from geoprobe.denoise.tasks import DenoiseTask, make_warp, sample
+from geoprobe.denoise.train import train_model
+from geoprobe.provenance import package_versions
 
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class DenoiseConfig:
-    """What ``geoprobe denoise`` / ``probes/denoise.toml`` run. Variances are variances (σ², not σ);
-    ``None`` task values take the paper's reference settings for the task."""
-
-    task: str = "linear"
-    ambient: int = 16
-    dim: int = 8
-    clusters: int = 8
-    signal_var: float | None = None
-    noise_var: float | None = None
-    radius: float = 1.0
-    context_length: int = 500
-    steps: int = 2000
-    batch_size: int = 64
-    lr: float = 0.01
-    n_eval: int = 2000
-    lengths: tuple[int, ...] = (20, 50, 100, 200, 500)
-    transfer_dims: tuple[int, ...] = (2, 4, 8, 12)
-    warp: bool = False
-    warp_condition: float = 3.0
-    energy: bool = True
-    n_resamples: int = 1000
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_seed(self.seed, "--seed (seed in a probe recipe)")
-        object.__setattr__(self, "lengths", tuple(int(v) for v in self.lengths))
-        object.__setattr__(self, "transfer_dims", tuple(int(v) for v in self.transfer_dims))
-        task = self.make_task()
-        self.settings()
-        if self.n_eval < 8:
-            raise GeoprobeError(f"n_eval {self.n_eval} is below 8 prompts; pass --n-eval 8 or more")
-        if self.n_resamples < 1:
-            raise GeoprobeError(f"n_resamples {self.n_resamples} is below 1; pass --n-resamples 1 or more")
-        for L in self.lengths:
-            if task.name in ("linear", "sphere") and L <= task.d:
-                raise GeoprobeError(f"context length {L} in --lengths is not larger than the subspace dimension "
-                                    f"{task.d}: the estimator is undefined; pass --lengths values of {task.d + 1} or more")
-            if L < 1:
-                raise GeoprobeError(f"context length {L} in --lengths is below 1; pass --lengths values of 1 or more")
-        for d in self.transfer_dims:
-            if task.name == "mixture":
-                break
-            low = 2 if task.name == "sphere" else 1
-            if not low <= d <= task.n:
-                raise GeoprobeError(f"transfer dimension {d} is not in [{low}, ambient dimension {task.n}]; "
-                                    f"pass --transfer-dims values between {low} and {task.n}")
-            if task.context_length <= d:
-                raise GeoprobeError(f"context length {task.context_length} is not larger than the transfer dimension "
-                                    f"{d}: the estimator is undefined; pass --context-length {d + 1} or more")
-        if self.warp and not (math.isfinite(self.warp_condition) and self.warp_condition >= 1):
-            raise GeoprobeError(f"warp condition number {self.warp_condition} is below 1; pass --warp-condition 1 or more")
-
-    def make_task(self) -> DenoiseTask:
-        return make_task(self.task, n=self.ambient, d=self.dim, k=self.clusters, signal_var=self.signal_var,
-                         noise_var=self.noise_var, radius=self.radius, context_length=self.context_length)
-
-    def settings(self) -> TrainSettings:
-        return TrainSettings(steps=self.steps, batch_size=self.batch_size, lr=self.lr)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["lengths"], d["transfer_dims"] = list(self.lengths), list(self.transfer_dims)
-        return d
-
-    def config_hash(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
-
-
-#: seconds, not minutes: for tests and smoke runs
-TINY = dict(ambient=6, dim=2, clusters=3, context_length=40, steps=60, batch_size=16, n_eval=64,
-            lengths=(10, 40), transfer_dims=(2, 3), n_resamples=200, lr=0.05)
-
-
-def tiny_config(**overrides: Any) -> DenoiseConfig:
-    return DenoiseConfig(**{**TINY, **{k: v for k, v in overrides.items() if v is not None}})
 
 
 def _scores(per: dict[str, np.ndarray], seed: int, n_resamples: int) -> tuple[Score, ...]:
@@ -152,13 +73,8 @@ def _fits(task: DenoiseTask, models: dict[str, Any], warp: np.ndarray | None = N
 
 
 def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, n: int = 256) -> dict[str, Any]:
-    """The energy view (geoprobe.denoise.energy): one step == attention, one step vs iterated descent, the (α, β)
-    landscape with the Bayes point (α=1, β=1/σZ²), the trained model's point and the numerical minimum."""
-    import torch
-
-    from geoprobe.denoise import energy as E
-    from geoprobe.denoise.attention import SoftmaxAttention
-
+    """The energy view (denoise.energy, denoise.landscape): one step == attention, one step vs iterated descent,
+    the (α, β) landscape with the Bayes point (α=1, β=1/σZ²), the trained model's point and the numerical minimum."""
     X = torch.from_numpy(prompts.context[:n])
     q = torch.from_numpy(prompts.noisy[:n])
     c = torch.from_numpy(prompts.clean[:n])
@@ -167,7 +83,7 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
     with torch.no_grad():
         ref.W_KQ.copy_(b0 * torch.eye(task.n, dtype=torch.float64))
         ref.W_PV.copy_(a0 * torch.eye(task.n, dtype=torch.float64))
-        diff = float((E.attention_step(q, X, a0, b0) - ref(X, q)).abs().max())
+        diff = float((attention_step(q, X, a0, b0) - ref(X, q)).abs().max())
     marks = {"Bayes point (α=1, β=1/σZ²)": [a0, b0]}
     trained = None
     if "softmax" in models:
@@ -180,16 +96,14 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
             marks["trained softmax (tr W_PV/n, tr W_KQ/n)"] = [a, b]
     alphas = np.geomspace(0.1, 10.0, 21)
     betas = np.geomspace(0.01, 10.0, 25) / task.noise_var
-    land = E.landscape(X, q, c, alphas, betas, provenance={"seed": seed})
-    descent = E.descent_comparison(X, q, c, a0, b0, n_steps=5, provenance={"seed": seed})
+    land = landscape(X, q, c, alphas, betas, provenance={"seed": seed})
+    descent = descent_comparison(X, q, c, a0, b0, n_steps=5, provenance={"seed": seed})
     return {"one_step_max_abs_diff": diff, "bayes_point": [a0, b0], "trained_point": trained, "marks": marks,
             "n_prompts": int(X.shape[0]), "landscape": land.to_dict(), "descent": descent.to_dict()}
 
 
 def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
     """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU)."""
-    from geoprobe.provenance import package_versions
-
     task = config.make_task()
     settings = config.settings()
     seed = config.seed
@@ -234,8 +148,6 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
     prov = {"model_id": f"denoise-{task.name} (softmax and linear attention, trained here)", "seed": seed,
             "config_sha256": config.config_hash(), "data": "fresh prompts every training step; evaluation prompts "
             "from numpy default_rng([seed, 7..10])", "versions": package_versions()}
-    from datetime import datetime, timezone
-
     prov["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return DenoiseResult(task=task.to_dict(), config=config.to_dict(), scores=scores, fits=fits, lengths=tuple(lengths),
                          transfer=tuple(transfer), warp=warp, energy=energy,
@@ -254,4 +166,4 @@ def _ticker(progress: Progress | None, total: int) -> Callable[[], None]:
     return tick
 
 
-__all__ = ["DenoiseConfig", "TINY", "tiny_config", "run_denoise"]
+__all__ = ["run_denoise"]

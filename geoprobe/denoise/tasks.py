@@ -16,13 +16,14 @@ space); see docs/denoise.md for why this choice makes the optimum exactly equiva
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.serial import Record
 
 TaskName = Literal["linear", "mixture", "sphere"]
 TASKS: tuple[str, ...] = ("linear", "mixture", "sphere")
@@ -34,8 +35,8 @@ DEFAULTS: dict[str, dict[str, float]] = {
 }
 
 
-@dataclass(frozen=True)
-class DenoiseTask:
+@dataclass(frozen=True, eq=False)
+class DenoiseTask(Record):
     """One task family at fixed hyper-parameters (validated: a bad value is a one-line GeoprobeError)."""
 
     name: str = "linear"
@@ -77,9 +78,6 @@ class DenoiseTask:
 
     def with_dim(self, d: int) -> "DenoiseTask":
         return replace(self, d=int(d))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def make_task(name: str = "linear", **overrides: Any) -> DenoiseTask:

@@ -233,9 +233,9 @@ def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
     if command == "sula":
         from geoprobe.sula import SulaConfig as cls
     elif command == "windtunnel":
-        from geoprobe.windtunnel.run import WindTunnelConfig as cls
+        from geoprobe.windtunnel.config import WindTunnelConfig as cls
     elif command == "denoise":
-        from geoprobe.denoise.run import DenoiseConfig as cls
+        from geoprobe.denoise.config import DenoiseConfig as cls
     elif command == "positional":
         from geoprobe.positional.run import PositionalConfig as cls
     else:

@@ -3,10 +3,12 @@ transformer and a capacity-matched MLP trained on them, and geoprobe's probes on
 
 ``tasks`` (bijection, HMM and their analytic posteriors) → ``nets`` (LlamaForCausalLM, residual
 MLP) → ``train`` (seeded, resumable) → ``evaluate`` (entropy MAE, KL, ablations) and ``geometry``
-(capture on every checkpoint) → ``result`` (WindTunnelResult, figures) → ``geoprobe.report.windtunnel``.
+(capture on every checkpoint) → ``result`` (WindTunnelResult, figures) and ``report`` (its page);
+``config`` (WindTunnelConfig) and ``run`` (train_tunnel, evaluate_tunnel) drive them.
 """
-from geoprobe.windtunnel.run import WindTunnelConfig, evaluate_tunnel, train_tunnel
+from geoprobe.windtunnel.config import WindTunnelConfig
 from geoprobe.windtunnel.result import WindTunnelResult
+from geoprobe.windtunnel.run import evaluate_tunnel, train_tunnel
 from geoprobe.windtunnel.tasks import BijectionTask, HMMTask, make_task
 
 __all__ = ["BijectionTask", "HMMTask", "WindTunnelConfig", "WindTunnelResult", "evaluate_tunnel", "make_task",

@@ -24,6 +24,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
+from geoprobe.serial import Record
 from geoprobe.windtunnel.tasks import Batch, Task, entropy_bits
 from geoprobe.windtunnel.train import predict_logits, step_rng
 
@@ -91,7 +92,7 @@ def paper_mae_ci(hm: np.ndarray, ht: np.ndarray, *, confidence: float, n_resampl
 
 
 @dataclass(frozen=True, eq=False)
-class TunnelMetrics:
+class TunnelMetrics(Record):
     """A learner against the analytic posterior on ``n`` sequences of ``K`` predictions."""
 
     label: str
@@ -120,18 +121,10 @@ class TunnelMetrics:
     def mae_curve(self) -> tuple[float, ...]:
         return tuple(abs(a - b) for a, b in zip(self.curve_model, self.curve_bayes))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "K": self.K, "n": self.n, "mae_paper": self.mae_paper.to_dict(),
-                "mae_sample": self.mae_sample.to_dict(), "kl": self.kl.to_dict(),
-                "curve_model": list(self.curve_model), "curve_bayes": list(self.curve_bayes),
-                "kl_curve": list(self.kl_curve), "answer_mass": self.answer_mass}
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TunnelMetrics":
-        return cls(label=d["label"], K=int(d["K"]), n=int(d["n"]), mae_paper=Estimate.from_dict(d["mae_paper"]),
-                   mae_sample=Estimate.from_dict(d["mae_sample"]), kl=Estimate.from_dict(d["kl"]),
-                   curve_model=tuple(d["curve_model"]), curve_bayes=tuple(d["curve_bayes"]),
-                   kl_curve=tuple(d["kl_curve"]), answer_mass=float(d["answer_mass"]))
+    def from_dict(cls, d: dict[str, Any]) -> "TunnelMetrics":  # Estimate is not a Record yet: read it by hand
+        estimates = {k: Estimate.from_dict(d[k]) for k in ("mae_paper", "mae_sample", "kl")}
+        return cls(**{**cls.field_values(d), **estimates})
 
 
 def metrics(label: str, probs: Float[np.ndarray, "n K A"], batch: Batch, mass: Float[np.ndarray, "n K"] | None = None,
@@ -184,7 +177,7 @@ def probed_predictive(loaded: Any, batch: Batch, answer_ids: Any, batch_size: in
 
 
 @dataclass(frozen=True, eq=False)
-class Ablations:
+class Ablations(Record):
     """MAE (paper definition, bits) with each attention layer and each head zeroed."""
 
     baseline: float
@@ -208,17 +201,6 @@ class Ablations:
         """Is that head the most damaging head of the whole model?"""
         arr = np.array(self.head_mae_sample)
         return bool(arr.max() == arr[0].max())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline, "baseline_sample": self.baseline_sample, "layer_mae": list(self.layer_mae),
-                "head_mae": [list(r) for r in self.head_mae], "layer_mae_sample": list(self.layer_mae_sample),
-                "head_mae_sample": [list(r) for r in self.head_mae_sample]}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Ablations":
-        return cls(float(d["baseline"]), float(d["baseline_sample"]), tuple(d["layer_mae"]),
-                   tuple(tuple(r) for r in d["head_mae"]), tuple(d["layer_mae_sample"]),
-                   tuple(tuple(r) for r in d["head_mae_sample"]))
 
 
 def ablations(loaded: Any, task: Task, batch: Batch) -> Ablations:

@@ -37,6 +37,7 @@ from geoprobe.analysis.alignment import spearman
 from geoprobe.analysis.manifold import ValueManifold
 from geoprobe.analysis.orthogonality import head_orthogonality
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
+from geoprobe.serial import Record
 from geoprobe.windtunnel.evaluate import eval_batch, model_predictive, paper_mae
 from geoprobe.windtunnel.nets import to_text
 from geoprobe.windtunnel.tasks import Batch, Task, entropy_bits
@@ -128,7 +129,7 @@ def _t90(steps: Sequence[int], frac: np.ndarray, level: float = 0.9) -> float:
 
 
 @dataclass(frozen=True, eq=False)
-class TrainingGeometry:
+class TrainingGeometry(Record):
     """Geometry of the transformer across its checkpoints (C checkpoints, L layers)."""
 
     steps: tuple[int, ...]
@@ -178,20 +179,9 @@ class TrainingGeometry:
     def dissociation(self) -> bool:
         return self.t90_frame < self.t90_precision
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            v = getattr(self, name)
-            out[name] = v.to_dict() if isinstance(v, Estimate) else [list(r) if isinstance(r, tuple) else r for r in v] \
-                if isinstance(v, tuple) else v
-        return out
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainingGeometry":
-        kw = {k: (Estimate.from_dict(v) if k == "calibration" else
-                  tuple(tuple(r) if isinstance(r, list) else r for r in v) if isinstance(v, list) else v)
-              for k, v in d.items()}
-        return cls(**kw)
+    def from_dict(cls, d: dict[str, Any]) -> "TrainingGeometry":  # Estimate is not a Record yet: read it by hand
+        return cls(**{**cls.field_values(d), "calibration": Estimate.from_dict(d["calibration"])})
 
 
 def training_geometry(run: Path, spec: RunSpec, *, n_probes: int = 256, eval_n: int = 512,

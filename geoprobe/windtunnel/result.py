@@ -1,62 +1,38 @@
 """The wind-tunnel result: metrics, ablations and training geometry, with figures made from them."""
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from geoprobe.errors import ResultsError
-from geoprobe.paths import JsonResult
+from geoprobe.report.page import Figure, Page, Section
+from geoprobe.results import Result
+from geoprobe.windtunnel import report
 from geoprobe.windtunnel.evaluate import Ablations, TunnelMetrics
 from geoprobe.windtunnel.geometry import TrainingGeometry
-
-RESULTS_KIND = "geoprobe.windtunnel"
-RESULTS_VERSION = 1
-
-#: arXiv 2512.22471, entropy MAE in bits (transformer, MLP) by evaluation length K
-PAPER: dict[str, dict[int, tuple[float, float]]] = {
-    "bijection": {20: (0.0030, 1.854)},
-    "hmm": {20: (7.5e-5, 0.409), 30: (0.0125, 0.400), 50: (0.0288, 0.402)},
-}
-#: the issue's targets at the cpu scale: (transformer MAE at most, MLP MAE at least) in bits, at the training K
-TARGETS: dict[str, tuple[float, float]] = {"bijection": (0.02, 1.0), "hmm": (0.02, 0.3)}
-
-
-def paper_value(task: str, arch: str, K: int) -> str:
-    """The paper's MAE for this learner at this length, formatted (``—`` where it reports none)."""
-    ref = PAPER[task].get(K)
-    return f"{ref[0 if arch == 'transformer' else 1]:g}" if ref else "—"
-CALIBRATION_TARGET = 0.9
+from geoprobe.windtunnel.paper import CALIBRATION_TARGET, PAPER, TARGETS
 
 
 @dataclass(frozen=True, eq=False)
-class WindTunnelResult(JsonResult):
+class WindTunnelResult(Result, Page):
     """Everything ``geoprobe windtunnel eval`` measured on one task (both learners)."""
 
-    _file = "windtunnel.json"
-    _page = "windtunnel.html"
-    _what = "wind-tunnel results file"
-    _fix = "pass the windtunnel.json that 'geoprobe windtunnel eval' wrote"
+    KIND: ClassVar[str] = "geoprobe.windtunnel"
+    FILE: ClassVar[str] = "windtunnel.json"
+    PAGE: ClassVar[str | None] = "windtunnel.html"
+    WHAT: ClassVar[str] = "wind-tunnel results file"
+    FIX: ClassVar[str] = "pass the windtunnel.json that 'geoprobe windtunnel eval' wrote, or re-run it"
 
     task: dict[str, Any]
     scale: str
     specs: dict[str, dict[str, Any]]  # arch -> RunSpec.to_json()
     n_params: dict[str, int]
     metrics: dict[str, tuple[TunnelMetrics, ...]]  # arch -> one per evaluation length, training length first
-    ablations: Ablations | None
-    geometry: TrainingGeometry | None
-    training: dict[str, dict[str, Any]]  # arch -> seconds, steps, final loss, tokens/s
+    ablations: Ablations | None = None
+    geometry: TrainingGeometry | None = None
+    training: dict[str, dict[str, Any]] = field(default_factory=dict)  # arch -> seconds, steps, final loss, tokens/s
     provenance: dict[str, Any] = field(default_factory=dict)
-
-    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
-        """Write the self-contained HTML page of this result."""
-        from geoprobe.report.windtunnel import write_windtunnel_report
-
-        return write_windtunnel_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         if self.task.get("name") not in PAPER:
@@ -102,35 +78,15 @@ class WindTunnelResult(JsonResult):
                          "target": CALIBRATION_TARGET, "measured": v, "pass": v >= CALIBRATION_TARGET})
         return rows
 
-    # -- persistence ----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-        from geoprobe.scan.result import _json_safe
+    # -- page -------------------------------------------------------------------------------
+    def title(self) -> str:
+        return f"Bayesian wind tunnel: {self.name} ({self.scale} scale)"
 
-        return _json_safe({
-            "kind": RESULTS_KIND, "version": RESULTS_VERSION, "geoprobe": __version__, "task": self.task,
-            "scale": self.scale, "specs": self.specs, "n_params": self.n_params,
-            "metrics": {a: [m.to_dict() for m in ms] for a, ms in self.metrics.items()},
-            "ablations": self.ablations.to_dict() if self.ablations else None,
-            "geometry": self.geometry.to_dict() if self.geometry else None,
-            "training": self.training, "provenance": self.provenance})
+    def subtitle(self) -> str:
+        return report.subtitle(self)
 
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "results") -> "WindTunnelResult":
-        from geoprobe.paths import check_results_kind
-
-        fix = "pass the windtunnel.json that 'geoprobe windtunnel eval' wrote, or re-run it"
-        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source,
-                               what="wind-tunnel results file", fix=fix)
-        try:
-            return cls(task=dict(d["task"]), scale=str(d["scale"]), specs=dict(d["specs"]),
-                       n_params={k: int(v) for k, v in d["n_params"].items()},
-                       metrics={a: tuple(TunnelMetrics.from_dict(m) for m in ms) for a, ms in d["metrics"].items()},
-                       ablations=Ablations.from_dict(d["ablations"]) if d.get("ablations") else None,
-                       geometry=TrainingGeometry.from_dict(d["geometry"]) if d.get("geometry") else None,
-                       training=dict(d.get("training", {})), provenance=dict(d.get("provenance", {})))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {fix}") from None
+    def sections(self) -> list[Section]:
+        return report.sections(self)
 
     # -- figures ----------------------------------------------------------------------------
     def entropy_figure(self) -> Any:
@@ -236,36 +192,22 @@ class WindTunnelResult(JsonResult):
         fig = go.Figure(go.Scatter(x=list(g.analytic_entropy), y=list(g.final_pc1), mode="markers",
                                    marker=dict(color=list(g.final_model_entropy), colorscale="Viridis", size=6,
                                                colorbar=dict(title="model H (bits)")), name="probe prompt"))
-        fig.update_layout(title=f"{self.name}: value PC1 vs analytic entropy, |ρ| = {c.value:.3f} "
-                                f"[{c.low:.3f}, {c.high:.3f}]",
+        fig.update_layout(title=f"{self.name}: value PC1 vs analytic entropy, |ρ| = {c:.3f}",
                           xaxis_title="analytic predictive entropy (bits)",
                           yaxis_title=f"value PC1, layer {g.calibration_layer}",
                           template="plotly_white")
         return fig
 
-    def figures(self) -> dict[str, Any]:
-        out = {"entropy": self.entropy_figure()}
+    def figures(self) -> list[Figure]:
+        """The page's figures in order (the same list ``--figures`` exports)."""
+        out = [Figure("entropy", report.CAPTIONS["entropy"], self.entropy_figure())]
         if self.ablations is not None:
-            out["ablations"] = self.ablation_figure()
+            out.append(Figure("ablations", report.CAPTIONS["ablations"], self.ablation_figure()))
         if self.geometry is not None:
-            out["dynamics"] = self.dynamics_figure()
-            out["focusing"] = self.focusing_figure()
-            out["calibration"] = self.calibration_figure()
+            out += [Figure("dynamics", report.CAPTIONS["dynamics"], self.dynamics_figure()),
+                    Figure("focusing", report.CAPTIONS["focusing"], self.focusing_figure()),
+                    Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure())]
         return out
 
 
-def metrics_table(result: WindTunnelResult) -> list[dict[str, str]]:
-    """One row per (learner, K): both MAE definitions and KL with CIs, next to the paper's number."""
-    def ci(e: Any) -> str:
-        if not math.isfinite(e.value):
-            return "n/a"
-        return f"{e.value:.4g} [{e.low:.4g}, {e.high:.4g}]"
-
-    rows = []
-    for arch, ms in result.metrics.items():
-        for m in ms:
-            rows.append({"learner": arch, "K": str(m.K), "MAE paper def. (bits)": ci(m.mae_paper),
-                         "MAE per sample (bits)": ci(m.mae_sample), "KL(Bayes‖model) (bits)": ci(m.kl),
-                         "answer mass": f"{m.answer_mass:.4f}",
-                         "paper MAE (bits)": paper_value(result.name, arch, m.K)})
-    return rows
+__all__ = ["WindTunnelResult"]

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
-from geoprobe.checks import check_seed
-from geoprobe.errors import GeoprobeError
+from geoprobe.paths import atomic_write_text
+from geoprobe.provenance import package_versions, prompts_hash
+from geoprobe.windtunnel.config import ArchChoice, check_arch
 from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch, metrics, model_predictive
 from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
 from geoprobe.windtunnel.result import WindTunnelResult
@@ -16,55 +17,7 @@ from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (RunSpec, TrainingError, checkpoint_dir, list_checkpoints, load_weights, n_params,
                                        read_spec, train)
 
-ArchChoice = Literal["both", "transformer", "mlp"]
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
-
-def check_arch(arch: str) -> None:
-    if arch not in ("both", "transformer", "mlp"):
-        raise GeoprobeError(f"arch {arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
-
-
-@dataclass(frozen=True)
-class WindTunnelConfig:
-    """What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: train, evaluate, report."""
-
-    task: Literal["bijection", "hmm"] = "bijection"
-    scale: Literal["tiny", "cpu", "paper"] = "cpu"
-    arch: ArchChoice = "both"
-    seed: int = 0
-    steps: int | None = None  # None: the scale's
-    n_eval: int | None = None  # None: the scale's
-    n_probes: int | None = None
-    geometry: bool = True
-    ablations: bool = True
-    vocab: int | None = None  # task parameters; None: the scale's (V symbols / emissions)
-    length: int | None = None  # K
-    states: int | None = None  # S (HMM)
-    repeat: float | None = None  # bijection: probability that a key repeats
-
-    def __post_init__(self) -> None:
-        check_seed(self.seed, "--seed (seed in a probe recipe)")
-        scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
-        self.task_params()  # and for out-of-range task parameters
-        check_arch(self.arch)
-        for name in ("n_eval", "n_probes"):
-            v = getattr(self, name)
-            if v is not None and v < 8:
-                raise GeoprobeError(f"{name} = {v} is below 8 sequences; pass --{name.replace('_', '-')} 8 or more")
-
-    def task_params(self) -> dict[str, Any]:
-        """The task parameters given (checked by building the task)."""
-        from geoprobe.windtunnel.tasks import make_task
-
-        given = {"V": self.vocab, "K": self.length, "S": self.states, "repeat": self.repeat}
-        if self.task == "bijection" and self.states is not None:
-            raise GeoprobeError("--states is an HMM parameter; drop it or pass --task hmm")
-        if self.task == "hmm" and self.repeat is not None:
-            raise GeoprobeError("--repeat is a bijection parameter; drop it or pass --task bijection")
-        params = {k: v for k, v in given.items() if v is not None}
-        make_task(self.task, **{**scale_spec(self.task, self.scale).task, **params})
-        return params
 
 
 def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both", seed: int = 0,
@@ -91,8 +44,6 @@ def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both",
 
 def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:
     """Append this training session to ``train_log.json``; totals cover every session of the run."""
-    from geoprobe.paths import atomic_write_text
-
     first = rep.resumed_from or 0
     old = json.loads(path.read_text()) if rep.resumed_from is not None and path.exists() else {}
     sessions = list(old.get("sessions", []))
@@ -121,7 +72,6 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
                     ablate: bool = True, progress: Progress | None = None) -> WindTunnelResult:
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
     from geoprobe.models.loading import _local_weights_hash, load_model
-    from geoprobe.provenance import package_versions, prompts_hash
 
     out = Path(out)
     t_run = out / "transformer"

@@ -8,7 +8,7 @@ scale draws fresh sequences each step instead of cycling a fixed training set.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from geoprobe.errors import GeoprobeError
@@ -116,8 +116,6 @@ def run_specs(task_name: str, scale: str, *, seed: int = 0, steps: int | None = 
 
 
 def _with(cfg: TrainConfig, **changes: Any) -> TrainConfig:
-    from dataclasses import replace
-
     return replace(cfg, **{k: v for k, v in changes.items() if v is not None})
 
 

@@ -22,7 +22,7 @@ import pickle
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -30,7 +30,9 @@ import numpy as np
 import torch
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
+from geoprobe.serial import Record
 from geoprobe.windtunnel.nets import (Arch, MLPConfig, ResidualMLP, TransformerSize, build_mlp, build_transformer,
                                       n_params, word_tokenizer)
 from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
@@ -43,8 +45,8 @@ class TrainingError(GeoprobeError):
     """A run that cannot start, resume, or continue (divergence, mismatched checkpoint)."""
 
 
-@dataclass(frozen=True)
-class TrainConfig:
+@dataclass(frozen=True, eq=False)
+class TrainConfig(Record):
     steps: int
     batch_size: int
     lr: float
@@ -79,9 +81,11 @@ class TrainConfig:
         return tuple(sorted({0, self.steps, *(int(s) for s in raw)}))
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything that defines a run: a checkpoint from another spec cannot continue it."""
+@dataclass(frozen=True, eq=False)
+class RunSpec(Record):
+    """Everything that defines a run: a checkpoint from another spec cannot continue it. Stored as
+    ``run.json`` (and each checkpoint's ``spec.json``): its fields under a small envelope of their own
+    (kind and version, no geoprobe version: a run directory is not a results file)."""
 
     task: dict[str, Any]
     arch: Arch
@@ -95,8 +99,11 @@ class RunSpec:
         return task_from_dict(self.task)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": RUN_KIND, "version": RUN_VERSION, "task": self.task, "arch": self.arch, "size": self.size,
-                "train": asdict(self.train), "scale": self.scale, "notes": list(self.notes)}
+        return {"kind": RUN_KIND, "version": RUN_VERSION, **self.to_dict()}
+
+    def json_text(self) -> str:
+        """What ``run.json`` and ``spec.json`` hold."""
+        return json.dumps(self.to_json(), indent=1)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], where: str) -> "RunSpec":
@@ -106,8 +113,7 @@ class RunSpec:
         if d.get("version") != RUN_VERSION:
             raise TrainingError(f"{where} has run format {d.get('version')}, this geoprobe reads {RUN_VERSION}; "
                                 "retrain with --out NEW_DIR")
-        return cls(task=d["task"], arch=d["arch"], size=d["size"], train=TrainConfig(**d["train"]),
-                   scale=d.get("scale", "custom"), notes=tuple(d.get("notes", ())))
+        return cls.from_dict(d)
 
     def differences(self, other: "RunSpec") -> list[str]:
         a, b = self.to_json(), other.to_json()
@@ -163,8 +169,6 @@ RUN_DIR_FILES = ("run.json", "train_log.json", "checkpoints")
 def check_run_dir(path: Path) -> None:
     """``path`` is a learner's run directory geoprobe wrote (run.json naming a wind-tunnel run, and
     nothing but its files), or a one-line error: geoprobe never trains into a directory of its own."""
-    from geoprobe.outputs import check_replaceable_dir
-
     check_replaceable_dir(path, RUN_DIR_FILES, "run.json")
 
 
@@ -189,12 +193,10 @@ def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module,
         save_model(model, str(tmp / "model.safetensors"))
     torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "step": step,
                 "losses": torch.tensor(losses, dtype=torch.float64)}, tmp / "trainer.pt")
-    (tmp / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
+    (tmp / "spec.json").write_text(spec.json_text())
     (tmp / "DONE").write_text("")
     _publish(tmp)
     if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
-        from geoprobe.outputs import check_replaceable_dir
-
         try:
             check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
         except BaseException:
@@ -273,7 +275,7 @@ def _write_spec(run: Path, spec: RunSpec) -> None:
                                 f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
                                 "or another --out")
     run.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(spec.to_json(), indent=1))
+    atomic_write_text(path, spec.json_text())
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
                                    "file = \"p.txt\"\n"),
     "sample_out": _text("sampled.jsonl", '{"set": "mixed", "prompt": "The cat sat on the"}\n'),
     "sample_out_foreign": _text("mine.jsonl", "\"keep me\"\n"),
-    "wt_results": lambda d: _kind_json(d, "wt.json", "geoprobe.windtunnel.result"),
+    "wt_results": _json("wt.json", {"kind": "geoprobe.windtunnel", "version": 1, "geoprobe": "0.0"}),
     "scan_results_kind": lambda d: _kind_json(d, "scan.json", "geoprobe.scan.result"),
     "sula_results": lambda d: _kind_json(d, "sula.json", "geoprobe.sula.result"),
     "corrupt_results": _text("results.json", '{"kind": "geoprobe.scan", "layers": [0, 1'),

@@ -11,17 +11,8 @@ import pytest
 import torch
 from scipy.special import softmax as np_softmax
 
-from geoprobe.denoise.energy import (
-    DescentComparison,
-    EnergyLandscape,
-    attention_step,
-    descend,
-    descent_comparison,
-    energy,
-    energy_gradient,
-    gradient_step,
-    landscape,
-)
+from geoprobe.denoise.energy import attention_step, descend, energy, energy_gradient, gradient_step
+from geoprobe.denoise.landscape import DescentComparison, EnergyLandscape, descent_comparison, landscape
 from geoprobe.errors import GeoprobeError, ResultsError
 
 

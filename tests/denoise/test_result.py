@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from geoprobe.denoise.result import DenoiseResult
-from geoprobe.denoise.run import DenoiseConfig, run_denoise, tiny_config
+from geoprobe.denoise.config import DenoiseConfig, tiny_config
+from geoprobe.denoise.run import run_denoise
 from geoprobe.errors import GeoprobeError, ResultsError
-from geoprobe.report.denoise import render_denoise_report, write_denoise_report
+from geoprobe.report.page import render
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +57,13 @@ def test_json_round_trip_and_determinism(result, tmp_path):
 def test_report_escapes_user_strings(result, tmp_path):
     evil = "<script>alert(1)</script>"
     r = replace(result, provenance={**result.provenance, "model_id": evil})
-    html = render_denoise_report(r)
+    html = render(r)
     assert evil not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     for anchor in ("scores", "training", "lengths", "transfer", "weights", "energy", "descent"):
         assert f'id="{anchor}"' in html
-    p = write_denoise_report(result, tmp_path / "r.html")
+    p = result.report(tmp_path / "r.html")
     with pytest.raises(GeoprobeError, match="--force"):
-        write_denoise_report(result, p)
+        result.report(p)
 
 
 def test_config_validation():

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from geoprobe.errors import GeoprobeError
-from geoprobe.windtunnel.run import WindTunnelConfig, evaluate_tunnel, train_tunnel
+from geoprobe.windtunnel.config import WindTunnelConfig
+from geoprobe.windtunnel.run import evaluate_tunnel, train_tunnel
 from geoprobe.windtunnel.train import TrainingError
 
 

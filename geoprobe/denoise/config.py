@@ -1,0 +1,92 @@
+"""What ``geoprobe denoise`` / ``probes/denoise.toml`` run: :class:`DenoiseConfig`, and the seconds-scale
+``tiny_config`` for tests and smoke runs."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from geoprobe.checks import check_seed
+from geoprobe.denoise.tasks import DenoiseTask, make_task
+from geoprobe.denoise.train import TrainSettings
+from geoprobe.errors import GeoprobeError
+from geoprobe.serial import Record
+
+
+@dataclass(frozen=True, eq=False)
+class DenoiseConfig(Record):
+    """What ``geoprobe denoise`` / ``probes/denoise.toml`` run. Variances are variances (σ², not σ);
+    ``None`` task values take the paper's reference settings for the task."""
+
+    task: str = "linear"
+    ambient: int = 16
+    dim: int = 8
+    clusters: int = 8
+    signal_var: float | None = None
+    noise_var: float | None = None
+    radius: float = 1.0
+    context_length: int = 500
+    steps: int = 2000
+    batch_size: int = 64
+    lr: float = 0.01
+    n_eval: int = 2000
+    lengths: tuple[int, ...] = (20, 50, 100, 200, 500)
+    transfer_dims: tuple[int, ...] = (2, 4, 8, 12)
+    warp: bool = False
+    warp_condition: float = 3.0
+    energy: bool = True
+    n_resamples: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
+        object.__setattr__(self, "lengths", tuple(int(v) for v in self.lengths))
+        object.__setattr__(self, "transfer_dims", tuple(int(v) for v in self.transfer_dims))
+        task = self.make_task()
+        self.settings()
+        if self.n_eval < 8:
+            raise GeoprobeError(f"n_eval {self.n_eval} is below 8 prompts; pass --n-eval 8 or more")
+        if self.n_resamples < 1:
+            raise GeoprobeError(f"n_resamples {self.n_resamples} is below 1; pass --n-resamples 1 or more")
+        for L in self.lengths:
+            if task.name in ("linear", "sphere") and L <= task.d:
+                raise GeoprobeError(f"context length {L} in --lengths is not larger than the subspace dimension "
+                                    f"{task.d}: the estimator is undefined; pass --lengths values of {task.d + 1} or more")
+            if L < 1:
+                raise GeoprobeError(f"context length {L} in --lengths is below 1; pass --lengths values of 1 or more")
+        for d in self.transfer_dims:
+            if task.name == "mixture":
+                break
+            low = 2 if task.name == "sphere" else 1
+            if not low <= d <= task.n:
+                raise GeoprobeError(f"transfer dimension {d} is not in [{low}, ambient dimension {task.n}]; "
+                                    f"pass --transfer-dims values between {low} and {task.n}")
+            if task.context_length <= d:
+                raise GeoprobeError(f"context length {task.context_length} is not larger than the transfer dimension "
+                                    f"{d}: the estimator is undefined; pass --context-length {d + 1} or more")
+        if self.warp and not (math.isfinite(self.warp_condition) and self.warp_condition >= 1):
+            raise GeoprobeError(f"warp condition number {self.warp_condition} is below 1; pass --warp-condition 1 or more")
+
+    def make_task(self) -> DenoiseTask:
+        return make_task(self.task, n=self.ambient, d=self.dim, k=self.clusters, signal_var=self.signal_var,
+                         noise_var=self.noise_var, radius=self.radius, context_length=self.context_length)
+
+    def settings(self) -> TrainSettings:
+        return TrainSettings(steps=self.steps, batch_size=self.batch_size, lr=self.lr)
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+#: seconds, not minutes: for tests and smoke runs
+TINY = dict(ambient=6, dim=2, clusters=3, context_length=40, steps=60, batch_size=16, n_eval=64,
+            lengths=(10, 40), transfer_dims=(2, 3), n_resamples=200, lr=0.05)
+
+
+def tiny_config(**overrides: Any) -> DenoiseConfig:
+    return DenoiseConfig(**{**TINY, **{k: v for k, v in overrides.items() if v is not None}})
+
+
+__all__ = ["DenoiseConfig", "TINY", "tiny_config"]

@@ -1,0 +1,60 @@
+"""What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: :class:`WindTunnelConfig`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from geoprobe.checks import check_seed
+from geoprobe.errors import GeoprobeError
+from geoprobe.windtunnel.scales import scale_spec
+from geoprobe.windtunnel.tasks import make_task
+
+ArchChoice = Literal["both", "transformer", "mlp"]
+
+
+def check_arch(arch: str) -> None:
+    if arch not in ("both", "transformer", "mlp"):
+        raise GeoprobeError(f"arch {arch!r} is not both|transformer|mlp; pass --arch both, transformer or mlp")
+
+
+@dataclass(frozen=True)
+class WindTunnelConfig:
+    """What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: train, evaluate, report."""
+
+    task: Literal["bijection", "hmm"] = "bijection"
+    scale: Literal["tiny", "cpu", "paper"] = "cpu"
+    arch: ArchChoice = "both"
+    seed: int = 0
+    steps: int | None = None  # None: the scale's
+    n_eval: int | None = None  # None: the scale's
+    n_probes: int | None = None
+    geometry: bool = True
+    ablations: bool = True
+    vocab: int | None = None  # task parameters; None: the scale's (V symbols / emissions)
+    length: int | None = None  # K
+    states: int | None = None  # S (HMM)
+    repeat: float | None = None  # bijection: probability that a key repeats
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
+        scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
+        self.task_params()  # and for out-of-range task parameters
+        check_arch(self.arch)
+        for name in ("n_eval", "n_probes"):
+            v = getattr(self, name)
+            if v is not None and v < 8:
+                raise GeoprobeError(f"{name} = {v} is below 8 sequences; pass --{name.replace('_', '-')} 8 or more")
+
+    def task_params(self) -> dict[str, Any]:
+        """The task parameters given (checked by building the task)."""
+        given = {"V": self.vocab, "K": self.length, "S": self.states, "repeat": self.repeat}
+        if self.task == "bijection" and self.states is not None:
+            raise GeoprobeError("--states is an HMM parameter; drop it or pass --task hmm")
+        if self.task == "hmm" and self.repeat is not None:
+            raise GeoprobeError("--repeat is a bijection parameter; drop it or pass --task bijection")
+        params = {k: v for k, v in given.items() if v is not None}
+        make_task(self.task, **{**scale_spec(self.task, self.scale).task, **params})
+        return params
+
+
+__all__ = ["ArchChoice", "WindTunnelConfig", "check_arch"]
