@@ -134,7 +134,7 @@ def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
         return [tuple(x) if len(x) == 3 else (x[0], "", x[1]) for x in obj]  # type: ignore[misc]
     name = type(obj).__name__
     if name == "ScanResult":
-        from geoprobe.report.html import report_figures
+        from geoprobe.scan.report import scan_figures as report_figures
     elif name == "DomainComparison":
         from geoprobe.report.domains import domains_figures as report_figures
     elif name == "ModelComparison":
