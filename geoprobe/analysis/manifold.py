@@ -183,7 +183,8 @@ def _se_interval(value: float, se: float, confidence: float, lo: float, hi: floa
     return Estimate(value, max(lo, value - half), min(hi, value + half), confidence)
 
 
-def _frozen(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+def frozen_array(a: Any, shape: tuple[int, ...], what: str) -> Float[np.ndarray, "..."]:
+    """``a`` as a read-only float64 array of ``shape``, finite (a ValueError naming ``what`` otherwise)."""
     a = np.array(a, dtype=np.float64)
     if a.shape != shape:
         raise ValueError(f"{what} has shape {a.shape}, expected {shape}")
@@ -191,6 +192,9 @@ def _frozen(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
         raise ValueError(f"{what} contains NaN or Inf")
     a.setflags(write=False)
     return a
+
+
+_frozen = frozen_array  # the old name, still imported by compare.global_pca: use ``frozen_array``
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,12 +243,12 @@ class ManifoldProfile(Record):
         derived = tuple(bool(e.value > b.pc1.high) for e, b in zip(self.pc1, self.null))
         if self.beats_null_pc1 != derived:
             raise ValueError(f"beats_null_pc1 {self.beats_null_pc1} disagrees with pc1 > null upper {derived}")
-        coords = {int(k): _frozen(v, (self.n, 2), f"coords[{k}]") for k, v in self.coords.items()}
+        coords = {int(k): frozen_array(v, (self.n, 2), f"coords[{k}]") for k, v in self.coords.items()}
         if not set(coords) <= set(layers):
             raise ValueError(f"scatter layers {sorted(coords)} are not all in {layers}")
         object.__setattr__(self, "coords", coords)
-        object.__setattr__(self, "next_entropy", _frozen(self.next_entropy, (self.n,), "next_entropy"))
-        object.__setattr__(self, "pc1_coords", _frozen(self.pc1_coords, (L, self.n), "pc1_coords"))
+        object.__setattr__(self, "next_entropy", frozen_array(self.next_entropy, (self.n,), "next_entropy"))
+        object.__setattr__(self, "pc1_coords", frozen_array(self.pc1_coords, (L, self.n), "pc1_coords"))
         orient = {int(k): int(v) for k, v in self.orientation.items()}
         if set(orient) != set(layers) or any(v not in (1, -1) for v in orient.values()):
             raise ValueError(f"orientation must map every layer to +1 or -1, got {orient}")

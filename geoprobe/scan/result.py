@@ -15,8 +15,8 @@ from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
 from geoprobe.report.page import Figure, Page, Section
 from geoprobe.results import Result
-from geoprobe.scan.report import page_sections, page_subtitle, scan_figures, scorecard_table
 from geoprobe.scan.config import ScanConfig
+from geoprobe.scan.report import page_sections, page_subtitle, scan_figures, scorecard_table
 from geoprobe.scan.scorecard import Scorecard
 
 RESULTS_KIND = "geoprobe.scan"
