@@ -30,7 +30,8 @@ MASKED = {
     "provenance.created": "the time the run was made",
     "prompt_set.path": "absolute path of the prompt file: depends on where the checkout lives",
     "geoprobe": "the package version in the envelope: 0.1.0 today, moves with a release, not with behaviour",
-    "provenance.versions.geoprobe": "the same package version, recorded in provenance",
+    "provenance.versions.*": "the environment's package versions (geoprobe's own, plotly, ...); the keys are "
+                             "compared, and the test runs only where NUMERIC_LIBRARIES match the fixture's",
 }
 #: libraries whose builds decide the floats; part (b) needs the fixture's versions of them
 NUMERIC_LIBRARIES = ("python", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn")
