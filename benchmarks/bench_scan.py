@@ -46,7 +46,7 @@ def breakdown(model: str, runs: int) -> dict[str, list[float]]:
     from geoprobe.capture.run import CaptureConfig, capture
     from geoprobe.models.loading import load_model
     from geoprobe.scan import ScanConfig, analyse
-    from geoprobe.scan.run import _init_key_weights, resolve_prompts
+    from geoprobe.scan.run import random_init_key_weights, resolve_prompts
 
     config = ScanConfig()
     t = time.perf_counter()
@@ -61,7 +61,7 @@ def breakdown(model: str, runs: int) -> dict[str, list[float]]:
         cap = capture(m, texts, cc, seed=config.seed)
         out["capture"].append(time.perf_counter() - t)
         t = time.perf_counter()
-        init, label = _init_key_weights(cap, m.hf_model.config, config.seed)
+        init, label = random_init_key_weights(cap, m.hf_model.config, config.seed)
         out["random-init W_K baseline"].append(time.perf_counter() - t)
         t = time.perf_counter()
         result = analyse(cap, config, init_w_k=init, init_label=label)

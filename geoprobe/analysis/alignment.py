@@ -23,15 +23,15 @@ import numpy as np
 import scipy.stats
 from jaxtyping import Float
 
-from geoprobe.analysis.stats import (Estimate, RandomState, _quiet, bonferroni, bootstrap_batch, from_json_float,
-                                     json_float)
+from geoprobe.analysis.stats import Estimate, RandomState, bonferroni, bootstrap_batch, quiet
+from geoprobe.serial import Record
 
 ALPHA = 0.05  # significance level for the figure's markers (after Bonferroni)
 
 
 def pearson(x: Float[np.ndarray, "... n"], y: Float[np.ndarray, "... n"], axis: int = -1) -> Float[np.ndarray, "..."]:
     """Pearson r along ``axis`` (``scipy.stats.pearsonr``, vectorised); NaN for constant input."""
-    with _quiet():
+    with quiet():
         return scipy.stats.pearsonr(x, y, axis=axis).statistic
 
 
@@ -84,7 +84,7 @@ def _align(coords: np.ndarray, entropy: np.ndarray, n_resamples: int, n_permutat
     # standardised ranks a and b, ρ_S under a permutation π is a · b[π] / n, and all layers and
     # permutations are one matrix product (same estimator as scipy.stats.permutation_test with
     # pairings, p = (1 + #{|ρ_π| ≥ |ρ|}) / (1 + permutations), at a fraction of the cost).
-    with _quiet():
+    with quiet():
         a = scipy.stats.zscore(scipy.stats.rankdata(oc, axis=-1), axis=-1)
         b = scipy.stats.zscore(scipy.stats.rankdata(entropy))
     n = len(entropy)
@@ -126,7 +126,7 @@ class EntropyAlignment:
 
 
 @dataclass(frozen=True, eq=False)
-class AlignmentProfile:
+class AlignmentProfile(Record):
     """Entropy alignment for every captured layer (ρ_S ≥ 0 by orientation)."""
 
     model: str
@@ -162,26 +162,6 @@ class AlignmentProfile:
         for p, q in zip(self.p_value, self.p_bonferroni):
             if not (math.isnan(p) and math.isnan(q)) and not (0 <= p <= q <= 1):
                 raise ValueError(f"p-value {p} / Bonferroni {q} must satisfy 0 <= p <= p_adj <= 1")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "layers": list(self.layers), "n": self.n,
-                "spearman": [e.to_dict() for e in self.spearman], "pearson": [e.to_dict() for e in self.pearson],
-                "p_value": [json_float(p) for p in self.p_value],
-                "p_bonferroni": [json_float(p) for p in self.p_bonferroni], "orientation": list(self.orientation)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "AlignmentProfile":
-        return cls(model=str(d["model"]), layers=tuple(d["layers"]), n=int(d["n"]),
-                   spearman=tuple(Estimate.from_dict(e) for e in d["spearman"]),
-                   pearson=tuple(Estimate.from_dict(e) for e in d["pearson"]),
-                   p_value=tuple(from_json_float(p) for p in d["p_value"]),
-                   p_bonferroni=tuple(from_json_float(p) for p in d["p_bonferroni"]),
-                   orientation=tuple(int(o) for o in d["orientation"]))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, AlignmentProfile) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
     @property
     def significant(self) -> tuple[bool, ...]:

@@ -25,14 +25,8 @@ from typing import Any, Sequence
 import numpy as np
 from jaxtyping import Float, Int
 
-from geoprobe.analysis.stats import (
-    Estimate,
-    bootstrap_batch,
-    bootstrap_ci,
-    from_json_float,
-    json_float,
-    permutation_pvalue,
-)
+from geoprobe.analysis.stats import Estimate, bootstrap_batch, bootstrap_ci, permutation_pvalue
+from geoprobe.serial import Record
 
 _TOL = 1e-6  # float32 entropies can be a hair below 0
 
@@ -48,7 +42,7 @@ def _mean_difference(first: np.ndarray, last: np.ndarray, axis: int = -1) -> np.
 
 
 @dataclass(frozen=True, eq=False)
-class AttentionFocusing:
+class AttentionFocusing(Record):
     """Attention-entropy profile of one model over prompts (see module docstring). Bits throughout.
 
     ``per_prompt`` (L, n): head-mean entropy ``E_{l,i}``; ``mean``: per-layer mean over prompts
@@ -102,40 +96,6 @@ class AttentionFocusing:
         if not (math.isnan(p) or 0 <= p <= 1):
             raise ValueError(f"reduction_p must lie in [0, 1] or be NaN, got {p}")
         set_(self, "reduction_p", p)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.to_dict() == other.to_dict()  # type: ignore[union-attr]
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "layers": list(self.layers),
-            "n": int(self.n),
-            "per_prompt": [[json_float(v) for v in row] for row in self.per_prompt.tolist()],
-            "mean": [e.to_dict() for e in self.mean],
-            "head_band_10_90": [[json_float(a), json_float(b)] for a, b in self.head_band_10_90],
-            "uniform": [json_float(u) for u in self.uniform],
-            "reduction": self.reduction.to_dict(),
-            "reduction_p": json_float(self.reduction_p),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "AttentionFocusing":
-        L = len(d["layers"])
-        return cls(
-            model=d["model"],
-            layers=tuple(d["layers"]),
-            n=int(d["n"]),
-            per_prompt=np.array([[from_json_float(v) for v in row] for row in d["per_prompt"]],
-                                dtype=np.float64).reshape(L, -1),
-            mean=tuple(Estimate.from_dict(e) for e in d["mean"]),
-            head_band_10_90=tuple((from_json_float(a), from_json_float(b)) for a, b in d["head_band_10_90"]),
-            uniform=tuple(from_json_float(u) for u in d["uniform"]),
-            reduction=Estimate.from_dict(d["reduction"]),
-            reduction_p=from_json_float(d["reduction_p"]),
-        )
 
     def figure(self) -> Any:
         """Mean head entropy by layer with its CI band, the 10–90 % head band and the uniform ceiling."""

@@ -31,9 +31,9 @@ import scipy.stats
 from jaxtyping import Bool, Float
 
 from geoprobe.analysis.alignment import orientation as _orientation
-from geoprobe.analysis.stats import (Estimate, NullBand, NullKind, RandomState, _as_matrix, _quiet,
-                                     constant_columns, matched_null, participation_ratio,
-                                     spectrum_summary, zscore)
+from geoprobe.analysis.stats import (Estimate, NullBand, NullKind, RandomState, as_matrix, constant_columns,
+                                     matched_null, participation_ratio, quiet, spectrum_summary, zscore)
+from geoprobe.serial import Record
 
 
 class ValueManifold:
@@ -52,7 +52,7 @@ class ValueManifold:
     def fit(self, X: Float[np.ndarray, "n D"]) -> "ValueManifold":
         from sklearn.decomposition import PCA
 
-        X = _as_matrix(X)
+        X = as_matrix(X)
         n, D = X.shape
         kept = ~constant_columns(X)
         k_full = min(n - 1, int(kept.sum()))
@@ -90,7 +90,7 @@ class ValueManifold:
 
     def transform(self, X: Float[np.ndarray, "m D"]) -> Float[np.ndarray, "m k"]:
         """Coordinates of new rows: the fitted standardisation, then projection on the components."""
-        X = _as_matrix(X)
+        X = as_matrix(X)
         if X.shape[1] != self.n_features_:
             raise ValueError(f"X has {X.shape[1]} features, the fit had {self.n_features_}")
         return (self._z(X) - self._center) @ self.components_.T
@@ -183,7 +183,8 @@ def _se_interval(value: float, se: float, confidence: float, lo: float, hi: floa
     return Estimate(value, max(lo, value - half), min(hi, value + half), confidence)
 
 
-def _frozen(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+def frozen_array(a: Any, shape: tuple[int, ...], what: str) -> Float[np.ndarray, "..."]:
+    """``a`` as a read-only float64 array of ``shape``, finite (a ValueError naming ``what`` otherwise)."""
     a = np.array(a, dtype=np.float64)
     if a.shape != shape:
         raise ValueError(f"{what} has shape {a.shape}, expected {shape}")
@@ -193,8 +194,11 @@ def _frozen(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
     return a
 
 
+_frozen = frozen_array  # the old name, still imported by compare.global_pca: use ``frozen_array``
+
+
 @dataclass(frozen=True, eq=False)
-class ManifoldProfile:
+class ManifoldProfile(Record):
     """Value-manifold statistics of every captured layer of one capture.
 
     ``pc1_coords`` (L, n) and ``coords`` (n, 2 per scatter layer) are raw PCA coordinates
@@ -239,43 +243,16 @@ class ManifoldProfile:
         derived = tuple(bool(e.value > b.pc1.high) for e, b in zip(self.pc1, self.null))
         if self.beats_null_pc1 != derived:
             raise ValueError(f"beats_null_pc1 {self.beats_null_pc1} disagrees with pc1 > null upper {derived}")
-        coords = {int(k): _frozen(v, (self.n, 2), f"coords[{k}]") for k, v in self.coords.items()}
+        coords = {int(k): frozen_array(v, (self.n, 2), f"coords[{k}]") for k, v in self.coords.items()}
         if not set(coords) <= set(layers):
             raise ValueError(f"scatter layers {sorted(coords)} are not all in {layers}")
         object.__setattr__(self, "coords", coords)
-        object.__setattr__(self, "next_entropy", _frozen(self.next_entropy, (self.n,), "next_entropy"))
-        object.__setattr__(self, "pc1_coords", _frozen(self.pc1_coords, (L, self.n), "pc1_coords"))
+        object.__setattr__(self, "next_entropy", frozen_array(self.next_entropy, (self.n,), "next_entropy"))
+        object.__setattr__(self, "pc1_coords", frozen_array(self.pc1_coords, (L, self.n), "pc1_coords"))
         orient = {int(k): int(v) for k, v in self.orientation.items()}
         if set(orient) != set(layers) or any(v not in (1, -1) for v in orient.values()):
             raise ValueError(f"orientation must map every layer to +1 or -1, got {orient}")
         object.__setattr__(self, "orientation", orient)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model, "layers": list(self.layers), "n": self.n, "d": self.d,
-            "pc1": [e.to_dict() for e in self.pc1], "pc12": [e.to_dict() for e in self.pc12],
-            "pr": [e.to_dict() for e in self.pr], "null": [b.to_dict() for b in self.null],
-            "beats_null_pc1": list(self.beats_null_pc1),
-            "coords": {str(k): v.tolist() for k, v in sorted(self.coords.items())},
-            "next_entropy": self.next_entropy.tolist(),
-            "orientation": {str(k): v for k, v in sorted(self.orientation.items())},
-            "pc1_coords": self.pc1_coords.tolist(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ManifoldProfile":
-        return cls(
-            model=str(d["model"]), layers=tuple(d["layers"]), n=int(d["n"]), d=int(d["d"]),
-            pc1=tuple(Estimate.from_dict(e) for e in d["pc1"]), pc12=tuple(Estimate.from_dict(e) for e in d["pc12"]),
-            pr=tuple(Estimate.from_dict(e) for e in d["pr"]), null=tuple(NullBand.from_dict(b) for b in d["null"]),
-            beats_null_pc1=tuple(d["beats_null_pc1"]), coords={int(k): v for k, v in d["coords"].items()},
-            next_entropy=d["next_entropy"], orientation={int(k): v for k, v in d["orientation"].items()},
-            pc1_coords=d["pc1_coords"])
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ManifoldProfile) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
     def figure(self) -> Any:
         """PC1 and PC1+PC2 (left) and PR (right) by layer with CIs and the matched-null bands."""
@@ -362,7 +339,7 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
     if not scatter <= set(layers):
         raise ValueError(f"scatter layers {sorted(scatter - set(layers))} are not among the layers {layers}")
     rngs = [g.spawn(2) for g in np.random.default_rng(random_state).spawn(L)]  # (bootstrap, null) per layer
-    with _quiet(), _one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
+    with quiet(), _one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
         fits = list(pool.map(_fit_or_none, values))  # None: no variance at all (e.g. one shared final token)
         kept = [x[:, vm.kept] if vm is not None else x[:, :0] for x, vm in zip(values, fits)]
         want = set(layers) if ci_layers is None else {int(x) for x in ci_layers}

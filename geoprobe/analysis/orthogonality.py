@@ -29,7 +29,7 @@ import numpy as np
 from jaxtyping import Float
 from scipy.special import gammaln
 
-from geoprobe.analysis.stats import from_json_float, json_float
+from geoprobe.serial import Record
 
 _TOL = 1e-9  # slack for |cos| means computed in floating point
 
@@ -119,22 +119,6 @@ def _one_blas_thread() -> contextlib.AbstractContextManager:
 
 
 # -- result ------------------------------------------------------------------------------
-def _array_to_list(a: np.ndarray) -> list:
-    return [[json_float(v) for v in row] for row in a.tolist()]
-
-
-def _array_from_list(rows: Sequence[Sequence[Any]]) -> np.ndarray:
-    return np.array([[from_json_float(v) for v in row] for row in rows], dtype=np.float64).reshape(len(rows), -1)
-
-
-def _opt_list(t: Sequence[float] | None) -> list[float | None] | None:
-    return None if t is None else [json_float(x) for x in t]
-
-
-def _opt_tuple(t: Sequence[Any] | None) -> tuple[float, ...] | None:
-    return None if t is None else tuple(from_json_float(x) for x in t)
-
-
 def _bands(per_head: np.ndarray, lo: float, hi: float) -> tuple[tuple[float, float], ...]:
     """Per-layer (lo, hi) percentiles over heads (linear interpolation)."""
     q = np.percentile(per_head, [lo, hi], axis=1)
@@ -157,7 +141,7 @@ def _check_unit_interval(name: str, values: Any, allow_nan: bool = False) -> Non
 
 
 @dataclass(frozen=True, eq=False)
-class KeyOrthogonality:
+class KeyOrthogonality(Record):
     """Key orthogonality of one model, all captured layers (see module docstring).
 
     ``per_head`` (L, H) is :func:`head_orthogonality` of W_K; ``layer_mean`` its mean over
@@ -240,48 +224,6 @@ class KeyOrthogonality:
         if self.init_per_head is None:
             return None
         return tuple(float(x) for x in self.init_per_head.mean(axis=1))
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.to_dict() == other.to_dict()  # type: ignore[union-attr]
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "layers": list(self.layers),
-            "d_model": int(self.d_model),
-            "d_head": int(self.d_head),
-            "per_head": _array_to_list(self.per_head),
-            "layer_mean": [json_float(x) for x in self.layer_mean],
-            "band_10_90": [[json_float(a), json_float(b)] for a, b in self.band_10_90],
-            "band_25_75": [[json_float(a), json_float(b)] for a, b in self.band_25_75],
-            "gaussian": float(self.gaussian),
-            "init_per_head": None if self.init_per_head is None else _array_to_list(self.init_per_head),
-            "init_label": self.init_label,
-            "activation_within": _opt_list(self.activation_within),
-            "activation_across": _opt_list(self.activation_across),
-            "threshold": float(self.threshold),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "KeyOrthogonality":
-        return cls(
-            model=d["model"],
-            layers=tuple(d["layers"]),
-            d_model=int(d["d_model"]),
-            d_head=int(d["d_head"]),
-            per_head=_array_from_list(d["per_head"]),
-            layer_mean=tuple(from_json_float(x) for x in d["layer_mean"]),
-            band_10_90=tuple((from_json_float(a), from_json_float(b)) for a, b in d["band_10_90"]),
-            band_25_75=tuple((from_json_float(a), from_json_float(b)) for a, b in d["band_25_75"]),
-            gaussian=float(d["gaussian"]),
-            init_per_head=None if d.get("init_per_head") is None else _array_from_list(d["init_per_head"]),
-            init_label=d.get("init_label"),
-            activation_within=_opt_tuple(d.get("activation_within")),
-            activation_across=_opt_tuple(d.get("activation_across")),
-            threshold=float(d.get("threshold", 0.20)),
-        )
 
     def figure(self) -> Any:
         """Layer mean with 10–90 and 25–75 % head bands, Gaussian, random-init and threshold lines."""

@@ -28,23 +28,17 @@ import scipy.linalg
 import scipy.stats
 from jaxtyping import Bool, Float
 
+# json_float / from_json_float: re-exported for the modules that still import them from here
+# (compare, denoise, analysis.domains); their home is geoprobe.serial: import them from there
+from geoprobe.serial import Record, from_json_float, json_float  # noqa: F401
+
 RandomState = int | np.random.Generator | None
 _QUIET = (scipy.stats.DegenerateDataWarning, scipy.stats.ConstantInputWarning, RuntimeWarning)
 _CHUNK_ELEMENTS = 4_000_000  # float64 elements per resampled batch (32 MB)
 
 
 # -- small helpers shared by the analysis modules --------------------------------------------
-def json_float(x: float) -> float | None:
-    """A float for JSON: NaN/Inf become None."""
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def from_json_float(x: float | None) -> float:
-    return math.nan if x is None else float(x)
-
-
-class _quiet(warnings.catch_warnings):
+class quiet(warnings.catch_warnings):
     """Silence scipy's degenerate/constant-input warnings (and numpy's 0/0) inside a block."""
 
     def __enter__(self) -> Any:
@@ -54,13 +48,17 @@ class _quiet(warnings.catch_warnings):
         return out
 
 
+_quiet = quiet  # the old name, still imported by sula.geometry and analysis.domains: use ``quiet``
+
+
 # -- Estimate --------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class Estimate:
+class Estimate(Record):
     """A point estimate with a confidence interval ``[low, high]`` at level ``confidence``.
 
     ``low <= high`` always holds; ``low <= value <= high`` need not (BCa edge cases). NaN marks
-    an undefined quantity. Two estimates are equal when their ``to_dict()`` are (NaN == NaN)."""
+    an undefined quantity (stored as null). Two estimates are equal when their ``to_dict()`` are
+    (NaN == NaN)."""
 
     value: float
     low: float
@@ -75,18 +73,6 @@ class Estimate:
         if self.low > self.high:  # False when either is NaN
             raise ValueError(f"interval low {self.low} > high {self.high}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": json_float(self.value), "low": json_float(self.low), "high": json_float(self.high),
-                "confidence": self.confidence}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Estimate":
-        return cls(from_json_float(d["value"]), from_json_float(d["low"]), from_json_float(d["high"]),
-                   float(d["confidence"]))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Estimate) and self.to_dict() == other.to_dict()
-
     def __format__(self, spec: str) -> str:
         """``f"{e:.3f}"`` → ``"0.123 [0.100, 0.150]"``: the value and its interval in one format
         (default ``.3f``); ``"n/a"`` for an undefined value, the value alone when the interval is."""
@@ -96,8 +82,6 @@ class Estimate:
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             return format(self.value, spec)
         return f"{format(self.value, spec)} [{format(self.low, spec)}, {format(self.high, spec)}]"
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 # -- bootstrap and permutation tests ---------------------------------------------------------
@@ -125,7 +109,7 @@ def bootstrap_batch(samples: tuple[np.ndarray, ...], statistic: Callable[..., An
     n = samples[0].shape[-1]
     if paired and any(s.shape[-1] != n for s in samples):
         raise ValueError(f"paired samples differ in length: {[s.shape[-1] for s in samples]}")
-    with _quiet():
+    with quiet():
         value = np.asarray(statistic(*samples, axis=-1), dtype=np.float64)
     constant = np.ones(value.shape, dtype=bool)
     for s in samples:
@@ -135,7 +119,7 @@ def bootstrap_batch(samples: tuple[np.ndarray, ...], statistic: Callable[..., An
     if n >= 2 and todo.any():
         rng = np.random.default_rng(random_state)
         kw = dict(vectorized=True, paired=paired and len(samples) > 1, axis=-1, confidence_level=confidence)
-        with _quiet():
+        with quiet():
             res = scipy.stats.bootstrap(samples, statistic, n_resamples=n_resamples, method=method, rng=rng, **kw)
             lo, hi = (np.asarray(res.confidence_interval.low, dtype=np.float64),
                       np.asarray(res.confidence_interval.high, dtype=np.float64))
@@ -180,7 +164,7 @@ def permutation_pvalue(data: Float[np.ndarray, "... n"] | tuple[Float[np.ndarray
     Returns a float for a scalar statistic, else an array over the batch axes. A NaN observed
     statistic (e.g. a correlation with a constant variable) gives NaN, never a small p."""
     samples = _as_samples(data)
-    with _quiet():
+    with quiet():
         observed = np.asarray(statistic(*samples, axis=axis), dtype=np.float64)
         res = scipy.stats.permutation_test(samples, statistic, permutation_type=permutation_type, vectorized=True,
                                            n_resamples=n_resamples, alternative=alternative, axis=axis,
@@ -256,7 +240,7 @@ def spectrum(x: Float[np.ndarray, "n D"], standardize: bool = True) -> Float[np.
     """Explained-variance ratios (descending, float64, sum 1) of the PCA of ``x``: columns
     centred (and z-scored with ``standardize``), constant columns dropped;
     k = min(n - 1, D_kept). Empty when there is no variance (n < 2 or all columns constant)."""
-    x = _as_matrix(x)
+    x = as_matrix(x)
     kept = ~constant_columns(x)
     k = min(x.shape[0] - 1, int(kept.sum()))
     if k < 1:
@@ -275,7 +259,8 @@ def participation_ratio(ratios: Float[np.ndarray, "k"] | Sequence[float]) -> flo
     return float(np.sum(lam) ** 2 / ss) if ss > 0 else math.nan
 
 
-def _as_matrix(x: Any) -> np.ndarray:
+def as_matrix(x: Float[np.ndarray, "n D"] | Sequence[Sequence[float]]) -> Float[np.ndarray, "n D"]:
+    """``x`` as a finite float64 n × D matrix (a one-line ValueError otherwise)."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"expected an n × D matrix, got shape {x.shape}")
@@ -294,7 +279,7 @@ NullKind = Literal["permute", "gaussian"]
 
 
 @dataclass(frozen=True, eq=False)
-class NullBand:
+class NullBand(Record):
     """PC1, PC1+PC2 and PR of ``draws`` structureless data sets of the data's size n × d
     (d = non-constant columns), standardised like the data. Each Estimate's value is the mean
     over draws; low/high are the (1 ± confidence)/2 percentiles (2.5 / 97.5 % by default)."""
@@ -319,20 +304,6 @@ class NullBand:
         if any(v < 1 - 1e-9 for v in (self.pr.value, self.pr.low, self.pr.high)):
             raise ValueError(f"null participation ratio {self.pr} is below 1")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "n": self.n, "d": self.d, "draws": self.draws, "pc1": self.pc1.to_dict(),
-                "pc12": self.pc12.to_dict(), "pr": self.pr.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "NullBand":
-        return cls(kind=d["kind"], n=int(d["n"]), d=int(d["d"]), draws=int(d["draws"]),
-                   pc1=Estimate.from_dict(d["pc1"]), pc12=Estimate.from_dict(d["pc12"]), pr=Estimate.from_dict(d["pr"]))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, NullBand) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
-
 
 def matched_null(x: Float[np.ndarray, "n D"] | None, n: int | None = None, d: int | None = None,
                  kind: NullKind = "permute", draws: int = 200, random_state: RandomState = None,
@@ -355,7 +326,7 @@ def matched_null(x: Float[np.ndarray, "n D"] | None, n: int | None = None, d: in
     if draws < 1:
         raise ValueError(f"draws={draws} must be >= 1")
     if x is not None:
-        x = _as_matrix(x)
+        x = as_matrix(x)
         if (n is not None and n != x.shape[0]) or (d is not None and d != x.shape[1]):
             raise ValueError(f"n={n}, d={d} do not match the data's shape {x.shape}")
         n = x.shape[0]

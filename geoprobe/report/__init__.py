@@ -1,4 +1,2 @@
-"""The HTML figure report: assembled from a ScanResult, never from a model."""
-from geoprobe.report.html import render_report, write_report
-
-__all__ = ["render_report", "write_report"]
+"""HTML pages: one template and stylesheet (:mod:`geoprobe.report.page`), escaped building blocks
+(:mod:`geoprobe.report.blocks`) and static figure export (:mod:`geoprobe.report.export`)."""

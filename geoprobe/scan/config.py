@@ -7,7 +7,7 @@ and command-line flags override what it sets.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +15,7 @@ from geoprobe.capture.run import DEFAULT_MAX_TOKENS
 from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
+from geoprobe.serial import Record
 
 Analysis = Literal["manifold", "alignment", "orthogonality", "focusing"]
 ANALYSES: tuple[Analysis, ...] = ("manifold", "alignment", "orthogonality", "focusing")
@@ -31,8 +32,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
-@dataclass(frozen=True)
-class ScanConfig:
+@dataclass(frozen=True, eq=False)
+class ScanConfig(Record):
     """What a scan measures. Defaults are `probes/scan.toml`'s."""
 
     prompts: str = "mixed"  # a corpus set (mixed or a domain: geoprobe prompts), "builtin", or a prompt file path
@@ -83,23 +84,14 @@ class ScanConfig:
             raise ProbeError(f"ci layers {self.ci_layers!r} is not final|all; pass --ci-layers final|all "
                              "(ci_layers in a probe)")
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("layers", "analyses", "scatter_layers"):
-            d[k] = None if d[k] is None else list(d[k])
-        return d  # asdict already turned ``sampling`` into a dict
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ScanConfig":
+        """Field-driven, but an unknown key is a ProbeError naming it (a recipe's settings come here)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
             raise ProbeError(f"unknown scan setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
-        d = dict(d)
-        for k in ("layers", "analyses", "scatter_layers"):
-            if d.get(k) is not None:
-                d[k] = tuple(d[k])
-        return cls(**d)
+        return cls(**cls.field_values(d))
 
     def updated(self, **changes: Any) -> "ScanConfig":
         """A copy with the given settings changed (``None`` leaves a setting as it is)."""
@@ -263,7 +255,7 @@ class CompareModelsConfig:
     models: tuple[str, ...]
     sets: tuple[str, ...] = ("mixed",)
     sample_with: str | None = None  # None: the first model
-    scan: ScanConfig = ScanConfig()
+    scan: ScanConfig = field(default_factory=ScanConfig)
 
     def __post_init__(self) -> None:
         if len(self.models) < 2 or len(set(self.models)) != len(self.models):

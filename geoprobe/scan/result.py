@@ -6,32 +6,28 @@ made from results, never from the model.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from geoprobe.errors import ResultsError
-from geoprobe.paths import JsonResult
+from geoprobe.analysis.alignment import AlignmentProfile
+from geoprobe.analysis.focusing import AttentionFocusing
+from geoprobe.analysis.manifold import ManifoldProfile
+from geoprobe.analysis.orthogonality import KeyOrthogonality
+from geoprobe.report.page import Figure, Page, Section
+from geoprobe.results import Result
 from geoprobe.scan.config import ScanConfig
+from geoprobe.scan.report import page_sections, page_subtitle, scan_figures, scorecard_table
 from geoprobe.scan.scorecard import Scorecard
 
 RESULTS_KIND = "geoprobe.scan"
 RESULTS_VERSION = 1
 
 
-def _analysis_types() -> dict[str, Any]:
-    from geoprobe.analysis.alignment import AlignmentProfile
-    from geoprobe.analysis.focusing import AttentionFocusing
-    from geoprobe.analysis.manifold import ManifoldProfile
-    from geoprobe.analysis.orthogonality import KeyOrthogonality
-
-    return {"manifold": ManifoldProfile, "alignment": AlignmentProfile, "orthogonality": KeyOrthogonality,
-            "focusing": AttentionFocusing}
-
-
 def _json_safe(x: Any) -> Any:
-    """NaN/Inf become None (strict JSON); everything else passes through."""
+    """NaN/Inf become None (strict JSON); everything else passes through.
+
+    Unused here: kept only while denoise, positional, sula, windtunnel, intervene and compare
+    import it. Its replacement is :func:`geoprobe.serial.encode` (or a ``Record``'s ``to_dict``)."""
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
@@ -42,13 +38,18 @@ def _json_safe(x: Any) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class ScanResult(JsonResult):
-    """Results of one scan: the four analyses, the scorecard, and where they came from."""
+class ScanResult(Result, Page):
+    """Results of one scan: the four analyses, the scorecard, and where they came from.
 
-    _file = "results.json"
-    _page = "report.html"
-    _what = "results file"
-    _fix = "pass the results.json a scan wrote"
+    The fields are in the order results.json stores them (the field-driven encoding writes them
+    in field order), so that a file 0.1.0 wrote re-encodes byte for byte."""
+
+    KIND = RESULTS_KIND
+    VERSION = RESULTS_VERSION
+    FILE = "results.json"
+    PAGE = "report.html"
+    WHAT = "scan results file"
+    FIX = "pass the results.json that geoprobe scan wrote, or re-run geoprobe scan"
 
     model: str
     provenance: dict[str, Any]
@@ -57,14 +58,14 @@ class ScanResult(JsonResult):
     layers: tuple[int, ...]
     n_layers: int
     scorecard: Scorecard
-    manifold: Any = None  # ManifoldProfile
-    alignment: Any = None  # AlignmentProfile
-    orthogonality: Any = None  # KeyOrthogonality
-    focusing: Any = None  # AttentionFocusing
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # warnings raised during the scan (truncation, duplicates, ...)
     capture_dir: str | None = None  # the arrays for re-analysis, relative to results.json
     prompt_set: dict[str, Any] | None = None  # name, kind, hash, seed, sampling record (PromptSet.record())
+    manifold: ManifoldProfile | None = None
+    alignment: AlignmentProfile | None = None
+    orthogonality: KeyOrthogonality | None = None
+    focusing: AttentionFocusing | None = None
 
     def __post_init__(self) -> None:
         if self.n_prompts < 1:
@@ -94,62 +95,20 @@ class ScanResult(JsonResult):
             counts += [(f"focusing.per_prompt[{i}]", len(row)) for i, row in enumerate(self.focusing.per_prompt)]
         return counts
 
-    # -- persistence ----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
+    # -- the page ---------------------------------------------------------------------------
+    def title(self) -> str:
+        return f"Bayesian geometry of attention: {self.model}"
 
-        d: dict[str, Any] = {
-            "kind": RESULTS_KIND,
-            "version": RESULTS_VERSION,
-            "geoprobe": __version__,
-            "model": self.model,
-            "provenance": self.provenance,
-            "config": self.config.to_dict(),
-            "n_prompts": self.n_prompts,
-            "layers": list(self.layers),
-            "n_layers": self.n_layers,
-            "scorecard": self.scorecard.to_dict(),
-            "timings": self.timings,
-            "notes": list(self.notes),
-            "capture_dir": self.capture_dir,
-            "prompt_set": self.prompt_set,
-        }
-        for name in _analysis_types():
-            part = getattr(self, name)
-            d[name] = None if part is None else part.to_dict()
-        return _json_safe(d)
+    def subtitle(self) -> str:
+        return page_subtitle(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any], source: str = "results") -> "ScanResult":
-        from geoprobe.paths import check_results_kind
-
-        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source, what="scan results file",
-                               fix="pass the results.json that geoprobe scan wrote, or re-run geoprobe scan")
-        try:
-            parts = {name: (None if d.get(name) is None else typ.from_dict(d[name]))
-                     for name, typ in _analysis_types().items()}
-            return cls(model=d["model"], provenance=d["provenance"], config=ScanConfig.from_dict(d["config"]),
-                       n_prompts=d["n_prompts"], layers=tuple(d["layers"]), n_layers=d["n_layers"],
-                       scorecard=Scorecard.from_dict(d["scorecard"]), timings=d.get("timings", {}),
-                       notes=tuple(d.get("notes", ())), capture_dir=d.get("capture_dir"),
-                       prompt_set=d.get("prompt_set"), **parts)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run geoprobe scan") from None
-
-    # -- views ------------------------------------------------------------------------------
-    def figures(self) -> list[tuple[str, str, Any]]:
-        """(anchor, caption, plotly Figure) in report order."""
-        from geoprobe.report.figures import scan_figures
-
+    def figures(self) -> list[Figure]:
+        """(anchor, caption, plotly Figure) of every figure on the page, in page order (the same
+        list ``--figures`` exports); the scorecard is a table there (``scorecard.figure()``)."""
         return scan_figures(self)
 
-    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
-        """Write the self-contained HTML report."""
-        from geoprobe.report.html import write_report
-
-        return write_report(self, path, force=force)
+    def sections(self) -> list[Section]:
+        return page_sections(self)
 
     def _repr_html_(self) -> str:  # Jupyter shows the scorecard table
-        from geoprobe.report.html import scorecard_table
-
         return scorecard_table(self.scorecard)

@@ -115,7 +115,10 @@ def check_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> N
                               f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
 
 
-def _init_key_weights(cap: Capture, hf_config: Any, seed: int, arch: Any = None) -> tuple[np.ndarray | None, str | None]:
+def random_init_key_weights(cap: Capture, hf_config: Any, seed: int,
+                            arch: Any = None) -> tuple[np.ndarray | None, str | None]:
+    """W_K of the architecture's own random initialisation at the captured layers, and its label;
+    (None, None) with a warning when the baseline cannot be built."""
     from geoprobe.models.twins import init_key_weights
 
     try:
@@ -129,7 +132,7 @@ def _init_key_weights(cap: Capture, hf_config: Any, seed: int, arch: Any = None)
     return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed}){alone}"
 
 
-def _step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str | None, str | None]:
+def step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str | None, str | None]:
     """For Pythia loaded from the Hub: W_K of the released ``step0`` checkpoint, the model's own
     initialisation. Returns (w_k, label, note); w_k is None with a note saying why when the
     checkpoint is not reachable (offline, not cached)."""
@@ -257,12 +260,12 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
     init_w_k = init_label = None
     if config.init_baseline and "orthogonality" in config.analyses:
         t = time.perf_counter()
-        init_w_k, init_label, note = _step0_key_weights(m, cap)
+        init_w_k, init_label, note = step0_key_weights(m, cap)
         if note:
             warnings.warn(note, stacklevel=2)
             notes.append(note)
         if init_w_k is None:
-            init_w_k, init_label = _init_key_weights(cap, m.hf_model.config, config.seed, m.arch)
+            init_w_k, init_label = random_init_key_weights(cap, m.hf_model.config, config.seed, m.arch)
         timings["init_baseline_s"] = time.perf_counter() - t
     result = analyse(cap, config, init_w_k=init_w_k, init_label=init_label, notes=notes, timings=timings,
                      progress=progress, prompt_set=pset.record())

@@ -15,12 +15,13 @@
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
+from geoprobe.serial import Record
 
 PC_THRESHOLD = 0.30
 ORTHO_THRESHOLD = 0.20
@@ -28,8 +29,8 @@ ORTHO_LAYER_FRACTION = 0.50
 FOCUS_THRESHOLD = 30.0  # percent
 
 
-@dataclass(frozen=True)
-class Criterion:
+@dataclass(frozen=True, eq=False)
+class Criterion(Record):
     key: str
     label: str
     statement: str
@@ -47,23 +48,14 @@ class Criterion:
         if self.unit not in ("fraction", "percent"):
             raise ValueError(f"unknown unit {self.unit!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["value"] = self.value.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Criterion":
-        return cls(**dict(d, value=Estimate.from_dict(d["value"])))
-
     def formatted(self, x: float | None) -> str:
         if x is None or not np.isfinite(x):
             return "n/a"
         return f"{100 * x:.1f} %" if self.unit == "fraction" else f"{x:.1f} %"
 
 
-@dataclass(frozen=True)
-class Scorecard:
+@dataclass(frozen=True, eq=False)
+class Scorecard(Record):
     model: str
     criteria: tuple[Criterion, ...]
 
@@ -75,13 +67,6 @@ class Scorecard:
     @property
     def n_passed(self) -> int:
         return sum(c.passes for c in self.criteria)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "criteria": [c.to_dict() for c in self.criteria]}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Scorecard":
-        return cls(model=d["model"], criteria=tuple(Criterion.from_dict(c) for c in d["criteria"]))
 
     def rows(self) -> list[dict[str, str]]:
         """The table the report and the CLI print: strings only."""

@@ -165,7 +165,7 @@ def test_pythia_init_baseline_prefers_the_released_step0_checkpoint(monkeypatch,
 
     import geoprobe.models.loading as loading
     from geoprobe.capture.run import key_weights
-    from geoprobe.scan.run import _step0_key_weights
+    from geoprobe.scan.run import step0_key_weights
 
     stand_in = twin_factory("pythia-70m")
     asked = {}
@@ -175,7 +175,7 @@ def test_pythia_init_baseline_prefers_the_released_step0_checkpoint(monkeypatch,
         return stand_in
 
     monkeypatch.setattr(loading, "load_model", fake_load)
-    w, label, note = _step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0, 2)))
+    w, label, note = step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0, 2)))
     assert asked == {"name": "pythia-70m", "revision": "step0"} and note is None and "step0" in label
     np.testing.assert_array_equal(w, key_weights(stand_in, (0, 2)))
 
@@ -185,13 +185,13 @@ def test_pythia_step0_unreachable_falls_back_with_a_note(monkeypatch):
 
     import geoprobe.models.loading as loading
     from geoprobe.errors import ModelUnavailableError
-    from geoprobe.scan.run import _step0_key_weights
+    from geoprobe.scan.run import step0_key_weights
 
     def offline(name, revision=None, **kw):
         raise ModelUnavailableError(f"model {name!r}@{revision}: hub unreachable")
 
     monkeypatch.setattr(loading, "load_model", offline)
-    w, label, note = _step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0,)))
+    w, label, note = step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0,)))
     assert w is None and "step0 baseline unavailable" in note and "hub unreachable" in note
     # not Pythia, or a twin: no step0 attempt at all
-    assert _step0_key_weights(SimpleNamespace(spec=None), SimpleNamespace(layers=(0,))) == (None, None, None)
+    assert step0_key_weights(SimpleNamespace(spec=None), SimpleNamespace(layers=(0,))) == (None, None, None)

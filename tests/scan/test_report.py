@@ -22,7 +22,7 @@ def result():
 def test_report_is_self_contained_and_escapes_user_strings(result, tmp_path):
     path = result.report(tmp_path / "report.html")
     html = path.read_text(encoding="utf-8")
-    assert html.count("<script") == 1 + len(result.figures()) - 1  # plotly.js once + one per figure (scorecard is a table)
+    assert html.count("<script") == 1 + len(result.figures())  # plotly.js once + one per figure (scorecard is a table)
     assert EVIL not in html and "alert(\"x\")</script>" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html  # the model id and the note, escaped
     # opens offline: plotly.js is inline (no <script src=...>), and nothing outside it loads a URL
