@@ -70,7 +70,7 @@ def write_figures(obj: Any, run_dir: Path, fmt: Optional[str], force: bool, only
 def finish(run: Run, fmt: Optional[str]) -> Any:
     """Write what a stopped run is missing (its page, its figures) from the results JSON it wrote."""
     from geoprobe.report.export import figure_list, figures_dir
-    from geoprobe.results import load_result
+    from geoprobe.recipes import load_result
 
     result = load_result(run.result_path)
     written = []

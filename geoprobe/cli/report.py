@@ -25,7 +25,7 @@ def report(
                                           "beside the HTML file (kaleido + Chromium)"),
 ) -> None:
     """Rebuild the HTML report from saved results, without the model."""
-    from geoprobe.results import find_results, load_result
+    from geoprobe.recipes import find_results, load_result
 
     fmt = check_figures(figures)
     path = find_results(results)

@@ -1,8 +1,8 @@
 """``geoprobe run RECIPE``: run a probe recipe (probes/*.toml); flags override the recipe's settings.
 
 Every flag ``run`` accepts is either honoured by the recipe's command or refused in one line naming
-the recipe: :data:`RECIPES` says, per command, which flags it takes and how they change its
-config; a flag outside that set never reaches a run that would ignore it."""
+the recipe: :data:`RUNNERS` says, per command of :data:`geoprobe.recipes.RECIPES`, which flags it takes
+and how they change its config; a flag outside that set never reaches a run that would ignore it."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,6 +19,7 @@ from geoprobe.cli.scan import (CandidatesOpt, CiOpt, DomainOpt, MaxTokensOpt, Ma
                                scan_changes)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
+from geoprobe.recipes import RECIPES, load_probe
 
 #: every flag of ``geoprobe run`` by parameter name (the output flags --out, --force, --figures apply to every recipe)
 FLAGS: dict[str, str] = {
@@ -35,12 +36,11 @@ _SCAN = frozenset(FLAGS) - _LOAD
 
 
 @dataclass(frozen=True)
-class Recipe:
-    """What ``geoprobe run`` does with a recipe of one command: the flags it honours, where the
-    other settings live, and ``execute(config, values, load, output)`` (values: the given flags)."""
+class Runner:
+    """What ``geoprobe run`` does with a recipe of one command (:data:`geoprobe.recipes.RECIPES`):
+    the flags it honours and ``execute(config, values, load, output)`` (values: the given flags)."""
 
     honours: frozenset[str]
-    where: str
     execute: Callable[[Any, Mapping[str, Any], LoadOptions, OutputOptions], Any]
 
 
@@ -119,30 +119,25 @@ def _denoise(config: Any, v: Mapping[str, Any], load: LoadOptions, output: Outpu
     return execute_denoise(_changed(config, seed=v.get("seed"), batch_size=v.get("batch_size")), output)
 
 
-RECIPES: dict[str, Recipe] = {
-    "scan": Recipe(_LOAD | _SCAN, "its [prompts], [capture], [analyses] tables", _scan),
-    "compare-domains": Recipe(_LOAD | _SAMPLING | {"batch_size", "seed"}, "its [domains], [sampling], [analyses] tables",
-                              _domains),
-    "compare-models": Recipe((_LOAD - {"model", "revision"}) | (_SCAN - {"prompts", "domain"}),
-                             "its [models] table (run, sets, sample_with)", _compare_models),
-    "sula": Recipe(_LOAD | {"batch_size", "seed"}, "its [sula] table (geoprobe sula --help)", _sula),
-    "intervene": Recipe(_LOAD | {"layer_spec", "batch_size", "seed"}, "its [intervene] table (geoprobe intervene --help)",
-                        _intervene),
-    "positional": Recipe(_LOAD | {"layer_spec", "batch_size", "seed"},
-                         "its [positional] table (geoprobe positional --help)", _positional),
-    "windtunnel": Recipe(frozenset({"device", "seed"}), "its [windtunnel] table (geoprobe windtunnel run --help)",
-                         _windtunnel),
-    "denoise": Recipe(frozenset({"batch_size", "seed"}), "its [denoise] table (geoprobe denoise --help)", _denoise),
+#: per command of the registry: the flags it honours and how it runs
+RUNNERS: dict[str, Runner] = {
+    "scan": Runner(_LOAD | _SCAN, _scan),
+    "compare-domains": Runner(_LOAD | _SAMPLING | {"batch_size", "seed"}, _domains),
+    "compare-models": Runner((_LOAD - {"model", "revision"}) | (_SCAN - {"prompts", "domain"}), _compare_models),
+    "sula": Runner(_LOAD | {"batch_size", "seed"}, _sula),
+    "intervene": Runner(_LOAD | {"layer_spec", "batch_size", "seed"}, _intervene),
+    "positional": Runner(_LOAD | {"layer_spec", "batch_size", "seed"}, _positional),
+    "windtunnel": Runner(frozenset({"device", "seed"}), _windtunnel),
+    "denoise": Runner(frozenset({"batch_size", "seed"}), _denoise),
 }
 
 
 def check_flags(probe: Any, given: frozenset[str]) -> None:
     """A one-line error for the first given flag that ``probe``'s command does not use."""
-    recipe = RECIPES[probe.command]
-    unused = [FLAGS[n] for n in FLAGS if n in given and n not in recipe.honours]
+    unused = [FLAGS[n] for n in FLAGS if n in given and n not in RUNNERS[probe.command].honours]
     if unused:
         raise GeoprobeError(f"{unused[0]} is not used by recipe {probe.path!r} (command {probe.command}); drop it, or "
-                            f"set what you meant in {recipe.where}")
+                            f"set what you meant in {RECIPES[probe.command].where}")
 
 
 @app.command(name="run")
@@ -169,11 +164,9 @@ def run_probe(
 ) -> None:
     """Run a probe recipe (probes/*.toml); flags override the recipe's settings (a flag the recipe's
     command does not use is refused)."""
-    from geoprobe.scan import load_probe
-
     probe = load_probe(probe_file)
     check_flags(probe, given)
-    if "model" in RECIPES[probe.command].honours:
+    if "model" in RUNNERS[probe.command].honours:
         load.check()  # compare-models checks the loading flags against each of its models
     values = {n: v for n, v in locals().items() if n in FLAGS and n in given}
-    RECIPES[probe.command].execute(probe.config, values, load, output)
+    RUNNERS[probe.command].execute(probe.config, values, load, output)

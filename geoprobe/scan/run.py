@@ -3,7 +3,7 @@
 In Jupyter::
 
     from geoprobe.scan import scan
-    result = scan("smollm2-135m")          # or scan(model, prompts=[...], config=load_probe(...).config)
+    result = scan("smollm2-135m")          # or scan(model, prompts=[...], config=recipes.load_probe(...).config)
     result.report("runs/smollm2/report.html")
 """
 from __future__ import annotations

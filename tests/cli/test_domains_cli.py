@@ -212,8 +212,8 @@ def test_run_a_domains_recipe(tmp_path, capsys, monkeypatch):
 
 
 def test_compare_models_recipe_scans_every_model_on_the_same_prompts(tmp_path, capsys, monkeypatch):
-    from geoprobe.scan import load_probe
-    from geoprobe.scan.config import CompareModelsConfig
+    from geoprobe.recipes import load_probe
+    from geoprobe.compare.config import CompareModelsConfig
 
     shipped = load_probe(__import__("pathlib").Path(__file__).resolve().parents[2] / "probes" / "compare.toml")
     assert shipped.command == "compare-models" and shipped.config.sampler == "smollm2-135m"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from geoprobe.cli.run import FLAGS, RECIPES
+from geoprobe.cli.run import FLAGS, RUNNERS
 from tests.cli.test_cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,18 +68,18 @@ def calls(monkeypatch):
 @pytest.mark.parametrize("flag", list(FLAGS))
 @pytest.mark.parametrize("recipe", RECIPE_FILES, ids=[p.stem for p in RECIPE_FILES])
 def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tmp_path, capsys, monkeypatch):
-    from geoprobe.scan import load_probe
+    from geoprobe.recipes import load_probe
 
     command = load_probe(recipe).command
     argv, arrived = CASES[flag]
-    if argv[:2] == HUB and "model" not in RECIPES[command].honours:
+    if argv[:2] == HUB and "model" not in RUNNERS[command].honours:
         argv = argv[2:]  # the loading flags are then refused on their own
     code, out, err = run_cli(["run", str(recipe), *argv, "--out", str(tmp_path / "o"), "--force"], capsys, monkeypatch)
     if command == "compare-models" and flag in ("device_map", "trust_remote_code", "allow_pickle"):
         # compare.toml's models ship as GGUF files: the flag cannot apply to them (the Hub case is tested below)
         assert code == 2 and f"{FLAGS[flag]} does not apply to --model 'smollm2-135m'" in err, err
         return
-    if flag in RECIPES[command].honours:
+    if flag in RUNNERS[command].honours:
         assert code == 0, err
         assert len(calls) == 1, calls
         got = calls[0][1]
@@ -111,8 +111,14 @@ def test_docs_outputs_md_lists_what_each_recipe_honours():
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 2 and cells[0] in RECIPES:
+        if len(cells) == 2 and cells[0] in RUNNERS:
             rows[cells[0]] = {w for w in cells[1].split() if w.startswith("--")}
-    assert set(rows) == set(RECIPES)
-    for command, recipe in RECIPES.items():
+    assert set(rows) == set(RUNNERS)
+    for command, recipe in RUNNERS.items():
         assert rows[command] == {FLAGS[f] for f in recipe.honours}, command
+
+
+def test_every_command_of_the_registry_has_a_runner_and_nothing_else():
+    from geoprobe import recipes
+
+    assert set(RUNNERS) == set(recipes.RECIPES) == set(recipes.COMMANDS)

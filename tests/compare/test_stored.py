@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from geoprobe.compare import GlobalPCA, ModelComparison
-from geoprobe.results import load_result
+from geoprobe.recipes import load_result
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "v0_1_0" / "comparison.json"
 

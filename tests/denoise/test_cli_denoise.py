@@ -56,7 +56,7 @@ def test_bad_input(args, needle, tmp_path, capsys, monkeypatch):
 
 
 def test_recipe_runs_through_geoprobe_run(tmp_path, capsys, monkeypatch):
-    from geoprobe.scan import load_probe
+    from geoprobe.recipes import load_probe
 
     shipped = load_probe("probes/denoise.toml").config
     assert (shipped.task, shipped.context_length, shipped.warp) == ("linear", 500, True)

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from geoprobe.domains import DomainComparison
-from geoprobe.results import load_result
+from geoprobe.recipes import load_result
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "v0_1_0" / "domains.json"
 

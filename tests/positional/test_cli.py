@@ -73,7 +73,7 @@ def test_positional_on_smollm2(tmp_path, capsys, monkeypatch):
 
 
 def test_recipe_runs_through_geoprobe_run(tmp_path, capsys, monkeypatch):
-    from geoprobe.scan import load_probe
+    from geoprobe.recipes import load_probe
 
     shipped = load_probe("probes/positional.toml").config
     assert shipped.lengths == (16, 32, 64, 128, 256) and shipped.n_resamples == 200

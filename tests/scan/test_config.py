@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from geoprobe.scan import ProbeError, ScanConfig, load_probe
+from geoprobe.recipes import load_probe
+from geoprobe.scan import ProbeError, ScanConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -112,7 +112,7 @@ def test_recipe_runs_through_geoprobe_run(tmp_path, capsys, monkeypatch):
 
 
 def test_shipped_recipe_loads():
-    from geoprobe.scan import load_probe
+    from geoprobe.recipes import load_probe
 
     cfg = load_probe("probes/windtunnel.toml").config
     assert (cfg.task, cfg.scale, cfg.arch) == ("bijection", "cpu", "both")
