@@ -7,7 +7,7 @@ PC1+PC2, PR = 1/Σr²) with the bootstrap standard-error interval and a matched 
 (``stats.matched_null``) of the set's own n × d. Two sets are compared by
 
 * the difference Δ = b − a, with the interval Δ ± z_{(1+c)/2} · √(SE_a² + SE_b²): each set is
-  bootstrapped on its own (``manifold._spectrum_se``: prompts resampled, every resample
+  bootstrapped on its own (``manifold.spectrum_se``: prompts resampled, every resample
   re-standardised), and for independent resamples the SE of the difference is that root sum
   of squares, so a set's resamples are drawn once and shared by every contrast it enters;
 * a two-sided permutation p-value: each set is z-scored on its own (so mean and scale shifts
@@ -39,9 +39,21 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from jaxtyping import Float
 
-from geoprobe.analysis.manifold import _one_blas_thread, _se_interval, _spectrum_se
-from geoprobe.analysis.stats import (Estimate, NullBand, RandomState, _quiet, bonferroni, chunk_size,
-                                     constant_columns, matched_null, spectrum_summary, zscore)
+from geoprobe.analysis.manifold import spectrum_se
+from geoprobe.analysis.stats import (
+    Estimate,
+    NullBand,
+    RandomState,
+    bonferroni,
+    chunk_size,
+    constant_columns,
+    matched_null,
+    one_blas_thread,
+    quiet,
+    se_interval,
+    spectrum_summary,
+    zscore,
+)
 from geoprobe.serial import Record
 
 METRICS: tuple[str, ...] = ("pc1", "pc12", "pr")
@@ -88,7 +100,7 @@ class SetStats:
     def estimates(self) -> dict[str, Estimate]:
         hi = (1.0, 1.0, float(self.k))
         lo = (0.0, 0.0, 1.0)
-        return {m: _se_interval(float(self.values[i]), float(self.se[i]), self.confidence, lo[i], hi[i])
+        return {m: se_interval(float(self.values[i]), float(self.se[i]), self.confidence, lo[i], hi[i])
                 for i, m in enumerate(METRICS)}
 
 
@@ -112,9 +124,9 @@ def set_stats(x: np.ndarray, label: str, entropy: int, n_resamples: int, null_dr
                null_cache: dict[tuple[int, int], NullBand]) -> SetStats:
     kept = x[:, ~constant_columns(x)]
     n, d = kept.shape
-    with _quiet():
+    with quiet():
         values = spectrum_summary(zscore(kept)[None])[:, 0]
-    se = _spectrum_se(kept, n_resamples, _stream(entropy, 0, _key(label)))
+    se = spectrum_se(kept, n_resamples, _stream(entropy, 0, _key(label)))
     if (n, d) not in null_cache:  # a Gaussian null depends on n × d only
         null_cache[(n, d)] = matched_null(None, n, d, kind="gaussian", draws=null_draws,
                                           random_state=_stream(entropy, 1, n, d), confidence=confidence)
@@ -146,7 +158,7 @@ def _permutation_diffs(x_a: np.ndarray, x_b: np.ndarray, n_permutations: int,
         sb = spectrum_summary(zscore(pooled[idx[:, n_a:]]))
         out[:, start:start + b] = sb - sa
 
-    with _quiet():
+    with quiet():
         if len(starts) > 1:
             with ThreadPoolExecutor(2) as pool:  # LAPACK/BLAS release the GIL
                 list(pool.map(chunk, range(len(starts))))
@@ -172,7 +184,7 @@ def contrast_sets(sa: SetStats, sb: SetStats, entropy: int, n_permutations: int,
     for i, m in enumerate(METRICS):
         se = math.hypot(float(sa.se[i]), float(sb.se[i]))
         lo, hi = (-1.0, 1.0) if m != "pr" else (1.0 - sa.k, sb.k - 1.0)
-        diff[m] = _se_interval(float(observed[i]), se, conf, lo, hi)
+        diff[m] = se_interval(float(observed[i]), se, conf, lo, hi)
         if not math.isfinite(observed[i]) or not np.all(np.isfinite(diffs[i])):
             p[m] = math.nan
         else:
@@ -302,7 +314,7 @@ def contrast(x_a: Float[np.ndarray, "n_a D"], x_b: Float[np.ndarray, "n_b D"], *
     check_sizes(x_a.shape[0], x_b.shape[0], label_a, label_b, allow_unequal)
     entropy = root_entropy(random_state)
     cache: dict[tuple[int, int], NullBand] = {}
-    with _one_blas_thread():
+    with one_blas_thread():
         sa = set_stats(x_a, label_a, entropy, n_resamples, null_draws, confidence, cache)
         sb = set_stats(x_b, label_b, entropy, n_resamples, null_draws, confidence, cache)
         return contrast_sets(sa, sb, entropy, n_permutations)
@@ -318,7 +330,7 @@ def contrast_families(values: Mapping[str, Float[np.ndarray, "n D"]], families: 
     (:func:`value_matrix`) keyed by label; the streams are keyed by the labels as in :func:`contrast`."""
     entropy = root_entropy(random_state)
     cache: dict[tuple[int, int], NullBand] = {}
-    with _one_blas_thread():
+    with one_blas_thread():
         stats = {k: set_stats(x, k, entropy, n_resamples, null_draws, confidence, cache) for k, x in values.items()}
         contrasts = [contrast_sets(stats[a], stats[b], entropy, n_permutations, n_tests=len(pairs))
                      for pairs in families for a, b in pairs]

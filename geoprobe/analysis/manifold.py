@@ -18,7 +18,6 @@ D = 192 nearly all of it does) while its spread is still usable.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -31,8 +30,21 @@ import scipy.stats
 from jaxtyping import Bool, Float
 
 from geoprobe.analysis.alignment import orientation as _orientation
-from geoprobe.analysis.stats import (Estimate, NullBand, NullKind, RandomState, as_matrix, constant_columns,
-                                     matched_null, participation_ratio, quiet, spectrum_summary, zscore)
+from geoprobe.analysis.stats import (
+    Estimate,
+    NullBand,
+    NullKind,
+    RandomState,
+    as_matrix,
+    constant_columns,
+    matched_null,
+    one_blas_thread,
+    participation_ratio,
+    quiet,
+    se_interval,
+    spectrum_summary,
+    zscore,
+)
 from geoprobe.serial import Record
 
 
@@ -96,7 +108,7 @@ class ValueManifold:
         return (self._z(X) - self._center) @ self.components_.T
 
 
-def _spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+def spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap SE of (PC1, PC1+PC2, PR) over prompts; each resample is re-standardised.
 
     A resample repeats prompts: with counts c_i over its m distinct prompts, the PCA of the
@@ -167,22 +179,6 @@ def _workers(tasks: int) -> int:
     return max(1, min(tasks, cpus))
 
 
-def _one_blas_thread() -> Any:
-    """One BLAS thread per worker while the layers run in parallel threads (no oversubscription)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # a scikit-learn dependency, so normally present
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _se_interval(value: float, se: float, confidence: float, lo: float, hi: float) -> Estimate:
-    if not (math.isfinite(value) and math.isfinite(se)):
-        return Estimate(value, math.nan, math.nan, confidence)
-    half = float(scipy.stats.norm.ppf((1 + confidence) / 2)) * se
-    return Estimate(value, max(lo, value - half), min(hi, value + half), confidence)
-
-
 def frozen_array(a: Any, shape: tuple[int, ...], what: str) -> Float[np.ndarray, "..."]:
     """``a`` as a read-only float64 array of ``shape``, finite (a ValueError naming ``what`` otherwise)."""
     a = np.array(a, dtype=np.float64)
@@ -192,9 +188,6 @@ def frozen_array(a: Any, shape: tuple[int, ...], what: str) -> Float[np.ndarray,
         raise ValueError(f"{what} contains NaN or Inf")
     a.setflags(write=False)
     return a
-
-
-_frozen = frozen_array  # the old name, still imported by compare.global_pca: use ``frozen_array``
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,12 +332,12 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
     if not scatter <= set(layers):
         raise ValueError(f"scatter layers {sorted(scatter - set(layers))} are not among the layers {layers}")
     rngs = [g.spawn(2) for g in np.random.default_rng(random_state).spawn(L)]  # (bootstrap, null) per layer
-    with quiet(), _one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
+    with quiet(), one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
         fits = list(pool.map(_fit_or_none, values))  # None: no variance at all (e.g. one shared final token)
         kept = [x[:, vm.kept] if vm is not None else x[:, :0] for x, vm in zip(values, fits)]
         want = set(layers) if ci_layers is None else {int(x) for x in ci_layers}
         nan3 = np.full(3, np.nan)
-        ses = pool.map(lambda i: _spectrum_se(kept[i], n_resamples, rngs[i][0])
+        ses = pool.map(lambda i: spectrum_se(kept[i], n_resamples, rngs[i][0])
                        if layers[i] in want and fits[i] is not None else nan3, range(L))
         if null_kind == "gaussian":  # depends on n × d only: one null per distinct d
             first_of = {xk.shape[1]: i for i, xk in reversed(list(enumerate(kept)))}
@@ -365,9 +358,9 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
                 coords[layer] = np.zeros((n, 2))
             continue
         r, k = vm.ratios, min(n - 1, int(vm.kept.sum()))
-        pc1.append(_se_interval(r[0], se[0], confidence, 0.0, 1.0))
-        pc12.append(_se_interval(r[:2].sum(), se[1], confidence, 0.0, 1.0))
-        pr.append(_se_interval(vm.participation_ratio, se[2], confidence, 1.0, float(k)))
+        pc1.append(se_interval(r[0], se[0], confidence, 0.0, 1.0))
+        pc12.append(se_interval(r[:2].sum(), se[1], confidence, 0.0, 1.0))
+        pr.append(se_interval(vm.participation_ratio, se[2], confidence, 1.0, float(k)))
         first[i] = vm.coords[:, 0]
         if layer in scatter:
             coords[layer] = vm.coords.copy()

@@ -20,7 +20,6 @@ final-token key vectors (across prompts within a head, and across heads within a
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -29,6 +28,7 @@ import numpy as np
 from jaxtyping import Float
 from scipy.special import gammaln
 
+from geoprobe.analysis.stats import one_blas_thread
 from geoprobe.serial import Record
 
 _TOL = 1e-9  # slack for |cos| means computed in floating point
@@ -99,23 +99,12 @@ def key_activation_cosines(
         raise ValueError(f"keys must be (layers, prompts, heads, d_head), got shape {k.shape}")
     L, n, H, _ = k.shape
     by_head = [k[layer, :, h] for layer in range(L) for h in range(H)]  # (n, d) each
-    with _one_blas_thread():
+    with one_blas_thread():
         grams = np.stack([a @ a.T for a in by_head])
     within = _mean_abs_cos(grams, "keys").reshape(L, H).mean(axis=1)
     flat = k.reshape(L * n, H, -1)
     across = _mean_abs_cos(np.matmul(flat, flat.transpose(0, 2, 1)), "keys").reshape(L, n).mean(axis=1)
     return within, across
-
-
-def _one_blas_thread() -> contextlib.AbstractContextManager:
-    """Many small (n × d)(d × n) products run best on one BLAS thread; OpenBLAS's threaded path
-    is up to 10× slower on them when other processes occupy the cores (measured: 0.3–1.2 s vs
-    0.1 s for 90 products of 160 × 64 under load). threadpoolctl ships with scikit-learn."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn (a dependency) requires it
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 # -- result ------------------------------------------------------------------------------

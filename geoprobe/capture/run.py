@@ -297,7 +297,3 @@ def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Floa
     for i, layer in enumerate(idx):
         out[i] = arch.key_weight_view(lay.model_layers[layer]).float().cpu().numpy()
     return out
-
-
-# TODO(issue 19, lead): intervene/_forward.py imports the old private name; point it at pad_batch, then delete.
-_pad = pad_batch

@@ -25,7 +25,7 @@ import numpy as np
 from jaxtyping import Float
 
 from geoprobe import provenance
-from geoprobe.analysis.manifold import _frozen  # read-only float64 array of a checked shape
+from geoprobe.analysis.manifold import frozen_array
 from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, constant_columns, zscore
 from geoprobe.serial import Record
 
@@ -84,9 +84,9 @@ class GlobalPCA(Record):
         if not pr >= 1 - 1e-9:
             raise ValueError(f"participation ratio {pr} must be >= 1")
         set_(self, "participation_ratio", pr)
-        set_(self, "coords", _frozen(self.coords, (n, 2), "coords"))
-        set_(self, "entropy_mean", _frozen(self.entropy_mean, (n,), "entropy_mean"))
-        share = _frozen(self.loading_share, (M, 2), "loading_share")
+        set_(self, "coords", frozen_array(self.coords, (n, 2), "coords"))
+        set_(self, "entropy_mean", frozen_array(self.entropy_mean, (n,), "entropy_mean"))
+        share = frozen_array(self.loading_share, (M, 2), "loading_share")
         if np.any(share < -1e-9) or np.any(share > 1 + 1e-9):
             raise ValueError("loading shares must lie in [0, 1]")
         sums = share.sum(axis=0)

@@ -343,9 +343,3 @@ def local_weights_hash(directory: Path) -> str:
         h.update(f.name.encode())
         h.update(file_sha256(f).encode())
     return f"sha256:{h.hexdigest()}"
-
-
-# TODO(issue 19, lead): windtunnel/train.py, windtunnel/run.py and positional/tunnel.py import these two old
-# private names; point them at models.loaded.quiet_libraries and models.loading.local_weights_hash, then delete.
-_quiet = quiet_libraries
-_local_weights_hash = local_weights_hash

@@ -14,8 +14,16 @@ from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch
 from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
-from geoprobe.windtunnel.train import (RunSpec, TrainingError, checkpoint_dir, list_checkpoints, load_weights, n_params,
-                                       read_spec, train)
+from geoprobe.windtunnel.train import (
+    RunSpec,
+    TrainingError,
+    checkpoint_dir,
+    list_checkpoints,
+    load_weights,
+    n_params,
+    read_spec,
+    train,
+)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -71,7 +79,7 @@ def _final(run: Path, spec: RunSpec) -> Path:
 def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | None = None, geometry: bool = True,
                     ablate: bool = True, progress: Progress | None = None) -> WindTunnelResult:
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
-    from geoprobe.models.loading import _local_weights_hash, load_model
+    from geoprobe.models.loading import load_model, local_weights_hash
 
     out = Path(out)
     t_run = out / "transformer"
@@ -114,7 +122,7 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
     prov = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": tf.train.seed,
             "eval_data": f"{n_eval} fresh sequences per length from seed {tf.train.seed} + {EVAL_SEED_OFFSET}",
             "probe_prompts_sha256": prompts_hash(probe_prompts(task, n_probes, tf.train.seed)[0]),
-            "weights": {a: _local_weights_hash(path) for a, path in finals.items()},
+            "weights": {a: local_weights_hash(path) for a, path in finals.items()},
             "run_dir": str(out), "eval_seconds": time.perf_counter() - t0, "n_eval": n_eval, "n_probes": n_probes,
             "versions": package_versions()}
     return WindTunnelResult(task=dict(tf.task), scale=tf.scale, specs={a: s.to_json() for a, s in specs.items()},

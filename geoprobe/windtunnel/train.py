@@ -33,8 +33,16 @@ from geoprobe.errors import GeoprobeError
 from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
 from geoprobe.serial import Record
-from geoprobe.windtunnel.nets import (Arch, MLPConfig, ResidualMLP, TransformerSize, build_mlp, build_transformer,
-                                      n_params, word_tokenizer)
+from geoprobe.windtunnel.nets import (
+    Arch,
+    MLPConfig,
+    ResidualMLP,
+    TransformerSize,
+    build_mlp,
+    build_transformer,
+    n_params,
+    word_tokenizer,
+)
 from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
 
 RUN_KIND = "geoprobe.windtunnel.run"
@@ -220,9 +228,9 @@ def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
     """The model of ``spec`` with the weights of checkpoint ``ckpt`` (safetensors only)."""
     from safetensors.torch import load_model
 
-    from geoprobe.models.loading import _quiet
+    from geoprobe.models.loaded import quiet_libraries
 
-    _quiet()
+    quiet_libraries()
     check_checkpoint(spec, ckpt)
     weights = ckpt / "model.safetensors"
     damage = safetensors_damage(weights) if weights.exists() else "the file is missing"
@@ -293,9 +301,10 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
           progress: Callable[[int, int, float], None] | None = None) -> TrainReport:
     """Train ``spec`` into ``run`` (resuming from its last checkpoint when ``resume``) on ``device``
     (``cpu``, ``cuda``, …; the device is not part of the spec: a run may move between machines)."""
-    from geoprobe.models.loading import _quiet, check_device
+    from geoprobe.models.loaded import quiet_libraries
+    from geoprobe.models.loading import check_device
 
-    _quiet()
+    quiet_libraries()
     check_device(device)
     run = Path(run)
     _write_spec(run, spec)
