@@ -151,9 +151,12 @@ class Record:
     STORED_AS: ClassVar[dict[str, str]] = {}
 
     def to_dict(self) -> dict[str, Any]:
-        names = self.STORED_AS
-        return {names.get(f.name, f.name): encode(getattr(self, f.name))
-                for f in dataclasses.fields(self) if f.metadata.get("stored", True)}  # type: ignore[arg-type]
+        names, out = self.STORED_AS, {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.metadata.get("stored", True) and not (value is None and f.metadata.get("omit_none")):
+                out[names.get(f.name, f.name)] = encode(value)
+        return out
 
     @classmethod
     def field_values(cls, d: dict[str, Any]) -> dict[str, Any]:

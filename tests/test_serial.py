@@ -133,3 +133,13 @@ def test_one_page_renders_any_result_and_escapes(tmp_path):
     assert html.index("Summary") < html.index("a-fig")
     path = Demo().report(tmp_path / "p.html")
     assert path.read_text().count("<figure") == 1
+
+
+def test_omit_none_fields_are_written_only_when_set():
+    @dataclass(frozen=True, eq=False)
+    class Opt(Record):
+        a: int
+        b: int | None = field(default=None, metadata={"omit_none": True})
+
+    assert Opt(1).to_dict() == {"a": 1} and Opt(1, 2).to_dict() == {"a": 1, "b": 2}
+    assert Opt.from_dict({"a": 1}) == Opt(1) and Opt.from_dict({"a": 1, "b": 2}).b == 2

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from geoprobe.serial import Record
 
@@ -44,9 +44,9 @@ class Layout(Record):
     #: the KV head each query head reads (derived from the head counts; stored for readers of the JSON)
     kv_group: tuple[int, ...] = field(init=False, repr=False)
     #: the model's own layer number of each attention layer (hybrids skip their SSM layers); None: 0..n_layers-1
-    layer_ids: tuple[int, ...] | None = None
+    layer_ids: tuple[int, ...] | None = field(default=None, metadata={"omit_none": True})
     #: width of q and k per head where it differs from the values' (multi-head latent attention); None: d_head
-    d_key: int | None = None
+    d_key: int | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.n_heads % self.n_kv_heads:
@@ -67,7 +67,3 @@ class Layout(Record):
     def model_layers(self) -> tuple[int, ...]:
         """The model's layer number of each attention layer."""
         return tuple(range(self.n_layers)) if self.layer_ids is None else self.layer_ids
-
-    def to_dict(self) -> dict[str, Any]:
-        # the stored shape differs in one way: layer_ids and d_key are written only where set
-        return {k: v for k, v in super().to_dict().items() if v is not None or k not in ("layer_ids", "d_key")}
