@@ -70,7 +70,7 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
 
 
 def _print_sula(result: Any) -> None:
-    from geoprobe.report.sula import summary_rows
+    from geoprobe.sula.report import summary_rows
 
     table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)")
     keep = ("condition", "MAE (bits)", "Spearman ρ(model H, Bayes H)", "label mass", "ρ(k, mean PC1)")

@@ -139,16 +139,12 @@ def figure_list(obj: Any) -> list[tuple[str, str, Any]]:
         from geoprobe.report.domains import domains_figures as report_figures
     elif name == "ModelComparison":
         from geoprobe.compare.report import compare_figures as report_figures
-    elif name == "SulaResult":
-        from geoprobe.report.sula import sula_figures as report_figures
-    elif name == "InterventionResult":
-        from geoprobe.report.intervene import intervene_figures as report_figures
+    elif name in ("SulaResult", "InterventionResult", "PositionalResult", "TunnelLengthCurve"):
+        report_figures = type(obj).figures
     elif name == "WindTunnelResult":
         from geoprobe.report.windtunnel import windtunnel_figures as report_figures
     elif name == "DenoiseResult":
         from geoprobe.report.denoise import denoise_figures as report_figures
-    elif name in ("PositionalResult", "TunnelLengthCurve"):
-        from geoprobe.report.positional import positional_figures as report_figures
     else:
         raise TypeError(f"no report figures for a {name}; pass a list of (anchor, caption, figure)")
     return list(report_figures(obj))

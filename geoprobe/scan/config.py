@@ -231,7 +231,7 @@ def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
     from dataclasses import fields as dc_fields
 
     if command == "sula":
-        from geoprobe.sula import SulaConfig as cls
+        from geoprobe.sula.config import SulaConfig as cls
     elif command == "windtunnel":
         from geoprobe.windtunnel.run import WindTunnelConfig as cls
     elif command == "denoise":
