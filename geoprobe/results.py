@@ -25,9 +25,9 @@ KINDS: dict[str, str] = {
     "geoprobe.domains": "geoprobe.analysis.domains:DomainComparison",
     "geoprobe.compare": "geoprobe.compare.result:ModelComparison",
     "geoprobe.sula": "geoprobe.sula.result:SulaResult",
-    "geoprobe.intervene": "geoprobe.intervene.experiment:InterventionResult",
+    "geoprobe.intervene": "geoprobe.intervene.result:InterventionResult",
     "geoprobe.positional": "geoprobe.positional.result:PositionalResult",
-    "geoprobe.positional.windtunnel": "geoprobe.positional.tunnel:TunnelLengthCurve",
+    "geoprobe.positional.windtunnel": "geoprobe.positional.result:TunnelLengthCurve",
     "geoprobe.denoise": "geoprobe.denoise.result:DenoiseResult",
     "geoprobe.windtunnel": "geoprobe.windtunnel.result:WindTunnelResult",
 }

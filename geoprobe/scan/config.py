@@ -237,9 +237,9 @@ def _flat_config(command: str, doc: dict[str, Any], p: Path) -> Any:
     elif command == "denoise":
         from geoprobe.denoise.run import DenoiseConfig as cls
     elif command == "positional":
-        from geoprobe.positional.run import PositionalConfig as cls
+        from geoprobe.positional.config import PositionalConfig as cls
     else:
-        from geoprobe.intervene.experiment import InterventionConfig as cls
+        from geoprobe.intervene.config import InterventionConfig as cls
     known = {f.name for f in dc_fields(cls)}
     values: dict[str, Any] = {}
     keys: dict[str, str] = {}

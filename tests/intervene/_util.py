@@ -11,7 +11,7 @@ import torch
 
 from geoprobe.capture.run import _pad
 from geoprobe.intervene import fit_entropy_axis
-from geoprobe.intervene._forward import final_logprobs
+from geoprobe.intervene.forward import final_logprobs
 from geoprobe.intervene.metrics import entropy_bits_of
 from geoprobe.intervene.resume import decoder_blocks
 from geoprobe.models.architecture import probing
