@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from geoprobe.intervene import Edit, fit_entropy_axis, intervened, sweep
-from geoprobe.intervene._forward import final_logprobs
+from geoprobe.intervene.forward import final_logprobs
 from geoprobe.intervene.metrics import entropy_bits_of
 from geoprobe.models import load_model
 from geoprobe.prompts import builtin_prompts

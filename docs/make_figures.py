@@ -52,7 +52,7 @@ COMMANDS: dict[str, tuple[str, str, str, str, str]] = {
              "geoprobe.sula.result:SulaResult", "calibration"),
     "intervene": (f"intervene --model {MODEL} --layers 20 --strength 0.5,1 --controls 3 --n-per-k 10 "
                   "--n-resamples 200 --out {out}", "intervene", "intervene.json",
-                  "geoprobe.intervene.experiment:InterventionResult", "dose-response"),
+                  "geoprobe.intervene.result:InterventionResult", "dose-response"),
     "windtunnel": ("windtunnel report runs/windtunnel-bijection-cpu --out {out}/windtunnel.html", "windtunnel",
                    "runs/windtunnel-bijection-cpu/windtunnel.json", "geoprobe.windtunnel.result:WindTunnelResult",
                    "entropy"),

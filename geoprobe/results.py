@@ -21,6 +21,18 @@ from geoprobe.version import __version__
 _FIX = "pass a results file that a geoprobe command wrote (results.json, sula.json, …) or its run directory"
 
 
+def check_kind(d: object, *, kind: str, version: int, source: str, what: str, fix: str) -> dict:
+    """``d`` as a dict after checking its ``kind`` and ``version``; a one-line ResultsError otherwise
+    (``what``: e.g. "wind-tunnel results file"; ``fix``: what to pass or re-run)."""
+    if not isinstance(d, dict) or d.get("kind") != kind:
+        found = d.get("kind") if isinstance(d, dict) else None
+        raise ResultsError(f"{source} is not a geoprobe {what} (kind {found!r}); {fix}")
+    if d.get("version") != version:
+        raise ResultsError(f"{source} has {what} version {d.get('version')!r} (written by geoprobe "
+                           f"{d.get('geoprobe')}); this geoprobe reads version {version}: {fix}")
+    return d
+
+
 class Result(Record):
     """Base of every results file's class (a frozen dataclass declared ``eq=False``).
 
@@ -46,9 +58,7 @@ class Result(Record):
     def from_dict(cls, d: dict[str, Any], source: str = "results"):  # -> Self
         """Read a ``to_dict()`` back; a file of another kind or version, or one whose fields do not
         hold what this class stores, is a one-line ResultsError naming ``source``."""
-        from geoprobe.paths import check_results_kind
-
-        d = check_results_kind(d, kind=cls.KIND, version=cls.VERSION, source=source, what=cls.WHAT, fix=cls.FIX)
+        d = check_kind(d, kind=cls.KIND, version=cls.VERSION, source=source, what=cls.WHAT, fix=cls.FIX)
         try:
             return cls.from_body(d)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:

@@ -75,7 +75,7 @@ def positional(
         return
     if "n_eval" in given:
         raise GeoprobeError("--n-eval applies only with --windtunnel; drop it or pass --windtunnel RUN_DIR")
-    from geoprobe.positional.run import PositionalConfig
+    from geoprobe.positional.config import PositionalConfig
 
     config = PositionalConfig(**({"lengths": Ts} if Ts is not None else {}), max_distance=max_distance,
                               n_prompts=n_prompts, layers=layers(layer_spec), exclude_first=exclude_first,

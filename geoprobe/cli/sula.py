@@ -70,7 +70,7 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
 
 
 def _print_sula(result: Any) -> None:
-    from geoprobe.report.sula import summary_rows
+    from geoprobe.sula.report import summary_rows
 
     table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)")
     keep = ("condition", "MAE (bits)", "Spearman ρ(model H, Bayes H)", "label mass", "ρ(k, mean PC1)")
@@ -99,7 +99,7 @@ def intervene(
     seed: int = SeedOpt,
 ) -> None:
     """Edit the entropy-aligned value axis during SULA; compare with matched random axes (geometry and behaviour)."""
-    from geoprobe.intervene.experiment import InterventionConfig
+    from geoprobe.intervene.config import InterventionConfig
 
     lay = number_list(layers, "--layers", example="0,-1")
     strengths = number_list(strength, "--strength", cast=float, example="0.5,1,2")
@@ -111,7 +111,7 @@ def intervene(
 
 def execute_intervene(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
     """Run the interventions on ``load.model``: intervene.json and intervene.html (default runs/<model>-intervene)."""
-    from geoprobe.intervene.experiment import run_interventions
+    from geoprobe.intervene.run import run_interventions
 
     target = output.out or model_run_dir(load.model, "-intervene")
     request = {"command": "intervene", "load": dataclasses.asdict(load), "config": dataclasses.asdict(config)}

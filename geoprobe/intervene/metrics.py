@@ -29,8 +29,8 @@ import torch
 
 from geoprobe.analysis.alignment import spearman
 from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci
-from geoprobe.intervene._forward import final_logprobs, text_nll
 from geoprobe.intervene.axis import Axis, InterventionError, random_axes
+from geoprobe.intervene.forward import final_logprobs, text_nll
 from geoprobe.intervene.ops import Edit, Op, check_edits, intervened, resolve_layer
 from geoprobe.models.loading import LoadedModel
 

@@ -27,7 +27,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.capture.forward import final_hidden, run_batch
-from geoprobe.intervene._forward import Batch, batches, final_logprobs, recorded_values, recording
+from geoprobe.intervene.forward import Batch, batches, final_logprobs, recorded_values, recording
 from geoprobe.intervene.ops import Edit, check_edits, intervened, resolve_layer
 from geoprobe.models.loading import LoadedModel
 

@@ -17,7 +17,7 @@ and one fitted scale s.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +26,7 @@ from jaxtyping import Float
 from geoprobe.analysis.stats import Estimate
 from geoprobe.positional.bootstrap import linearised_refit, percentile_ci
 from geoprobe.positional.prior import fit_fixed_shape, fit_generalised_gaussian, fit_rope_scale, kl_bits, rope_decay
+from geoprobe.serial import Record
 
 CLASSES = ("flat (NoPE-like)", "ALiBi-like", "Gaussian-like", "local/previous-token", "sink-dominated", "unfit")
 SINK_MASS = 0.5
@@ -35,7 +36,7 @@ BETA_SPLIT = 1.5
 
 
 @dataclass(frozen=True, eq=False)
-class HeadPrior:
+class HeadPrior(Record):
     """One head's distance profile summary and fits. Parameters are None where the fit failed."""
 
     layer: int
@@ -69,20 +70,10 @@ class HeadPrior:
     def converged(self) -> bool:
         return self.beta is not None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("mu", "sigma", "beta"):
-            v = getattr(self, k)
-            d[k] = v.to_dict() if v is not None else None
-        return d
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "HeadPrior":
-        d = dict(d)
-        for k in ("mu", "sigma", "beta"):
-            d[k] = Estimate.from_dict(d[k]) if d.get(k) is not None else None
-        d["kl_ref"] = {k: float(v) for k, v in d["kl_ref"].items()}
-        return cls(**d)
+    def from_dict(cls, d: dict[str, Any]) -> "HeadPrior":  # Estimate is not a Record: mu, sigma, beta by hand
+        fits = {k: None if d[k] is None else Estimate.from_dict(d[k]) for k in ("mu", "sigma", "beta")}
+        return cls(**{**cls.field_values(d), **fits})
 
 
 def classify(sink_mass: float, kl_uniform: float, local_mass: float, beta: Estimate | None) -> tuple[str, bool]:

@@ -1,34 +1,36 @@
-"""The positional-prior result: per-head fits, distance profiles, stability over lengths, figures."""
+"""The positional results: per-head prior fits, distance profiles and stability over lengths of a
+pretrained model (:class:`PositionalResult`), and a wind-tunnel transformer's error against sequence
+length (:class:`TunnelLengthCurve`); persistence, pages and figures."""
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from jaxtyping import Float
 
-from geoprobe.errors import ResultsError
-from geoprobe.paths import JsonResult
+from geoprobe.analysis.stats import Estimate
+from geoprobe.positional import report
 from geoprobe.positional.heads import CLASSES, HeadPrior
 from geoprobe.positional.prior import gg_prior, rope_decay
-from geoprobe.positional.stability import Stability
-
-RESULTS_KIND = "geoprobe.positional"
-RESULTS_VERSION = 1
+from geoprobe.positional.stability import Stability, critical_length
+from geoprobe.report.page import Figure, Page, Section
+from geoprobe.results import Result
+from geoprobe.serial import encode
+from geoprobe.windtunnel.evaluate import TunnelMetrics
 
 
 @dataclass(frozen=True, eq=False)
-class PositionalResult(JsonResult):
+class PositionalResult(Result, Page):
     """What ``geoprobe positional`` measured on one model."""
 
-    _file = "positional.json"
-    _page = "positional.html"
-    _what = "positional results file"
-    _fix = "pass the positional.json that 'geoprobe positional' wrote"
+    KIND: ClassVar[str] = "geoprobe.positional"
+    FILE: ClassVar[str] = "positional.json"
+    PAGE: ClassVar[str | None] = "positional.html"
+    WHAT: ClassVar[str] = "positional results file"
+    FIX: ClassVar[str] = "pass the positional.json that 'geoprobe positional' wrote"
 
     model: str
     layers: tuple[int, ...]
@@ -44,12 +46,6 @@ class PositionalResult(JsonResult):
     stability: Stability | None
     config: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
-
-    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
-        """Write the self-contained HTML page of this result."""
-        from geoprobe.report.positional import write_positional_report
-
-        return write_positional_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
@@ -92,11 +88,8 @@ class PositionalResult(JsonResult):
 
     def rows(self) -> list[dict[str, str]]:
         """One table row per head (the report's and the CLI's)."""
-        def est(e: Any) -> str:
-            if e is None:
-                return "—"
-            ci = f" [{e.low:.2f}, {e.high:.2f}]" if math.isfinite(e.low) else ""
-            return f"{e.value:.2f}{ci}"
+        def est(e: Estimate | None) -> str:
+            return "—" if e is None else f"{e:.2f}"
 
         out = []
         for h in self.heads:
@@ -108,36 +101,22 @@ class PositionalResult(JsonResult):
         return out
 
     # -- persistence -------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-        from geoprobe.scan.result import _json_safe
+    def body(self) -> dict[str, Any]:  # stored shape differs: class counts and the β summary (derived) follow heads
+        d = super().body()
+        keys = list(d)
+        i = keys.index("heads") + 1
+        derived = {"class_counts": self.class_counts(), "beta_summary": encode(self.beta_summary())}
+        return {**{k: d[k] for k in keys[:i]}, **derived, **{k: d[k] for k in keys[i:]}}
 
-        return _json_safe({
-            "kind": RESULTS_KIND, "version": RESULTS_VERSION, "geoprobe": __version__, "model": self.model,
-            "layers": list(self.layers), "n_heads": self.n_heads, "fit_length": self.fit_length,
-            "max_distance": self.max_distance, "exclude_first": self.exclude_first, "n_prompts": self.n_prompts,
-            "n_resamples": self.n_resamples, "heads": [h.to_dict() for h in self.heads],
-            "class_counts": self.class_counts(), "beta_summary": self.beta_summary(),
-            "profiles": self.profiles.tolist(), "rope": list(self.rope) if self.rope else None,
-            "stability": self.stability.to_dict() if self.stability else None,
-            "config": self.config, "provenance": self.provenance})
+    # -- page ----------------------------------------------------------------------------------
+    def title(self) -> str:
+        return f"Positional priors: {self.model}"
 
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "results") -> "PositionalResult":
-        from geoprobe.paths import check_results_kind
+    def subtitle(self) -> str:
+        return f"geoprobe positional · {self.provenance.get('created', '')}"
 
-        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source, what=cls._what, fix=cls._fix)
-        try:
-            return cls(model=str(d["model"]), layers=tuple(d["layers"]), n_heads=int(d["n_heads"]),
-                       fit_length=int(d["fit_length"]), max_distance=int(d["max_distance"]),
-                       exclude_first=int(d["exclude_first"]), n_prompts=int(d["n_prompts"]),
-                       n_resamples=int(d["n_resamples"]), heads=tuple(HeadPrior.from_dict(h) for h in d["heads"]),
-                       profiles=np.asarray(d["profiles"], dtype=np.float64),
-                       rope=tuple(d["rope"]) if d.get("rope") else None,  # type: ignore[arg-type]
-                       stability=Stability.from_dict(d["stability"]) if d.get("stability") else None,
-                       config=dict(d.get("config", {})), provenance=dict(d.get("provenance", {})))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); {cls._fix}") from None
+    def sections(self) -> list[Section]:
+        return report.sections(self)
 
     # -- figures -----------------------------------------------------------------------------
     def beta_figure(self) -> Any:
@@ -227,8 +206,85 @@ class PositionalResult(JsonResult):
                           yaxis_title="heads")
         return fig
 
-    def figures(self) -> dict[str, Any]:
-        out = {"beta": self.beta_figure(), "profiles": self.profile_figure(), "classes": self.class_figure()}
+    def figures(self) -> list[Figure]:
+        out = [Figure("beta", report.CAPTIONS["beta"], self.beta_figure()),
+               Figure("profiles", report.CAPTIONS["profiles"], self.profile_figure()),
+               Figure("classes", report.CAPTIONS["classes"], self.class_figure())]
         if self.stability is not None:
-            out["stability"] = self.stability.figure()
+            out.append(Figure("stability", report.CAPTIONS["stability"], self.stability.figure()))
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class TunnelLengthCurve(Result, Page):
+    """Error vs sequence length of one trained wind-tunnel transformer."""
+
+    KIND: ClassVar[str] = "geoprobe.positional.windtunnel"
+    FILE: ClassVar[str] = "positional.json"
+    PAGE: ClassVar[str | None] = "positional.html"
+    WHAT: ClassVar[str] = "positional wind-tunnel results file"
+    FIX: ClassVar[str] = "pass the positional.json that 'geoprobe positional --windtunnel RUN_DIR' wrote"
+
+    run_dir: str
+    task: dict[str, Any]
+    train_K: int
+    metrics: tuple[TunnelMetrics, ...]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        Ks = [m.K for m in self.metrics]
+        if not Ks or Ks != sorted(set(Ks)):
+            raise ValueError(f"lengths {Ks} must be non-empty, increasing and distinct")
+        if self.train_K < 1:
+            raise ValueError(f"training length {self.train_K} must be positive")
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(m.K for m in self.metrics)
+
+    @property
+    def critical_length(self) -> int | None:
+        base = next((m for m in self.metrics if m.K == self.train_K), self.metrics[0])
+        beyond = [base, *(m for m in self.metrics if m.K > base.K)]
+        return critical_length([m.K for m in beyond], [m.mae_sample for m in beyond], worse="higher")
+
+    # -- persistence -------------------------------------------------------------------------
+    def body(self) -> dict[str, Any]:  # stored shape differs: the critical length (derived) follows the metrics
+        d = super().body()
+        provenance = d.pop("provenance")
+        return {**d, "critical_length": self.critical_length, "provenance": provenance}
+
+    @classmethod
+    def from_body(cls, d: dict[str, Any]) -> "TunnelLengthCurve":  # TunnelMetrics is not a Record: read by hand
+        return cls(**{**cls.field_values(d), "metrics": tuple(TunnelMetrics.from_dict(m) for m in d["metrics"])})
+
+    # -- page ----------------------------------------------------------------------------------
+    def title(self) -> str:
+        return f"Wind-tunnel length generalisation: {self.task.get('name')}"
+
+    def sections(self) -> list[Section]:
+        return report.tunnel_sections(self)
+
+    def figures(self) -> list[Figure]:
+        return [Figure("tunnel", report.CAPTIONS["tunnel"], self.figure())]
+
+    def figure(self) -> Any:
+        """Per-sample entropy MAE and KL (bits, 95 % CIs) against K; dashed: the training length."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        Ks = list(self.lengths)
+        fig = make_subplots(rows=1, cols=2, subplot_titles=("entropy MAE per sample (bits)", "KL(Bayes ‖ model) (bits)"))
+        for col, name in ((1, "mae_sample"), (2, "kl")):
+            es = [getattr(m, name) for m in self.metrics]
+            v = np.array([e.value for e in es])
+            fig.add_trace(go.Scatter(x=Ks, y=v, mode="lines+markers", showlegend=False,
+                                     error_y=dict(type="data", symmetric=False, array=np.array([e.high for e in es]) - v,
+                                                  arrayminus=v - np.array([e.low for e in es]))), row=1, col=col)
+            fig.add_vline(x=self.train_K, line_dash="dot", line_color="grey", row=1, col=col,
+                          annotation_text=f"trained at K = {self.train_K}")
+            if self.critical_length is not None:
+                fig.add_vline(x=self.critical_length, line_dash="dash", line_color="firebrick", row=1, col=col)
+        fig.update_xaxes(title_text="sequence length K (predictions)")
+        fig.update_layout(template="plotly_white", height=400)
+        return fig

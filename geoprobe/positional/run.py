@@ -1,82 +1,19 @@
 """``geoprobe positional``: capture prompts of exact lengths, fit per-head priors, measure stability."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from geoprobe.checks import check_seed
+from geoprobe.capture import CaptureConfig, capture
+from geoprobe.capture.run import resolve_layers
 from geoprobe.errors import GeoprobeError
+from geoprobe.paths import read_json
+from geoprobe.positional.config import PositionalConfig
+from geoprobe.positional.heads import fit_heads
+from geoprobe.positional.profile import distance_windows, token_windows
+from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
+from geoprobe.positional.stability import Stability, length_point
 
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class PositionalConfig:
-    """Everything ``geoprobe positional`` (and ``probes/positional.toml``) can set.
-
-    The priors are fitted at the longest length; ``max_distance`` None means the longest window
-    those prompts allow (fit length − 1 − exclude_first)."""
-
-    lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
-    max_distance: int | None = None
-    n_prompts: int = 24
-    layers: tuple[int, ...] | None = None
-    exclude_first: int = 1
-    n_resamples: int = 200
-    confidence: float = 0.95
-    seed: int = 0
-    batch_size: int = 8
-    stability: bool = True
-
-    def __post_init__(self) -> None:
-        check_seed(self.seed, "--seed (seed in a probe recipe)")
-        object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
-        if self.layers is not None:
-            object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
-        Ts = self.lengths
-        spec = ",".join(str(x) for x in Ts)
-        if not Ts:
-            raise GeoprobeError("--lengths is empty; pass comma-separated prompt lengths such as 16,32,64")
-        if min(Ts) < 2:
-            raise GeoprobeError(f"--lengths {spec} contains {min(Ts)}; every length must be at least 2 tokens")
-        if list(Ts) != sorted(set(Ts)):
-            raise GeoprobeError(f"--lengths {spec} must be increasing without duplicates; pass e.g. "
-                                f"{','.join(str(x) for x in sorted(set(Ts)))}")
-        if self.n_prompts < 3:
-            raise GeoprobeError(f"--n-prompts {self.n_prompts} is too few for a bootstrap CI (at least 3); "
-                                "pass --n-prompts 3 or more (24 by default)")
-        if self.n_resamples < 2:
-            raise GeoprobeError(f"--n-resamples {self.n_resamples} is too few for a CI; pass 2 or more (200 by default)")
-        if self.exclude_first < 0:
-            raise GeoprobeError(f"--exclude-first {self.exclude_first} is negative; pass 0 or more")
-        if self.batch_size < 1:
-            raise GeoprobeError(f"--batch-size {self.batch_size} must be at least 1")
-        if not 0.0 < self.confidence < 1.0:
-            raise GeoprobeError(f"confidence {self.confidence} must lie in (0, 1)")
-        top, need = self.fit_length, self.window + 1 + self.exclude_first
-        if self.window < 2:
-            raise GeoprobeError(f"the longest --lengths {top} leaves {self.window + 1} distance(s) after "
-                                f"--exclude-first {self.exclude_first}; pass a longest length of "
-                                f"{3 + self.exclude_first} or more")
-        if need > top:
-            raise GeoprobeError(f"--max-distance {self.window} needs prompts of at least {need} tokens ("
-                                f"{self.window} + 1 + --exclude-first {self.exclude_first}), the longest --lengths is "
-                                f"{top}; pass --max-distance {top - 1 - self.exclude_first} or less, or add a length "
-                                f"of {need} or more to --lengths")
-
-    @property
-    def fit_length(self) -> int:
-        return self.lengths[-1]
-
-    @property
-    def window(self) -> int:
-        """The largest distance fitted, D."""
-        return self.max_distance if self.max_distance is not None else self.fit_length - 1 - self.exclude_first
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["lengths"], d["layers"] = list(self.lengths), list(self.layers) if self.layers is not None else None
-        return d
 
 
 def check_model(config: PositionalConfig, model: Any) -> None:
@@ -100,16 +37,9 @@ def rope_of(model: Any) -> tuple[float, int] | None:
     return float(theta), rot
 
 
-def run_positional(model: Any, config: PositionalConfig, *, progress: Progress | None = None) -> Any:
+def run_positional(model: Any, config: PositionalConfig, *, progress: Progress | None = None) -> PositionalResult:
     """Capture ``n_prompts`` windows of every length, fit the priors at the longest, and (with
     ``config.stability``) measure the stability metrics at every length."""
-    from geoprobe.capture import CaptureConfig, capture
-    from geoprobe.capture.run import resolve_layers
-    from geoprobe.positional.heads import fit_heads
-    from geoprobe.positional.profile import distance_windows, token_windows
-    from geoprobe.positional.result import PositionalResult
-    from geoprobe.positional.stability import Stability, length_point
-
     check_model(config, model)
     layers = resolve_layers(config.layers, model.layout.n_layers)
     lengths = config.lengths if config.stability else (config.fit_length,)
@@ -143,13 +73,9 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
                             config=config.to_dict(), provenance=prov)
 
 
-def load_positional(path: Any) -> Any:
+def load_positional(path: Any) -> PositionalResult | TunnelLengthCurve:
     """A PositionalResult or a TunnelLengthCurve, whichever ``path`` (file or run directory) holds."""
-    from geoprobe.paths import read_json
-    from geoprobe.positional.result import PositionalResult
-    from geoprobe.positional.tunnel import TUNNEL_KIND, TunnelLengthCurve
-
-    d, source = read_json(path, default_name="positional.json", what=PositionalResult._what, fix=PositionalResult._fix)
-    if isinstance(d, dict) and d.get("kind") == TUNNEL_KIND:
+    d, source = read_json(path, default_name=PositionalResult.FILE, what=PositionalResult.WHAT, fix=PositionalResult.FIX)
+    if isinstance(d, dict) and d.get("kind") == TunnelLengthCurve.KIND:
         return TunnelLengthCurve.from_dict(d, source)
     return PositionalResult.from_dict(d, source)

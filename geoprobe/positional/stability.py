@@ -25,6 +25,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
+from geoprobe.serial import Record
 
 
 def critical_length(lengths: Sequence[int], estimates: Sequence[Estimate], *,
@@ -43,7 +44,7 @@ def critical_length(lengths: Sequence[int], estimates: Sequence[Estimate], *,
 
 
 @dataclass(frozen=True, eq=False)
-class LengthPoint:
+class LengthPoint(Record):
     """The stability metrics at one prompt length (one entry per analysed layer)."""
 
     T: int
@@ -61,19 +62,14 @@ class LengthPoint:
         if any(x < -1e-9 or x > math.log2(self.T) + 1e-6 for x in self.attn_entropy):
             raise ValueError(f"attention entropies {self.attn_entropy} outside [0, log2 {self.T}]")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"T": self.T, "n": self.n, "pc1": [e.to_dict() for e in self.pc1],
-                "alignment": [e.to_dict() for e in self.alignment], "attn_entropy": list(self.attn_entropy)}
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LengthPoint":
-        return cls(T=int(d["T"]), n=int(d["n"]), pc1=tuple(Estimate.from_dict(e) for e in d["pc1"]),
-                   alignment=tuple(Estimate.from_dict(e) for e in d["alignment"]),
-                   attn_entropy=tuple(float(x) for x in d["attn_entropy"]))
+    def from_dict(cls, d: dict[str, Any]) -> "LengthPoint":  # Estimate is not a Record: pc1, alignment by hand
+        ests = {k: tuple(Estimate.from_dict(e) for e in d[k]) for k in ("pc1", "alignment")}
+        return cls(**{**cls.field_values(d), **ests})
 
 
 @dataclass(frozen=True, eq=False)
-class Stability:
+class Stability(Record):
     """Stability metrics over a length grid; critical lengths per layer (None: never degrades)."""
 
     layers: tuple[int, ...]
@@ -98,14 +94,9 @@ class Stability:
         """Critical length of ``metric`` (pc1 | alignment) at ``layer``."""
         return critical_length(self.lengths, self.series(metric, layer))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"layers": list(self.layers), "points": [p.to_dict() for p in self.points],
-                "critical": {m: {str(layer): self.critical(m, layer) for layer in self.layers}
-                             for m in ("pc1", "alignment")}}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Stability":
-        return cls(layers=tuple(int(x) for x in d["layers"]), points=tuple(LengthPoint.from_dict(p) for p in d["points"]))
+    def to_dict(self) -> dict[str, Any]:  # stored shape differs: the critical lengths, derived, are written too
+        return {**super().to_dict(), "critical": {m: {str(layer): self.critical(m, layer) for layer in self.layers}
+                                                  for m in ("pc1", "alignment")}}
 
     def figure(self, layer: int | None = None) -> Any:
         """PC1 ratio, |ρ| (with CIs; dashed line: critical length) at ``layer`` (default the last),

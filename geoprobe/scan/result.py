@@ -5,7 +5,6 @@ made from results, never from the model.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,20 +20,6 @@ from geoprobe.scan.scorecard import Scorecard
 
 RESULTS_KIND = "geoprobe.scan"
 RESULTS_VERSION = 1
-
-
-def _json_safe(x: Any) -> Any:
-    """NaN/Inf become None (strict JSON); everything else passes through.
-
-    Unused here: kept only while denoise, positional, sula, windtunnel, intervene and compare
-    import it. Its replacement is :func:`geoprobe.serial.encode` (or a ``Record``'s ``to_dict``)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    return x
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,9 @@ from jaxtyping import Float
 
 from geoprobe.analysis.alignment import pearson, spearman
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
-from geoprobe.sula.task import SulaError, binary_entropy_bits
+from geoprobe.serial import Record
+from geoprobe.sula.config import SulaError
+from geoprobe.sula.task import binary_entropy_bits
 
 
 def label_logprobs(model: Any, texts: Sequence[str], label_ids: Sequence[int], *, batch_size: int = 16,
@@ -63,7 +65,7 @@ def label_distribution(logprobs: Float[np.ndarray, "n 2"]) -> dict[str, np.ndarr
 
 
 @dataclass(frozen=True, eq=False)
-class SulaMetrics:
+class SulaMetrics(Record):
     """Calibration of the model's label entropy against the analytic one (bits)."""
 
     n: int
@@ -83,23 +85,12 @@ class SulaMetrics:
             raise ValueError(f"{len(self.k_values)} values of k but {len(self.model_per_k)} / "
                              f"{len(self.bayes_per_k)} per-k estimates")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "mae": self.mae.to_dict(), "spearman": self.spearman.to_dict(),
-                "pearson": self.pearson.to_dict(), "label_mass": self.label_mass.to_dict(),
-                "k_values": list(self.k_values), "model_per_k": [e.to_dict() for e in self.model_per_k],
-                "bayes_per_k": [e.to_dict() for e in self.bayes_per_k]}
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SulaMetrics":
+    def from_dict(cls, d: dict[str, Any]) -> "SulaMetrics":  # Estimate is not a Record: read by hand
         return cls(n=int(d["n"]), mae=Estimate.from_dict(d["mae"]), spearman=Estimate.from_dict(d["spearman"]),
                    pearson=Estimate.from_dict(d["pearson"]), label_mass=Estimate.from_dict(d["label_mass"]),
                    k_values=tuple(d["k_values"]), model_per_k=tuple(Estimate.from_dict(e) for e in d["model_per_k"]),
                    bayes_per_k=tuple(Estimate.from_dict(e) for e in d["bayes_per_k"]))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SulaMetrics) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, rng: np.random.Generator) -> Estimate:

@@ -20,7 +20,8 @@ import numpy as np
 from jaxtyping import Float
 
 from geoprobe.analysis.alignment import orientation, pearson, spearman
-from geoprobe.analysis.stats import Estimate, _quiet, bootstrap_ci
+from geoprobe.analysis.stats import Estimate, bootstrap_ci, quiet
+from geoprobe.serial import Record
 
 
 def final_values(model: Any, texts: Sequence[str], layer: int, *,
@@ -57,7 +58,7 @@ def fit_basis(values: Float[np.ndarray, "n D"], orient_by: Float[np.ndarray, "n"
 
 
 @dataclass(frozen=True, eq=False)
-class SulaGeometry:
+class SulaGeometry(Record):
     """PC1 statistics of one condition in the shared basis."""
 
     rho_pc1_bayes: Estimate  # Spearman over prompts
@@ -72,21 +73,11 @@ class SulaGeometry:
         if len(self.k_values) != len(self.pc1_per_k):
             raise ValueError(f"{len(self.k_values)} values of k but {len(self.pc1_per_k)} per-k PC1 means")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"rho_pc1_bayes": self.rho_pc1_bayes.to_dict(), "rho_k_pc1": self.rho_k_pc1.to_dict(),
-                "r_k_pc1": self.r_k_pc1.to_dict(), "k_values": list(self.k_values),
-                "pc1_per_k": [e.to_dict() for e in self.pc1_per_k]}
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SulaGeometry":
+    def from_dict(cls, d: dict[str, Any]) -> "SulaGeometry":  # Estimate is not a Record: read by hand
         return cls(rho_pc1_bayes=Estimate.from_dict(d["rho_pc1_bayes"]), rho_k_pc1=Estimate.from_dict(d["rho_k_pc1"]),
                    r_k_pc1=Estimate.from_dict(d["r_k_pc1"]), k_values=tuple(d["k_values"]),
                    pc1_per_k=tuple(Estimate.from_dict(e) for e in d["pc1_per_k"]))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SulaGeometry) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _k_correlation(k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float, n_resamples: int,
@@ -124,7 +115,7 @@ def geometry_stats(k: Sequence[int], pc1: Sequence[float], bayes_entropy: Sequen
         rho = Estimate(math.nan, math.nan, math.nan, confidence)
     ks = tuple(int(x) for x in np.unique(k))
     per_k = tuple(bootstrap_ci(pc1[k == v], np.mean, random_state=rng, **kw) for v in ks)
-    with _quiet():
+    with quiet():
         rho_k = _k_correlation(k, pc1, spearman, confidence, n_resamples, rng)
         r_k = _k_correlation(k, pc1, pearson, confidence, n_resamples, rng)
     return SulaGeometry(rho_pc1_bayes=rho, rho_k_pc1=rho_k, r_k_pc1=r_k, k_values=ks, pc1_per_k=per_k)

@@ -1,21 +1,20 @@
 """SulaResult: everything one SULA run measured, with provenance, persistence and figures."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from geoprobe.errors import ResultsError
-from geoprobe.paths import JsonResult
+from geoprobe.report.page import Figure, Page, Section
+from geoprobe.results import Result
+from geoprobe.serial import Record
+from geoprobe.sula import report
+from geoprobe.sula.config import CONDITIONS, SulaConfig
 from geoprobe.sula.evaluate import SulaMetrics
 from geoprobe.sula.geometry import SulaGeometry
-from geoprobe.sula.task import CONDITIONS, LabelTokens, SulaConfig
+from geoprobe.sula.task import LabelTokens
 
-RESULTS_KIND = "geoprobe.sula"
-RESULTS_VERSION = 1
 _ARRAYS = ("k", "n1", "n2", "bayes_predictive", "bayes_entropy", "model_predictive", "model_entropy", "label_mass",
            "pc1")
 _INT_ARRAYS = ("k", "n1", "n2")
@@ -33,7 +32,7 @@ def _frozen(a: Any, n: int | None, name: str, dtype: Any) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class SulaCondition:
+class SulaCondition(Record):
     """One condition's prompts (as per-prompt arrays), model outputs, metrics and geometry.
     ``pc1`` is the oriented PC1 coordinate in the run's shared basis."""
 
@@ -68,43 +67,24 @@ class SulaCondition:
     def n(self) -> int:
         return int(self.k.shape[0])
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"condition": self.condition, "labels": self.labels.to_dict(),
-                             "prompts_hash": self.prompts_hash}
-        d.update({name: getattr(self, name).tolist() for name in _ARRAYS})
-        d["metrics"] = self.metrics.to_dict()
-        d["geometry"] = self.geometry.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SulaCondition":
-        return cls(condition=d["condition"], labels=LabelTokens.from_dict(d["labels"]),
-                   prompts_hash=str(d["prompts_hash"]), **{name: d[name] for name in _ARRAYS},
-                   metrics=SulaMetrics.from_dict(d["metrics"]), geometry=SulaGeometry.from_dict(d["geometry"]))
-
 
 @dataclass(frozen=True, eq=False)
-class SulaResult(JsonResult):
+class SulaResult(Result, Page):
     """A SULA run: the main condition and the controls, in one shared PCA basis at ``layer``."""
 
-    _file = "sula.json"
-    _page = "sula.html"
-    _what = "SULA results file"
-    _fix = "pass the sula.json that run_sula wrote"
+    KIND: ClassVar[str] = "geoprobe.sula"
+    FILE: ClassVar[str] = "sula.json"
+    PAGE: ClassVar[str | None] = "sula.html"
+    WHAT: ClassVar[str] = "SULA results file"
+    FIX: ClassVar[str] = "pass the sula.json that run_sula / geoprobe sula wrote, or re-run the SULA task"
 
     model: str
     provenance: dict[str, Any]
     config: SulaConfig
     layer: int
     pc1_ratio: float  # explained-variance ratio of the shared basis's PC1 (main prompts)
+    timings: dict[str, float] = field(default_factory=dict, kw_only=True)
     conditions: dict[str, SulaCondition]
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
-        """Write the self-contained HTML page of this result."""
-        from geoprobe.report.sula import write_sula_report
-
-        return write_sula_report(self, path, force=force)
 
     def __post_init__(self) -> None:
         if "main" not in self.conditions:
@@ -130,29 +110,15 @@ class SulaResult(JsonResult):
                        "rho_k_pc1": c.geometry.rho_k_pc1.value, "r_k_pc1": c.geometry.r_k_pc1.value}
                 for name, c in self.conditions.items()}
 
-    # -- persistence --------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        from geoprobe import __version__
-        from geoprobe.scan.result import _json_safe
+    # -- page -------------------------------------------------------------------------------
+    def title(self) -> str:
+        return f"SULA: in-context Bayesian updating, {self.model}"
 
-        return _json_safe({"kind": RESULTS_KIND, "version": RESULTS_VERSION, "geoprobe": __version__,
-                           "model": self.model, "provenance": self.provenance, "config": self.config.to_dict(),
-                           "layer": self.layer, "pc1_ratio": self.pc1_ratio, "timings": dict(self.timings),
-                           "conditions": {k: c.to_dict() for k, c in self.conditions.items()}})
+    def subtitle(self) -> str:
+        return report.subtitle(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any], source: str = "results") -> "SulaResult":
-        from geoprobe.paths import check_results_kind
-
-        d = check_results_kind(d, kind=RESULTS_KIND, version=RESULTS_VERSION, source=source, what="SULA results file",
-                               fix="pass the sula.json that run_sula / geoprobe sula wrote, or re-run the SULA task")
-        try:
-            return cls(model=str(d["model"]), provenance=dict(d["provenance"]), config=SulaConfig.from_dict(d["config"]),
-                       layer=int(d["layer"]), pc1_ratio=float(d["pc1_ratio"]),
-                       conditions={k: SulaCondition.from_dict(c) for k, c in d["conditions"].items()},
-                       timings=dict(d.get("timings", {})))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsError(f"{source} is damaged ({type(exc).__name__}: {exc}); re-run the SULA task") from None
+    def sections(self) -> list[Section]:
+        return report.sections(self)
 
     # -- figures ------------------------------------------------------------------------
     def calibration_figure(self, condition: str = "main") -> Any:
@@ -214,6 +180,7 @@ class SulaResult(JsonResult):
                           template="plotly_white", height=440)
         return fig
 
-    def figures(self) -> dict[str, Any]:
-        return {"calibration": self.calibration_figure(), "per_k": self.per_k_figure(),
-                "trajectory": self.trajectory_figure()}
+    def figures(self) -> list[Figure]:
+        return [Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure()),
+                Figure("per_k", report.CAPTIONS["per_k"], self.per_k_figure()),
+                Figure("trajectory", report.CAPTIONS["trajectory"], self.trajectory_figure())]

@@ -11,7 +11,8 @@ from geoprobe.provenance import prompts_hash
 from geoprobe.sula.evaluate import calibration_metrics, label_distribution, label_logprobs
 from geoprobe.sula.geometry import final_values, fit_basis, geometry_stats
 from geoprobe.sula.result import SulaCondition, SulaResult
-from geoprobe.sula.task import CONDITIONS, SulaConfig, check_context, generate, label_tokens, prompt_arrays
+from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
+from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
 
 
 def run_sula(model: Any, config: SulaConfig = SulaConfig(), *, layer: int = -1,
@@ -26,8 +27,6 @@ def run_sula(model: Any, config: SulaConfig = SulaConfig(), *, layer: int = -1,
     from geoprobe.capture.run import resolve_layers
 
     if "main" not in conditions or any(c not in CONDITIONS for c in conditions):
-        from geoprobe.sula.task import SulaError
-
         raise SulaError(f"conditions {conditions} must include 'main' and be among {', '.join(CONDITIONS)}")
     layer_idx = resolve_layers([layer], model.layout.n_layers)[0]
     t0 = time.perf_counter()

@@ -30,14 +30,14 @@ prompt i of ``lexical_remap`` or ``ablated`` is prompt i of ``main`` with labels
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 import scipy.special
 
-from geoprobe.checks import check_seed
-from geoprobe.errors import GeoprobeError
+from geoprobe.serial import Record
+from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 
 POSITIVE_WORDS: tuple[str, ...] = (
     "happy", "joy", "love", "sunny", "bright", "kind", "gentle", "calm", "peace", "smile", "warm", "friend",
@@ -55,16 +55,6 @@ CARRIER_WORDS: tuple[str, ...] = POSITIVE_WORDS + NEGATIVE_WORDS
 # the tiny twins share; ``choose_labels`` picks the first single-token pair for any tokenizer.
 LABEL_CANDIDATES: tuple[str, ...] = ("bip", "pim", "kel", "pom", "zig", "lum", "gor", "vex", "dax", "wug",
                                      "blick", "fep", "toma", "lorp")
-DEFAULT_LABELS: tuple[str, str] = ("bip", "pim")
-DEFAULT_REMAP_LABELS: tuple[str, str] = ("kel", "pom")
-PLACEHOLDER = "item"
-CONDITIONS: tuple[str, ...] = ("main", "lexical_remap", "shuffled", "ablated")
-
-
-class SulaError(GeoprobeError):
-    """A SULA task that cannot be built as asked (bad config, multi-token labels, k too large)."""
-
-
 # -- closed forms -----------------------------------------------------------------------------
 def posterior_l1(n1: int | np.ndarray, n2: int | np.ndarray, agreement: float = 0.9) -> Any:
     """P(y = L1 | n1 L1-labels, n2 L2-labels) under a uniform prior and label agreement ``a``:
@@ -88,86 +78,6 @@ def binary_entropy_bits(q: float | np.ndarray) -> Any:
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -(np.where(q > 0, q * np.log2(q), 0.0) + np.where(q < 1, (1 - q) * np.log2(1 - q), 0.0))
     return float(h) if h.shape == () else h
-
-
-# -- config -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SulaConfig:
-    """One SULA prompt set. ``n_per_k`` defaults to 50, the authors' released pipeline (the
-    paper's text reads both as 250 per k and 250 in all; 50 × 5 values of k = 250 in all)."""
-
-    k_values: tuple[int, ...] = (0, 1, 2, 4, 8)
-    n_per_k: int = 50
-    agreement: float = 0.9
-    labels: tuple[str, str] = DEFAULT_LABELS
-    remap_labels: tuple[str, str] = DEFAULT_REMAP_LABELS
-    example_format: str = "{word}: {label}"
-    separator: str = ", "
-    query: str = "test:"
-    placeholder: str = PLACEHOLDER
-    seed: int = 0
-    condition: str = "main"
-    first_token: bool = False  # multi-token labels: score the first token of each
-    batch_size: int = 16
-    n_resamples: int = 1000
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        check_seed(self.seed, "--seed (seed in a probe recipe)")
-        object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
-        object.__setattr__(self, "labels", tuple(self.labels))
-        object.__setattr__(self, "remap_labels", tuple(self.remap_labels))
-        if not self.k_values:
-            raise SulaError("no values of k given; pass --k with at least one value, e.g. 0,1,2,4,8")
-        for k in self.k_values:
-            if k < 0:
-                raise SulaError(f"k = {k} in k_values is negative; the number of examples must be >= 0 (fix --k)")
-        if len(set(self.k_values)) != len(self.k_values):
-            raise SulaError(f"k_values {self.k_values} repeat a value; pass each k once (--k)")
-        if self.n_per_k < 1:
-            raise SulaError(f"n_per_k = {self.n_per_k} prompts per k must be at least 1; pass --n-per-k 1 or more")
-        if not 0.5 < self.agreement < 1.0:
-            raise SulaError(f"agreement = {self.agreement} must lie strictly between 0.5 and 1 "
-                            "(label–class agreement probability); fix --agreement")
-        for name in ("labels", "remap_labels"):
-            pair = getattr(self, name)
-            if len(pair) != 2 or pair[0] == pair[1] or not all(isinstance(x, str) and x.strip() for x in pair):
-                raise SulaError(f"{name} {pair!r} must be two different non-empty words; fix --labels")
-        if "{word}" not in self.example_format or "{label}" not in self.example_format:
-            raise SulaError(f"example format {self.example_format!r} must contain {{word}} and {{label}}")
-        if not self.query.strip():
-            raise SulaError("the query text is empty; pass a query such as 'test:'")
-        if self.condition not in CONDITIONS:
-            raise SulaError(f"condition {self.condition!r} is not one of {', '.join(CONDITIONS)}")
-        if self.batch_size < 1:
-            raise SulaError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
-        if self.n_resamples < 2:
-            raise SulaError(f"n_resamples = {self.n_resamples} bootstrap resamples must be at least 2")
-        if not 0.0 < self.confidence < 1.0:
-            raise SulaError(f"confidence {self.confidence} must be in (0, 1)")
-
-    @property
-    def label_lead(self) -> str:
-        """The text between the separator before the label and the label (``" "`` by default)."""
-        before = self.example_format.split("{label}")[0]
-        return before[len(before.rstrip()):]
-
-    def labels_for(self, condition: str | None = None) -> tuple[str, str]:
-        return self.remap_labels if (condition or self.condition) == "lexical_remap" else self.labels
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for name in ("k_values", "labels", "remap_labels"):
-            d[name] = list(d[name])
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SulaConfig":
-        d = dict(d)
-        for name in ("k_values", "labels", "remap_labels"):
-            if name in d:
-                d[name] = tuple(d[name])
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -239,8 +149,8 @@ def generate_all(config: SulaConfig = SulaConfig()) -> dict[str, tuple[SulaPromp
 
 
 # -- tokenisation -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LabelTokens:
+@dataclass(frozen=True, eq=False)
+class LabelTokens(Record):
     """How the two labels are scored: the token id of each (its only token, or with
     ``first_token`` its first), and how each tokenises after the format's lead text."""
 
@@ -248,15 +158,6 @@ class LabelTokens:
     ids: tuple[int, int]
     tokens: tuple[tuple[str, ...], tuple[str, ...]]
     first_token: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"labels": list(self.labels), "ids": list(self.ids), "tokens": [list(t) for t in self.tokens],
-                "first_token": self.first_token}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LabelTokens":
-        return cls(labels=tuple(d["labels"]), ids=tuple(int(i) for i in d["ids"]),
-                   tokens=tuple(tuple(t) for t in d["tokens"]), first_token=bool(d["first_token"]))
 
 
 def _pieces(tokenizer: Any, text: str) -> tuple[list[int], list[str]]:
@@ -327,7 +228,5 @@ def prompt_arrays(prompts: Sequence[SulaPrompt]) -> dict[str, np.ndarray]:
     return {c: np.array([getattr(p, c) for p in prompts]) for c in cols}
 
 
-__all__ = ["CARRIER_WORDS", "CONDITIONS", "DEFAULT_LABELS", "DEFAULT_REMAP_LABELS", "LABEL_CANDIDATES",
-           "NEGATIVE_WORDS", "PLACEHOLDER", "POSITIVE_WORDS", "LabelTokens", "SulaConfig", "SulaError",
-           "SulaPrompt", "binary_entropy_bits", "check_context", "choose_labels", "generate", "generate_all",
+__all__ = ["CARRIER_WORDS", "LABEL_CANDIDATES", "NEGATIVE_WORDS", "POSITIVE_WORDS", "LabelTokens", "SulaPrompt", "binary_entropy_bits", "check_context", "choose_labels", "generate", "generate_all",
            "label_tokens", "posterior_l1", "predictive_l1", "prompt_arrays", "render"]

@@ -196,7 +196,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "sample_out_foreign": _text("mine.jsonl", "\"keep me\"\n"),
     "wt_results": _json("wt.json", {"kind": "geoprobe.windtunnel", "version": 1, "geoprobe": "0.0"}),
     "scan_results_kind": lambda d: _kind_json(d, "scan.json", "geoprobe.scan.result"),
-    "sula_results": lambda d: _kind_json(d, "sula.json", "geoprobe.sula.result"),
+    "sula_results": _json("sula.json", {"kind": "geoprobe.sula", "version": 1, "geoprobe": "0.0"}),
     "corrupt_results": _text("results.json", '{"kind": "geoprobe.scan", "layers": [0, 1'),
     "future_results": lambda d: _kind_json(d, "results.json", "geoprobe.scan.result", version=999),
     "recipe_unknown_key": _recipe("bad_key.toml", "[probe]\ncommand = \"scan\"\n[analyses]\nn_resampels = 10\n"),

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from geoprobe.intervene.experiment import InterventionResult, paper_experiments
+from geoprobe.intervene import InterventionResult, paper_experiments
 
 from tests.cli.test_cli import run_cli
 

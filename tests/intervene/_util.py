@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from geoprobe.capture.run import _pad
+from geoprobe.capture.run import pad_batch
 from geoprobe.intervene import fit_entropy_axis
-from geoprobe.intervene._forward import final_logprobs
+from geoprobe.intervene.forward import final_logprobs
 from geoprobe.intervene.metrics import entropy_bits_of
 from geoprobe.intervene.resume import decoder_blocks
 from geoprobe.models.architecture import probing
@@ -90,7 +90,7 @@ def run_full(model: Any, probe: Any, prompts: list[str], layer: int) -> dict[str
     """One right-padded forward of ``prompts`` inside ``full_probe``: the full q/k/v/z/pattern at
     ``layer``, every block output below it and the input of block ``layer``, and the logits."""
     ids = model.tokenizer(prompts)["input_ids"]
-    tok, mask = _pad(ids, model.tokenizer.pad_token_id, "right")
+    tok, mask = pad_batch(ids, model.tokenizer.pad_token_id, "right")
     blocks = decoder_blocks(model)
     start = model.layout.model_layers[layer]
     below: list[torch.Tensor] = []

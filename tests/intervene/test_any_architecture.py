@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from geoprobe.intervene import Edit, intervened
-from geoprobe.intervene._forward import final_logprobs
+from geoprobe.intervene.forward import final_logprobs
 from geoprobe.windtunnel.evaluate import zeroed_heads
 from tests.intervene._util import CALIBRATION, axis_for
 
@@ -109,7 +109,7 @@ def test_plain_forward_passes_inside_intervened_after_final_logprobs(name, twin_
 def test_text_nll_is_the_models_own_loss(name, twin_factory):
     """Per-token NLL from the model's own logits: Cohere multiplies them by ``logit_scale``,
     Gemma-2 soft-caps them. Independent side: transformers' own ``labels=`` loss, text by text."""
-    from geoprobe.intervene._forward import text_nll
+    from geoprobe.intervene.forward import text_nll
 
     model = twin_factory(name)
     texts = ["The cat sat on the mat and looked around", "A dog"]

@@ -69,7 +69,7 @@ def test_text_nll_equals_a_plain_hugging_face_forward(twin_factory):
     import numpy as np
     import torch
 
-    from geoprobe.intervene._forward import text_nll
+    from geoprobe.intervene.forward import text_nll
 
     model = twin_factory("llama-3.2-1b")
     texts = ["The river ran past the old mill and into the", "Prices rose", "def f(x):\n    return x + 1"]

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from geoprobe.intervene import Edit, InterventionError, intervened, random_axes
-from geoprobe.intervene._forward import final_logprobs
+from geoprobe.intervene.forward import final_logprobs
 from geoprobe.models.attention import current
 from tests.intervene._util import CALIBRATION, axis_for, full_probe, heads, rel, run_full
 

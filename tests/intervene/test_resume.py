@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from geoprobe.intervene import RESUMABLE, Edit, Resumable, intervened, random_axes, sweep
-from geoprobe.intervene._forward import final_logprobs
+from geoprobe.intervene.forward import final_logprobs
 from tests.conftest import FAMILY_TWINS
 from tests.intervene._util import CALIBRATION, axis_for
 
@@ -83,7 +83,7 @@ def test_resumed_run_returns_the_values_attention_read(twin_factory):
     import numpy as np
 
     from geoprobe.intervene import Edit, intervened
-    from geoprobe.intervene._forward import final_logprobs
+    from geoprobe.intervene.forward import final_logprobs
     from geoprobe.intervene.resume import Resumable
     from tests.intervene._util import CALIBRATION, axis_for
 

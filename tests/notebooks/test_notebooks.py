@@ -63,7 +63,7 @@ def _check_04_sula(nb, out: Path) -> None:
 
 
 def _check_05_intervene(nb, out: Path) -> None:
-    from geoprobe.intervene.experiment import InterventionResult
+    from geoprobe.intervene import InterventionResult
 
     assert (out / "intervene.html").stat().st_size > 1_000_000  # plotly.js inlined
     r = InterventionResult.load(out / "intervene.json")

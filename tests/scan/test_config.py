@@ -87,7 +87,7 @@ def test_bad_domain_and_sampling_recipes(tmp_path, text, needle):
 
 
 def test_sula_and_intervene_recipes_hold_the_cli_defaults():
-    from geoprobe.intervene.experiment import InterventionConfig
+    from geoprobe.intervene import InterventionConfig
     from geoprobe.sula import SulaConfig
 
     sula = load_probe(ROOT / "probes" / "sula.toml")

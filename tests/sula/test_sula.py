@@ -16,7 +16,8 @@ from geoprobe.errors import GeoprobeError, ResultsError
 from geoprobe.sula import (CARRIER_WORDS, SulaConfig, SulaError, SulaResult, binary_entropy_bits, calibration_metrics,
                            check_context, choose_labels, generate, generate_all, label_distribution, label_logprobs,
                            label_tokens, posterior_l1, predictive_l1, run_sula)
-from geoprobe.sula.task import DEFAULT_LABELS, DEFAULT_REMAP_LABELS, NEGATIVE_WORDS, POSITIVE_WORDS
+from geoprobe.sula.config import DEFAULT_LABELS, DEFAULT_REMAP_LABELS
+from geoprobe.sula.task import NEGATIVE_WORDS, POSITIVE_WORDS
 from tests.conftest import requires_smollm2
 
 FAST = dict(n_resamples=200)

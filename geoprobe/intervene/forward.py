@@ -13,7 +13,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.capture.forward import final_hidden, run_batch
-from geoprobe.capture.run import _pad, tokenize
+from geoprobe.capture.run import pad_batch, tokenize
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, current
@@ -37,7 +37,7 @@ def batches(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,
     out = []
     for i in range(0, len(ids), batch_size):
         rows = [int(r) for r in order[i: i + batch_size]]
-        tok, mask = _pad([ids[r] for r in rows], model.tokenizer.pad_token_id, "right")
+        tok, mask = pad_batch([ids[r] for r in rows], model.tokenizer.pad_token_id, "right")
         out.append(Batch(rows, tok, mask, (mask.cumsum(1) - 1).clamp(min=0), mask.sum(1) - 1))
     return out
 

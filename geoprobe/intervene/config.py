@@ -1,0 +1,57 @@
+"""``geoprobe intervene``'s configuration (``probes/intervene.toml``'s ``[intervene]`` table) and the
+paper's layer choices."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from geoprobe.checks import check_seed
+from geoprobe.intervene.axis import InterventionError
+from geoprobe.intervene.ops import Op
+
+#: Pythia-410M (24 layers), the paper's defaults: single layers 12 and 23, and {8, 12, 16, 20, 23} at once
+PAPER_SINGLE = (12, 23)
+PAPER_MULTI = (8, 12, 16, 20, 23)
+PAPER_LAST = 23
+DEFAULT_STRENGTHS = {"cut": (0.25, 0.5, 1.0), "only": (1.0,), "shift": (-2.0, 2.0)}
+
+
+def paper_experiments(n_layers: int) -> tuple[tuple[int, ...], ...]:
+    """The paper's layer choices at the same relative depth (layer / 23 of Pythia-410M)."""
+    def at(layer: int) -> int:
+        return min(n_layers - 1, int(round(layer * (n_layers - 1) / PAPER_LAST)))
+
+    multi = tuple(sorted({at(x) for x in PAPER_MULTI}))
+    return tuple(dict.fromkeys([(at(PAPER_SINGLE[0]),), (at(PAPER_SINGLE[1]),), multi]))
+
+
+@dataclass(frozen=True)
+class InterventionConfig:
+    """What ``geoprobe intervene`` edits and how it measures the effects."""
+
+    experiments: tuple[tuple[int, ...], ...] | None = None  # None: the paper's layers at the same relative depth
+    op: Op = "cut"
+    strengths: tuple[float, ...] | None = None  # None: DEFAULT_STRENGTHS[op]
+    n_controls: int = 5
+    n_per_k: int = 20  # SULA prompts per k (5 values of k: 100 prompts)
+    n_texts: int = 8  # held-out encyclopedic passages for the perplexity ratio
+    batch_size: int = 16
+    n_resamples: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
+        if self.op not in DEFAULT_STRENGTHS:
+            raise InterventionError(f"operation {self.op!r} is not cut|only|shift; pass --op cut|only|shift")
+        if self.n_controls < 1:
+            raise InterventionError(f"--controls {self.n_controls} must be at least 1 (random-axis controls)")
+        if self.n_per_k < 2:
+            raise InterventionError(f"--n-per-k {self.n_per_k} is too few SULA prompts to estimate an axis; pass 2 or more")
+        for s in self.strengths or ():
+            if self.op in ("cut", "only") and not 0.0 <= s <= 1.0:
+                raise InterventionError(f"strength {s} of a {self.op} is outside [0, 1]; pass --strength between 0 and 1")
+        if self.experiments is not None and (not self.experiments or any(not e for e in self.experiments)):
+            raise InterventionError("every experiment needs at least one layer; fix --layers")
+
+    @property
+    def strength_list(self) -> tuple[float, ...]:
+        return tuple(self.strengths) if self.strengths else DEFAULT_STRENGTHS[self.op]

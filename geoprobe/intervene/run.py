@@ -1,0 +1,136 @@
+"""`geoprobe intervene`: entropy-axis interventions during SULA (arXiv 2512.23752 §4.5–4.6, §6.2).
+
+For each experiment (a set of layers edited together) and each strength, the edit along the
+entropy axis and along ``n_controls`` random axes (orthogonal to it, same operation and
+strength) is measured on the SULA prompts and on held-out text:
+
+* geometry: ρ(axis coordinate of the edited values at the highest edited layer, the model's
+  next-token entropy);
+* SULA behaviour: MAE (bits) and Spearman ρ of the model's label entropy against the analytic
+  posterior entropy;
+* next-token behaviour: Δ entropy (bits), KL(unperturbed ‖ edited) in bits, top-1 agreement;
+* perplexity ratio on held-out encyclopedic text (corpus passages).
+
+The entropy axis of a layer is PC1 of the z-scored final-token values over the SULA prompts,
+oriented by its correlation with the model's next-token entropy (:func:`fit_entropy_axis`).
+Each experiment resumes from the residual stream at its lowest layer
+(:class:`~geoprobe.intervene.resume.Resumable`, where the architecture is tested resumable; full
+forwards otherwise), so a sweep never recomputes the layers below.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict
+from typing import Any, Callable
+
+import numpy as np
+
+from geoprobe.analysis.stats import Estimate, bootstrap_ci
+from geoprobe.corpora import CorpusUnavailable, candidates
+from geoprobe.intervene.axis import fit_entropy_axis, random_axes
+from geoprobe.intervene.config import InterventionConfig, paper_experiments
+from geoprobe.intervene.forward import final_logprobs, text_nll
+from geoprobe.intervene.metrics import axis_entropy_correlation, entropy_bits_of, kl_bits
+from geoprobe.intervene.ops import Edit, intervened, resolve_layer
+from geoprobe.intervene.result import InterventionResult, InterventionRow
+from geoprobe.intervene.resume import resumer
+from geoprobe.sula.config import SulaConfig
+from geoprobe.sula.evaluate import calibration_metrics, label_distribution
+from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
+
+def held_out_texts(model: Any, n: int, seed: int) -> list[str]:
+    """``n`` encyclopedic passages (64–128 tokens) for the perplexity ratio; none if the corpus is missing."""
+    try:
+        return [p.text for p in candidates(["encyclopedic"], n, tokenizer=model.tokenizer, min_tokens=64,
+                                           max_tokens=128, seed=seed + 7919)]
+    except CorpusUnavailable:
+        return []
+
+
+def run_interventions(model: Any, config: InterventionConfig = InterventionConfig(), *,
+                      progress: Callable[[str, int, int], None] | None = None) -> InterventionResult:
+    """Fit the entropy axes on SULA prompts, then edit (true axis and random controls) per
+    experiment and strength, resuming from the residual stream; see the module docstring."""
+    L = model.layout.n_layers
+    exps = tuple(tuple(sorted({resolve_layer(x, L) for x in e})) for e in (config.experiments or paper_experiments(L)))
+    strengths = config.strength_list
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    sc = SulaConfig(n_per_k=config.n_per_k, seed=config.seed, batch_size=config.batch_size,
+                    n_resamples=config.n_resamples)
+    prompts = generate(sc)
+    texts = [p.text for p in prompts]
+    labels = label_tokens(model.tokenizer, sc.labels_for("main"), lead=sc.label_lead, first_token=sc.first_token)
+    check_context(model, prompts)
+    cols = prompt_arrays(prompts)
+    held = held_out_texts(model, config.n_texts, config.seed)
+    all_layers = sorted({x for e in exps for x in e})
+    lp0, vals0 = final_logprobs(model, texts, config.batch_size, value_layers=all_layers)
+    h0 = entropy_bits_of(lp0)
+    nll0 = text_nll(model, held) if held else np.zeros(0)
+    axes = {layer: fit_entropy_axis(vals0[layer], h0, layer=layer) for layer in all_layers}
+    timings["baseline_s"] = time.perf_counter() - t
+    kw = dict(n_resamples=config.n_resamples, random_state=config.seed)
+
+    def sula_metrics(lp: Any) -> tuple[Estimate, Estimate]:
+        dist = label_distribution(lp[:, list(labels.ids)].double().numpy())
+        m = calibration_metrics(cols["k"], cols["entropy_bits"], dist["entropy"], dist["mass"],
+                                n_resamples=config.n_resamples, random_state=config.seed)
+        return m.mae, m.spearman
+
+    mae0, rho_s0 = sula_metrics(lp0)
+    baseline: dict[str, Estimate] = {"sula_mae": mae0, "sula_spearman": rho_s0}
+    axis_info: dict[int, dict[str, float]] = {}
+    for layer in all_layers:
+        baseline[f"axis_entropy_rho@{layer}"] = axis_entropy_correlation(vals0[layer], h0, axes[layer], **kw)
+        axis_info[layer] = {"rho_axis_entropy": baseline[f"axis_entropy_rho@{layer}"].value}
+    nan = Estimate(math.nan, math.nan, math.nan)
+    for m in ("delta_entropy", "kl", "perplexity_ratio"):
+        baseline[m] = Estimate(0.0, 0.0, 0.0)
+    baseline["top1_agreement"] = Estimate(1.0, 1.0, 1.0)
+    rng = np.random.default_rng(config.seed)
+    controls = {layer: random_axes(axes[layer], config.n_controls, rng) for layer in all_layers}
+    rows: list[InterventionRow] = []
+    total, done = len(exps) * len(strengths) * (1 + config.n_controls), 0
+    t = time.perf_counter()
+    for layers in exps:
+        resume = resumer(model, texts, min(layers), config.batch_size)
+        g = max(layers)
+        for s in strengths:
+            sets = [("entropy", {x: axes[x] for x in layers})]
+            sets += [(f"random-{i}", {x: controls[x][i] for x in layers}) for i in range(config.n_controls)]
+            for name, ax in sets:
+                edits = {x: Edit(a, config.op, s) for x, a in ax.items()}
+                lp, vals = resume.run(edits, [g])
+                h1 = entropy_bits_of(lp)
+                mae, rho_s = sula_metrics(lp)
+                if held:
+                    with intervened(model, edits):
+                        nll = text_nll(model, held)
+                    ppl = bootstrap_ci((nll0, nll), statistic=lambda b, p, axis: np.exp(p.mean(axis) - b.mean(axis)),
+                                       method="percentile", **kw)
+                else:
+                    ppl = nan
+                agree = (lp0.argmax(-1) == lp.argmax(-1)).double().numpy()
+                metrics = {
+                    "axis_entropy_rho": axis_entropy_correlation(vals[g], h1, axes[g], **kw),
+                    "sula_mae": mae, "sula_spearman": rho_s,
+                    "delta_entropy": bootstrap_ci(h1 - h0, method="percentile", **kw),
+                    "kl": bootstrap_ci(kl_bits(lp0, lp), method="percentile", **kw),
+                    "top1_agreement": bootstrap_ci(agree, method="percentile", **kw),
+                    "perplexity_ratio": ppl,
+                }
+                rows.append(InterventionRow(layers, float(s), name, metrics))
+                done += 1
+                if progress is not None:
+                    progress("interventions", done, total)
+    timings["interventions_s"] = time.perf_counter() - t
+    prov = model.provenance.with_prompts(texts, config.seed).to_dict()
+    cfg = asdict(config)
+    cfg["experiments"] = [list(e) for e in exps]
+    cfg["strengths"] = list(strengths)
+    cfg["labels"] = list(labels.labels)
+    cfg["held_out_texts"] = len(held)
+    return InterventionResult(model=model.provenance.model_id, provenance=prov, config=cfg, op=config.op,
+                              baseline=baseline, axes=axis_info, rows=tuple(rows), timings=timings)

@@ -1,0 +1,72 @@
+"""``geoprobe positional``'s configuration (``probes/positional.toml``'s ``[positional]`` table)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from geoprobe.checks import check_seed
+from geoprobe.errors import GeoprobeError
+from geoprobe.serial import Record
+
+
+@dataclass(frozen=True)
+class PositionalConfig(Record):
+    """Everything ``geoprobe positional`` (and ``probes/positional.toml``) can set.
+
+    The priors are fitted at the longest length; ``max_distance`` None means the longest window
+    those prompts allow (fit length − 1 − exclude_first)."""
+
+    lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
+    max_distance: int | None = None
+    n_prompts: int = 24
+    layers: tuple[int, ...] | None = None
+    exclude_first: int = 1
+    n_resamples: int = 200
+    confidence: float = 0.95
+    seed: int = 0
+    batch_size: int = 8
+    stability: bool = True
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "--seed (seed in a probe recipe)")
+        object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
+        if self.layers is not None:
+            object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+        Ts = self.lengths
+        spec = ",".join(str(x) for x in Ts)
+        if not Ts:
+            raise GeoprobeError("--lengths is empty; pass comma-separated prompt lengths such as 16,32,64")
+        if min(Ts) < 2:
+            raise GeoprobeError(f"--lengths {spec} contains {min(Ts)}; every length must be at least 2 tokens")
+        if list(Ts) != sorted(set(Ts)):
+            raise GeoprobeError(f"--lengths {spec} must be increasing without duplicates; pass e.g. "
+                                f"{','.join(str(x) for x in sorted(set(Ts)))}")
+        if self.n_prompts < 3:
+            raise GeoprobeError(f"--n-prompts {self.n_prompts} is too few for a bootstrap CI (at least 3); "
+                                "pass --n-prompts 3 or more (24 by default)")
+        if self.n_resamples < 2:
+            raise GeoprobeError(f"--n-resamples {self.n_resamples} is too few for a CI; pass 2 or more (200 by default)")
+        if self.exclude_first < 0:
+            raise GeoprobeError(f"--exclude-first {self.exclude_first} is negative; pass 0 or more")
+        if self.batch_size < 1:
+            raise GeoprobeError(f"--batch-size {self.batch_size} must be at least 1")
+        if not 0.0 < self.confidence < 1.0:
+            raise GeoprobeError(f"confidence {self.confidence} must lie in (0, 1)")
+        top, need = self.fit_length, self.window + 1 + self.exclude_first
+        if self.window < 2:
+            raise GeoprobeError(f"the longest --lengths {top} leaves {self.window + 1} distance(s) after "
+                                f"--exclude-first {self.exclude_first}; pass a longest length of "
+                                f"{3 + self.exclude_first} or more")
+        if need > top:
+            raise GeoprobeError(f"--max-distance {self.window} needs prompts of at least {need} tokens ("
+                                f"{self.window} + 1 + --exclude-first {self.exclude_first}), the longest --lengths is "
+                                f"{top}; pass --max-distance {top - 1 - self.exclude_first} or less, or add a length "
+                                f"of {need} or more to --lengths")
+
+    @property
+    def fit_length(self) -> int:
+        return self.lengths[-1]
+
+    @property
+    def window(self) -> int:
+        """The largest distance fitted, D."""
+        return self.max_distance if self.max_distance is not None else self.fit_length - 1 - self.exclude_first
