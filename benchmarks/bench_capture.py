@@ -29,6 +29,7 @@ re-tokenise to the same ids are kept, so no prompt needs padding. The GGUF secti
 ``load_model("smollm2-135m")`` with an empty ``$GEOPROBE_CACHE`` against the cached load.
 The machine may be shared: each timing records how much CPU other processes used meanwhile.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,11 +57,45 @@ TWINS = frozenset({"pythia-410m", "qwen2.5-0.5b"})
 #: RSS of two identical runs differs by this much (allocator arenas, page granularity): the slack of the memory check
 RSS_NOISE_MIB = 16
 VARIANTS = ("bare", "bare-eager", "bare-full-logits", "geoprobe", "tl")
-STDLIB = ("argparse", "asyncio", "collections", "contextlib", "csv", "dataclasses", "datetime", "decimal",
-          "difflib", "email.message", "enum", "fractions", "functools", "heapq", "http.client", "inspect",
-          "itertools", "json", "logging", "os", "pathlib", "pickle", "random", "re", "shutil", "socket",
-          "statistics", "string", "subprocess", "tarfile", "textwrap", "threading", "typing", "unittest",
-          "urllib.parse", "uuid", "zipfile")
+STDLIB = (
+    "argparse",
+    "asyncio",
+    "collections",
+    "contextlib",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "email.message",
+    "enum",
+    "fractions",
+    "functools",
+    "heapq",
+    "http.client",
+    "inspect",
+    "itertools",
+    "json",
+    "logging",
+    "os",
+    "pathlib",
+    "pickle",
+    "random",
+    "re",
+    "shutil",
+    "socket",
+    "statistics",
+    "string",
+    "subprocess",
+    "tarfile",
+    "textwrap",
+    "threading",
+    "typing",
+    "unittest",
+    "urllib.parse",
+    "uuid",
+    "zipfile",
+)
 
 
 # ------------------------------------------------------------------ prompts
@@ -85,9 +120,9 @@ def make_prompts(tok, n: int, n_tokens: int) -> tuple[list[str], list[list[int]]
     ids = tok(corpus(n * n_tokens * 12), add_special_tokens=False)["input_ids"]
     texts, out = [], []
     for i in range(0, len(ids) - size, size):
-        text = tok.decode(ids[i: i + size])
+        text = tok.decode(ids[i : i + size])
         again = tok(text)["input_ids"]
-        if text.strip() and len(again) == n_tokens and again[extra:] == ids[i: i + size]:
+        if text.strip() and len(again) == n_tokens and again[extra:] == ids[i : i + size]:
             texts.append(text)
             out.append(again)
         if len(texts) == n:
@@ -186,8 +221,11 @@ def build(variant: str, model: str, dtype: str, device: str):
             return hf(input_ids=ids, attention_mask=mask, use_cache=False, **keep).logits[:, -1].argmax(-1)
 
         return tok, run, [hf], None
-    lm = twin(model, "full", dtype=dtype, device=device) if model in TWINS else \
-        load_model(model, dtype=dtype, device=device)
+    lm = (
+        twin(model, "full", dtype=dtype, device=device)
+        if model in TWINS
+        else load_model(model, dtype=dtype, device=device)
+    )
     if variant == "geoprobe":  # the plain HF model: no bridge is booted
         return lm.tokenizer, None, [lm.hf_model], lm
     n_layers = lm.layout.n_layers
@@ -196,8 +234,9 @@ def build(variant: str, model: str, dtype: str, device: str):
     def run(ids, mask):  # what a TransformerLens user writes
         logits, cache = lm.bridge.run_with_cache(ids, attention_mask=mask)
         last, rows = mask.sum(1) - 1, torch.arange(ids.shape[0], device=ids.device)
-        kept = {s: (cache[s][rows, :, last] if s.endswith("pattern") else cache[s][rows, last]).cpu().clone()
-                for s in sites}  # q/k/v hooks are (batch, pos, head, d_head); patterns (batch, head, q, k)
+        kept = {
+            s: (cache[s][rows, :, last] if s.endswith("pattern") else cache[s][rows, last]).cpu().clone() for s in sites
+        }  # q/k/v hooks are (batch, pos, head, d_head); patterns (batch, head, q, k)
         kept["final_norm"] = cache["ln_final.hook_out"][rows, last].cpu().clone()
         top1 = logits[rows, last].argmax(-1)
         del cache, logits, kept
@@ -225,7 +264,7 @@ def worker(job: dict) -> dict:
     sync()
     load_s = time.perf_counter() - t0
     texts, ids = make_prompts(tok, job["n_prompts"], job["tokens"])
-    batches = [torch.tensor(ids[i: i + B]).to(device) for i in range(0, len(ids), B)]
+    batches = [torch.tensor(ids[i : i + B]).to(device) for i in range(0, len(ids), B)]
     loaded = mem_now(cuda)
     arrays_mib = [0.0]
     if lm is not None:
@@ -236,9 +275,11 @@ def worker(job: dict) -> dict:
             arrays_mib[0] = sum(a.nbytes for a in vars(cap).values() if hasattr(a, "nbytes")) / 2**20
             return torch.as_tensor(cap.next_top_ids[:, 0])
     else:
+
         def one_pass(n_batches: int):
             with torch.inference_mode():
                 return torch.cat([run(b, torch.ones_like(b)).cpu() for b in batches[:n_batches]])
+
     one_pass(1)  # warm-up batch: first-call costs (lazy imports, allocator pools) are paid here, not measured
     sync()
     warm, peak_method = mem_now(cuda), mem_reset(cuda)
@@ -251,9 +292,19 @@ def worker(job: dict) -> dict:
         wall, other = since(mark)
         times.append(wall)
         others.append(other)
-    return dict(job, times=times, others=others, load_s=load_s, loaded=loaded, warm=warm, peak=mem_peak(cuda),
-                peak_method=peak_method, top1=top1.tolist(), arrays_mib=arrays_mib[0],
-                prompts=hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:12])
+    return dict(
+        job,
+        times=times,
+        others=others,
+        load_s=load_s,
+        loaded=loaded,
+        warm=warm,
+        peak=mem_peak(cuda),
+        peak_method=peak_method,
+        top1=top1.tolist(),
+        arrays_mib=arrays_mib[0],
+        prompts=hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:12],
+    )
 
 
 def pair_worker(job: dict) -> dict:
@@ -268,7 +319,7 @@ def pair_worker(job: dict) -> dict:
     tok, run, bare_modules, _ = build("bare", job["model"], job["dtype"], job["device"])
     _, _, _, lm = build("geoprobe", job["model"], job["dtype"], job["device"])
     texts, ids = make_prompts(tok, job["n_prompts"], job["tokens"])
-    batches = [torch.tensor(ids[i: i + B]).to(job["device"]) for i in range(0, len(ids), B)]
+    batches = [torch.tensor(ids[i : i + B]).to(job["device"]) for i in range(0, len(ids), B)]
 
     def bare_pass() -> None:
         with torch.inference_mode():
@@ -321,8 +372,12 @@ def nnsight_pass(job: dict, batches: list):
     def run() -> None:
         with torch.inference_mode():
             for b in batches:
-                with nm.trace({"input_ids": b, "attention_mask": torch.ones_like(b)}, output_attentions=True,
-                              use_cache=False, logits_to_keep=1):
+                with nm.trace(
+                    {"input_ids": b, "attention_mask": torch.ones_like(b)},
+                    output_attentions=True,
+                    use_cache=False,
+                    logits_to_keep=1,
+                ):
                     kv = nnsight.save([])
                     for name in names:  # in execution order (nnsight refuses out-of-order access)
                         kv.append(envoy(name).output[:, -1].save())
@@ -345,9 +400,9 @@ def load_worker(job: dict) -> dict:
         # load is the weights (dequantise or read the cache) plus the bridge boot, not Python
         # importing transformers' lazy modules.
         import transformer_lens.model_bridge  # noqa: F401
+        import transformers.integrations.ggml  # noqa: F401
         import transformers.modeling_utils  # noqa: F401
         import transformers.models.llama.modeling_llama  # noqa: F401
-        import transformers.integrations.ggml  # noqa: F401
     import_s, _ = since(mark)
     stage: list[tuple[float, bool]] = []
     original = gguf_mod.load_gguf
@@ -365,8 +420,17 @@ def load_worker(job: dict) -> dict:
         load_model(job["model"], dtype=job["dtype"], device=job["device"])
         runs.append(since(mark))
     (total, other), (warm, warm_other) = runs
-    return dict(job, import_s=import_s, total_s=total, other=other, gguf_s=stage[0][0], from_cache=stage[0][1], warm_s=warm,
-                warm_other=warm_other, warm_gguf_s=stage[1][0])
+    return dict(
+        job,
+        import_s=import_s,
+        total_s=total,
+        other=other,
+        gguf_s=stage[0][0],
+        from_cache=stage[0][1],
+        warm_s=warm,
+        warm_other=warm_other,
+        warm_gguf_s=stage[1][0],
+    )
 
 
 # ------------------------------------------------------------------ parent side
@@ -407,10 +471,12 @@ def machine(args) -> str:
     if Path("/proc/cpuinfo").exists():
         cpu = (re.findall(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text()) or [cpu])[0]
     gpu = f", {torch.cuda.get_device_name(0)}" if args.device.startswith("cuda") else ""
-    return (f"{cpu}, {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.1f} GiB RAM{gpu}; "
-            f"Python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
-            f"transformer-lens {version('transformer-lens')}; torch threads {args.threads}; "
-            f"device {args.device}, {args.dtype}")
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.1f} GiB RAM{gpu}; "
+        f"Python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"transformer-lens {version('transformer-lens')}; torch threads {args.threads}; "
+        f"device {args.device}, {args.dtype}"
+    )
 
 
 def merge(rows: dict, variant: str, r: dict) -> None:
@@ -424,8 +490,12 @@ def merge(rows: dict, variant: str, r: dict) -> None:
     times, others = old["times"] + r["times"], old["others"] + r["others"]
     if r["peak"] > old["peak"]:
         rows[variant] = old = dict(r)
-    old.update(times=times, others=others, prompts=",".join(sorted({old["prompts"], r["prompts"]})),
-               rounds=old.get("rounds", 1) + 1)
+    old.update(
+        times=times,
+        others=others,
+        prompts=",".join(sorted({old["prompts"], r["prompts"]})),
+        rounds=old.get("rounds", 1) + 1,
+    )
 
 
 def check(model: str, name: str, value: float, text: str, ok: bool | None, threshold: str) -> tuple:
@@ -435,31 +505,50 @@ def check(model: str, name: str, value: float, text: str, ok: bool | None, thres
 def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple, pairs: dict | None = None) -> str:
     unit = "GPU MiB" if args.device.startswith("cuda") else "RSS MiB"
     method = next((r["peak_method"] for rows in results.values() for r in rows.values() if "peak_method" in r), "")
-    out = [f"Command: `{command}`", "",
-           f"Run {dt.datetime.now().isoformat(timespec='seconds')} on {machine(args)}; load average "
-           f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
-           + (" **Workers ran with `MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0 MALLOC_ARENA_MAX=1`** "
-              "(`--exact-rss`): RSS follows live allocations, so the memory columns are exact; the times include "
-              "mmap costs and are not the speed figures." if args.exact_rss else ""), "",
-           f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), batch size "
-           f"{args.batch_size}. Each variant ran in {args.rounds} worker process(es), interleaved with the other "
-           f"variants; each worker ran one warm-up batch, then {args.repeats} timed pass(es) over all prompts. *time* "
-           f"is the best pass (median of all passes in brackets). *loaded*: {unit} after loading, weights "
-           f"resident; *peak*: highest during the timed passes ({method}); *increment*: peak − RSS after the warm-up "
-           "batch (first-call costs such as lazy imports are paid in the warm-up and not counted). *other CPU*: CPUs' "
-           "worth of time other processes used during the best pass (the machine may be shared; above ~0.2 the "
-           "timing is contended). *top-1*: prompts whose next-token argmax equals `bare`'s.", ""]
+    out = [
+        f"Command: `{command}`",
+        "",
+        f"Run {dt.datetime.now().isoformat(timespec='seconds')} on {machine(args)}; load average "
+        f"{load_avg[0]:.2f} before, {load_avg[1]:.2f} after."
+        + (
+            " **Workers ran with `MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0 MALLOC_ARENA_MAX=1`** "
+            "(`--exact-rss`): RSS follows live allocations, so the memory columns are exact; the times include "
+            "mmap costs and are not the speed figures."
+            if args.exact_rss
+            else ""
+        ),
+        "",
+        f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), batch size "
+        f"{args.batch_size}. Each variant ran in {args.rounds} worker process(es), interleaved with the other "
+        f"variants; each worker ran one warm-up batch, then {args.repeats} timed pass(es) over all prompts. *time* "
+        f"is the best pass (median of all passes in brackets). *loaded*: {unit} after loading, weights "
+        f"resident; *peak*: highest during the timed passes ({method}); *increment*: peak − RSS after the warm-up "
+        "batch (first-call costs such as lazy imports are paid in the warm-up and not counted). *other CPU*: CPUs' "
+        "worth of time other processes used during the best pass (the machine may be shared; above ~0.2 the "
+        "timing is contended). *top-1*: prompts whose next-token argmax equals `bare`'s.",
+        "",
+    ]
     if not any(results.values()):  # --variants none: the workload only
-        out[-2] = (f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), "
-                   f"batch size {args.batch_size}.")
+        out[-2] = (
+            f"Workload: {args.n_prompts} prompts × {args.tokens} tokens (stdlib docstrings, no padding), "
+            f"batch size {args.batch_size}."
+        )
     checks = []
     for key, rows in results.items():
         if not rows:  # --variants none: timing pairs only
             continue
-        out += [f"#### {key}" + (f" (full-size twin: the {MODELS[key]} architecture, random init)" if MODELS[key] in TWINS
-                                  else f" ({MODELS[key]})"), "",
-                f"| variant | time / pass s | tokens/s | other CPU | load s | loaded {unit} | peak {unit} "
-                "| increment MiB | top-1 |", "|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            f"#### {key}"
+            + (
+                f" (full-size twin: the {MODELS[key]} architecture, random init)"
+                if MODELS[key] in TWINS
+                else f" ({MODELS[key]})"
+            ),
+            "",
+            f"| variant | time / pass s | tokens/s | other CPU | load s | loaded {unit} | peak {unit} "
+            "| increment MiB | top-1 |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         ref = rows.get("bare", {}).get("top1")
         for v, r in rows.items():
             if "error" in r:
@@ -468,55 +557,117 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
             best = r["best"] = min(r["times"])
             other = r["others"][r["times"].index(best)]
             r["inc"] = r["peak"] - r.get("warm", r["loaded"])
-            out.append(f"| {v} | {best:.2f} ({statistics.median(r['times']):.2f}) "
-                       f"| {args.n_prompts * args.tokens / best:.0f} | {'—' if other is None else f'{other:.2f}'} "
-                       f"| {r['load_s']:.1f} | {r['loaded']:.0f} | {r['peak']:.0f} | {r['inc']:.0f} | "
-                       + (f"{sum(a == b for a, b in zip(r['top1'], ref))}/{len(ref)} |" if ref else "— |"))
+            out.append(
+                f"| {v} | {best:.2f} ({statistics.median(r['times']):.2f}) "
+                f"| {args.n_prompts * args.tokens / best:.0f} | {'—' if other is None else f'{other:.2f}'} "
+                f"| {r['load_s']:.1f} | {r['loaded']:.0f} | {r['peak']:.0f} | {r['inc']:.0f} | "
+                + (f"{sum(a == b for a, b in zip(r['top1'], ref))}/{len(ref)} |" if ref else "— |")
+            )
         digests = sorted({d for r in rows.values() if "prompts" in r for d in r["prompts"].split(",")})
-        out += ["", f"Prompt token ids, sha256 prefix: {', '.join(digests)}"
-                + (" — **the variants saw different prompts**" if len(digests) > 1 else ""), ""]
+        out += [
+            "",
+            f"Prompt token ids, sha256 prefix: {', '.join(digests)}"
+            + (" — **the variants saw different prompts**" if len(digests) > 1 else ""),
+            "",
+        ]
         g, b, e, t = (rows.get(v, {}) for v in ("geoprobe", "bare", "bare-eager", "tl"))
         if "best" in g and "best" in b:
             tr = g["best"] / b["best"]
             med = statistics.median(g["times"]) / statistics.median(b["times"])
             inc_over = g["inc"] - b["inc"]
-            checks += [check(key, "geoprobe time / bare time (best passes)", tr, "",
-                             None if args.exact_rss else tr <= 1.10, "— (--exact-rss)" if args.exact_rss else "≤ 1.10"),
-                       check(key, "(context) geoprobe time / bare time (medians)", med, "", None, "—"),
-                       check(key, "geoprobe loaded − bare loaded (imports; no copied weights)", 0,
-                             f"{g['loaded'] - b['loaded']:+.0f} MiB", None, "—"),
-                       check(key, "geoprobe increment − bare increment ≤ result arrays", inc_over,
-                             f"{inc_over:+.0f} MiB vs arrays {g.get('arrays_mib', 0):.1f} MiB",
-                             inc_over <= g.get("arrays_mib", 0) + RSS_NOISE_MIB,
-                             f"≤ arrays + {RSS_NOISE_MIB} MiB RSS noise")]
+            checks += [
+                check(
+                    key,
+                    "geoprobe time / bare time (best passes)",
+                    tr,
+                    "",
+                    None if args.exact_rss else tr <= 1.10,
+                    "— (--exact-rss)" if args.exact_rss else "≤ 1.10",
+                ),
+                check(key, "(context) geoprobe time / bare time (medians)", med, "", None, "—"),
+                check(
+                    key,
+                    "geoprobe loaded − bare loaded (imports; no copied weights)",
+                    0,
+                    f"{g['loaded'] - b['loaded']:+.0f} MiB",
+                    None,
+                    "—",
+                ),
+                check(
+                    key,
+                    "geoprobe increment − bare increment ≤ result arrays",
+                    inc_over,
+                    f"{inc_over:+.0f} MiB vs arrays {g.get('arrays_mib', 0):.1f} MiB",
+                    inc_over <= g.get("arrays_mib", 0) + RSS_NOISE_MIB,
+                    f"≤ arrays + {RSS_NOISE_MIB} MiB RSS noise",
+                ),
+            ]
             if "best" in e:
-                checks.append(check(key, "(context) geoprobe time / bare-eager time", g["best"] / e["best"], "",
-                                    None, "—"))
+                checks.append(
+                    check(key, "(context) geoprobe time / bare-eager time", g["best"] / e["best"], "", None, "—")
+                )
         if "best" in g and "best" in t:
             sp, mp, mi = t["best"] / g["best"], t["peak"] / g["peak"], t["inc"] / max(g["inc"], 1.0)
-            won = [w for w, ok in (("faster", sp >= 3), ("less memory: increment", mi >= 10),
-                                   ("less memory: total", mp >= 10)) if ok]
-            checks += [check(key, "TL time / geoprobe time", sp, "", sp >= 3, "≥ 3"),
-                       check(key, "TL peak / geoprobe peak (total)", mp, f"{mp:.2f} ({t['peak']:.0f} / "
-                             f"{g['peak']:.0f} {unit})", mp >= 10, "≥ 10"),
-                       check(key, "TL increment / geoprobe increment", mi, f"{mi:.1f} ({t['inc']:.0f} / "
-                             f"{g['inc']:.0f} MiB)", mi >= 10, "≥ 10"),
-                       check(key, "geoprobe ≥ 3× faster OR ≥ 10× less memory than TL", 0,
-                             "; ".join(won) or "neither", bool(won), "either")]
+            won = [
+                w
+                for w, ok in (
+                    ("faster", sp >= 3),
+                    ("less memory: increment", mi >= 10),
+                    ("less memory: total", mp >= 10),
+                )
+                if ok
+            ]
+            checks += [
+                check(key, "TL time / geoprobe time", sp, "", sp >= 3, "≥ 3"),
+                check(
+                    key,
+                    "TL peak / geoprobe peak (total)",
+                    mp,
+                    f"{mp:.2f} ({t['peak']:.0f} / {g['peak']:.0f} {unit})",
+                    mp >= 10,
+                    "≥ 10",
+                ),
+                check(
+                    key,
+                    "TL increment / geoprobe increment",
+                    mi,
+                    f"{mi:.1f} ({t['inc']:.0f} / {g['inc']:.0f} MiB)",
+                    mi >= 10,
+                    "≥ 10",
+                ),
+                check(
+                    key,
+                    "geoprobe ≥ 3× faster OR ≥ 10× less memory than TL",
+                    0,
+                    "; ".join(won) or "neither",
+                    bool(won),
+                    "either",
+                ),
+            ]
     if loads:
-        out += ["#### GGUF load of smollm2-135m (`load_model`, fresh `$GEOPROBE_CACHE`, warm OS page cache)", "",
-                "Each row is a new process. *imports s*: importing geoprobe (and, where marked, transformers' "
-                "Llama/GGUF modules and `transformer_lens.model_bridge`) before the timed `load_model`.", "",
-                "| run | imports s | load_model s | of which load_gguf s | other CPU |", "|---|---|---|---|---|"]
+        out += [
+            "#### GGUF load of smollm2-135m (`load_model`, fresh `$GEOPROBE_CACHE`, warm OS page cache)",
+            "",
+            "Each row is a new process. *imports s*: importing geoprobe (and, where marked, transformers' "
+            "Llama/GGUF modules and `transformer_lens.model_bridge`) before the timed `load_model`.",
+            "",
+            "| run | imports s | load_model s | of which load_gguf s | other CPU |",
+            "|---|---|---|---|---|",
+        ]
         for r in loads:
             label = "cached, new process" if r.get("from_cache") else "first: hash, dequantise, write cache"
             if r.get("preimport"):
                 label += ", libraries imported first"
-            out.append(f"| error | {r['error'][:200]} | | | |" if "error" in r else
-                       f"| {label} | {r['import_s']:.2f} | {r['total_s']:.2f} | {r['gguf_s']:.2f} | {r['other']:.2f} |")
+            out.append(
+                f"| error | {r['error'][:200]} | | | |"
+                if "error" in r
+                else f"| {label} | {r['import_s']:.2f} | {r['total_s']:.2f} | {r['gguf_s']:.2f} | {r['other']:.2f} |"
+            )
             if "warm_s" in r:
-                out.append(f"| cached, again in that process (imports warm) | | {r['warm_s']:.2f} "
-                           f"| {r['warm_gguf_s']:.2f} | {r['warm_other']:.2f} |")
+                out.append(
+                    f"| cached, again in that process (imports warm) | | {r['warm_s']:.2f} "
+                    f"| {r['warm_gguf_s']:.2f} | {r['warm_other']:.2f} |"
+                )
         ok = [r for r in loads if "error" not in r]
         first = [r["total_s"] + r["import_s"] for r in ok if r.get("from_cache") is False]
         cached = [r["total_s"] + r["import_s"] for r in ok if r.get("from_cache") and not r.get("preimport")]
@@ -525,39 +676,81 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
         warm = [r["warm_s"] for r in ok if "warm_s" in r]
         if first and cached:
             ratio = first[0] / min(cached)
-            checks.append(check("smollm2", "GGUF first / cached, new processes, imports + load_model",
-                                ratio, f"{ratio:.1f}", ratio >= 10, "≥ 10"))
+            checks.append(
+                check(
+                    "smollm2",
+                    "GGUF first / cached, new processes, imports + load_model",
+                    ratio,
+                    f"{ratio:.1f}",
+                    ratio >= 10,
+                    "≥ 10",
+                )
+            )
         if first_pre and cached_pre:
             ratio = first_pre[0] / min(cached_pre)
-            checks.append(check("smollm2", "GGUF first / cached load_model, new processes, libraries imported first",
-                                ratio, f"{ratio:.1f}", ratio >= 10, "≥ 10"))
+            checks.append(
+                check(
+                    "smollm2",
+                    "GGUF first / cached load_model, new processes, libraries imported first",
+                    ratio,
+                    f"{ratio:.1f}",
+                    ratio >= 10,
+                    "≥ 10",
+                )
+            )
         if first and warm:
-            checks.append(check("smollm2", "(context) GGUF first / cached load with imports warm",
-                                first[0] / min(warm), f"{first[0] / min(warm):.1f}", None, "≥ 10"))
+            checks.append(
+                check(
+                    "smollm2",
+                    "(context) GGUF first / cached load with imports warm",
+                    first[0] / min(warm),
+                    f"{first[0] / min(warm):.1f}",
+                    None,
+                    "≥ 10",
+                )
+            )
         out.append("")
     if pairs:
-        out += ["#### Alternated in one process (timing only)", "",
-                f"Per model one process holds the bare model and geoprobe's; {args.pairs} pairs of passes (bare, then "
-                "`capture`"
-                + (", then nnsight tracing the same job on an eager copy of the model" if args.nnsight else "")
-                + ") over the same prompts; ratio = capture / bare of each pair.", "",
-                "| model | bare s (median) | capture s (median) | ratio median | ratio range |", "|---|---|---|---|---|"]
+        out += [
+            "#### Alternated in one process (timing only)",
+            "",
+            f"Per model one process holds the bare model and geoprobe's; {args.pairs} pairs of passes (bare, then "
+            "`capture`"
+            + (", then nnsight tracing the same job on an eager copy of the model" if args.nnsight else "")
+            + ") over the same prompts; ratio = capture / bare of each pair.",
+            "",
+            "| model | bare s (median) | capture s (median) | ratio median | ratio range |",
+            "|---|---|---|---|---|",
+        ]
         for key, r in pairs.items():
             if "error" in r:
                 out.append(f"| {key} | error: {r['error'][:200]} | | | |")
                 continue
             med = statistics.median(r["ratios"])
-            out.append(f"| {key} | {statistics.median(r['bare']):.2f} | {statistics.median(r['geoprobe']):.2f} | "
-                       f"{med:.3f} | {min(r['ratios']):.3f}–{max(r['ratios']):.3f} |")
-            checks.append(check(key, "geoprobe / bare, alternated pairs (median)", med, f"{med:.3f}", med <= 1.10,
-                                "≤ 1.10"))
+            out.append(
+                f"| {key} | {statistics.median(r['bare']):.2f} | {statistics.median(r['geoprobe']):.2f} | "
+                f"{med:.3f} | {min(r['ratios']):.3f}–{max(r['ratios']):.3f} |"
+            )
+            checks.append(
+                check(key, "geoprobe / bare, alternated pairs (median)", med, f"{med:.3f}", med <= 1.10, "≤ 1.10")
+            )
             if "nnsight" in r:
                 nmed = statistics.median(r["nnsight_ratios"])
-                out.append(f"| {key}: nnsight | {statistics.median(r['bare']):.2f} | "
-                           f"{statistics.median(r['nnsight']):.2f} | {nmed:.3f} | "
-                           f"{min(r['nnsight_ratios']):.3f}–{max(r['nnsight_ratios']):.3f} |")
-                checks.append(check(key, "nnsight / geoprobe, same rounds (median of nnsight/bare ÷ capture/bare)",
-                                    nmed / med, f"{nmed / med:.2f}", nmed > med, "> 1 (geoprobe ahead)"))
+                out.append(
+                    f"| {key}: nnsight | {statistics.median(r['bare']):.2f} | "
+                    f"{statistics.median(r['nnsight']):.2f} | {nmed:.3f} | "
+                    f"{min(r['nnsight_ratios']):.3f}–{max(r['nnsight_ratios']):.3f} |"
+                )
+                checks.append(
+                    check(
+                        key,
+                        "nnsight / geoprobe, same rounds (median of nnsight/bare ÷ capture/bare)",
+                        nmed / med,
+                        f"{nmed / med:.2f}",
+                        nmed > med,
+                        "> 1 (geoprobe ahead)",
+                    )
+                )
         out.append("")
     out += ["#### Targets", "", "| model | target | measured | threshold | result |", "|---|---|---|---|---|"]
     return "\n".join(out + [f"| {' | '.join(c)} |" for c in checks]) + "\n"
@@ -573,7 +766,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: 16 prompts, 1 repeat, no idle wait")
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma list of {', '.join(VARIANTS)}, or none (with --pairs: timing pairs only)")
+    ap.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"comma list of {', '.join(VARIANTS)}, or none (with --pairs: timing pairs only)",
+    )
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--n-prompts", type=int, help="prompts per pass (default 64; 16 with --quick)")
@@ -582,19 +779,38 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, help="timed passes per worker (default 2; 1 with --quick)")
     ap.add_argument("--rounds", type=int, help="workers per variant, interleaved (default 2; 1 with --quick)")
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in every worker")
-    ap.add_argument("--wait-idle", type=float, help="seconds to wait, before each worker, for other processes "
-                    "to go idle (default 120; 0 with --quick)")
-    ap.add_argument("--pairs", type=int, default=0, help="also time bare and capture alternated in one process, "
-                    "this many pairs per model (the ratio to trust on a machine whose speed drifts)")
-    ap.add_argument("--nnsight", action="store_true", help="with --pairs: also time nnsight doing the same job "
-                    "(trace, save k/v projections, output_attentions) in each round (needs `pip install nnsight`)")
-    ap.add_argument("--exact-rss", action="store_true", help="run the workers with glibc set so that RSS follows "
-                    "live allocations (memory columns exact to the page; timings then include mmap costs)")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        help="seconds to wait, before each worker, for other processes to go idle (default 120; 0 with --quick)",
+    )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=0,
+        help="also time bare and capture alternated in one process, "
+        "this many pairs per model (the ratio to trust on a machine whose speed drifts)",
+    )
+    ap.add_argument(
+        "--nnsight",
+        action="store_true",
+        help="with --pairs: also time nnsight doing the same job "
+        "(trace, save k/v projections, output_attentions) in each round (needs `pip install nnsight`)",
+    )
+    ap.add_argument(
+        "--exact-rss",
+        action="store_true",
+        help="run the workers with glibc set so that RSS follows "
+        "live allocations (memory columns exact to the page; timings then include mmap costs)",
+    )
     ap.add_argument("--no-gguf", action="store_true", help="skip the GGUF first-vs-cached load timing")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown file to update")
     ap.add_argument("--no-write", action="store_true", help="print the report only")
-    ap.add_argument("--section", default="bench_capture", help="marker of the docs section to rewrite (one per "
-                    "workload, e.g. bench_capture_512)")
+    ap.add_argument(
+        "--section",
+        default="bench_capture",
+        help="marker of the docs section to rewrite (one per workload, e.g. bench_capture_512)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -608,8 +824,15 @@ def main() -> None:
     models, variants = args.models.split(","), ([] if args.variants == "none" else args.variants.split(","))
     if bad := [m for m in models if m not in MODELS] + [v for v in variants if v not in VARIANTS]:
         ap.error(f"unknown model/variant {bad}; models: {list(MODELS)}, variants: {list(VARIANTS)}")
-    common = dict(dtype=args.dtype, device=args.device, threads=args.threads, n_prompts=args.n_prompts,
-                  tokens=args.tokens, batch_size=args.batch_size, repeats=args.repeats)
+    common = dict(
+        dtype=args.dtype,
+        device=args.device,
+        threads=args.threads,
+        n_prompts=args.n_prompts,
+        tokens=args.tokens,
+        batch_size=args.batch_size,
+        repeats=args.repeats,
+    )
     load_before = os.getloadavg()[0]
     results: dict[str, dict] = {key: {} for key in models}
     for rnd in range(args.rounds):  # interleaved, so that slow drift of the machine hits every variant alike
@@ -618,17 +841,25 @@ def main() -> None:
                 wait_idle(args.wait_idle)
                 t = time.perf_counter()
                 r = spawn(dict(common, model=MODELS[key], variant=v), EXACT_RSS_ENV if args.exact_rss else None)
-                print(f"[round {rnd} {key} {v}] {time.perf_counter() - t:.0f}s: " + (r["error"] if "error" in r else
-                      f"passes {', '.join(f'{x:.2f}' for x in r['times'])} s, peak {r['peak']:.0f} MiB, other CPU "
-                      + ", ".join(f"{o:.2f}" for o in r["others"] if o is not None)), flush=True)
+                print(
+                    f"[round {rnd} {key} {v}] {time.perf_counter() - t:.0f}s: "
+                    + (
+                        r["error"]
+                        if "error" in r
+                        else f"passes {', '.join(f'{x:.2f}' for x in r['times'])} s, peak {r['peak']:.0f} "
+                        f"MiB, other CPU " + ", ".join(f"{o:.2f}" for o in r["others"] if o is not None)
+                    ),
+                    flush=True,
+                )
                 merge(results[key], v, r)
     pairs: dict[str, dict] = {}
     for key in models if args.pairs else []:
         wait_idle(args.wait_idle)
         pairs[key] = spawn(dict(common, model=MODELS[key], variant="pair", pairs=args.pairs, nnsight=args.nnsight))
         r = pairs[key]
-        print(f"[pairs {key}] " + (r["error"] if "error" in r else
-              ", ".join(f"{x:.3f}" for x in r["ratios"])), flush=True)
+        print(
+            f"[pairs {key}] " + (r["error"] if "error" in r else ", ".join(f"{x:.3f}" for x in r["ratios"])), flush=True
+        )
     loads: list[dict] = []
     if not args.no_gguf:
         with tempfile.TemporaryDirectory(prefix="geoprobe-bench-cache-") as cache:
@@ -638,8 +869,12 @@ def main() -> None:
             plan = [True, False, True] + ([] if args.quick else [True])
             for i, pre in enumerate(plan):
                 wait_idle(args.wait_idle)
-                loads.append(spawn(dict(common, model="smollm2-135m", variant="load", preimport=pre),
-                                   dict(os.environ, GEOPROBE_CACHE=cache)))
+                loads.append(
+                    spawn(
+                        dict(common, model="smollm2-135m", variant="load", preimport=pre),
+                        dict(os.environ, GEOPROBE_CACHE=cache),
+                    )
+                )
                 print(f"[gguf load {i}] " + loads[-1].get("error", f"{loads[-1].get('total_s', 0):.1f}s"), flush=True)
     body = report(args, command, results, loads, (load_before, os.getloadavg()[0]), pairs)
     print("\n" + body)

@@ -8,6 +8,7 @@ strength. Expected cost ratio (naive / resumed, in forward passes):
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_intervene.py
 """
+
 from __future__ import annotations
 
 import time
@@ -53,19 +54,27 @@ def main() -> None:
     naive(), resumed()  # warm-up
     t_naive, t_res = [], []
     for _ in range(REPEATS):  # interleaved, so both see the same machine load
-        t0 = time.perf_counter(); nb, nout = naive(); t_naive.append(time.perf_counter() - t0)
-        t0 = time.perf_counter(); rb, rout = resumed(); t_res.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        nb, nout = naive()
+        t_naive.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        rb, rout = resumed()
+        t_res.append(time.perf_counter() - t0)
     err = max(float((a - b).abs().max()) for a, b in zip(nout, rout))
     tn, tr = float(np.median(t_naive)), float(np.median(t_res))
     expected_resumed = 1 + N_STRENGTHS * (L - LAYER) / L
-    print(f"SmolLM2-135M, {N_PROMPTS} prompts, {N_STRENGTHS} cut strengths at layer {LAYER} of {L}; "
-          f"median of {REPEATS} interleaved runs, torch threads {torch.get_num_threads()}; "
-          f"max |resumed − naive| log-prob {err:.1e}\n")
+    print(
+        f"SmolLM2-135M, {N_PROMPTS} prompts, {N_STRENGTHS} cut strengths at layer {LAYER} of {L}; "
+        f"median of {REPEATS} interleaved runs, torch threads {torch.get_num_threads()}; "
+        f"max |resumed − naive| log-prob {err:.1e}\n"
+    )
     print("| sweep | time (s) | forward-pass cost (expected) | speed-up measured | speed-up expected |")
     print("|---|---|---|---|---|")
     print(f"| naive: 1 + n full forwards | {tn:.2f} | {1 + N_STRENGTHS:.2f} | 1.00 | 1.00 |")
-    print(f"| resumed at layer {LAYER} | {tr:.2f} | 1 + n·(L−ℓ)/L = {expected_resumed:.2f} | {tn / tr:.2f} | "
-          f"{(1 + N_STRENGTHS) / expected_resumed:.2f} |")
+    print(
+        f"| resumed at layer {LAYER} | {tr:.2f} | 1 + n·(L−ℓ)/L = {expected_resumed:.2f} | {tn / tr:.2f} | "
+        f"{(1 + N_STRENGTHS) / expected_resumed:.2f} |"
+    )
 
 
 if __name__ == "__main__":

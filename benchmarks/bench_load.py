@@ -18,6 +18,7 @@ one-off: each new architecture imports its modelling code and warms its kernels 
     python benchmarks/bench_load.py            # writes its table into docs/benchmarks.md
     python benchmarks/bench_load.py --no-write
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 MODELS = ("smollm2-135m", "gemma-3-270m", "twin:pythia-410m:full", "twin:phi-2:tiny", "twin:mistral-7b:tiny")
-MiB = 2 ** 20
+MiB = 2**20
 
 
 def _rss() -> int:
@@ -146,26 +147,37 @@ def main() -> None:
     growth = pass2["retained"] - pass1["retained"]
     ok_retained = growth <= 64 * MiB
     lines = [
-        f"Command: `python benchmarks/bench_load.py --models {','.join(models)}`", "",
+        f"Command: `python benchmarks/bench_load.py --models {','.join(models)}`",
+        "",
         f"Run {datetime.now().isoformat(timespec='seconds')} on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs; Python {platform.python_version()}, torch {torch.__version__}. Each scan: the builtin "
-        "prompt set (160 prompts), every layer, default resamples; capture/, results.json and report.html written.", "",
-        "| step (one process) | scan s | peak RSS during (MiB) | RSS after, gc'd (MiB) | after malloc_trim (MiB) | model freed | alone: peak RSS (MiB) |",
+        "prompt set (160 prompts), every layer, default resamples; capture/, results.json and report.html written.",
+        "",
+        "| step (one process) | scan s | peak RSS during (MiB) | RSS after, gc'd (MiB) | after malloc_trim "
+        "(MiB) | model freed | alone: peak RSS (MiB) |",
         "|---|---|---|---|---|---|---|",
         f"| (process start, before imports) | — | — | — | {rows[0]['retained'] / MiB:.0f} | — | — |",
     ]
     for i, r in enumerate(rows[1:]):
         tag = " (pass 2)" if i >= len(models) else ""
-        lines.append(f"| {i + 1}. `{r['model']}`{tag} | {r['seconds']:.1f} | {r['peak'] / MiB:.0f} | "
-                     f"{r['held'] / MiB:.0f} | {r['retained'] / MiB:.0f} | {'yes' if r['freed'] else '**no**'} | "
-                     f"{alone_peak[r['model']] / MiB:.0f} |")
-    lines += ["", "| target | measured | threshold | result |", "|---|---|---|---|",
-              f"| every model object freed after its scan (weak reference dead) | "
-              f"{sum(r.get('freed', True) for r in rows[1:])} of {len(rows) - 1} | all | **{'PASS' if freed else 'FAIL'}** |",
-              f"| peak RSS, {len(rows) - 1} scans in one process / largest single-model process | {seq['maxrss'] / MiB:.0f} / "
-              f"{worst / MiB:.0f} MiB = {seq['maxrss'] / worst:.3f} | ≤ 1.15 | **{'PASS' if ok_peak else 'FAIL'}** |",
-              f"| RSS after malloc_trim, end of pass 2 − end of pass 1 | {growth / MiB:+.0f} MiB | ≤ +64 MiB | "
-              f"**{'PASS' if ok_retained else 'FAIL'}** |", ""]
+        lines.append(
+            f"| {i + 1}. `{r['model']}`{tag} | {r['seconds']:.1f} | {r['peak'] / MiB:.0f} | "
+            f"{r['held'] / MiB:.0f} | {r['retained'] / MiB:.0f} | {'yes' if r['freed'] else '**no**'} | "
+            f"{alone_peak[r['model']] / MiB:.0f} |"
+        )
+    lines += [
+        "",
+        "| target | measured | threshold | result |",
+        "|---|---|---|---|",
+        f"| every model object freed after its scan (weak reference dead) | "
+        f"{sum(r.get('freed', True) for r in rows[1:])} of {len(rows) - 1} | all | **{'PASS' if freed else 'FAIL'}** |",
+        f"| peak RSS, {len(rows) - 1} scans in one process / largest single-model process | "
+        f"{seq['maxrss'] / MiB:.0f} / "
+        f"{worst / MiB:.0f} MiB = {seq['maxrss'] / worst:.3f} | ≤ 1.15 | **{'PASS' if ok_peak else 'FAIL'}** |",
+        f"| RSS after malloc_trim, end of pass 2 − end of pass 1 | {growth / MiB:+.0f} MiB | ≤ +64 MiB | "
+        f"**{'PASS' if ok_retained else 'FAIL'}** |",
+        "",
+    ]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:

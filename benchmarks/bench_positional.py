@@ -5,6 +5,7 @@ Also prints the head-class counts and the β̂ distribution that docs/positional
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_positional.py [--n-prompts 24] [--lengths 16,32,64,128,256]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,22 @@ def main() -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "geoprobe.cli", "positional", "--model", args.model, "--lengths", args.lengths,
-               "--n-prompts", str(args.n_prompts), "--n-resamples", str(args.n_resamples), "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "geoprobe.cli",
+            "positional",
+            "--model",
+            args.model,
+            "--lengths",
+            args.lengths,
+            "--n-prompts",
+            str(args.n_prompts),
+            "--n-resamples",
+            str(args.n_resamples),
+            "--out",
+            str(out),
+        ]
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
@@ -66,19 +81,28 @@ def main() -> None:
     counts, bs = d["class_counts"], d["beta_summary"]
     n_heads = len(d["heads"])
     rows = [
-        "| stage | wall (s) | peak RSS (MiB) |", "|---|---:|---:|",
+        "| stage | wall (s) | peak RSS (MiB) |",
+        "|---|---:|---:|",
         f"| `geoprobe positional` (capture {args.n_prompts} prompts × lengths {args.lengths}, fits, stability, report) "
         f"| {wall:.0f} | {peak_cmd:.0f} |",
         f"| fit stage alone ({n_heads} heads, Δ ≤ {T - 2}, {args.n_resamples} resamples) | {fit_s:.1f} | "
         f"{after:.0f} (process; {after - before:+.0f} during the fits) |",
     ]
     classes = " · ".join(f"{k}: {v}" for k, v in counts.items())
-    beta = (f"β̂ over {bs['n']} ALiBi-/Gaussian-like heads: median {bs['median']:.2f}, IQR [{bs['q25']:.2f}, "
-            f"{bs['q75']:.2f}], range [{bs['min']:.2f}, {bs['max']:.2f}]") if bs.get("n") else "no fitted head"
-    body = ("\n".join(rows) + f"\n\nHead classes: {classes}. {beta}.\n\n"
-            f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs while measured; "
-            f"load average {os.getloadavg()[0]:.1f}), torch threads default. "
-            f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_positional.py`.\n\n")
+    beta = (
+        (
+            f"β̂ over {bs['n']} ALiBi-/Gaussian-like heads: median {bs['median']:.2f}, IQR [{bs['q25']:.2f}, "
+            f"{bs['q75']:.2f}], range [{bs['min']:.2f}, {bs['max']:.2f}]"
+        )
+        if bs.get("n")
+        else "no fitted head"
+    )
+    body = (
+        "\n".join(rows) + f"\n\nHead classes: {classes}. {beta}.\n\n"
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs while measured; "
+        f"load average {os.getloadavg()[0]:.1f}), torch threads default. "
+        f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_positional.py`.\n\n"
+    )
     replace_section(DOC, "positional", "geoprobe positional (SmolLM2-135M, defaults)", body)
     print(body)
     print(np.round([h["beta"]["value"] for h in d["heads"] if h["beta"]], 2).tolist())

@@ -13,6 +13,7 @@ and scanning the 75 stratified prompts on SmolLM2-135M in under 5 minutes on 2 C
     python benchmarks/bench_sampling.py            # writes its table into docs/benchmarks.md
     python benchmarks/bench_sampling.py --no-write --skip-domains
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,20 +80,27 @@ def main() -> None:
             rows += [(f"  of which: {k.removesuffix('_s')}", v) for k, v in dom_tm.items()]
     ok = cold < 300
     lines = [
-        "Command: `python benchmarks/bench_sampling.py`", "",
+        "Command: `python benchmarks/bench_sampling.py`",
+        "",
         f"Run {datetime.now().isoformat(timespec='seconds')} on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs; Python {platform.python_version()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads. Model {args.model}; pool {ps['pool']} candidates "
         f"({ps['sampling']['min_tokens']}–{ps['sampling']['max_tokens']} tokens) → {ps['n']} prompts "
         f"({ps['sampling']['per_stratum']} per quintile); corpus version {ps['corpus_version']}. "
         f"1-minute load average before each run: {', '.join(f'{x:.1f}' for x in load)} "
-        "(above ~0.3, other processes shared the 2 CPUs).", "",
-        "| stage | seconds |", "|---|---|",
-        *[f"| {k} | {v:.1f} |" for k, v in rows], "",
-        "| target | measured | threshold | result |", "|---|---|---|---|",
+        "(above ~0.3, other processes shared the 2 CPUs).",
+        "",
+        "| stage | seconds |",
+        "|---|---|",
+        *[f"| {k} | {v:.1f} |" for k, v in rows],
+        "",
+        "| target | measured | threshold | result |",
+        "|---|---|---|---|",
         f"| sample 1000 candidates + scan 75 prompts, SmolLM2, 2 CPUs | {cold:.1f} s | < 300 s | "
         f"**{'PASS' if ok else 'FAIL'}** |",
-        f"| (context) the re-run samples the same prompts | {'yes' if same else 'NO'} | identical hash | info |", ""]
+        f"| (context) the re-run samples the same prompts | {'yes' if same else 'NO'} | identical hash | info |",
+        "",
+    ]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:

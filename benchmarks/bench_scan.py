@@ -12,10 +12,10 @@ in under 2 minutes on 2 CPU cores; the analysers add < 10 % to the capture time.
     python benchmarks/bench_scan.py            # writes its table into docs/benchmarks.md
     python benchmarks/bench_scan.py --no-write
 """
+
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,6 +26,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+
 def end_to_end(model: str, runs: int, command: str = "scan") -> list[float]:
     """Wall time of `geoprobe scan` (or `geoprobe capture`, same prompts and layers) in new processes."""
     times = []
@@ -34,8 +35,12 @@ def end_to_end(model: str, runs: int, command: str = "scan") -> list[float]:
         with tempfile.TemporaryDirectory() as d:
             t = time.perf_counter()
             extra = ["--prompts", "mixed"] if command == "capture" else []  # capture's default is builtin
-            r = subprocess.run([sys.executable, "-m", "geoprobe.cli", command, "--model", model, "--out", f"{d}/run", *extra],
-                               capture_output=True, text=True, env=env)
+            r = subprocess.run(
+                [sys.executable, "-m", "geoprobe.cli", command, "--model", model, "--out", f"{d}/run", *extra],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             times.append(time.perf_counter() - t)
             if r.returncode:
                 raise SystemExit(f"geoprobe {command} failed:\n{r.stderr[-3000:]}")
@@ -53,8 +58,12 @@ def breakdown(model: str, runs: int) -> dict[str, list[float]]:
     m = load_model(model)
     load_s = time.perf_counter() - t
     texts, _, _ = resolve_prompts(config, model=m)  # the default set (mixed: sampled with the model's entropies)
-    out: dict[str, list[float]] = {"load (in this process)": [load_s], "capture": [],
-                                   "random-init W_K baseline": [], "analysers": []}
+    out: dict[str, list[float]] = {
+        "load (in this process)": [load_s],
+        "capture": [],
+        "random-init W_K baseline": [],
+        "analysers": [],
+    }
     cc = CaptureConfig(batch_size=config.batch_size)
     for _ in range(runs):
         t = time.perf_counter()
@@ -95,12 +104,15 @@ def main() -> None:
     ratio = med["analysers"] / med["capture"]
     ratio_init = (med["analysers"] + med["random-init W_K baseline"]) / med["capture"]
     lines = [
-        f"Command: `python benchmarks/bench_scan.py --runs {args.runs}`", "",
+        f"Command: `python benchmarks/bench_scan.py --runs {args.runs}`",
+        "",
         f"Run {datetime.now().isoformat(timespec='seconds')} on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs; Python {platform.python_version()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads. Model {args.model}, default prompt set: {int(n)} prompts "
-        f"(mean {mean_tokens:.1f} tokens), {int(layers)} layers; default resamples (probes/scan.toml).", "",
-        "| stage | median s | runs |", "|---|---|---|",
+        f"(mean {mean_tokens:.1f} tokens), {int(layers)} layers; default resamples (probes/scan.toml).",
+        "",
+        "| stage | median s | runs |",
+        "|---|---|---|",
         f"| `geoprobe scan` end to end, new process (report, results, capture/ written) | {statistics.median(e2e):.1f} "
         f"| {', '.join(f'{x:.1f}' for x in e2e)} |",
         f"| `geoprobe capture` end to end, new process (capture/ written), same prompts | "
@@ -109,13 +121,18 @@ def main() -> None:
     for k, v in parts.items():
         lines.append(f"| {k} | {med[k]:.2f} | {', '.join(f'{x:.2f}' for x in v)} |")
     ok_total, ok_ratio = statistics.median(e2e) < 120, ratio < 0.10
-    lines += ["", "| target | measured | threshold | result |", "|---|---|---|---|",
-              f"| full scan, report included | {statistics.median(e2e):.1f} s | < 120 s | "
-              f"**{'PASS' if ok_total else 'FAIL'}** |",
-              f"| analysers / capture | {ratio:.3f} | < 0.10 | **{'PASS' if ok_ratio else 'FAIL'}** |",
-              f"| (context) analysers + random-init baseline / capture | {ratio_init:.3f} | — | info |",
-              f"| (context) `geoprobe scan` / `geoprobe capture`, new processes, − 1 | "
-              f"{statistics.median(e2e) / statistics.median(cap_e2e) - 1:.3f} | — | info |", ""]
+    lines += [
+        "",
+        "| target | measured | threshold | result |",
+        "|---|---|---|---|",
+        f"| full scan, report included | {statistics.median(e2e):.1f} s | < 120 s | "
+        f"**{'PASS' if ok_total else 'FAIL'}** |",
+        f"| analysers / capture | {ratio:.3f} | < 0.10 | **{'PASS' if ok_ratio else 'FAIL'}** |",
+        f"| (context) analysers + random-init baseline / capture | {ratio_init:.3f} | — | info |",
+        f"| (context) `geoprobe scan` / `geoprobe capture`, new processes, − 1 | "
+        f"{statistics.median(e2e) / statistics.median(cap_e2e) - 1:.3f} | — | info |",
+        "",
+    ]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:

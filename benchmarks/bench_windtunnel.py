@@ -4,7 +4,8 @@ one run, and the measured cpu/paper-scale results next to the paper's table.
 Throughput: the same model (the task's transformer and its MLP at ``--scale``), the same batch
 size, the same optimiser and schedule. The plain loop trains on one pre-drawn batch tensor
 (no data generation, no checkpoints, no NaN checks); geoprobe's ``train`` draws a fresh batch
-every step, checks the loss and writes checkpoints at the first and last step. Runs alternate (plain, geoprobe, plain, …)
+every step, checks the loss and writes checkpoints at the first and last step. Runs alternate (plain, geoprobe,
+plain, …)
 ``--repeats`` times; the table gives medians and the ratio geoprobe / plain (target ≥ 0.9).
 
 Results: every ``windtunnel.json`` under ``--results`` (default ``runs/``) is tabulated with
@@ -12,6 +13,7 @@ both MAE definitions, KL, the calibration |ρ| and the paper's numbers.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_windtunnel.py --scale cpu --steps 150
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-
 from _doc import replace_section  # benchmarks/ is sys.path[0] when run as a script
+
 from geoprobe.windtunnel.paper import paper_value
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.scales import run_specs
@@ -73,8 +75,17 @@ def throughput(task: str, scale: str, steps: int, repeats: int) -> list[dict]:
             geo.append(ours(spec, steps))
         p, g = statistics.median(plain), statistics.median(geo)
         tokens = spec.train.batch_size * spec.task_obj.seq_len
-        rows.append({"task": task, "learner": spec.arch, "batch": spec.train.batch_size,
-                     "plain steps/s": p, "geoprobe steps/s": g, "geoprobe tokens/s": g * tokens, "ratio": g / p})
+        rows.append(
+            {
+                "task": task,
+                "learner": spec.arch,
+                "batch": spec.train.batch_size,
+                "plain steps/s": p,
+                "geoprobe steps/s": g,
+                "geoprobe tokens/s": g * tokens,
+                "ratio": g / p,
+            }
+        )
     return rows
 
 
@@ -95,9 +106,12 @@ def results_rows(root: Path) -> list[str]:
             for m in ms:
                 paper = paper_value(r.name, arch, m.K)
                 minutes = f"{secs / 60:.1f}" if secs else "—"
-                lines.append(f"| {r.name} | {r.scale} | {learner} | {r.n_params[arch]:,} | {steps:,} | {m.K} | {m.mae_paper.value:.4f} "
-                             f"[{m.mae_paper.low:.4f}, {m.mae_paper.high:.4f}] | {m.mae_sample.value:.4f} | "
-                             f"{m.kl.value:.4f} | {paper} | {cal if arch == 'transformer' else '—'} | {minutes} |")
+                lines.append(
+                    f"| {r.name} | {r.scale} | {learner} | {r.n_params[arch]:,} | {steps:,} | {m.K} | "
+                    f"{m.mae_paper.value:.4f} "
+                    f"[{m.mae_paper.low:.4f}, {m.mae_paper.high:.4f}] | {m.mae_sample.value:.4f} | "
+                    f"{m.kl.value:.4f} | {paper} | {cal if arch == 'transformer' else '—'} | {minutes} |"
+                )
     return lines
 
 
@@ -111,20 +125,31 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     rows = [r for task in ("bijection", "hmm") for r in throughput(task, args.scale, args.steps, args.repeats)]
-    table = ["| task | learner | batch | plain loop steps/s | geoprobe steps/s | geoprobe tokens/s | ratio |",
-             "|---|---|---|---|---|---|---|"]
-    table += [f"| {r['task']} | {r['learner']} | {r['batch']} | {r['plain steps/s']:.2f} | {r['geoprobe steps/s']:.2f} | "
-              f"{r['geoprobe tokens/s']:,.0f} | {r['ratio']:.2f} |" for r in rows]
-    res = ["| task | scale | learner | parameters | steps | K | MAE paper def. (bits) [95 % CI] | MAE per sample | "
-           "KL (bits) | paper MAE | calibration \\|ρ\\| | training (min) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    table = [
+        "| task | learner | batch | plain loop steps/s | geoprobe steps/s | geoprobe tokens/s | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    table += [
+        f"| {r['task']} | {r['learner']} | {r['batch']} | {r['plain steps/s']:.2f} | {r['geoprobe steps/s']:.2f} | "
+        f"{r['geoprobe tokens/s']:,.0f} | {r['ratio']:.2f} |"
+        for r in rows
+    ]
+    res = [
+        "| task | scale | learner | parameters | steps | K | MAE paper def. (bits) [95 % CI] | MAE per sample | "
+        "KL (bits) | paper MAE | calibration \\|ρ\\| | training (min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     res += results_rows(args.results)
-    body = (f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}. "
-            f"Throughput: {args.steps} steps at the `{args.scale}` scale, median of {args.repeats} alternating runs "
-            "(target: ratio ≥ 0.9).\n\n" + "\n".join(table) + "\n\nMeasured wind tunnels (every `windtunnel.json` "
-            f"under `{args.results}`; targets at the cpu scale: bijection transformer ≤ 0.02 bits with the MLP ≥ 1 bit, "
-            "HMM transformer ≤ 0.02 bits at K = 20 with the MLP ≥ 0.3 bits, calibration |ρ| ≥ 0.9):\n\n"
-            + "\n".join(res) + "\n\nCommand: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_windtunnel.py "
-            f"--scale {args.scale} --steps {args.steps}`\n\n")
+    body = (
+        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}. "
+        f"Throughput: {args.steps} steps at the `{args.scale}` scale, median of {args.repeats} alternating runs "
+        "(target: ratio ≥ 0.9).\n\n" + "\n".join(table) + "\n\nMeasured wind tunnels (every `windtunnel.json` "
+        f"under `{args.results}`; targets at the cpu scale: bijection transformer ≤ 0.02 bits with the MLP ≥ 1 bit, "
+        "HMM transformer ≤ 0.02 bits at K = 20 with the MLP ≥ 0.3 bits, calibration |ρ| ≥ 0.9):\n\n"
+        + "\n".join(res)
+        + "\n\nCommand: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_windtunnel.py "
+        f"--scale {args.scale} --steps {args.steps}`\n\n"
+    )
     print(body)
     replace_section(DOC, "bench_windtunnel", "Wind-tunnel benchmark (`benchmarks/bench_windtunnel.py`, issue 6)", body)
 

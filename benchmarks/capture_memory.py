@@ -12,6 +12,7 @@ kernel's peak-RSS counter (``/proc/self/clear_refs``), captures ``batch`` prompt
 default sites: values, keys, attention entropy), and reports the peak RSS above the loaded RSS
 (Linux ``VmHWM``). That is what the out-of-memory killer sees, allocator slack included. CPU only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,7 @@ GRID = {
     "twin:pythia-410m": [(1, 512), (1, 1024), (1, 2048), (4, 1024), (4, 2048)],
     "twin:gemma-3-270m": [(1, 1024), (4, 1024), (1, 2048)],
     "twin:pythia-410m:full": [(1, 512), (1, 1024), (2, 1024), (4, 256), (16, 128)],
-    "smollm2-135m": [(1, 512), (1, 1024), (1, 2048), (4, 1024), (2, 2048), (1, 4096), (8, 512), (16, 256),
-                     (16, 128)],
+    "smollm2-135m": [(1, 512), (1, 1024), (1, 2048), (4, 1024), (2, 2048), (1, 4096), (8, 512), (16, 256), (16, 128)],
 }
 
 
@@ -62,8 +62,16 @@ def worker(model_name: str, batch: int, tokens: int) -> dict:
     assert int(cap.n_tokens.min()) == tokens, cap.n_tokens
     peak = _status("VmHWM") - loaded
     est = forward_peak_bytes(m, batch, tokens)
-    return {"model": model_name, "batch": batch, "tokens": tokens, "measured": peak, "estimated": est,
-            "layers": m.layout.n_layers, "heads": m.layout.n_heads, "d_model": m.layout.d_model}
+    return {
+        "model": model_name,
+        "batch": batch,
+        "tokens": tokens,
+        "measured": peak,
+        "estimated": est,
+        "layers": m.layout.n_layers,
+        "heads": m.layout.n_heads,
+        "d_model": m.layout.d_model,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -85,16 +93,20 @@ def main(argv: list[str]) -> int:
             points = [(int(b), int(t)) for b in args.batches.split(",") for t in args.tokens.split(",")]
         for b, t in points:
             env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
-            r = subprocess.run([sys.executable, __file__, "--worker", name, str(b), str(t)], capture_output=True,
-                               text=True, env=env)
+            r = subprocess.run(
+                [sys.executable, __file__, "--worker", name, str(b), str(t)], capture_output=True, text=True, env=env
+            )
             if r.returncode != 0:
                 print(f"{name} B={b} T={t}: failed: {r.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
                 continue
             row = json.loads(r.stdout.strip().splitlines()[-1])
             rows.append(row)
-            print(f"{name:24} B={b:3} T={t:5}  measured {row['measured'] / 2**20:9.1f} MiB  "
-                  f"estimated {row['estimated'] / 2**20:9.1f} MiB  ratio {row['estimated'] / max(row['measured'], 1):5.2f}",
-                  flush=True)
+            print(
+                f"{name:24} B={b:3} T={t:5}  measured {row['measured'] / 2**20:9.1f} MiB  "
+                f"estimated {row['estimated'] / 2**20:9.1f} MiB  ratio "
+                f"{row['estimated'] / max(row['measured'], 1):5.2f}",
+                flush=True,
+            )
     if args.out != "-":
         Path(args.out).write_text(json.dumps(rows, indent=1))
     return 0

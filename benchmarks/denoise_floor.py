@@ -4,6 +4,7 @@ docs/denoise.md quotes its output (the reason the 1.05× target needs L > 500 on
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/denoise_floor.py      # ≈ 1 min
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,10 +24,18 @@ def main() -> None:
             p = sample(t, 400, np.random.default_rng(5))
             ob = per_prompt_mse(oracle(t, p), p.clean).mean()
             fc = per_prompt_mse(finite_context(t, p), p.clean).mean()
-            ls = landscape(torch.tensor(p.context), torch.tensor(p.noisy), torch.tensor(p.clean),
-                           np.geomspace(0.1, 30, 12), np.geomspace(0.01, 30, 16))
-            print(f"| {name} | {L} | {ob:.4f} | {fc / ob:.3f} | {ls.mse_star / ob:.3f} | {ls.alpha_star:.3g} | "
-                  f"{ls.beta_star:.3g} |", flush=True)
+            ls = landscape(
+                torch.tensor(p.context),
+                torch.tensor(p.noisy),
+                torch.tensor(p.clean),
+                np.geomspace(0.1, 30, 12),
+                np.geomspace(0.01, 30, 16),
+            )
+            print(
+                f"| {name} | {L} | {ob:.4f} | {fc / ob:.3f} | {ls.mse_star / ob:.3f} | {ls.alpha_star:.3g} | "
+                f"{ls.beta_star:.3g} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ are listed in COMMANDS below and quoted in each docs page next to its figure:
 * denoise: linear task, 400 steps, 500 held-out prompts, 200 resamples, no dimension transfer.
 * positional: lengths 16-128, 12 prompts per length, 100 resamples.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,27 +40,71 @@ WIDTH = 900
 #: probe -> (command after `geoprobe`, run-dir name, results file, result class, anchor of the doc figure);
 #: "{out}" is the probe's scratch run directory, "{scratch}" the scratch root
 COMMANDS: dict[str, tuple[str, str, str, str, str]] = {
-    "scan": (f"scan --model {MODEL} --prompts builtin --out {{out}}", "scan", "results.json",
-             "geoprobe.scan:ScanResult", "manifold-profile"),
-    "domains": (f"compare-domains --model {MODEL} --domains math,code --candidates 200 --domain-candidates 100 "
-                "--per-quintile 8 --n-resamples 200 --n-permutations 200 --out {out}", "domains", "domains.json",
-                "geoprobe.domains.result:DomainComparison", "sets"),
-    "scan-math": (f"scan --model {MODEL} --domain math --candidates 200 --per-quintile 8 --out {{out}}", "scan-math",
-                  "results.json", "geoprobe.scan:ScanResult", ""),
-    "compare": ("compare {scratch}/scan {scratch}/scan-math --out {out}", "compare", "comparison.json",
-                "geoprobe.compare.result:ModelComparison", "comparison"),
-    "sula": (f"sula --model {MODEL} --n-per-k 20 --n-resamples 200 --out {{out}}", "sula", "sula.json",
-             "geoprobe.sula.result:SulaResult", "calibration"),
-    "intervene": (f"intervene --model {MODEL} --layers 20 --strength 0.5,1 --controls 3 --n-per-k 10 "
-                  "--n-resamples 200 --out {out}", "intervene", "intervene.json",
-                  "geoprobe.intervene.result:InterventionResult", "dose-response"),
-    "windtunnel": ("windtunnel report runs/windtunnel-bijection-cpu --out {out}/windtunnel.html", "windtunnel",
-                   "runs/windtunnel-bijection-cpu/windtunnel.json", "geoprobe.windtunnel.result:WindTunnelResult",
-                   "entropy"),
-    "denoise": ("denoise --task linear --steps 400 --n-eval 500 --n-resamples 200 --transfer-dims none --out {out}",
-                "denoise", "denoise.json", "geoprobe.denoise.result:DenoiseResult", "lengths"),
-    "positional": (f"positional --model {MODEL} --lengths 16,32,64,128 --n-prompts 12 --n-resamples 100 --out {{out}}",
-                   "positional", "positional.json", "geoprobe.positional.result:PositionalResult", "profiles"),
+    "scan": (
+        f"scan --model {MODEL} --prompts builtin --out {{out}}",
+        "scan",
+        "results.json",
+        "geoprobe.scan:ScanResult",
+        "manifold-profile",
+    ),
+    "domains": (
+        f"compare-domains --model {MODEL} --domains math,code --candidates 200 --domain-candidates 100 "
+        "--per-quintile 8 --n-resamples 200 --n-permutations 200 --out {out}",
+        "domains",
+        "domains.json",
+        "geoprobe.domains.result:DomainComparison",
+        "sets",
+    ),
+    "scan-math": (
+        f"scan --model {MODEL} --domain math --candidates 200 --per-quintile 8 --out {{out}}",
+        "scan-math",
+        "results.json",
+        "geoprobe.scan:ScanResult",
+        "",
+    ),
+    "compare": (
+        "compare {scratch}/scan {scratch}/scan-math --out {out}",
+        "compare",
+        "comparison.json",
+        "geoprobe.compare.result:ModelComparison",
+        "comparison",
+    ),
+    "sula": (
+        f"sula --model {MODEL} --n-per-k 20 --n-resamples 200 --out {{out}}",
+        "sula",
+        "sula.json",
+        "geoprobe.sula.result:SulaResult",
+        "calibration",
+    ),
+    "intervene": (
+        f"intervene --model {MODEL} --layers 20 --strength 0.5,1 --controls 3 --n-per-k 10 "
+        "--n-resamples 200 --out {out}",
+        "intervene",
+        "intervene.json",
+        "geoprobe.intervene.result:InterventionResult",
+        "dose-response",
+    ),
+    "windtunnel": (
+        "windtunnel report runs/windtunnel-bijection-cpu --out {out}/windtunnel.html",
+        "windtunnel",
+        "runs/windtunnel-bijection-cpu/windtunnel.json",
+        "geoprobe.windtunnel.result:WindTunnelResult",
+        "entropy",
+    ),
+    "denoise": (
+        "denoise --task linear --steps 400 --n-eval 500 --n-resamples 200 --transfer-dims none --out {out}",
+        "denoise",
+        "denoise.json",
+        "geoprobe.denoise.result:DenoiseResult",
+        "lengths",
+    ),
+    "positional": (
+        f"positional --model {MODEL} --lengths 16,32,64,128 --n-prompts 12 --n-resamples 100 --out {{out}}",
+        "positional",
+        "positional.json",
+        "geoprobe.positional.result:PositionalResult",
+        "profiles",
+    ),
 }
 #: the doc figures, in the order they are rendered (scan-math only feeds compare)
 PROBES = ("scan", "domains", "compare", "sula", "intervene", "windtunnel", "denoise", "positional")

@@ -6,6 +6,7 @@ scan or any experiment, read any results file back. They are imported on first u
 this one: there is no import cycle through ``geoprobe`` itself. :data:`PUBLIC` is the one table of
 where each name lives (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """`python -m geoprobe …` is the `geoprobe` command."""
+
 from geoprobe.cli import main
 
 main()

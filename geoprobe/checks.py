@@ -1,4 +1,5 @@
 """Checks of settings that many configs share, each failing with geoprobe's one-line error."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,10 @@ def check_seed(seed: Any, where: str = "--seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise GeoprobeError(f"seed {seed!r} is not an integer; pass {where} between 0 and {SEED_MAX}")
     if not 0 <= seed <= SEED_MAX:
-        raise GeoprobeError(f"seed {seed} is outside [0, {SEED_MAX}] (the range numpy, torch and scikit-learn all take); "
-                            f"pass {where} between 0 and {SEED_MAX}")
+        raise GeoprobeError(
+            f"seed {seed} is outside [0, {SEED_MAX}] (the range numpy, torch and scikit-learn all take); "
+            f"pass {where} between 0 and {SEED_MAX}"
+        )
     return seed
 
 
@@ -71,11 +74,16 @@ def describe(hint: Any) -> str:
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             inner = describe(args[0])
-            return "a list of " + {"an integer": "integers", "a number": "numbers", "a string": "strings",
-                                   "true or false": "booleans"}.get(inner, f"({inner})")
+            return "a list of " + {
+                "an integer": "integers",
+                "a number": "numbers",
+                "a string": "strings",
+                "true or false": "booleans",
+            }.get(inner, f"({inner})")
         return f"a list of {len(args)} values"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string", dict: "a table"}.get(
-        hint, getattr(hint, "__name__", str(hint)))
+        hint, getattr(hint, "__name__", str(hint))
+    )
 
 
 def check_fields(cls: type, values: dict[str, Any], name: Any = None) -> None:

@@ -4,6 +4,7 @@ Each message is a single line that names the offending value, the limit it broke
 fix (usually the CLI flag to change). The CLI prints ``error: <message>`` and exits 2;
 ``--debug`` shows the traceback.
 """
+
 from __future__ import annotations
 
 import os
@@ -66,11 +67,17 @@ class OutputWriteError(GeoprobeError):
         code = errno.errorcode.get(exc.errno or 0, "")
         reason = exc.strerror or str(exc) or type(exc).__name__
         space = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-        hint = ("free some space or choose another --out" if exc.errno in space else
-                "choose a writable --out" if exc.errno == errno.EROFS else
-                "fix the permissions or choose another --out" if exc.errno in (errno.EACCES, errno.EPERM) else
-                "choose another --out")
-        super().__init__(f"could not write {str(self.path)!r}: {reason}{f' ({code})' if code else ''}; {hint}; "
-                         "rerunning the same command then finishes what is missing")
+        hint = (
+            "free some space or choose another --out"
+            if exc.errno in space
+            else "choose a writable --out"
+            if exc.errno == errno.EROFS
+            else "fix the permissions or choose another --out"
+            if exc.errno in (errno.EACCES, errno.EPERM)
+            else "choose another --out"
+        )
+        super().__init__(
+            f"could not write {str(self.path)!r}: {reason}{f' ({code})' if code else ''}; {hint}; "
+            "rerunning the same command then finishes what is missing"
+        )
         self.__cause__ = exc
-

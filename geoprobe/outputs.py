@@ -25,6 +25,7 @@ naming the path and the meaning of its errno.
 ``flock``, released by the kernel if the process dies) so that a second process aiming at the
 same ``--out`` is refused at once instead of computing and colliding at the end.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -75,8 +76,9 @@ def _json_kind(path: Path) -> str | None:
 def _is_prompt_lines(path: Path) -> bool:
     try:
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return bool(lines) and all(isinstance(d := json.loads(line), dict) and "set" in d and "prompt" in d
-                                   for line in lines)
+        return bool(lines) and all(
+            isinstance(d := json.loads(line), dict) and "set" in d and "prompt" in d for line in lines
+        )
     except (OSError, ValueError):
         return False
 
@@ -119,26 +121,33 @@ def _entries(directory: Path) -> list[str]:
         return []
 
 
-def foreign_entries(directory: str | os.PathLike, allowed: Iterable[str], *,
-                    stray_prefixes: Sequence[str] = (".",)) -> list[str]:
+def foreign_entries(
+    directory: str | os.PathLike, allowed: Iterable[str], *, stray_prefixes: Sequence[str] = (".",)
+) -> list[str]:
     """Names in ``directory`` that match none of ``allowed`` (names or glob patterns such as
     ``batch-*.safetensors``) and do not start with one of ``stray_prefixes`` (geoprobe's temporary
     files start with '.'); sorted."""
     from fnmatch import fnmatchcase
 
     ok = tuple(allowed)
-    return [n for n in _entries(Path(directory))
-            if not any(fnmatchcase(n, a) for a in ok) and not n.startswith(tuple(stray_prefixes))]
+    return [
+        n
+        for n in _entries(Path(directory))
+        if not any(fnmatchcase(n, a) for a in ok) and not n.startswith(tuple(stray_prefixes))
+    ]
 
 
 def refuse_foreign(path: str | os.PathLike, what: str = "it") -> None:
     """A one-line :class:`ForeignOutputError` for ``path``: geoprobe did not write it."""
-    raise ForeignOutputError(f"{str(path)!r} already exists and was not written by geoprobe; geoprobe never replaces "
-                             f"{what}: move it away or choose another --out")
+    raise ForeignOutputError(
+        f"{str(path)!r} already exists and was not written by geoprobe; geoprobe never replaces "
+        f"{what}: move it away or choose another --out"
+    )
 
 
-def check_replaceable_dir(target: str | os.PathLike, names: Iterable[str], marker: str | None, *,
-                          flag: str = "--out") -> None:
+def check_replaceable_dir(
+    target: str | os.PathLike, names: Iterable[str], marker: str | None, *, flag: str = "--out"
+) -> None:
     """``target`` (a directory geoprobe writes whole, such as a capture) may be replaced: it holds
     only ``names`` (and geoprobe's own '.'-prefixed temporaries), and its ``marker`` file is
     geoprobe's. Otherwise a one-line :class:`ForeignOutputError` naming the first foreign entry."""
@@ -147,9 +156,11 @@ def check_replaceable_dir(target: str | os.PathLike, names: Iterable[str], marke
         refuse_foreign(t, "a file or link where it writes a directory")
     foreign = foreign_entries(t, names)
     if foreign:
-        raise ForeignOutputError(f"{str(t)!r} holds {foreign[0]!r}, which geoprobe did not write; geoprobe replaces or "
-                                 f"writes into only a directory it made itself: move {foreign[0]!r} away or choose "
-                                 f"another {flag}")
+        raise ForeignOutputError(
+            f"{str(t)!r} holds {foreign[0]!r}, which geoprobe did not write; geoprobe replaces or "
+            f"writes into only a directory it made itself: move {foreign[0]!r} away or choose "
+            f"another {flag}"
+        )
     if marker is not None and (t / marker).exists() and not is_geoprobe_file(t / marker):
         refuse_foreign(t / marker)
 
@@ -185,8 +196,9 @@ def _existing_ancestor(p: Path) -> Path:
     return q
 
 
-def check_location(target: str | os.PathLike, *, need_bytes: int = MIN_FREE_BYTES, flag: str = "--out",
-                   directory: bool = True) -> Path:
+def check_location(
+    target: str | os.PathLike, *, need_bytes: int = MIN_FREE_BYTES, flag: str = "--out", directory: bool = True
+) -> Path:
     """Fail in one line, before any work, if ``target`` cannot be written: ``directory`` outputs
     must not be a regular file; the nearest existing ancestor must be a writable directory (tried
     by creating a temporary file there); it needs ``need_bytes`` free. Returns ``target``."""
@@ -197,20 +209,24 @@ def check_location(target: str | os.PathLike, *, need_bytes: int = MIN_FREE_BYTE
         raise OutputLocationError(f"{flag} {str(t)!r} is a directory; pass a file name to {flag}")
     base = _existing_ancestor(t.parent if not directory or not t.exists() else t)
     if not base.is_dir():
-        raise OutputLocationError(f"{flag} {str(t)!r} lies under {str(base)!r}, which is a file, not a directory; "
-                                  f"choose another {flag}")
+        raise OutputLocationError(
+            f"{flag} {str(t)!r} lies under {str(base)!r}, which is a file, not a directory; choose another {flag}"
+        )
     probe = base / f".geoprobe-write-test-{os.getpid()}"
     try:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise OutputLocationError(f"{flag} {str(t)!r}: cannot write in {str(base)!r} ({reason}); choose a writable "
-                                  f"{flag}") from None
+        raise OutputLocationError(
+            f"{flag} {str(t)!r}: cannot write in {str(base)!r} ({reason}); choose a writable {flag}"
+        ) from None
     free = shutil.disk_usage(base).free
     if free < need_bytes:
-        raise OutputLocationError(f"{flag} {str(t)!r}: only {_size(free)} free on its file system, this run needs about "
-                                  f"{_size(need_bytes)}; free some space or choose another {flag}")
+        raise OutputLocationError(
+            f"{flag} {str(t)!r}: only {_size(free)} free on its file system, this run needs about "
+            f"{_size(need_bytes)}; free some space or choose another {flag}"
+        )
     return t
 
 
@@ -219,8 +235,10 @@ def check_free_space(target: str | os.PathLike, need_bytes: int, what: str, flag
     base = _existing_ancestor(Path(target))
     free = shutil.disk_usage(base).free
     if free < need_bytes:
-        raise OutputLocationError(f"{flag} {str(target)!r}: {what} needs about {_size(need_bytes)} but only "
-                                  f"{_size(free)} is free there; free some space or choose another {flag}")
+        raise OutputLocationError(
+            f"{flag} {str(target)!r}: {what} needs about {_size(need_bytes)} but only "
+            f"{_size(free)} is free there; free some space or choose another {flag}"
+        )
 
 
 def _size(n: float) -> str:
@@ -239,8 +257,10 @@ def refuse_cwd(target: str | os.PathLike, flag: str = "--out") -> None:
     except OSError:
         return
     if here == there or here.is_relative_to(there):
-        raise OutputLocationError(f"{flag} {str(t)!r} is the working directory or holds it; geoprobe writes a new "
-                                  f"directory there: pass a new directory name such as {flag} runs/capture")
+        raise OutputLocationError(
+            f"{flag} {str(t)!r} is the working directory or holds it; geoprobe writes a new "
+            f"directory there: pass a new directory name such as {flag} runs/capture"
+        )
 
 
 # ---------------------------------------------------------------------------------- one writer
@@ -274,8 +294,10 @@ class OutputLock:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
                 os.close(fd)
                 self._remove_made()
-                raise GeoprobeError(f"another geoprobe process (pid {holder}) is writing {str(self.target)!r}; wait for "
-                                    f"it to finish or choose another {self.flag}") from None
+                raise GeoprobeError(
+                    f"another geoprobe process (pid {holder}) is writing {str(self.target)!r}; wait for "
+                    f"it to finish or choose another {self.flag}"
+                ) from None
             try:  # the file we locked may have been removed by its last holder in between: lock the new one
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:
@@ -318,6 +340,21 @@ def existing_ancestor(path: str | os.PathLike) -> Path:
     return _existing_ancestor(Path(path))
 
 
-__all__ = ["GENERATOR_META", "MIN_FREE_BYTES", "ForeignOutputError", "OutputLocationError", "OutputWriteError",
-           "OutputExistsError", "OutputLock", "check_free_space", "check_location", "check_replaceable_dir",
-           "existing_ancestor", "foreign_entries", "is_geoprobe_file", "refuse_cwd", "refuse_foreign", "remove_owned"]
+__all__ = [
+    "GENERATOR_META",
+    "MIN_FREE_BYTES",
+    "ForeignOutputError",
+    "OutputLocationError",
+    "OutputWriteError",
+    "OutputExistsError",
+    "OutputLock",
+    "check_free_space",
+    "check_location",
+    "check_replaceable_dir",
+    "existing_ancestor",
+    "foreign_entries",
+    "is_geoprobe_file",
+    "refuse_cwd",
+    "refuse_foreign",
+    "remove_owned",
+]

@@ -1,4 +1,5 @@
 """Where geoprobe keeps its cache (dequantised GGUF weights, file hashes), and atomic writes."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,6 @@ from pathlib import Path
 from typing import Callable
 
 from geoprobe.errors import OutputWriteError, ResultsError
-from geoprobe.outputs import is_geoprobe_file, refuse_foreign
 
 
 def cache_dir() -> Path:
@@ -94,8 +94,12 @@ def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, f
     if not p.is_file():
         raise ResultsError(f"{what} {str(p)!r} does not exist; {fix}")
     try:
-        return json.loads(p.read_text(encoding="utf-8"), parse_int=_bounded_int, parse_float=_finite_float,
-                          parse_constant=_no_constant), repr(str(p))
+        return json.loads(
+            p.read_text(encoding="utf-8"),
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+            parse_constant=_no_constant,
+        ), repr(str(p))
     except _Implausible as exc:
         raise ResultsError(f"{str(p)!r} is damaged: it holds {exc}, which geoprobe never writes; {fix}") from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -1,4 +1,5 @@
 """Reading prompt files: one prompt per line (.txt), JSON lines, or a JSON list."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,12 @@ def builtin_prompts() -> list[str]:
 
 MAX_PROMPT_FILE_BYTES = 16 * 2**20  # 16 MiB: ~4 million tokens, far more than any capture runs
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def read_prompt_text(path: str | Path) -> str:
@@ -47,7 +52,9 @@ def read_prompt_text(path: str | Path) -> str:
     try:  # O_NONBLOCK: should a FIFO replace the file now, opening it must still not wait for a writer
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise PromptError(f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix its permissions or --prompts") from exc
+        raise PromptError(
+            f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix its permissions or --prompts"
+        ) from exc
     with os.fdopen(fd, "rb") as f:
         _check_regular(p, os.fstat(fd))
         try:
@@ -55,13 +62,15 @@ def read_prompt_text(path: str | Path) -> str:
         except OSError as exc:
             raise PromptError(f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix it or --prompts") from exc
     if len(raw) > MAX_PROMPT_FILE_BYTES:  # it grew after the size check
-        raise PromptError(f"prompt file {str(p)!r} is above the {MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a "
-                          "prompt file; split it into smaller files")
+        raise PromptError(
+            f"prompt file {str(p)!r} is above the {MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a "
+            "prompt file; split it into smaller files"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PromptError(
-            f"prompt file {str(p)!r} is not UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+            f"prompt file {str(p)!r} is not UTF-8 (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); "
             "re-encode it as UTF-8 (e.g. iconv -t UTF-8) and pass it to --prompts"
         ) from None
     return text.removeprefix("\ufeff")
@@ -70,11 +79,15 @@ def read_prompt_text(path: str | Path) -> str:
 def _check_regular(p: Path, st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
         what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-        raise PromptError(f"prompt file {str(p)!r} is {what}, not a regular file; geoprobe reads prompts only "
-                          "from regular files: write them to a file and pass that to --prompts")
+        raise PromptError(
+            f"prompt file {str(p)!r} is {what}, not a regular file; geoprobe reads prompts only "
+            "from regular files: write them to a file and pass that to --prompts"
+        )
     if st.st_size > MAX_PROMPT_FILE_BYTES:
-        raise PromptError(f"prompt file {str(p)!r} is {st.st_size / 2**20:.1f} MiB, above the "
-                          f"{MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a prompt file; split it into smaller files")
+        raise PromptError(
+            f"prompt file {str(p)!r} is {st.st_size / 2**20:.1f} MiB, above the "
+            f"{MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a prompt file; split it into smaller files"
+        )
 
 
 def read_prompts(path: str | Path) -> list[str]:
@@ -103,7 +116,9 @@ def _json_list(text: str, p: Path) -> list[str]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise PromptError(f"prompt file {str(p)!r} is not valid JSON ({exc.msg} at line {exc.lineno}); fix the file") from None
+        raise PromptError(
+            f"prompt file {str(p)!r} is not valid JSON ({exc.msg} at line {exc.lineno}); fix the file"
+        ) from None
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
         raise PromptError(f"prompt file {str(p)!r} must hold a JSON list of strings")
     return data
@@ -140,9 +155,15 @@ def prompt_source_kind(name: str) -> str:
     raise AssertionError("unreachable")
 
 
-def resolve_prompt_set(name: str, model: Any = None, *, sampling: Any = None, seed: int = 0,
-                       progress: Callable[[int, int], None] | None = None,
-                       texts: Sequence[str] | None = None) -> Any:
+def resolve_prompt_set(
+    name: str,
+    model: Any = None,
+    *,
+    sampling: Any = None,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+    texts: Sequence[str] | None = None,
+) -> Any:
     """The :class:`~geoprobe.sampling.PromptSet` for ``--prompts name``; corpus sets need ``model``
     (its next-token entropies stratify the sample). ``texts`` overrides with the caller's own."""
     if texts is not None:

@@ -1,4 +1,5 @@
 """Provenance: what produced a result (model, weights, prompts, seed, software)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,18 @@ from typing import Sequence
 from geoprobe.paths import cache_dir
 from geoprobe.serial import Record
 
-_PACKAGES = ("geoprobe", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn", "plotly",
-             "safetensors", "gguf")
+_PACKAGES = (
+    "geoprobe",
+    "torch",
+    "transformers",
+    "transformer-lens",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "plotly",
+    "safetensors",
+    "gguf",
+)
 
 
 def package_versions() -> dict[str, str]:

@@ -10,6 +10,7 @@ command's name. Classes are named as ``"module:attr"`` strings and imported when
 Adding an experiment: its package (``config.py``, ``run.py``, ``result.py``, ``report.py``),
 then one entry in :data:`RECIPES` (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,8 +26,19 @@ from geoprobe.paths import read_json
 from geoprobe.sampling import SamplingConfig
 from geoprobe.scan.config import ProbeError, ScanConfig, sampling_config
 
-__all__ = ["RECIPES", "KINDS", "Probe", "Recipe", "find_results", "load_probe", "load_result", "recipe", "resolve",
-           "result_class", "result_files"]
+__all__ = [
+    "RECIPES",
+    "KINDS",
+    "Probe",
+    "Recipe",
+    "find_results",
+    "load_probe",
+    "load_result",
+    "recipe",
+    "resolve",
+    "result_class",
+    "result_files",
+]
 
 
 def resolve(ref: str) -> Any:
@@ -70,23 +82,52 @@ class Probe:
 _SECTIONS = {  # TOML table -> the ScanConfig fields it may set
     "prompts": {"set": "prompts", "file": "prompts"},
     "capture": {"layers": "layers", "batch_size": "batch_size", "max_tokens": "max_tokens"},
-    "analyses": {"run": "analyses", "n_resamples": "n_resamples", "pca_resamples": "pca_resamples",
-                 "null_draws": "null_draws", "null_kind": "null_kind", "n_permutations": "n_permutations",
-                 "confidence": "confidence", "init_baseline": "init_baseline", "seed": "seed",
-                 "ci_layers": "ci_layers"},
+    "analyses": {
+        "run": "analyses",
+        "n_resamples": "n_resamples",
+        "pca_resamples": "pca_resamples",
+        "null_draws": "null_draws",
+        "null_kind": "null_kind",
+        "n_permutations": "n_permutations",
+        "confidence": "confidence",
+        "init_baseline": "init_baseline",
+        "seed": "seed",
+        "ci_layers": "ci_layers",
+    },
     "figures": {"scatter_layers": "scatter_layers"},
-    "sampling": {"candidates": "candidates", "per_quintile": "per_stratum", "n_strata": "n_strata",
-                 "min_tokens": "min_tokens", "max_tokens": "max_prompt_tokens", "batch_size": "sampling_batch_size"},
+    "sampling": {
+        "candidates": "candidates",
+        "per_quintile": "per_stratum",
+        "n_strata": "n_strata",
+        "min_tokens": "min_tokens",
+        "max_tokens": "max_prompt_tokens",
+        "batch_size": "sampling_batch_size",
+    },
 }
 _RENAMED = {"max_prompt_tokens": "max_tokens", "sampling_batch_size": "batch_size"}
 _DOMAIN_SECTIONS = {  # TOML table -> DomainsConfig fields ("sampling." for SamplingConfig fields)
-    "domains": {"run": "domains", "layer": "layer", "domain_candidates": "domain_candidates",
-                "controls": "controls", "batch_size": "batch_size"},
-    "sampling": {"candidates": "sampling.candidates", "per_quintile": "sampling.per_stratum",
-                 "n_strata": "sampling.n_strata", "min_tokens": "sampling.min_tokens",
-                 "max_tokens": "sampling.max_tokens", "batch_size": "sampling.batch_size"},
-    "analyses": {"n_resamples": "n_resamples", "n_permutations": "n_permutations", "null_draws": "null_draws",
-                 "confidence": "confidence", "seed": "seed"},
+    "domains": {
+        "run": "domains",
+        "layer": "layer",
+        "domain_candidates": "domain_candidates",
+        "controls": "controls",
+        "batch_size": "batch_size",
+    },
+    "sampling": {
+        "candidates": "sampling.candidates",
+        "per_quintile": "sampling.per_stratum",
+        "n_strata": "sampling.n_strata",
+        "min_tokens": "sampling.min_tokens",
+        "max_tokens": "sampling.max_tokens",
+        "batch_size": "sampling.batch_size",
+    },
+    "analyses": {
+        "n_resamples": "n_resamples",
+        "n_permutations": "n_permutations",
+        "null_draws": "null_draws",
+        "confidence": "confidence",
+        "seed": "seed",
+    },
 }
 
 
@@ -125,8 +166,11 @@ def scan_tables(doc: dict[str, Any], p: Path, cls: type = ScanConfig) -> ScanCon
         if key == "layers" and value == "all":
             value = None
         settings[field_name] = value
-    sampling = {_RENAMED.get(k, k): settings.pop(k) for k in list(settings)
-                if k in ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")}
+    sampling = {
+        _RENAMED.get(k, k): settings.pop(k)
+        for k in list(settings)
+        if k in ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")
+    }
     _typed(cls, settings, p, keys)
     _typed(SamplingConfig, sampling, p, {_RENAMED.get(k, k): v for k, v in keys.items()})
     if sampling:
@@ -147,10 +191,13 @@ def flat_tables(command: str) -> Callable[[dict[str, Any], Path, type], Any]:
                 raise ProbeError(f"probe {str(p)!r}: unknown section [{section}]; known: {command}, analyses")
             for key, value in table.items():
                 if key not in known:
-                    raise ProbeError(f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(sorted(known))}")
+                    raise ProbeError(
+                        f"probe {str(p)!r}: unknown key {section}.{key}; known: {', '.join(sorted(known))}"
+                    )
                 keys[key] = f"{section}.{key}"
-                values[key] = (tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list)
-                               else value)
+                values[key] = (
+                    tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+                )
         _typed(cls, values, p, keys)
         return cls(**values)
 
@@ -186,41 +233,93 @@ def model_tables(doc: dict[str, Any], p: Path, cls: type) -> Any:
     unknown = sorted(set(table) - {"run", "sets", "sample_with"})
     if unknown:
         raise ProbeError(f"probe {str(p)!r}: unknown key models.{unknown[0]}; known: run, sets, sample_with")
-    _typed(cls, {"models": table["run"], **{k: table[k] for k in ("sets", "sample_with") if k in table}},
-           p, {"models": "models.run", "sets": "models.sets", "sample_with": "models.sample_with"})
-    return cls(models=tuple(table["run"]), sets=tuple(table.get("sets", ("mixed",))),
-               sample_with=table.get("sample_with"), scan=scan)
+    _typed(
+        cls,
+        {"models": table["run"], **{k: table[k] for k in ("sets", "sample_with") if k in table}},
+        p,
+        {"models": "models.run", "sets": "models.sets", "sample_with": "models.sample_with"},
+    )
+    return cls(
+        models=tuple(table["run"]),
+        sets=tuple(table.get("sets", ("mixed",))),
+        sample_with=table.get("sample_with"),
+        scan=scan,
+    )
 
 
 # -- the registry ---------------------------------------------------------------------------
-RECIPES: dict[str, Recipe] = {r.command: r for r in (
-    Recipe("scan", "geoprobe.scan.config:ScanConfig", "geoprobe.scan.run:scan",
-           {"geoprobe.scan": "geoprobe.scan.result:ScanResult"}, scan_tables,
-           "its [prompts], [capture], [analyses] tables"),
-    Recipe("compare-domains", "geoprobe.domains.config:DomainsConfig", "geoprobe.domains.run:compare_domains_run",
-           {"geoprobe.domains": "geoprobe.domains.result:DomainComparison"}, domain_tables,
-           "its [domains], [sampling], [analyses] tables"),
-    Recipe("compare-models", "geoprobe.compare.config:CompareModelsConfig", "geoprobe.compare.run:compare_results",
-           {"geoprobe.compare": "geoprobe.compare.result:ModelComparison"}, model_tables,
-           "its [models] table (run, sets, sample_with)"),
-    Recipe("sula", "geoprobe.sula.config:SulaConfig", "geoprobe.sula.run:run_sula",
-           {"geoprobe.sula": "geoprobe.sula.result:SulaResult"}, flat_tables("sula"),
-           "its [sula] table (geoprobe sula --help)"),
-    Recipe("intervene", "geoprobe.intervene.config:InterventionConfig",
-           "geoprobe.intervene.run:run_interventions",
-           {"geoprobe.intervene": "geoprobe.intervene.result:InterventionResult"}, flat_tables("intervene"),
-           "its [intervene] table (geoprobe intervene --help)"),
-    Recipe("positional", "geoprobe.positional.config:PositionalConfig", "geoprobe.positional.run:run_positional",
-           {"geoprobe.positional": "geoprobe.positional.result:PositionalResult",
-            "geoprobe.positional.windtunnel": "geoprobe.positional.result:TunnelLengthCurve"},
-           flat_tables("positional"), "its [positional] table (geoprobe positional --help)"),
-    Recipe("windtunnel", "geoprobe.windtunnel.config:WindTunnelConfig", "geoprobe.windtunnel.run:train_tunnel",
-           {"geoprobe.windtunnel": "geoprobe.windtunnel.result:WindTunnelResult"}, flat_tables("windtunnel"),
-           "its [windtunnel] table (geoprobe windtunnel run --help)"),
-    Recipe("denoise", "geoprobe.denoise.config:DenoiseConfig", "geoprobe.denoise.run:run_denoise",
-           {"geoprobe.denoise": "geoprobe.denoise.result:DenoiseResult"}, flat_tables("denoise"),
-           "its [denoise] table (geoprobe denoise --help)"),
-)}
+RECIPES: dict[str, Recipe] = {
+    r.command: r
+    for r in (
+        Recipe(
+            "scan",
+            "geoprobe.scan.config:ScanConfig",
+            "geoprobe.scan.run:scan",
+            {"geoprobe.scan": "geoprobe.scan.result:ScanResult"},
+            scan_tables,
+            "its [prompts], [capture], [analyses] tables",
+        ),
+        Recipe(
+            "compare-domains",
+            "geoprobe.domains.config:DomainsConfig",
+            "geoprobe.domains.run:compare_domains_run",
+            {"geoprobe.domains": "geoprobe.domains.result:DomainComparison"},
+            domain_tables,
+            "its [domains], [sampling], [analyses] tables",
+        ),
+        Recipe(
+            "compare-models",
+            "geoprobe.compare.config:CompareModelsConfig",
+            "geoprobe.compare.run:compare_results",
+            {"geoprobe.compare": "geoprobe.compare.result:ModelComparison"},
+            model_tables,
+            "its [models] table (run, sets, sample_with)",
+        ),
+        Recipe(
+            "sula",
+            "geoprobe.sula.config:SulaConfig",
+            "geoprobe.sula.run:run_sula",
+            {"geoprobe.sula": "geoprobe.sula.result:SulaResult"},
+            flat_tables("sula"),
+            "its [sula] table (geoprobe sula --help)",
+        ),
+        Recipe(
+            "intervene",
+            "geoprobe.intervene.config:InterventionConfig",
+            "geoprobe.intervene.run:run_interventions",
+            {"geoprobe.intervene": "geoprobe.intervene.result:InterventionResult"},
+            flat_tables("intervene"),
+            "its [intervene] table (geoprobe intervene --help)",
+        ),
+        Recipe(
+            "positional",
+            "geoprobe.positional.config:PositionalConfig",
+            "geoprobe.positional.run:run_positional",
+            {
+                "geoprobe.positional": "geoprobe.positional.result:PositionalResult",
+                "geoprobe.positional.windtunnel": "geoprobe.positional.result:TunnelLengthCurve",
+            },
+            flat_tables("positional"),
+            "its [positional] table (geoprobe positional --help)",
+        ),
+        Recipe(
+            "windtunnel",
+            "geoprobe.windtunnel.config:WindTunnelConfig",
+            "geoprobe.windtunnel.run:train_tunnel",
+            {"geoprobe.windtunnel": "geoprobe.windtunnel.result:WindTunnelResult"},
+            flat_tables("windtunnel"),
+            "its [windtunnel] table (geoprobe windtunnel run --help)",
+        ),
+        Recipe(
+            "denoise",
+            "geoprobe.denoise.config:DenoiseConfig",
+            "geoprobe.denoise.run:run_denoise",
+            {"geoprobe.denoise": "geoprobe.denoise.result:DenoiseResult"},
+            flat_tables("denoise"),
+            "its [denoise] table (geoprobe denoise --help)",
+        ),
+    )
+}
 COMMANDS: tuple[str, ...] = tuple(RECIPES)
 #: results kind -> "module:Class" of the result class that reads it
 KINDS: dict[str, str] = {kind: ref for r in RECIPES.values() for kind, ref in r.results.items()}
@@ -242,8 +341,10 @@ def load_probe(path: str | os.PathLike) -> Probe:
         raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
     head = doc.pop("probe", None)
     if not isinstance(head, dict) or "command" not in head:
-        raise ProbeError(f"probe {str(p)!r} has no [probe] table naming its command; add [probe] with command = "
-                         f"\"scan\" (or one of {', '.join(COMMANDS[1:])}) — geoprobe does not guess what to run")
+        raise ProbeError(
+            f"probe {str(p)!r} has no [probe] table naming its command; add [probe] with command = "
+            f'"scan" (or one of {", ".join(COMMANDS[1:])}) — geoprobe does not guess what to run'
+        )
     command = head["command"]
     if command not in RECIPES:
         raise ProbeError(f"probe {str(p)!r} runs command {command!r}; this geoprobe runs: {', '.join(COMMANDS)}")
@@ -255,8 +356,13 @@ def load_probe(path: str | os.PathLike) -> Probe:
         config = entry.parse(doc, p, entry.config_class())
     except (TypeError, AttributeError) as exc:  # a value of the wrong TOML type reached a comparison
         raise ProbeError(f"probe {str(p)!r}: a setting has the wrong type ({exc}); fix it in the recipe") from None
-    return Probe(name=head.get("name", p.stem), command=command, description=head.get("description", ""),
-                 config=config, path=str(p))
+    return Probe(
+        name=head.get("name", p.stem),
+        command=command,
+        description=head.get("description", ""),
+        config=config,
+        path=str(p),
+    )
 
 
 # -- results files of any kind ----------------------------------------------------------------
@@ -285,8 +391,9 @@ def find_results(path: str | os.PathLike) -> Path:
     if not found:
         raise ResultsError(f"{str(p)!r} holds no geoprobe results file ({', '.join(result_files())}); {_FIX}")
     if len(found) > 1:
-        raise ResultsError(f"{str(p)!r} holds several results files ({', '.join(f.name for f in found)}); "
-                           "pass the one to use")
+        raise ResultsError(
+            f"{str(p)!r} holds several results files ({', '.join(f.name for f in found)}); pass the one to use"
+        )
     return found[0]
 
 

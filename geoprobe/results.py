@@ -8,6 +8,7 @@ once, here. A results file names its ``kind`` (``"geoprobe.scan"``, ``"geoprobe.
 :data:`geoprobe.recipes.KINDS` maps each kind to its result class, and
 :func:`geoprobe.recipes.load_result` reads any results file with it.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ def check_kind(d: object, *, kind: str, version: int, source: str, what: str, fi
         found = d.get("kind") if isinstance(d, dict) else None
         raise ResultsError(f"{source} is not a geoprobe {what} (kind {found!r}); {fix}")
     if d.get("version") != version:
-        raise ResultsError(f"{source} has {what} version {d.get('version')!r} (written by geoprobe "
-                           f"{d.get('geoprobe')}); this geoprobe reads version {version}: {fix}")
+        raise ResultsError(
+            f"{source} has {what} version {d.get('version')!r} (written by geoprobe "
+            f"{d.get('geoprobe')}); this geoprobe reads version {version}: {fix}"
+        )
     return d
 
 

@@ -14,6 +14,7 @@ that order: data, JSON, page, figures. :func:`claim_run`, before any model loads
    whose page or requested figures are missing, which are then rebuilt from the JSON without
    recomputing; or an existing run, refused without ``--force``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -102,8 +103,16 @@ class Run:
 
     def record(self) -> Path:
         """Note, beside the results JSON just written, which request made it (and its sha256)."""
-        return write_json(self.dir / RECORD, {"kind": RECORD_KIND, "version": 1, "result": self.outputs.result,
-                                              "sha256": _sha256(self.result_path), "request": _normal(self.request)})
+        return write_json(
+            self.dir / RECORD,
+            {
+                "kind": RECORD_KIND,
+                "version": 1,
+                "result": self.outputs.result,
+                "sha256": _sha256(self.result_path),
+                "request": _normal(self.request),
+            },
+        )
 
 
 def recorded_request(run_dir: Path, result: str) -> Mapping[str, Any] | None:
@@ -119,16 +128,26 @@ def recorded_request(run_dir: Path, result: str) -> Mapping[str, Any] | None:
 
 
 @contextmanager
-def claim_run(target: str | os.PathLike, outputs: RunOutputs, *, request: Mapping[str, Any], force: bool,
-              figures: str | None = None, need_bytes: int = MIN_FREE_BYTES) -> Iterator[Run]:
+def claim_run(
+    target: str | os.PathLike,
+    outputs: RunOutputs,
+    *,
+    request: Mapping[str, Any],
+    force: bool,
+    figures: str | None = None,
+    need_bytes: int = MIN_FREE_BYTES,
+) -> Iterator[Run]:
     """Check, lock and classify the run directory ``target`` (module docs); the lock is held while
     the ``with`` body runs. ``figures``: the static-figure format the run will also write (its files in
     ``target/figures`` must be geoprobe's; a finished run without them is finishable)."""
     t = Path(target)
     check_location(t, need_bytes=need_bytes)
     with OutputLock(t):
-        for name, checker in {**(outputs.data or {}), outputs.result: None,
-                              **({outputs.page: None} if outputs.page else {})}.items():
+        for name, checker in {
+            **(outputs.data or {}),
+            outputs.result: None,
+            **({outputs.page: None} if outputs.page else {}),
+        }.items():
             p = t / name
             if p.exists() or p.is_symlink():
                 _check_entry(p, checker)
@@ -146,13 +165,16 @@ def claim_run(target: str | os.PathLike, outputs: RunOutputs, *, request: Mappin
             same = recorded == _normal(request)
             if not (missing and same):
                 hint = " (made with other settings than these)" if missing and recorded is not None and not same else ""
-                raise OutputExistsError(f"{str(run.result_path)!r} already exists{hint}; pass --force to replace this "
-                                        "run or choose another --out")
+                raise OutputExistsError(
+                    f"{str(run.result_path)!r} already exists{hint}; pass --force to replace this "
+                    "run or choose another --out"
+                )
             run.finishing, run.missing = True, missing
         elif not force:
             resuming = outputs.partial is not None and (t / outputs.partial).exists()
             earlier = [t / n for n in (outputs.data or {}) if (t / n).exists() and not resuming] + figs
             if earlier:
-                raise OutputExistsError(f"{str(earlier[0])!r} already exists; pass --force to replace it or choose "
-                                        "another --out")
+                raise OutputExistsError(
+                    f"{str(earlier[0])!r} already exists; pass --force to replace it or choose another --out"
+                )
         yield run

@@ -14,9 +14,11 @@ own candidates.
   batched, and the head is applied to the last position only (``logits_to_keep=1``). The
   value equals :func:`geoprobe.capture.capture`'s ``next_entropy`` (tested to 1e-4 bits).
 * Entropies are cached per model (weights hash) and candidate text under
-  ``$GEOPROBE_CACHE/entropy/`` (or ``$GEOPROBE_ENTROPY_CACHE``), so re-running a scan, or sampling a single domain after the
+  ``$GEOPROBE_CACHE/entropy/`` (or ``$GEOPROBE_ENTROPY_CACHE``), so re-running a scan, or sampling a single domain
+  after the
   mixed set, recomputes nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,13 +60,19 @@ class SamplingConfig:
         if self.n_strata < 2:
             raise SamplingError(f"{self.n_strata} entropy strata; stratified sampling needs at least 2 (n_strata)")
         if self.per_stratum < 1:
-            raise SamplingError(f"{self.per_stratum} prompts per quintile must be at least 1; pass --per-quintile 1 or more")
+            raise SamplingError(
+                f"{self.per_stratum} prompts per quintile must be at least 1; pass --per-quintile 1 or more"
+            )
         if self.candidates < self.per_stratum * self.n_strata:
-            raise SamplingError(f"--candidates {self.candidates} is below the {self.per_stratum * self.n_strata} prompts "
-                                f"to sample ({self.per_stratum} per quintile × {self.n_strata}); raise --candidates")
+            raise SamplingError(
+                f"--candidates {self.candidates} is below the {self.per_stratum * self.n_strata} prompts "
+                f"to sample ({self.per_stratum} per quintile × {self.n_strata}); raise --candidates"
+            )
         if not 1 <= self.min_tokens <= self.max_tokens:
-            raise SamplingError(f"token range [{self.min_tokens}, {self.max_tokens}] is empty or below 1; "
-                                "fix --min-tokens/--max-prompt-tokens")
+            raise SamplingError(
+                f"token range [{self.min_tokens}, {self.max_tokens}] is empty or below 1; "
+                "fix --min-tokens/--max-prompt-tokens"
+            )
         if self.batch_size < 1:
             raise SamplingError(f"batch size {self.batch_size} must be at least 1")
 
@@ -97,8 +105,14 @@ class PromptSet:
 
     def record(self) -> dict[str, Any]:
         """What a result stores about its prompts (no texts: they live in the capture)."""
-        d = {"name": self.name, "kind": self.kind, "hash": self.hash, "seed": self.seed, "n": len(self.prompts),
-             **self.info}
+        d = {
+            "name": self.name,
+            "kind": self.kind,
+            "hash": self.hash,
+            "seed": self.seed,
+            "n": len(self.prompts),
+            **self.info,
+        }
         if self.domains:
             d["domain_counts"] = {k: self.domains.count(k) for k in sorted(set(self.domains))}
         return d
@@ -118,7 +132,8 @@ def entropy_strata(entropy: Float[np.ndarray, " n"], n_strata: int = 5, *, seed:
         raise SamplingError(
             f"the {h.size} candidates have {distinct} distinct next-token entropy value(s) "
             f"({'all equal to %.4g bits' % h[0] if distinct == 1 else 'too few'}); {n_strata} entropy quintiles are "
-            "impossible: use another prompt set or more --candidates")
+            "impossible: use another prompt set or more --candidates"
+        )
     tiebreak = np.random.default_rng(seed).permutation(h.size)
     order = np.lexsort((tiebreak, h))
     ranks = np.empty(h.size, dtype=np.int64)
@@ -126,15 +141,23 @@ def entropy_strata(entropy: Float[np.ndarray, " n"], n_strata: int = 5, *, seed:
     return (ranks * n_strata) // h.size
 
 
-def stratified_sample(entropy: Float[np.ndarray, " n"], per_stratum: int, n_strata: int = 5, *, seed: int = 0,
-                      what: str = "the candidates") -> tuple[Int[np.ndarray, " m"], Int[np.ndarray, " m"]]:
+def stratified_sample(
+    entropy: Float[np.ndarray, " n"],
+    per_stratum: int,
+    n_strata: int = 5,
+    *,
+    seed: int = 0,
+    what: str = "the candidates",
+) -> tuple[Int[np.ndarray, " m"], Int[np.ndarray, " m"]]:
     """Indices of ``per_stratum`` candidates from each entropy stratum (sorted by stratum, then
     index), and their strata. Deterministic for a seed."""
     h = np.asarray(entropy, dtype=np.float64)
     need = per_stratum * n_strata
     if h.size < need:
-        raise SamplingError(f"{what} has {h.size} candidate(s) but {need} are needed ({per_stratum} per quintile × "
-                            f"{n_strata}); lower --per-quintile or raise --candidates")
+        raise SamplingError(
+            f"{what} has {h.size} candidate(s) but {need} are needed ({per_stratum} per quintile × "
+            f"{n_strata}); lower --per-quintile or raise --candidates"
+        )
     strata = entropy_strata(h, n_strata, seed=seed)
     rng = np.random.default_rng([seed, 1])
     picked = []
@@ -182,8 +205,14 @@ class EntropyCache:
         atomic_write_text(self.path, json.dumps({"model": self.model_id, "entropy": self._data}))
 
 
-def candidate_entropies(model: Any, texts: Sequence[str], *, batch_size: int = 32, cache: bool = True,
-                        progress: Callable[[int, int], None] | None = None) -> Float[np.ndarray, " n"]:
+def candidate_entropies(
+    model: Any,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 32,
+    cache: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Float[np.ndarray, " n"]:
     """Next-token entropy (bits) at the final position of every text, as capture computes it.
 
     Left-padded batches of similar length through the bridge with ``logits_to_keep=1``;
@@ -236,32 +265,45 @@ def check_corpus_set(name: str) -> list[str]:
         usable = [d for d in DOMAINS if avail.get(d) is None]
         if len(usable) < 2:
             reasons = "; ".join(r for r in avail.values() if r)
-            raise CorpusUnavailable(f"the mixed prompt set needs at least 2 corpus domains, {len(usable)} available "
-                                    f"({reasons})")
+            raise CorpusUnavailable(
+                f"the mixed prompt set needs at least 2 corpus domains, {len(usable)} available ({reasons})"
+            )
         return usable
     if name not in DOMAINS:
-        raise UnknownDomain(f"unknown prompt set or domain {name!r}; available: builtin, {MIXED}, "
-                            f"{', '.join(d for d in DOMAINS if avail.get(d) is None)}, or a prompt file path "
-                            "(--prompts/--domain)")
+        raise UnknownDomain(
+            f"unknown prompt set or domain {name!r}; available: builtin, {MIXED}, "
+            f"{', '.join(d for d in DOMAINS if avail.get(d) is None)}, or a prompt file path "
+            "(--prompts/--domain)"
+        )
     if avail.get(name) is not None:
         raise CorpusUnavailable(avail[name])
     return [name]
 
 
-def domain_pool(domains: Sequence[str], config: SamplingConfig, tokenizer: Any, seed: int, *,
-                per_domain: int | None = None) -> list[Any]:
+def domain_pool(
+    domains: Sequence[str], config: SamplingConfig, tokenizer: Any, seed: int, *, per_domain: int | None = None
+) -> list[Any]:
     """Candidate passages: ``per_domain`` (default: the pool size split over ``domains``) from each."""
     k = per_domain or math.ceil(config.candidates / len(domains))
     pool = []
     for d in domains:  # one call per domain: a domain's candidates never depend on the others
-        pool.extend(corpora.candidates([d], k, tokenizer=tokenizer, min_tokens=config.min_tokens,
-                               max_tokens=config.max_tokens, seed=seed))
+        pool.extend(
+            corpora.candidates(
+                [d], k, tokenizer=tokenizer, min_tokens=config.min_tokens, max_tokens=config.max_tokens, seed=seed
+            )
+        )
     return pool
 
 
-def sample_corpus_set(model: Any, name: str, config: SamplingConfig = SamplingConfig(), *, seed: int = 0,
-                      progress: Callable[[int, int], None] | None = None,
-                      pool: Sequence[Any] | None = None) -> PromptSet:
+def sample_corpus_set(
+    model: Any,
+    name: str,
+    config: SamplingConfig = SamplingConfig(),
+    *,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+    pool: Sequence[Any] | None = None,
+) -> PromptSet:
     """Stratified-entropy sample of corpus set ``name`` (``mixed`` or one domain) for ``model``."""
     domains = check_corpus_set(name)
     notes = []
@@ -271,19 +313,34 @@ def sample_corpus_set(model: Any, name: str, config: SamplingConfig = SamplingCo
     if name != MIXED:
         have = len(pool)
         if have < config.n_prompts:
-            raise SamplingError(f"domain {name!r} yields {have} candidate passage(s) in the token range "
-                                f"[{config.min_tokens}, {config.max_tokens}] but {config.n_prompts} prompts are requested "
-                                f"({config.per_stratum} per quintile); lower --per-quintile to {have // config.n_strata} "
-                                "or widen the token range")
+            raise SamplingError(
+                f"domain {name!r} yields {have} candidate passage(s) in the token range "
+                f"[{config.min_tokens}, {config.max_tokens}] but {config.n_prompts} prompts are requested "
+                f"({config.per_stratum} per quintile); lower --per-quintile to {have // config.n_strata} "
+                "or widen the token range"
+            )
         if have < config.candidates:
             notes.append(f"domain {name!r} yields {have} of the {config.candidates} candidates asked for")
     h = candidate_entropies(model, texts, batch_size=config.batch_size, progress=progress)
-    idx, strata = stratified_sample(h, config.per_stratum, config.n_strata, seed=seed,
-                                    what=f"prompt set {name!r}")
+    idx, strata = stratified_sample(h, config.per_stratum, config.n_strata, seed=seed, what=f"prompt set {name!r}")
     prompts = tuple(texts[i] for i in idx)
     edges = [float(x) for x in np.quantile(h, np.linspace(0, 1, config.n_strata + 1))]
-    info = {"corpus_version": CORPUS_VERSION, "pool": len(pool), "sampling": asdict(config),
-            "entropy_quantiles": edges, "notes": notes}
-    return PromptSet(name=name, kind="corpus", prompts=prompts, hash=prompts_hash(prompts), seed=seed,
-                     domains=tuple(pool[i].domain for i in idx), sources=tuple(pool[i].source for i in idx),
-                     entropy=tuple(float(h[i]) for i in idx), stratum=tuple(int(s) for s in strata), info=info)
+    info = {
+        "corpus_version": CORPUS_VERSION,
+        "pool": len(pool),
+        "sampling": asdict(config),
+        "entropy_quantiles": edges,
+        "notes": notes,
+    }
+    return PromptSet(
+        name=name,
+        kind="corpus",
+        prompts=prompts,
+        hash=prompts_hash(prompts),
+        seed=seed,
+        domains=tuple(pool[i].domain for i in idx),
+        sources=tuple(pool[i].source for i in idx),
+        entropy=tuple(float(h[i]) for i in idx),
+        stratum=tuple(int(s) for s in strata),
+        info=info,
+    )

@@ -20,6 +20,7 @@ default). A class whose stored shape really differs from its fields overrides ``
 ``from_dict`` itself; everything else inherits them. Two records are equal when their
 ``to_dict()`` are (NaN == NaN), which is what "the same result" means for a saved file.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,6 +1,7 @@
 """Plain-text rules every layer shares: what counts as a blank prompt, and where a prompt file's
 lines end. Imports nothing of geoprobe, so capture (which refuses blank prompts) and the prompt
 readers above it use one definition."""
+
 from __future__ import annotations
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width space/non-joiner/joiner, word joiner, BOM

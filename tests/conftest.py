@@ -1,4 +1,5 @@
 """Shared, seeded fixtures: tiny architecture twins of every family and the real SmolLM2."""
+
 from __future__ import annotations
 
 import functools
@@ -72,6 +73,7 @@ def no_network(monkeypatch):
             if self.family == socket.AF_UNIX:
                 return real(self, address, *a, **k)
             return refuse(kind, address)
+
         return guarded
 
     monkeypatch.setattr(socket.socket, "connect", method("connect", socket.socket.connect))

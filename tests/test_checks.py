@@ -1,4 +1,5 @@
 """geoprobe.checks: seeds and recipe values against dataclass annotations."""
+
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -22,21 +23,43 @@ def test_good_seeds_pass(seed):
     assert check_seed(seed) == seed
 
 
-@pytest.mark.parametrize("seed, needle", [(-1, "outside [0, 4294967295]"), (SEED_MAX + 1, "outside"),
-                                          (1.5, "not an integer"), (True, "not an integer"), ("3", "not an integer")])
+@pytest.mark.parametrize(
+    "seed, needle",
+    [
+        (-1, "outside [0, 4294967295]"),
+        (SEED_MAX + 1, "outside"),
+        (1.5, "not an integer"),
+        (True, "not an integer"),
+        ("3", "not an integer"),
+    ],
+)
 def test_bad_seeds_name_the_flag(seed, needle):
     with pytest.raises(GeoprobeError) as exc:
         check_seed(seed, where="seed in the recipe")
     assert needle in str(exc.value) and "seed in the recipe" in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("value, hint, ok", [
-    (3, int, True), (True, int, False), (3.0, int, False), (3, float, True), ("3", float, False),
-    ([0, -1], tuple[int, ...], True), ("0,1", tuple[int, ...], False), ([[0]], tuple[int, ...], False),
-    ([1, 2], tuple[int, int], True), ([1], tuple[int, int], False),
-    (None, Optional[int], True), ("a", Literal["a", "b"], True), ("c", Literal["a", "b"], False),
-    ({"x": 1}, dict, True), (False, bool, True), (0, bool, False),
-])
+@pytest.mark.parametrize(
+    "value, hint, ok",
+    [
+        (3, int, True),
+        (True, int, False),
+        (3.0, int, False),
+        (3, float, True),
+        ("3", float, False),
+        ([0, -1], tuple[int, ...], True),
+        ("0,1", tuple[int, ...], False),
+        ([[0]], tuple[int, ...], False),
+        ([1, 2], tuple[int, int], True),
+        ([1], tuple[int, int], False),
+        (None, Optional[int], True),
+        ("a", Literal["a", "b"], True),
+        ("c", Literal["a", "b"], False),
+        ({"x": 1}, dict, True),
+        (False, bool, True),
+        (0, bool, False),
+    ],
+)
 def test_conforms(value, hint, ok):
     assert conforms(value, hint) is ok
 

@@ -2,6 +2,7 @@
 lint-imports' job, scripts/lint.sh): no module over 500 lines, and no private name used across
 modules: ``from geoprobe.x import _y``, ``x._y`` on an imported geoprobe module, or a private module
 (``geoprobe.pkg._mod``) imported from outside its package. The notebooks use only public names."""
+
 from __future__ import annotations
 
 import ast
@@ -76,8 +77,13 @@ def private_uses(source: str, importer: str, is_package: bool = False) -> list[s
                 elif is_private(a.name):
                     found.append(f"from {base} import {a.name}")
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                and is_private(node.attr) and aliases[node.value.id] != importer):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and is_private(node.attr)
+            and aliases[node.value.id] != importer
+        ):
             found.append(f"{aliases[node.value.id]}.{node.attr}")
     return found
 
@@ -88,8 +94,11 @@ def test_no_module_is_over_500_lines():
 
 
 def test_no_private_name_is_used_across_modules():
-    bad = {m: uses for m, p in MODULES.items()
-           if (uses := private_uses(p.read_text(encoding="utf-8"), m, p.name == "__init__.py"))}
+    bad = {
+        m: uses
+        for m, p in MODULES.items()
+        if (uses := private_uses(p.read_text(encoding="utf-8"), m, p.name == "__init__.py"))
+    }
     assert not bad, f"private names used across modules (make them public or move them): {bad}"
 
 
@@ -104,17 +113,34 @@ def test_notebooks_use_public_names_only():
     assert not bad, f"notebooks import private names: {bad}"
 
 
-@pytest.mark.parametrize(("source", "importer", "expected"), [
-    ("from geoprobe.scan.result import _json_safe", "geoprobe.sula.result", ["from geoprobe.scan.result import _json_safe"]),
-    ("from geoprobe.scan.result import ScanResult", "geoprobe.sula.result", []),
-    ("from geoprobe.intervene._forward import f", "geoprobe.intervene.ops", []),  # its own package
-    ("from geoprobe.intervene._forward import f", "notebook",
-     ["from geoprobe.intervene._forward import ... (private module geoprobe.intervene._forward)"]),
-    ("from geoprobe.models import loading\nloading._quiet()", "geoprobe.windtunnel.train",
-     ["geoprobe.models.loading._quiet"]),
-    ("import geoprobe.models.loading as L\nL._quiet()", "geoprobe.windtunnel.train", ["geoprobe.models.loading._quiet"]),
-    ("from . import _x", "geoprobe.scan.run", ["from geoprobe.scan import _x"]),
-    ("from geoprobe.x import __version__", "geoprobe.y", []),
-])
+@pytest.mark.parametrize(
+    ("source", "importer", "expected"),
+    [
+        (
+            "from geoprobe.scan.result import _json_safe",
+            "geoprobe.sula.result",
+            ["from geoprobe.scan.result import _json_safe"],
+        ),
+        ("from geoprobe.scan.result import ScanResult", "geoprobe.sula.result", []),
+        ("from geoprobe.intervene._forward import f", "geoprobe.intervene.ops", []),  # its own package
+        (
+            "from geoprobe.intervene._forward import f",
+            "notebook",
+            ["from geoprobe.intervene._forward import ... (private module geoprobe.intervene._forward)"],
+        ),
+        (
+            "from geoprobe.models import loading\nloading._quiet()",
+            "geoprobe.windtunnel.train",
+            ["geoprobe.models.loading._quiet"],
+        ),
+        (
+            "import geoprobe.models.loading as L\nL._quiet()",
+            "geoprobe.windtunnel.train",
+            ["geoprobe.models.loading._quiet"],
+        ),
+        ("from . import _x", "geoprobe.scan.run", ["from geoprobe.scan import _x"]),
+        ("from geoprobe.x import __version__", "geoprobe.y", []),
+    ],
+)
 def test_the_private_name_check_itself(source, importer, expected):
     assert private_uses(source, importer) == expected

@@ -1,5 +1,6 @@
 """geoprobe.outputs: what geoprobe wrote is recognised, nothing else is ever replaced, the location is
 checked before any work, and one process writes an output at a time."""
+
 import errno
 import json
 import os
@@ -10,8 +11,16 @@ import textwrap
 import pytest
 
 from geoprobe.errors import ForeignOutputError, GeoprobeError, OutputLocationError, OutputWriteError
-from geoprobe.outputs import (GENERATOR_META, OutputLock, check_location, check_replaceable_dir, foreign_entries,
-                              is_geoprobe_file, refuse_cwd, remove_owned)
+from geoprobe.outputs import (
+    GENERATOR_META,
+    OutputLock,
+    check_location,
+    check_replaceable_dir,
+    foreign_entries,
+    is_geoprobe_file,
+    refuse_cwd,
+    remove_owned,
+)
 
 
 def _write(path, text):
@@ -20,20 +29,23 @@ def _write(path, text):
     return path
 
 
-@pytest.mark.parametrize("name, text, ours", [
-    ("results.json", json.dumps({"kind": "geoprobe.scan", "version": 1}), True),
-    ("sula.json", json.dumps({"kind": "geoprobe.sula"}), True),
-    ("capture.json", json.dumps({"format_version": 1, "layout": {}, "provenance": {}}), True),  # 0.1.0, no kind
-    ("results.json", json.dumps({"kind": "mine"}), False),
-    ("results.json", json.dumps([1, 2]), False),
-    ("results.json", "{not json", False),
-    ("report.html", f"<!DOCTYPE html><html><head>{GENERATOR_META}<title>x</title>", True),
-    ("report.html", "<!DOCTYPE html><html><head><title>geoprobe sula: m</title>", True),  # 0.1.0 pages
-    ("report.html", "<html><head><title>My report</title></head></html>", False),
-    ("prompts.jsonl", '{"set": "math", "prompt": "1 + 1 ="}\n{"set": "math", "prompt": "2 + 2 ="}\n', True),
-    ("prompts.jsonl", '{"prompt": "no set"}\n', False),
-    ("notes.txt", "anything", False),
-])
+@pytest.mark.parametrize(
+    "name, text, ours",
+    [
+        ("results.json", json.dumps({"kind": "geoprobe.scan", "version": 1}), True),
+        ("sula.json", json.dumps({"kind": "geoprobe.sula"}), True),
+        ("capture.json", json.dumps({"format_version": 1, "layout": {}, "provenance": {}}), True),  # 0.1.0, no kind
+        ("results.json", json.dumps({"kind": "mine"}), False),
+        ("results.json", json.dumps([1, 2]), False),
+        ("results.json", "{not json", False),
+        ("report.html", f"<!DOCTYPE html><html><head>{GENERATOR_META}<title>x</title>", True),
+        ("report.html", "<!DOCTYPE html><html><head><title>geoprobe sula: m</title>", True),  # 0.1.0 pages
+        ("report.html", "<html><head><title>My report</title></head></html>", False),
+        ("prompts.jsonl", '{"set": "math", "prompt": "1 + 1 ="}\n{"set": "math", "prompt": "2 + 2 ="}\n', True),
+        ("prompts.jsonl", '{"prompt": "no set"}\n', False),
+        ("notes.txt", "anything", False),
+    ],
+)
 def test_geoprobe_files_are_recognised_by_name_and_marker(tmp_path, name, text, ours):
     assert is_geoprobe_file(_write(tmp_path / name, text)) is ours
 
@@ -133,8 +145,9 @@ _HOLD = textwrap.dedent("""
 
 def test_a_second_process_is_refused_at_once_and_the_lock_dies_with_its_holder(tmp_path):
     target = tmp_path / "runs" / "scan"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(GeoprobeError, match=rf"another geoprobe process \(pid {holder.pid}\) is writing"):

@@ -1,4 +1,5 @@
 """Prompt files: which lines are prompts, and files that are refused before they are read (issue 17)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ ODD_BREAKS = ("\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85"
 
 def test_text_lines_end_only_at_newline(tmp_path):
     """12 lines, each with one of the odd breaks inside, are 12 prompts (splitlines made 36 of them)."""
-    lines = [f"Prompt {i} says{ODD_BREAKS[i % len(ODD_BREAKS)]}that the weather{ODD_BREAKS[(i + 3) % len(ODD_BREAKS)]}is"
-             for i in range(12)]
+    lines = [
+        f"Prompt {i} says{ODD_BREAKS[i % len(ODD_BREAKS)]}that the weather{ODD_BREAKS[(i + 3) % len(ODD_BREAKS)]}is"
+        for i in range(12)
+    ]
     p = tmp_path / "odd.txt"
     p.write_text("\r\n".join(lines[:6]) + "\n" + "\n".join(lines[6:]) + "\n", encoding="utf-8")
     assert len(p.read_text(encoding="utf-8").splitlines()) > 12  # what the old reader split on
@@ -89,10 +92,17 @@ def test_a_file_at_the_limit_is_read(tmp_path):
 
 
 def _read_in_subprocess(path: str, timeout: float = 20) -> subprocess.CompletedProcess:
-    code = ("import sys\nfrom geoprobe.prompts import read_prompts\nfrom geoprobe.errors import PromptError\n"
-            "try:\n    read_prompts(sys.argv[1])\nexcept PromptError as e:\n    print(e)\n")
-    return subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    code = (
+        "import sys\nfrom geoprobe.prompts import read_prompts\nfrom geoprobe.errors import PromptError\n"
+        "try:\n    read_prompts(sys.argv[1])\nexcept PromptError as e:\n    print(e)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, path],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path):

@@ -1,5 +1,6 @@
 """The public API (issue 19 part 6): every name of ``geoprobe.__all__`` resolves, and importing
 geoprobe loads none of the heavy modules (torch, numpy, an experiment) until a name is used."""
+
 from __future__ import annotations
 
 import importlib
@@ -41,11 +42,17 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_import_geoprobe_is_cheap():
-    code = ("import sys; before = set(sys.modules); import geoprobe; "
-            "print(__import__('json').dumps(sorted(set(sys.modules) - before)))")
+    code = (
+        "import sys; before = set(sys.modules); import geoprobe; "
+        "print(__import__('json').dumps(sorted(set(sys.modules) - before)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
-    heavy = [m for m in loaded if m.split(".")[0] in ("torch", "numpy", "transformers", "plotly")
-             or (m.startswith("geoprobe.") and m != "geoprobe.version")]
+    heavy = [
+        m
+        for m in loaded
+        if m.split(".")[0] in ("torch", "numpy", "transformers", "plotly")
+        or (m.startswith("geoprobe.") and m != "geoprobe.version")
+    ]
     assert not heavy, f"import geoprobe loaded {heavy}"
     assert geoprobe.__version__ == geoprobe.version.__version__

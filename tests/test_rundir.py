@@ -1,5 +1,6 @@
 """geoprobe.rundir: a run directory is claimed before any work; a run stopped between its writes is
 finished only for the very same request and results file; foreign outputs are refused under --force."""
+
 import json
 
 import pytest
@@ -65,12 +66,18 @@ def test_missing_figures_make_a_run_finishable(tmp_path):
         assert run.finishing and run.missing == ("figures/*.svg",)
 
 
-@pytest.mark.parametrize("plant, match", [
-    (lambda d: (d / "x.html").write_text("<html>my own page</html>"), "x.html' already exists and was not written"),
-    (lambda d: (d / "x.json").write_text('{"kind": "mine"}'), "was not written by geoprobe"),
-    (lambda d: (d / "capture" / "notes.txt").write_text("mine"), "'notes.txt', which geoprobe did not write"),
-    (lambda d: ((d / "figures").mkdir(), (d / "figures" / "a.svg").write_text("<svg/>")), "a figure file it did not"),
-])
+@pytest.mark.parametrize(
+    "plant, match",
+    [
+        (lambda d: (d / "x.html").write_text("<html>my own page</html>"), "x.html' already exists and was not written"),
+        (lambda d: (d / "x.json").write_text('{"kind": "mine"}'), "was not written by geoprobe"),
+        (lambda d: (d / "capture" / "notes.txt").write_text("mine"), "'notes.txt', which geoprobe did not write"),
+        (
+            lambda d: ((d / "figures").mkdir(), (d / "figures" / "a.svg").write_text("<svg/>")),
+            "a figure file it did not",
+        ),
+    ],
+)
 def test_foreign_outputs_are_refused_even_with_force(tmp_path, plant, match):
     _finished(tmp_path)
     plant(tmp_path)

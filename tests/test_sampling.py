@@ -1,13 +1,21 @@
 """Stratified-entropy sampling: strata on planted entropies, candidate entropies against the
 capture's own next-token entropy, the per-model cache, corpus sets, and bad input."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from geoprobe.sampling import (EntropyCache, PromptSet, SamplingConfig, SamplingError, candidate_entropies,
-                               entropy_strata, sample_corpus_set, stratified_sample)
-
+from geoprobe.sampling import (
+    EntropyCache,
+    PromptSet,
+    SamplingConfig,
+    SamplingError,
+    candidate_entropies,
+    entropy_strata,
+    sample_corpus_set,
+    stratified_sample,
+)
 from tests.conftest import requires_smollm2
 
 
@@ -59,12 +67,15 @@ def test_too_few_candidates_says_how_many_exist():
         stratified_sample(np.linspace(0, 1, 40), 15, what="domain 'math'")
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    (dict(per_stratum=0), "--per-quintile"),
-    (dict(candidates=50), "--candidates 50 is below the 75"),
-    (dict(min_tokens=40, max_tokens=20), "token range [40, 20]"),
-    (dict(n_strata=1), "at least 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        (dict(per_stratum=0), "--per-quintile"),
+        (dict(candidates=50), "--candidates 50 is below the 75"),
+        (dict(min_tokens=40, max_tokens=20), "token range [40, 20]"),
+        (dict(n_strata=1), "at least 2"),
+    ],
+)
 def test_sampling_config_rejects_bad_values(kwargs, needle):
     with pytest.raises(SamplingError) as exc:
         SamplingConfig(**kwargs)
@@ -72,8 +83,15 @@ def test_sampling_config_rejects_bad_values(kwargs, needle):
 
 
 def test_prompt_set_record_has_hash_seed_and_domain_counts():
-    ps = PromptSet(name="mixed", kind="corpus", prompts=("a", "b", "c"), hash="h", seed=4,
-                   domains=("code", "news", "code"), info={"corpus_version": "1"})
+    ps = PromptSet(
+        name="mixed",
+        kind="corpus",
+        prompts=("a", "b", "c"),
+        hash="h",
+        seed=4,
+        domains=("code", "news", "code"),
+        info={"corpus_version": "1"},
+    )
     rec = ps.record()
     assert rec["name"] == "mixed" and rec["seed"] == 4 and rec["n"] == 3 and rec["corpus_version"] == "1"
     assert rec["domain_counts"] == {"code": 2, "news": 1}
@@ -160,11 +178,20 @@ def test_candidate_entropies_equal_the_capture_on_smollm2(smollm2, prompts):
 
 
 def test_a_file_written_by_sample_remembers_its_set(tmp_path):
-    from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
     from geoprobe.domains.prompt_sets import write_prompt_sets
+    from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
 
-    ps = PromptSet(name="math", kind="corpus", prompts=("What is 2 + 2?", "Find the sum of"), hash="h", seed=0,
-                   domains=("math", "math"), sources=("a", "b"), entropy=(1.0, 2.0), stratum=(0, 1))
+    ps = PromptSet(
+        name="math",
+        kind="corpus",
+        prompts=("What is 2 + 2?", "Find the sum of"),
+        hash="h",
+        seed=0,
+        domains=("math", "math"),
+        sources=("a", "b"),
+        entropy=(1.0, 2.0),
+        stratum=(0, 1),
+    )
     f = write_prompt_sets({"math": ps}, tmp_path / "m.jsonl")
     back = resolve_prompt_set(str(f))
     assert prompt_source_kind(str(f)) == "file" and back.prompts == ps.prompts

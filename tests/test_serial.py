@@ -1,4 +1,5 @@
 """The field-driven codec (geoprobe.serial) and the Result base (geoprobe.results)."""
+
 from __future__ import annotations
 
 import json
@@ -44,17 +45,31 @@ class Tiny(Result):
 
 
 def outer(**kw) -> Outer:
-    base = dict(name="m", layers=(2, 0), inner=Inner(math.nan, 1.0), many=(Inner(1.0), Inner(math.inf)),
-                by_layer={3: 0.5, 1: math.nan}, curve=np.array([0.0, np.nan, 2.5]), counts=np.array([1, 2, 3]))
+    base = dict(
+        name="m",
+        layers=(2, 0),
+        inner=Inner(math.nan, 1.0),
+        many=(Inner(1.0), Inner(math.inf)),
+        by_layer={3: 0.5, 1: math.nan},
+        curve=np.array([0.0, np.nan, 2.5]),
+        counts=np.array([1, 2, 3]),
+    )
     return Outer(**{**base, **kw})
 
 
 def test_encode_follows_the_rules_and_is_strict_json():
     d = outer().to_dict()
-    assert d == {"name": "m", "layers": [2, 0], "inner": {"value": None, "low": 1.0},
-                 "many": [{"value": 1.0, "low": None}, {"value": None, "low": None}],
-                 "by_layer": {"1": None, "3": 0.5}, "curve": [0.0, None, 2.5], "counts": [1, 2, 3],
-                 "maybe": None, "pair": [1, "a"]}  # int keys sorted; "cache" not stored
+    assert d == {
+        "name": "m",
+        "layers": [2, 0],
+        "inner": {"value": None, "low": 1.0},
+        "many": [{"value": 1.0, "low": None}, {"value": None, "low": None}],
+        "by_layer": {"1": None, "3": 0.5},
+        "curve": [0.0, None, 2.5],
+        "counts": [1, 2, 3],
+        "maybe": None,
+        "pair": [1, "a"],
+    }  # int keys sorted; "cache" not stored
     json.dumps(d, allow_nan=False)
     assert encode(np.float32(2.0)) == 2.0 and encode(np.bool_(True)) is True
 
@@ -87,8 +102,13 @@ def test_result_envelope_save_load_and_damage(tmp_path):
     from geoprobe import __version__
 
     r = Tiny(1.5, (math.nan, 2.0))
-    assert r.to_dict() == {"kind": "geoprobe.test-tiny", "version": 1, "geoprobe": __version__, "x": 1.5,
-                           "xs": [None, 2.0]}
+    assert r.to_dict() == {
+        "kind": "geoprobe.test-tiny",
+        "version": 1,
+        "geoprobe": __version__,
+        "x": 1.5,
+        "xs": [None, 2.0],
+    }
     path = r.save(tmp_path / "tiny.json")
     assert Tiny.load(tmp_path) == r  # a directory: FILE inside it
     d = json.loads(path.read_text())

@@ -13,6 +13,7 @@ bits of the next-token distribution at prompt i's final token.
   against its permutation distribution is the honest two-sided test.
 * Bonferroni over the L layers tested: ``p_adj = min(1, L · p)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ def _abs_pearson(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.abs(pearson(x, y, axis=axis))
 
 
-def orientation(coord: Float[np.ndarray, "... n"], entropy: Float[np.ndarray, "n"]) -> Any:
+def orientation(coord: Float[np.ndarray, "... n"], entropy: Float[np.ndarray, " n"]) -> Any:
     """+1 or -1 per coordinate vector so that ρ_S(orientation · coord, entropy) >= 0 (+1 if undefined)."""
     rho = np.asarray(spearman(np.asarray(coord, dtype=np.float64), np.broadcast_to(entropy, np.shape(coord))))
     o = np.where(rho < 0, -1, 1)
@@ -63,8 +64,15 @@ def _check(coords: np.ndarray, entropy: np.ndarray) -> tuple[np.ndarray, np.ndar
     return coords, entropy
 
 
-def _align(coords: np.ndarray, entropy: np.ndarray, n_resamples: int, n_permutations: int, confidence: float,
-           random_state: RandomState, ci_rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def _align(
+    coords: np.ndarray,
+    entropy: np.ndarray,
+    n_resamples: int,
+    n_permutations: int,
+    confidence: float,
+    random_state: RandomState,
+    ci_rows: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
     """All layers at once: coords (L, n). Every layer sees the same resampled prompt indices
     and permutations (one generator per call), so row l equals (up to rounding) a single-layer
     call with the same ``random_state``. ``ci_rows`` (bool, L): rows that get bootstrap CIs
@@ -105,14 +113,19 @@ class EntropyAlignment:
     (Estimates of the oriented coordinate, paired BCa bootstrap CIs), ``p_value_`` (permutation
     test of |ρ_S|) and ``n_samples_``."""
 
-    def __init__(self, n_resamples: int = 1000, n_permutations: int = 1000, confidence: float = 0.95,
-                 random_state: RandomState = None) -> None:
+    def __init__(
+        self,
+        n_resamples: int = 1000,
+        n_permutations: int = 1000,
+        confidence: float = 0.95,
+        random_state: RandomState = None,
+    ) -> None:
         self.n_resamples = n_resamples
         self.n_permutations = n_permutations
         self.confidence = confidence
         self.random_state = random_state
 
-    def fit(self, coord: Float[np.ndarray, "n"], entropy: Float[np.ndarray, "n"]) -> "EntropyAlignment":
+    def fit(self, coord: Float[np.ndarray, " n"], entropy: Float[np.ndarray, " n"]) -> "EntropyAlignment":
         coord, entropy = _check(coord, entropy)
         if coord.ndim != 1:
             raise ValueError(f"coord must be one vector over prompts, got shape {coord.shape}")
@@ -176,20 +189,36 @@ class AlignmentProfile(Record):
         lo, hi = np.array([e.low for e in self.spearman]), np.array([e.high for e in self.spearman])
         sig = np.array(self.significant)
         conf = round(100 * self.spearman[0].confidence)
-        fig = go.Figure([
-            go.Scatter(x=list(self.layers), y=rho, mode="lines+markers", name=f"Spearman ρ ({conf} % CI)",
-                       marker=dict(symbol="circle-open", size=8),
-                       error_y=dict(type="data", symmetric=False, array=hi - rho, arrayminus=rho - lo)),
-            go.Scatter(x=[x for x, s in zip(self.layers, sig) if s], y=rho[sig], mode="markers",
-                       name=f"Bonferroni p < {ALPHA}", marker=dict(symbol="circle", size=9)),
-        ])
+        fig = go.Figure(
+            [
+                go.Scatter(
+                    x=list(self.layers),
+                    y=rho,
+                    mode="lines+markers",
+                    name=f"Spearman ρ ({conf} % CI)",
+                    marker=dict(symbol="circle-open", size=8),
+                    error_y=dict(type="data", symmetric=False, array=hi - rho, arrayminus=rho - lo),
+                ),
+                go.Scatter(
+                    x=[x for x, s in zip(self.layers, sig) if s],
+                    y=rho[sig],
+                    mode="markers",
+                    name=f"Bonferroni p < {ALPHA}",
+                    marker=dict(symbol="circle", size=9),
+                ),
+            ]
+        )
         fig.add_hline(y=0, line=dict(color="grey", dash="dot"))
-        fig.update_layout(title=dict(text=f"{self.model}: Spearman ρ(PC1 coordinate, next-token entropy) by layer"),
-                          xaxis_title="layer", yaxis_title="Spearman ρ (PC1 oriented so ρ ≥ 0)",
-                          template="plotly_white", height=420)
+        fig.update_layout(
+            title=dict(text=f"{self.model}: Spearman ρ(PC1 coordinate, next-token entropy) by layer"),
+            xaxis_title="layer",
+            yaxis_title="Spearman ρ (PC1 oriented so ρ ≥ 0)",
+            template="plotly_white",
+            height=420,
+        )
         return fig
 
-    def scatter_figure(self, layer: int, coords: Float[np.ndarray, "n"], entropy: Float[np.ndarray, "n"]) -> Any:
+    def scatter_figure(self, layer: int, coords: Float[np.ndarray, " n"], entropy: Float[np.ndarray, " n"]) -> Any:
         """Next-token entropy (bits) against the oriented PC1 coordinate of ``layer``."""
         import plotly.graph_objects as go
 
@@ -198,18 +227,31 @@ class AlignmentProfile(Record):
         i = self.layers.index(layer)
         coords, entropy = _check(coords, entropy)
         e = self.spearman[i]
-        fig = go.Figure(go.Scatter(x=coords * self.orientation[i], y=entropy, mode="markers",
-                                   marker=dict(size=6, opacity=0.7)))
-        fig.update_layout(title=dict(text=f"{self.model}, layer {layer}: ρ = {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"),
-                          xaxis_title="PC1 coordinate (standardised values, oriented)",
-                          yaxis_title="next-token entropy (bits)", template="plotly_white", height=420)
+        fig = go.Figure(
+            go.Scatter(x=coords * self.orientation[i], y=entropy, mode="markers", marker=dict(size=6, opacity=0.7))
+        )
+        fig.update_layout(
+            title=dict(text=f"{self.model}, layer {layer}: ρ = {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"),
+            xaxis_title="PC1 coordinate (standardised values, oriented)",
+            yaxis_title="next-token entropy (bits)",
+            template="plotly_white",
+            height=420,
+        )
         return fig
 
 
-def entropy_alignment(pc1_coords: Float[np.ndarray, "L n"], next_entropy: Float[np.ndarray, "n"],
-                      layers: Sequence[int], *, model: str = "", n_resamples: int = 1000, n_permutations: int = 1000,
-                      confidence: float = 0.95, random_state: RandomState = 0,
-                      ci_layers: Sequence[int] | None = None) -> AlignmentProfile:
+def entropy_alignment(
+    pc1_coords: Float[np.ndarray, "L n"],
+    next_entropy: Float[np.ndarray, " n"],
+    layers: Sequence[int],
+    *,
+    model: str = "",
+    n_resamples: int = 1000,
+    n_permutations: int = 1000,
+    confidence: float = 0.95,
+    random_state: RandomState = 0,
+    ci_layers: Sequence[int] | None = None,
+) -> AlignmentProfile:
     """EntropyAlignment for every layer, Bonferroni over the layers. Layer l's numbers equal (up
     to rounding) ``EntropyAlignment(..., random_state=random_state).fit(pc1_coords[l], next_entropy)``.
     ``ci_layers`` limits the bootstrap CIs to those layers (the others: NaN interval ends)."""
@@ -219,8 +261,12 @@ def entropy_alignment(pc1_coords: Float[np.ndarray, "L n"], next_entropy: Float[
     rows = None if ci_layers is None else np.isin(np.asarray(layers), np.asarray(list(ci_layers), dtype=int))
     res = _align(coords, entropy, n_resamples, n_permutations, confidence, random_state, rows)
     return AlignmentProfile(
-        model=model, layers=tuple(layers), n=int(entropy.size),
+        model=model,
+        layers=tuple(layers),
+        n=int(entropy.size),
         spearman=tuple(Estimate(*c, confidence) for c in res["spearman"].T),
         pearson=tuple(Estimate(*c, confidence) for c in res["pearson"].T),
-        p_value=tuple(res["p"]), p_bonferroni=tuple(bonferroni(res["p"])),
-        orientation=tuple(int(o) for o in res["orientation"]))
+        p_value=tuple(res["p"]),
+        p_bonferroni=tuple(bonferroni(res["p"])),
+        orientation=tuple(int(o) for o in res["orientation"]),
+    )

@@ -28,6 +28,7 @@ many other sets are analysed, and ``contrast(x_mixed, x_math, label_a="mixed", l
 reproduces that contrast of ``geoprobe.domains.compare_domains``. The matched controls are
 chosen by :mod:`geoprobe.analysis.token_match`.
 """
+
 from __future__ import annotations
 
 import math
@@ -100,8 +101,10 @@ class SetStats:
     def estimates(self) -> dict[str, Estimate]:
         hi = (1.0, 1.0, float(self.k))
         lo = (0.0, 0.0, 1.0)
-        return {m: se_interval(float(self.values[i]), float(self.se[i]), self.confidence, lo[i], hi[i])
-                for i, m in enumerate(METRICS)}
+        return {
+            m: se_interval(float(self.values[i]), float(self.se[i]), self.confidence, lo[i], hi[i])
+            for i, m in enumerate(METRICS)
+        }
 
 
 def value_matrix(x: Float[np.ndarray, "n D"], label: str) -> Float[np.ndarray, "n D"]:
@@ -115,26 +118,35 @@ def value_matrix(x: Float[np.ndarray, "n D"], label: str) -> Float[np.ndarray, "
     if x.shape[0] < 3:
         raise ValueError(f"set {label!r} has {x.shape[0]} prompts; PC1+PC2 with a bootstrap CI needs at least 3")
     if constant_columns(x).all():
-        raise ValueError(f"set {label!r}: every coordinate is constant over its {x.shape[0]} prompts; "
-                         "there is no variance to analyse (all final-token value vectors are equal)")
+        raise ValueError(
+            f"set {label!r}: every coordinate is constant over its {x.shape[0]} prompts; "
+            "there is no variance to analyse (all final-token value vectors are equal)"
+        )
     return x
 
 
-def set_stats(x: np.ndarray, label: str, entropy: int, n_resamples: int, null_draws: int, confidence: float,
-               null_cache: dict[tuple[int, int], NullBand]) -> SetStats:
+def set_stats(
+    x: np.ndarray,
+    label: str,
+    entropy: int,
+    n_resamples: int,
+    null_draws: int,
+    confidence: float,
+    null_cache: dict[tuple[int, int], NullBand],
+) -> SetStats:
     kept = x[:, ~constant_columns(x)]
     n, d = kept.shape
     with quiet():
         values = spectrum_summary(zscore(kept)[None])[:, 0]
     se = spectrum_se(kept, n_resamples, _stream(entropy, 0, _key(label)))
     if (n, d) not in null_cache:  # a Gaussian null depends on n × d only
-        null_cache[(n, d)] = matched_null(None, n, d, kind="gaussian", draws=null_draws,
-                                          random_state=_stream(entropy, 1, n, d), confidence=confidence)
+        null_cache[(n, d)] = matched_null(
+            None, n, d, kind="gaussian", draws=null_draws, random_state=_stream(entropy, 1, n, d), confidence=confidence
+        )
     return SetStats(label, x, values, se, min(n - 1, d), null_cache[(n, d)], confidence)
 
 
-def _permutation_diffs(x_a: np.ndarray, x_b: np.ndarray, n_permutations: int,
-                       rng: np.random.Generator) -> np.ndarray:
+def _permutation_diffs(x_a: np.ndarray, x_b: np.ndarray, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
     """(3, n_permutations) differences b − a of (PC1, PC1+PC2, PR) over random re-splits of the
     pooled rows into sizes n_a, n_b; each part z-scored on its own. In float32 (relative error
     ~1e-6, ample for a permutation distribution; about 1.5× faster than float64), chunked and run on two threads like
@@ -156,7 +168,7 @@ def _permutation_diffs(x_a: np.ndarray, x_b: np.ndarray, n_permutations: int,
         idx = g.permuted(np.broadcast_to(ar, (b, big_n)), axis=-1)
         sa = spectrum_summary(zscore(pooled[idx[:, :n_a]]))
         sb = spectrum_summary(zscore(pooled[idx[:, n_a:]]))
-        out[:, start:start + b] = sb - sa
+        out[:, start : start + b] = sb - sa
 
     with quiet():
         if len(starts) > 1:
@@ -173,7 +185,8 @@ def check_sizes(n_a: int, n_b: int, label_a: str, label_b: str, allow_unequal: b
             f"set {label_a!r} has n = {n_a} prompts and set {label_b!r} has n = {n_b}: PC1 of standardised data "
             "is biased upward by an amount that depends on n when n ≲ D, so the difference would mix that bias "
             f"into the comparison; sample both sets at the same size (e.g. {min(n_a, n_b)} prompts each), "
-            "or pass allow_unequal=True and compare each set with its own null band")
+            "or pass allow_unequal=True and compare each set with its own null band"
+        )
 
 
 def contrast_sets(sa: SetStats, sb: SetStats, entropy: int, n_permutations: int, n_tests: int = 1) -> "DomainContrast":
@@ -192,15 +205,29 @@ def contrast_sets(sa: SetStats, sb: SetStats, entropy: int, n_permutations: int,
             # relative tolerance rather than let rounding decide an exact tie
             tol = 1e-6 * max(1.0, abs(float(observed[i])))
             p[m] = float((1 + np.sum(np.abs(diffs[i]) >= abs(observed[i]) - tol)) / (1 + n_permutations))
-    return DomainContrast(label_a=sa.label, label_b=sb.label, n_a=sa.n, n_b=sb.n, d=sa.x.shape[1],
-                          a=sa.estimates(), b=sb.estimates(), diff=diff, p_value=p, null_a=sa.null,
-                          null_b=sb.null, n_permutations=n_permutations, n_tests=n_tests)
+    return DomainContrast(
+        label_a=sa.label,
+        label_b=sb.label,
+        n_a=sa.n,
+        n_b=sb.n,
+        d=sa.x.shape[1],
+        a=sa.estimates(),
+        b=sb.estimates(),
+        diff=diff,
+        p_value=p,
+        null_a=sa.null,
+        null_b=sb.null,
+        n_permutations=n_permutations,
+        n_tests=n_tests,
+    )
 
 
 def check_counts(n_resamples: int, n_permutations: int, null_draws: int, confidence: float) -> None:
     if n_resamples < 2 or n_permutations < 1 or null_draws < 1:
-        raise ValueError(f"n_resamples={n_resamples} (>= 2), n_permutations={n_permutations} (>= 1) and "
-                         f"null_draws={null_draws} (>= 1)")
+        raise ValueError(
+            f"n_resamples={n_resamples} (>= 2), n_permutations={n_permutations} (>= 1) and "
+            f"null_draws={null_draws} (>= 1)"
+        )
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence {confidence} must be in (0, 1)")
 
@@ -277,8 +304,12 @@ class DomainContrast(Record):
         if any(v < 1.0 / (1 + self.n_permutations) - 1e-12 for v in p.values()):
             raise ValueError(f"p-values {p} below 1/(1 + n_permutations) = 1/{1 + self.n_permutations}")
         object.__setattr__(self, "p_value", p)
-        if not isinstance(self.null_a, NullBand) or not isinstance(self.null_b, NullBand) \
-                or self.null_a.n != self.n_a or self.null_b.n != self.n_b:
+        if (
+            not isinstance(self.null_a, NullBand)
+            or not isinstance(self.null_b, NullBand)
+            or self.null_a.n != self.n_a
+            or self.null_b.n != self.n_b
+        ):
             raise ValueError(f"null bands must be NullBands with n = {self.n_a} and {self.n_b}")
         object.__setattr__(self, "p_adjusted", {m: float(bonferroni([p[m]], self.n_tests)[0]) for m in METRICS})
 
@@ -286,13 +317,29 @@ class DomainContrast(Record):
     def from_dict(cls, d: Mapping[str, Any]) -> "DomainContrast":
         # Estimate and NullBand (analysis/stats.py) are not Records yet: their fields are read here
         est = {side: {m: Estimate.from_dict(e) for m, e in d[side].items()} for side in ("a", "b", "diff")}
-        return cls(**{**cls.field_values(d), **est, "null_a": NullBand.from_dict(d["null_a"]),
-                      "null_b": NullBand.from_dict(d["null_b"])})
+        return cls(
+            **{
+                **cls.field_values(d),
+                **est,
+                "null_a": NullBand.from_dict(d["null_a"]),
+                "null_b": NullBand.from_dict(d["null_b"]),
+            }
+        )
 
 
-def contrast(x_a: Float[np.ndarray, "n_a D"], x_b: Float[np.ndarray, "n_b D"], *, label_a: str, label_b: str,
-             n_resamples: int = 1000, n_permutations: int = 1000, confidence: float = 0.95,
-             random_state: RandomState = 0, allow_unequal: bool = False, null_draws: int = 200) -> DomainContrast:
+def contrast(
+    x_a: Float[np.ndarray, "n_a D"],
+    x_b: Float[np.ndarray, "n_b D"],
+    *,
+    label_a: str,
+    label_b: str,
+    n_resamples: int = 1000,
+    n_permutations: int = 1000,
+    confidence: float = 0.95,
+    random_state: RandomState = 0,
+    allow_unequal: bool = False,
+    null_draws: int = 200,
+) -> DomainContrast:
     """Value-manifold statistics of set b against set a (rows: prompts; columns: the final-token
     value coordinates of one layer, heads concatenated; the same D for both).
 
@@ -304,13 +351,14 @@ def contrast(x_a: Float[np.ndarray, "n_a D"], x_b: Float[np.ndarray, "n_b D"], *
     ValueError unless ``allow_unequal``. Deterministic for an int ``random_state``; the streams
     are keyed by the labels (see the module docstring)."""
     check_counts(n_resamples, n_permutations, null_draws, confidence)
-    if not isinstance(label_a, str) or not isinstance(label_b, str) or not label_a or not label_b \
-            or label_a == label_b:
+    if not isinstance(label_a, str) or not isinstance(label_b, str) or not label_a or not label_b or label_a == label_b:
         raise ValueError(f"label_a {label_a!r} and label_b {label_b!r} must be two different non-empty strings")
     x_a, x_b = value_matrix(x_a, label_a), value_matrix(x_b, label_b)
     if x_a.shape[1] != x_b.shape[1]:
-        raise ValueError(f"set {label_a!r} has D = {x_a.shape[1]} coordinates and set {label_b!r} has "
-                         f"D = {x_b.shape[1]}; both must come from the same layer of the same model")
+        raise ValueError(
+            f"set {label_a!r} has D = {x_a.shape[1]} coordinates and set {label_b!r} has "
+            f"D = {x_b.shape[1]}; both must come from the same layer of the same model"
+        )
     check_sizes(x_a.shape[0], x_b.shape[0], label_a, label_b, allow_unequal)
     entropy = root_entropy(random_state)
     cache: dict[tuple[int, int], NullBand] = {}
@@ -320,11 +368,16 @@ def contrast(x_a: Float[np.ndarray, "n_a D"], x_b: Float[np.ndarray, "n_b D"], *
         return contrast_sets(sa, sb, entropy, n_permutations)
 
 
-
-def contrast_families(values: Mapping[str, Float[np.ndarray, "n D"]], families: Sequence[Sequence[tuple[str, str]]], *,
-                      n_resamples: int = 1000, n_permutations: int = 1000, confidence: float = 0.95,
-                      random_state: RandomState = 0, null_draws: int = 200
-                      ) -> tuple[dict[str, SetStats], list[DomainContrast]]:
+def contrast_families(
+    values: Mapping[str, Float[np.ndarray, "n D"]],
+    families: Sequence[Sequence[tuple[str, str]]],
+    *,
+    n_resamples: int = 1000,
+    n_permutations: int = 1000,
+    confidence: float = 0.95,
+    random_state: RandomState = 0,
+    null_draws: int = 200,
+) -> tuple[dict[str, SetStats], list[DomainContrast]]:
     """Every set's statistics and, for each family of (label_a, label_b) pairs, one contrast per
     pair, Bonferroni-adjusted over the family's size. ``values`` are checked matrices
     (:func:`value_matrix`) keyed by label; the streams are keyed by the labels as in :func:`contrast`."""
@@ -332,6 +385,9 @@ def contrast_families(values: Mapping[str, Float[np.ndarray, "n D"]], families: 
     cache: dict[tuple[int, int], NullBand] = {}
     with one_blas_thread():
         stats = {k: set_stats(x, k, entropy, n_resamples, null_draws, confidence, cache) for k, x in values.items()}
-        contrasts = [contrast_sets(stats[a], stats[b], entropy, n_permutations, n_tests=len(pairs))
-                     for pairs in families for a, b in pairs]
+        contrasts = [
+            contrast_sets(stats[a], stats[b], entropy, n_permutations, n_tests=len(pairs))
+            for pairs in families
+            for a, b in pairs
+        ]
     return stats, contrasts

@@ -16,6 +16,7 @@ entropy of uniform attention, ``mean_i log₂ T_i``. The reduction from the firs
 captured layer is ``R = 100 · (1 - Ē_last / Ē_first)`` % with a paired bootstrap CI over prompts
 and a one-sided paired permutation (sign-flip) p-value for ``mean_i (E_first,i - E_last,i) > 0``.
 """
+
 from __future__ import annotations
 
 import math
@@ -105,24 +106,58 @@ class AttentionFocusing(Record):
         conf = round(100 * self.mean[0].confidence)
         fig = go.Figure()
         bands = (
-            ("heads 10–90 %", [b for _, b in self.head_band_10_90], [a for a, _ in self.head_band_10_90],
-             "rgba(44,160,44,0.15)"),
-            (f"{conf} % CI over prompts", [e.high for e in self.mean], [e.low for e in self.mean],
-             "rgba(31,119,180,0.3)"),
+            (
+                "heads 10–90 %",
+                [b for _, b in self.head_band_10_90],
+                [a for a, _ in self.head_band_10_90],
+                "rgba(44,160,44,0.15)",
+            ),
+            (
+                f"{conf} % CI over prompts",
+                [e.high for e in self.mean],
+                [e.low for e in self.mean],
+                "rgba(31,119,180,0.3)",
+            ),
         )
         for name, high, low, color in bands:
-            fig.add_trace(go.Scatter(x=x, y=high, mode="lines", line=dict(width=0), showlegend=False,
-                                     hoverinfo="skip", name=f"{name} high"))
-            fig.add_trace(go.Scatter(x=x, y=low, mode="lines", line=dict(width=0), fill="tonexty",
-                                     fillcolor=color, name=name))
-        fig.add_trace(go.Scatter(x=x, y=[e.value for e in self.mean], mode="lines+markers",
-                                 name="mean head entropy", line=dict(color="rgb(31,119,180)")))
-        fig.add_trace(go.Scatter(x=x, y=list(self.uniform), mode="lines", name="uniform attention (log2 T)",
-                                 line=dict(color="gray", dash="dash")))
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=high,
+                    mode="lines",
+                    line=dict(width=0),
+                    showlegend=False,
+                    hoverinfo="skip",
+                    name=f"{name} high",
+                )
+            )
+            fig.add_trace(
+                go.Scatter(x=x, y=low, mode="lines", line=dict(width=0), fill="tonexty", fillcolor=color, name=name)
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[e.value for e in self.mean],
+                mode="lines+markers",
+                name="mean head entropy",
+                line=dict(color="rgb(31,119,180)"),
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=list(self.uniform),
+                mode="lines",
+                name="uniform attention (log2 T)",
+                line=dict(color="gray", dash="dash"),
+            )
+        )
         r = self.reduction
         fig.update_layout(
-            title=dict(text=f"Attention focusing: {self.model}<br><sub>first → last layer: "
-                            f"{r.value:.1f} % reduction [{r.low:.1f}, {r.high:.1f}], p = {self.reduction_p:.3g}</sub>"),
+            title=dict(
+                text=f"Attention focusing: {self.model}<br><sub>first → last layer: "
+                f"{r.value:.1f} % reduction [{r.low:.1f}, {r.high:.1f}], p = {self.reduction_p:.3g}</sub>"
+            ),
             xaxis_title="layer",
             yaxis_title="final-token attention entropy (bits)",
             template="plotly_white",
@@ -133,7 +168,7 @@ class AttentionFocusing(Record):
 def attention_focusing(
     attn_entropy: Float[np.ndarray, "L n H"],
     layers: Sequence[int],
-    n_tokens: Int[np.ndarray, "n"],
+    n_tokens: Int[np.ndarray, " n"],
     *,
     model: str = "",
     confidence: float = 0.95,
@@ -157,8 +192,9 @@ def attention_focusing(
     rng = np.random.default_rng(random_state)
     per_prompt = e.mean(axis=2)
     # one batched scipy bootstrap over prompts for all layers (same as bootstrap_ci per layer)
-    value, low, high = bootstrap_batch((per_prompt,), np.mean, confidence=confidence, n_resamples=n_resamples,
-                                       random_state=rng)
+    value, low, high = bootstrap_batch(
+        (per_prompt,), np.mean, confidence=confidence, n_resamples=n_resamples, random_state=rng
+    )
     mean = tuple(Estimate(float(v), float(a), float(b), confidence) for v, a, b in zip(value, low, high))
     band = np.percentile(e.mean(axis=1), [10, 90], axis=1)
     ceiling = float(np.mean(np.log2(t.astype(np.float64))))
@@ -168,11 +204,23 @@ def attention_focusing(
     elif np.array_equal(first, last):  # one captured layer (or identical layers): exactly no reduction
         reduction, p = Estimate(0.0, 0.0, 0.0, confidence), 1.0
     else:
-        reduction = bootstrap_ci((first, last), _reduction, confidence=confidence, n_resamples=n_resamples,
-                                 random_state=rng)
-        p = math.nan if n < 2 else float(permutation_pvalue(  # one prompt: nothing to permute
-            (first, last), _mean_difference, permutation_type="samples", alternative="greater",
-            n_resamples=n_resamples, random_state=rng))
+        reduction = bootstrap_ci(
+            (first, last), _reduction, confidence=confidence, n_resamples=n_resamples, random_state=rng
+        )
+        p = (
+            math.nan
+            if n < 2
+            else float(
+                permutation_pvalue(  # one prompt: nothing to permute
+                    (first, last),
+                    _mean_difference,
+                    permutation_type="samples",
+                    alternative="greater",
+                    n_resamples=n_resamples,
+                    random_state=rng,
+                )
+            )
+        )
     return AttentionFocusing(
         model=model,
         layers=tuple(int(x) for x in layers),

@@ -16,6 +16,7 @@ resample leaves out about 37 % of the prompts and repeats others, and repeated r
 when n ≲ D, so the bootstrap distribution sits above the estimate (for pure noise at n = 160,
 D = 192 nearly all of it does) while its spread is still usable.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,7 +77,7 @@ class ValueManifold:
         self.mean_ = X.mean(axis=0)
         self.scale_ = X.std(axis=0) if self.standardize else np.ones(D)
         self.scale_[~kept] = 1.0
-        self.kept_features_: Bool[np.ndarray, "D"] = kept
+        self.kept_features_: Bool[np.ndarray, " D"] = kept
         z = self._z(X)
         if n <= z.shape[1]:
             # n ≤ D: eigendecomposition of the n × n Gram matrix z zᵀ (2-3× faster than sklearn's
@@ -208,7 +209,7 @@ class ManifoldProfile(Record):
     null: tuple[NullBand, ...]
     beats_null_pc1: tuple[bool, ...]
     coords: dict[int, Float[np.ndarray, "n 2"]]
-    next_entropy: Float[np.ndarray, "n"]
+    next_entropy: Float[np.ndarray, " n"]
     orientation: dict[int, int]
     pc1_coords: Float[np.ndarray, "L n"]
 
@@ -257,15 +258,39 @@ class ManifoldProfile(Record):
         fig = make_subplots(rows=1, cols=2, subplot_titles=("explained variance", "participation ratio"))
 
         def band(col: int, ests: Sequence[Estimate], name: str, color: str) -> None:
-            fig.add_trace(go.Scatter(x=x + x[::-1], y=[e.high for e in ests] + [e.low for e in ests][::-1],
-                                     fill="toself", fillcolor=color, line=dict(width=0), hoverinfo="skip",
-                                     name=name), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x + x[::-1],
+                    y=[e.high for e in ests] + [e.low for e in ests][::-1],
+                    fill="toself",
+                    fillcolor=color,
+                    line=dict(width=0),
+                    hoverinfo="skip",
+                    name=name,
+                ),
+                row=1,
+                col=col,
+            )
 
         def line(col: int, ests: Sequence[Estimate], name: str, color: str) -> None:
             y = np.array([e.value for e in ests])
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name, line=dict(color=color),
-                                     error_y=dict(type="data", symmetric=False, array=[e.high for e in ests] - y,
-                                                  arrayminus=y - [e.low for e in ests])), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines+markers",
+                    name=name,
+                    line=dict(color=color),
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=[e.high for e in ests] - y,
+                        arrayminus=y - [e.low for e in ests],
+                    ),
+                ),
+                row=1,
+                col=col,
+            )
 
         conf = round(100 * self.pc1[0].confidence)
         band(1, [b.pc1 for b in self.null], f"{kind} null PC1 ({conf} % band)", "rgba(31,119,180,0.15)")
@@ -278,8 +303,11 @@ class ManifoldProfile(Record):
         fig.update_xaxes(title_text="layer")
         fig.update_yaxes(title_text="fraction of standardised variance", range=[0, 1], row=1, col=1)
         fig.update_yaxes(title_text="effective dimensions (PR)", row=1, col=2)
-        fig.update_layout(title=dict(text=f"{self.model}: value manifold by layer (n = {self.n}, d = {self.d})"),
-                          template="plotly_white", height=440)
+        fig.update_layout(
+            title=dict(text=f"{self.model}: value manifold by layer (n = {self.n}, d = {self.d})"),
+            template="plotly_white",
+            height=440,
+        )
         return fig
 
     def scatter_figure(self, layer: int) -> Any:
@@ -290,23 +318,47 @@ class ManifoldProfile(Record):
             raise ValueError(f"layer {layer} has no stored coordinates; scatter layers are {sorted(self.coords)}")
         i = self.layers.index(layer)
         xy = self.coords[layer]
-        fig = go.Figure(go.Scatter(
-            x=xy[:, 0] * self.orientation[layer], y=xy[:, 1], mode="markers",
-            marker=dict(color=self.next_entropy, colorscale="Viridis", size=7,
-                        colorbar=dict(title=dict(text="next-token entropy (bits)"))),
-            hovertemplate="PC1 %{x:.2f}<br>PC2 %{y:.2f}<br>entropy %{marker.color:.2f} bits<extra></extra>"))
+        fig = go.Figure(
+            go.Scatter(
+                x=xy[:, 0] * self.orientation[layer],
+                y=xy[:, 1],
+                mode="markers",
+                marker=dict(
+                    color=self.next_entropy,
+                    colorscale="Viridis",
+                    size=7,
+                    colorbar=dict(title=dict(text="next-token entropy (bits)")),
+                ),
+                hovertemplate="PC1 %{x:.2f}<br>PC2 %{y:.2f}<br>entropy %{marker.color:.2f} bits<extra></extra>",
+            )
+        )
         fig.update_layout(
-            title=dict(text=f"{self.model}, layer {layer}: PC1 {100 * self.pc1[i].value:.1f} %, "
-                            f"PC1+PC2 {100 * self.pc12[i].value:.1f} % of standardised variance"),
-            xaxis_title="PC1 coordinate (oriented: grows with entropy)", yaxis_title="PC2 coordinate",
-            template="plotly_white", height=460)
+            title=dict(
+                text=f"{self.model}, layer {layer}: PC1 {100 * self.pc1[i].value:.1f} %, "
+                f"PC1+PC2 {100 * self.pc12[i].value:.1f} % of standardised variance"
+            ),
+            xaxis_title="PC1 coordinate (oriented: grows with entropy)",
+            yaxis_title="PC2 coordinate",
+            template="plotly_white",
+            height=460,
+        )
         return fig
 
 
-def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], next_entropy: Float[np.ndarray, "n"],
-                   *, model: str = "", scatter_layers: Sequence[int] = (), n_resamples: int = 200,
-                   null_draws: int = 200, null_kind: NullKind = "permute", confidence: float = 0.95,
-                   random_state: RandomState = 0, ci_layers: Sequence[int] | None = None) -> ManifoldProfile:
+def value_manifold(
+    values: Float[np.ndarray, "L n D"],
+    layers: Sequence[int],
+    next_entropy: Float[np.ndarray, " n"],
+    *,
+    model: str = "",
+    scatter_layers: Sequence[int] = (),
+    n_resamples: int = 200,
+    null_draws: int = 200,
+    null_kind: NullKind = "permute",
+    confidence: float = 0.95,
+    random_state: RandomState = 0,
+    ci_layers: Sequence[int] | None = None,
+) -> ManifoldProfile:
     """ValueManifold per layer with bootstrap CIs (``n_resamples``) and a matched null
     (``null_draws`` draws of ``null_kind``; a gaussian null depends only on n × d and is drawn
     once per distinct d). The final layer is always a scatter layer. ``ci_layers`` limits the
@@ -337,16 +389,28 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
         kept = [x[:, vm.kept] if vm is not None else x[:, :0] for x, vm in zip(values, fits)]
         want = set(layers) if ci_layers is None else {int(x) for x in ci_layers}
         nan3 = np.full(3, np.nan)
-        ses = pool.map(lambda i: spectrum_se(kept[i], n_resamples, rngs[i][0])
-                       if layers[i] in want and fits[i] is not None else nan3, range(L))
+        ses = pool.map(
+            lambda i: (
+                spectrum_se(kept[i], n_resamples, rngs[i][0]) if layers[i] in want and fits[i] is not None else nan3
+            ),
+            range(L),
+        )
         if null_kind == "gaussian":  # depends on n × d only: one null per distinct d
             first_of = {xk.shape[1]: i for i, xk in reversed(list(enumerate(kept)))}
-            by_d = {dk: pool.submit(matched_null, None, n, dk, "gaussian", null_draws, rngs[i][1], confidence)
-                    for dk, i in first_of.items()}
+            by_d = {
+                dk: pool.submit(matched_null, None, n, dk, "gaussian", null_draws, rngs[i][1], confidence)
+                for dk, i in first_of.items()
+            }
             nulls = [by_d[xk.shape[1]].result() for xk in kept]
         else:
-            nulls = list(pool.map(lambda i: matched_null(kept[i], kind=null_kind, draws=null_draws,
-                                                         random_state=rngs[i][1], confidence=confidence), range(L)))
+            nulls = list(
+                pool.map(
+                    lambda i: matched_null(
+                        kept[i], kind=null_kind, draws=null_draws, random_state=rngs[i][1], confidence=confidence
+                    ),
+                    range(L),
+                )
+            )
         ses = list(ses)
     pc1, pc12, pr, coords, first = [], [], [], {}, np.empty((L, n))
     for i, (layer, vm, se) in enumerate(zip(layers, fits, ses)):
@@ -366,6 +430,17 @@ def value_manifold(values: Float[np.ndarray, "L n D"], layers: Sequence[int], ne
             coords[layer] = vm.coords.copy()
     orient = _orientation(first, entropy)
     return ManifoldProfile(
-        model=model, layers=layers, n=n, d=D, pc1=tuple(pc1), pc12=tuple(pc12), pr=tuple(pr), null=tuple(nulls),
-        beats_null_pc1=tuple(bool(e.value > b.pc1.high) for e, b in zip(pc1, nulls)), coords=coords,
-        next_entropy=entropy, orientation={layer: int(o) for layer, o in zip(layers, orient)}, pc1_coords=first)
+        model=model,
+        layers=layers,
+        n=n,
+        d=D,
+        pc1=tuple(pc1),
+        pc12=tuple(pc12),
+        pr=tuple(pr),
+        null=tuple(nulls),
+        beats_null_pc1=tuple(bool(e.value > b.pc1.high) for e, b in zip(pc1, nulls)),
+        coords=coords,
+        next_entropy=entropy,
+        orientation={layer: int(o) for layer, o in zip(layers, orient)},
+        pc1_coords=first,
+    )

@@ -18,6 +18,7 @@ shapes and initialiser as the trained weights.
 :func:`key_activation_cosines` is the activation-side alternative: cosines between captured
 final-token key vectors (across prompts within a head, and across heads within a prompt).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ from geoprobe.serial import Record
 _TOL = 1e-9  # slack for |cos| means computed in floating point
 
 
-def _mean_abs_cos(gram: Float[np.ndarray, "B m m"], what: str) -> Float[np.ndarray, "B"]:
+def _mean_abs_cos(gram: Float[np.ndarray, "B m m"], what: str) -> Float[np.ndarray, " B"]:
     """Mean |cos| over the m(m-1) off-diagonal pairs of each raw Gram matrix; NaN when m < 2.
 
     ``cos_ij = G_ij / √(G_ii G_jj)``; a zero (or non-finite) vector has no direction: refused.
@@ -86,7 +87,7 @@ def gaussian_baseline(d_model: int, exact: bool = True) -> float:
 
 def key_activation_cosines(
     keys: Float[np.ndarray, "L n H d"],
-) -> tuple[Float[np.ndarray, "L"], Float[np.ndarray, "L"]]:
+) -> tuple[Float[np.ndarray, " L"], Float[np.ndarray, " L"]]:
     """Mean |cos| between captured final-token key vectors, per layer.
 
     ``within_head[l]``: for each head, mean |cos(k_{l,i,h}, k_{l,j,h})| over prompt pairs i ≠ j,
@@ -222,19 +223,65 @@ class KeyOrthogonality(Record):
         fig = go.Figure()
         bands = (("heads 10–90 %", self.band_10_90, 0.15), ("heads 25–75 %", self.band_25_75, 0.3))
         for name, band, alpha in bands:
-            fig.add_trace(go.Scatter(x=x, y=[b for _, b in band], mode="lines", line=dict(width=0),
-                                     showlegend=False, hoverinfo="skip", name=f"{name} high"))
-            fig.add_trace(go.Scatter(x=x, y=[a for a, _ in band], mode="lines", line=dict(width=0),
-                                     fill="tonexty", fillcolor=f"rgba(31,119,180,{alpha})", name=name))
-        fig.add_trace(go.Scatter(x=x, y=list(self.layer_mean), mode="lines+markers", name="mean over heads",
-                                 line=dict(color="rgb(31,119,180)")))
-        fig.add_trace(go.Scatter(x=x, y=[self.gaussian] * len(x), mode="lines", name="iid Gaussian E|cos|",
-                                 line=dict(color="gray", dash="dash")))
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=[b for _, b in band],
+                    mode="lines",
+                    line=dict(width=0),
+                    showlegend=False,
+                    hoverinfo="skip",
+                    name=f"{name} high",
+                )
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=[a for a, _ in band],
+                    mode="lines",
+                    line=dict(width=0),
+                    fill="tonexty",
+                    fillcolor=f"rgba(31,119,180,{alpha})",
+                    name=name,
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=list(self.layer_mean),
+                mode="lines+markers",
+                name="mean over heads",
+                line=dict(color="rgb(31,119,180)"),
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[self.gaussian] * len(x),
+                mode="lines",
+                name="iid Gaussian E|cos|",
+                line=dict(color="gray", dash="dash"),
+            )
+        )
         if self.init_layer_mean is not None:
-            fig.add_trace(go.Scatter(x=x, y=list(self.init_layer_mean), mode="lines", name="random init (twin)",
-                                     line=dict(color="rgb(214,39,40)", dash="dot")))
-        fig.add_trace(go.Scatter(x=x, y=[self.threshold] * len(x), mode="lines", name="threshold",
-                                 line=dict(color="black", dash="dot", width=1)))
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=list(self.init_layer_mean),
+                    mode="lines",
+                    name="random init (twin)",
+                    line=dict(color="rgb(214,39,40)", dash="dot"),
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[self.threshold] * len(x),
+                mode="lines",
+                name="threshold",
+                line=dict(color="black", dash="dot", width=1),
+            )
+        )
         fig.update_layout(
             title=dict(text=f"Key orthogonality of W_K columns: {self.model}"),
             xaxis_title="layer",

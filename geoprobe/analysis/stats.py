@@ -16,6 +16,7 @@ n ≤ D_kept, else ``zᵀ z``), which has the covariance's non-zero eigenvalues:
 largest eigenvalues are computed (LAPACK dsyevr, index subset), and PR uses Σλ = tr G and
 Σλ² = ‖G‖²_F, so no full eigendecomposition or PCA object is needed per draw.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,6 @@ class quiet(warnings.catch_warnings):
         for category in _QUIET:
             warnings.simplefilter("ignore", category)
         return out
-
-
 
 
 # -- Estimate --------------------------------------------------------------------------------
@@ -113,9 +112,16 @@ def _as_samples(data: Any) -> tuple[np.ndarray, ...]:
     return out
 
 
-def bootstrap_batch(samples: tuple[np.ndarray, ...], statistic: Callable[..., Any], *, confidence: float = 0.95,
-                    n_resamples: int = 1000, method: str = "BCa", random_state: RandomState = None,
-                    paired: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bootstrap_batch(
+    samples: tuple[np.ndarray, ...],
+    statistic: Callable[..., Any],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    method: str = "BCa",
+    random_state: RandomState = None,
+    paired: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``scipy.stats.bootstrap`` over the LAST axis of every sample; leading axes are a batch.
 
     Returns (value, low, high) arrays of the batch shape. Batch elements with fewer than 2
@@ -141,12 +147,15 @@ def bootstrap_batch(samples: tuple[np.ndarray, ...], statistic: Callable[..., An
         kw = dict(vectorized=True, paired=paired and len(samples) > 1, axis=-1, confidence_level=confidence)
         with quiet():
             res = scipy.stats.bootstrap(samples, statistic, n_resamples=n_resamples, method=method, rng=rng, **kw)
-            lo, hi = (np.asarray(res.confidence_interval.low, dtype=np.float64),
-                      np.asarray(res.confidence_interval.high, dtype=np.float64))
+            lo, hi = (
+                np.asarray(res.confidence_interval.low, dtype=np.float64),
+                np.asarray(res.confidence_interval.high, dtype=np.float64),
+            )
             failed = todo & ~(np.isfinite(lo) & np.isfinite(hi))
             if failed.any() and method != "percentile":
-                pct = scipy.stats.bootstrap(samples, statistic, n_resamples=0, method="percentile",
-                                            bootstrap_result=res, rng=rng, **kw).confidence_interval
+                pct = scipy.stats.bootstrap(
+                    samples, statistic, n_resamples=0, method="percentile", bootstrap_result=res, rng=rng, **kw
+                ).confidence_interval
                 lo = np.where(failed, pct.low, lo)
                 hi = np.where(failed, pct.high, hi)
         low, high = np.where(todo, np.fmin(lo, hi), low), np.where(todo, np.fmax(lo, hi), high)
@@ -155,10 +164,15 @@ def bootstrap_batch(samples: tuple[np.ndarray, ...], statistic: Callable[..., An
     return value, low, high
 
 
-def bootstrap_ci(data: Float[np.ndarray, "n ..."] | tuple[Float[np.ndarray, "n ..."], ...],
-                 statistic: Callable[..., Any] = np.mean, confidence: float = 0.95, n_resamples: int = 1000,
-                 method: Literal["BCa", "percentile", "basic"] = "BCa", random_state: RandomState = None,
-                 paired: bool = True) -> Estimate:
+def bootstrap_ci(
+    data: Float[np.ndarray, "n ..."] | tuple[Float[np.ndarray, "n ..."], ...],
+    statistic: Callable[..., Any] = np.mean,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    method: Literal["BCa", "percentile", "basic"] = "BCa",
+    random_state: RandomState = None,
+    paired: bool = True,
+) -> Estimate:
     """Bootstrap CI over the first axis (prompts) with ``scipy.stats.bootstrap``.
 
     ``statistic(*samples, axis=-1)`` must be vectorised like scipy's (``np.mean`` is) and give
@@ -166,19 +180,30 @@ def bootstrap_ci(data: Float[np.ndarray, "n ..."] | tuple[Float[np.ndarray, "n .
     they are resampled together (same prompts). n < 2 or constant data gives the degenerate
     interval ``Estimate(v, v, v)`` without warnings."""
     samples = tuple(np.moveaxis(s, 0, -1) for s in _as_samples(data))
-    value, low, high = bootstrap_batch(samples, statistic, confidence=confidence, n_resamples=n_resamples,
-                                       method=method, random_state=random_state, paired=paired)
+    value, low, high = bootstrap_batch(
+        samples,
+        statistic,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        method=method,
+        random_state=random_state,
+        paired=paired,
+    )
     if value.shape != ():
         raise ValueError(f"statistic gave shape {value.shape}, not one number; reduce every axis but prompts first")
     return Estimate(float(value), float(low), float(high), confidence)
 
 
-def permutation_pvalue(data: Float[np.ndarray, "... n"] | tuple[Float[np.ndarray, "... n"], ...],
-                       statistic: Callable[..., Any], *,
-                       permutation_type: Literal["independent", "samples", "pairings"] = "independent",
-                       alternative: Literal["two-sided", "less", "greater"] = "two-sided",
-                       n_resamples: int = 1000, random_state: RandomState = None, axis: int = 0
-                       ) -> float | Float[np.ndarray, "..."]:
+def permutation_pvalue(
+    data: Float[np.ndarray, "... n"] | tuple[Float[np.ndarray, "... n"], ...],
+    statistic: Callable[..., Any],
+    *,
+    permutation_type: Literal["independent", "samples", "pairings"] = "independent",
+    alternative: Literal["two-sided", "less", "greater"] = "two-sided",
+    n_resamples: int = 1000,
+    random_state: RandomState = None,
+    axis: int = 0,
+) -> float | Float[np.ndarray, "..."]:
     """p-value of ``scipy.stats.permutation_test`` (vectorised statistic, ``axis`` = samples axis).
 
     Returns a float for a scalar statistic, else an array over the batch axes. A NaN observed
@@ -186,14 +211,21 @@ def permutation_pvalue(data: Float[np.ndarray, "... n"] | tuple[Float[np.ndarray
     samples = _as_samples(data)
     with quiet():
         observed = np.asarray(statistic(*samples, axis=axis), dtype=np.float64)
-        res = scipy.stats.permutation_test(samples, statistic, permutation_type=permutation_type, vectorized=True,
-                                           n_resamples=n_resamples, alternative=alternative, axis=axis,
-                                           rng=np.random.default_rng(random_state))
+        res = scipy.stats.permutation_test(
+            samples,
+            statistic,
+            permutation_type=permutation_type,
+            vectorized=True,
+            n_resamples=n_resamples,
+            alternative=alternative,
+            axis=axis,
+            rng=np.random.default_rng(random_state),
+        )
     p = np.where(np.isfinite(observed), np.asarray(res.pvalue, dtype=np.float64), np.nan)
     return float(p) if p.shape == () else p
 
 
-def bonferroni(p: Float[np.ndarray, "m"] | Sequence[float], m: int | None = None) -> Float[np.ndarray, "m"]:
+def bonferroni(p: Float[np.ndarray, " m"] | Sequence[float], m: int | None = None) -> Float[np.ndarray, " m"]:
     """Bonferroni-adjusted p-values ``min(1, p · m)``; ``m`` defaults to ``len(p)``; NaN stays NaN."""
     p = np.asarray(p, dtype=np.float64).reshape(-1)
     m = p.size if m is None else int(m)
@@ -238,8 +270,14 @@ def _top2(g: np.ndarray) -> np.ndarray:
         w = np.linalg.eigvalsh(flat)[:, ::-1]
         w = np.concatenate([w, np.zeros((len(flat), 2 - w.shape[1]))], axis=1) if m < 2 else w[:, :2]
     else:
-        w = np.stack([scipy.linalg.eigh(a, eigvals_only=True, subset_by_index=[m - 2, m - 1], driver="evr",
-                                        check_finite=False)[::-1] for a in flat])
+        w = np.stack(
+            [
+                scipy.linalg.eigh(
+                    a, eigvals_only=True, subset_by_index=[m - 2, m - 1], driver="evr", check_finite=False
+                )[::-1]
+                for a in flat
+            ]
+        )
     return np.clip(w, 0.0, None).reshape(g.shape[:-2] + (2,))
 
 
@@ -256,7 +294,7 @@ def spectrum_summary(z: Float[np.ndarray, "... n D"]) -> Float[np.ndarray, "3 ..
         return np.stack([w[..., 0] / tot, (w[..., 0] + w[..., 1]) / tot, tot**2 / fro2])
 
 
-def spectrum(x: Float[np.ndarray, "n D"], standardize: bool = True) -> Float[np.ndarray, "k"]:
+def spectrum(x: Float[np.ndarray, "n D"], standardize: bool = True) -> Float[np.ndarray, " k"]:
     """Explained-variance ratios (descending, float64, sum 1) of the PCA of ``x``: columns
     centred (and z-scored with ``standardize``), constant columns dropped;
     k = min(n - 1, D_kept). Empty when there is no variance (n < 2 or all columns constant)."""
@@ -269,7 +307,7 @@ def spectrum(x: Float[np.ndarray, "n D"], standardize: bool = True) -> Float[np.
     return w / w.sum()
 
 
-def participation_ratio(ratios: Float[np.ndarray, "k"] | Sequence[float]) -> float:
+def participation_ratio(ratios: Float[np.ndarray, " k"] | Sequence[float]) -> float:
     """``(Σ λ)² / Σ λ²`` of eigenvalues or explained-variance ratios (``1 / Σ r²`` for ratios);
     NaN for an empty or all-zero spectrum."""
     lam = np.asarray(ratios, dtype=np.float64).reshape(-1)
@@ -325,9 +363,15 @@ class NullBand(Record):
             raise ValueError(f"null participation ratio {self.pr} is below 1")
 
 
-def matched_null(x: Float[np.ndarray, "n D"] | None, n: int | None = None, d: int | None = None,
-                 kind: NullKind = "permute", draws: int = 200, random_state: RandomState = None,
-                 confidence: float = 0.95) -> NullBand:
+def matched_null(
+    x: Float[np.ndarray, "n D"] | None,
+    n: int | None = None,
+    d: int | None = None,
+    kind: NullKind = "permute",
+    draws: int = 200,
+    random_state: RandomState = None,
+    confidence: float = 0.95,
+) -> NullBand:
     """Distribution of (PC1, PC1+PC2, PR) when there is no shared structure, at the data's n × d.
 
     * ``"permute"``: every column of ``x`` is permuted independently across the rows, which
@@ -372,7 +416,7 @@ def matched_null(x: Float[np.ndarray, "n D"] | None, n: int | None = None, d: in
             else:
                 # float32 is ample for a null band (ratios to ~1e-6) and halves the cost
                 batch = zscore(g.standard_normal((b, n, d), dtype=np.float32))
-            stats[:, start:start + b] = spectrum_summary(batch)
+            stats[:, start : start + b] = spectrum_summary(batch)
 
         if len(starts) > 1:
             from concurrent.futures import ThreadPoolExecutor

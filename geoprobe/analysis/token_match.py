@@ -3,6 +3,7 @@ match a restricted set on prompt length and token-frequency profile (optimal 1:1
 without replacement, :func:`matched_control`); restricted vs control separates collapse caused
 by the kind of inference from collapse caused by lexical narrowness. :func:`balance` gives the
 standardised mean differences of a match."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -31,8 +32,9 @@ def token_counts(token_ids: Sequence[Sequence[int]], vocab_size: int | None = No
     return np.bincount(np.asarray(flat, dtype=np.int64), minlength=vocab_size)
 
 
-def frequency_profile(token_ids: Sequence[Sequence[int]],
-                      counts: Mapping[int, int] | Int[np.ndarray, "V"]) -> Float[np.ndarray, "n 2"]:
+def frequency_profile(
+    token_ids: Sequence[Sequence[int]], counts: Mapping[int, int] | Int[np.ndarray, " V"]
+) -> Float[np.ndarray, "n 2"]:
     """Per prompt: the mean and the standard deviation (ddof 0) of log10 relative frequency over
     its tokens (every occurrence counts).
 
@@ -63,6 +65,7 @@ def frequency_profile(token_ids: Sequence[Sequence[int]],
             if ids.size and int(ids.max()) >= v_size:
                 raise ValueError(f"token id {int(ids.max())} is outside the counts array (length {v_size})")
             return arr[ids]
+
     out = np.empty((len(token_ids), 2))
     for i, ids in enumerate(token_ids):
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
@@ -75,8 +78,9 @@ def frequency_profile(token_ids: Sequence[Sequence[int]],
     return out
 
 
-def match_features(token_ids: Sequence[Sequence[int]],
-                   counts: Mapping[int, int] | Int[np.ndarray, "V"]) -> Float[np.ndarray, "n 3"]:
+def match_features(
+    token_ids: Sequence[Sequence[int]], counts: Mapping[int, int] | Int[np.ndarray, " V"]
+) -> Float[np.ndarray, "n 3"]:
     """The matching features ``FEATURE_NAMES``: [n_tokens, mean log10 freq, sd log10 freq]."""
     lengths = np.array([len(ids) for ids in token_ids], dtype=np.float64)
     return np.column_stack([lengths, frequency_profile(token_ids, counts)])
@@ -93,8 +97,13 @@ def _features(f: Any, what: str) -> np.ndarray:
     return f
 
 
-def matched_control(pool: Float[np.ndarray, "N F"], target: Float[np.ndarray, "m F"], *,
-                    exclude: Sequence[int] = (), random_state: RandomState = 0) -> Int[np.ndarray, "m"]:
+def matched_control(
+    pool: Float[np.ndarray, "N F"],
+    target: Float[np.ndarray, "m F"],
+    *,
+    exclude: Sequence[int] = (),
+    random_state: RandomState = 0,
+) -> Int[np.ndarray, " m"]:
     """Pool rows matched 1:1 to the target rows, without replacement, minimising the total
     Euclidean distance of features standardised by the eligible pool's sd (a feature with
     sd 0 is left unscaled): ``scipy.optimize.linear_sum_assignment``. Returns m pool indices;
@@ -112,8 +121,10 @@ def matched_control(pool: Float[np.ndarray, "N F"], target: Float[np.ndarray, "m
     eligible[excl] = False
     rows = np.flatnonzero(eligible)
     if rows.size < m:
-        raise ValueError(f"the pool has {rows.size} eligible rows ({big_n} in all, {big_n - rows.size} excluded) "
-                         f"but the target needs {m} matches without replacement; add candidates or shrink the target")
+        raise ValueError(
+            f"the pool has {rows.size} eligible rows ({big_n} in all, {big_n - rows.size} excluded) "
+            f"but the target needs {m} matches without replacement; add candidates or shrink the target"
+        )
     if m == 0:
         return np.zeros(0, dtype=np.int64)
     rows = np.random.default_rng(random_state).permutation(rows)
@@ -126,8 +137,9 @@ def matched_control(pool: Float[np.ndarray, "N F"], target: Float[np.ndarray, "m
     return out
 
 
-def balance(selected: Float[np.ndarray, "m F"], target: Float[np.ndarray, "k F"],
-            names: Sequence[str] | None = None) -> dict[str, float]:
+def balance(
+    selected: Float[np.ndarray, "m F"], target: Float[np.ndarray, "k F"], names: Sequence[str] | None = None
+) -> dict[str, float]:
     """Standardised mean difference per feature, the usual matching diagnostic:
     ``SMD = (mean_selected − mean_target) / √((var_selected + var_target) / 2)`` (ddof 1).
     |SMD| < 0.1 is the customary threshold for a good match. 0 when both sets are constant and
@@ -145,4 +157,3 @@ def balance(selected: Float[np.ndarray, "m F"], target: Float[np.ndarray, "k F"]
     pooled = np.sqrt((s.var(0, ddof=1) + t.var(0, ddof=1)) / 2)
     smd = np.where(pooled > 0, diff / np.where(pooled > 0, pooled, 1.0), np.where(diff == 0, 0.0, np.nan))
     return {n: float(v) for n, v in zip(names, smd)}
-

@@ -15,6 +15,7 @@ different fingerprint is a one-line :class:`CheckpointMismatch` naming the first
 (nothing is deleted). The numbers of a resumed capture equal an uninterrupted one's bit for bit:
 batches are the same rows in the same order, and float32 arrays round-trip losslessly.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ class CheckpointMismatch(GeoprobeError):
 
     def __init__(self, owner: Path, what: str, field: str) -> None:
         self.field = field
-        super().__init__(f"{str(owner)!r} holds an unfinished {what} with different settings ({field}); "
-                         "pass --force to discard it or choose another --out")
+        super().__init__(
+            f"{str(owner)!r} holds an unfinished {what} with different settings ({field}); "
+            "pass --force to discard it or choose another --out"
+        )
 
 
 def owner_of(directory: Path) -> Path:
@@ -79,8 +82,9 @@ def _jsonable(d: Any) -> Any:
     return json.loads(json.dumps(d))
 
 
-def check_or_write(path: Path, fingerprint: Mapping[str, Any], *, what: str = "capture",
-                   extra: Mapping[str, Any] | None = None) -> dict | None:
+def check_or_write(
+    path: Path, fingerprint: Mapping[str, Any], *, what: str = "capture", extra: Mapping[str, Any] | None = None
+) -> dict | None:
     """The stored record at ``path`` if its fingerprint equals ``fingerprint`` (None if there is no
     record yet: then ``{fingerprint, **extra}`` is written); a mismatch, or a record that cannot be
     read, raises :class:`CheckpointMismatch`."""
@@ -109,8 +113,9 @@ class CaptureCheckpoint:
         self.dir = Path(directory)
         self.n_batches = n_batches
         what = "scan" if self.dir.name == PARTIAL_DIR else "capture"
-        self.resumed = check_or_write(self.dir / MANIFEST, fingerprint, what=what,
-                                      extra={"n_batches": n_batches}) is not None
+        self.resumed = (
+            check_or_write(self.dir / MANIFEST, fingerprint, what=what, extra={"n_batches": n_batches}) is not None
+        )
         for stray in self.dir.glob("*.tmp"):  # half-written batches of a killed run
             stray.unlink(missing_ok=True)
 
@@ -159,6 +164,13 @@ def model_fingerprint(model: Any) -> dict[str, Any]:
     import torch
 
     p = model.provenance
-    return {"geoprobe": __version__, "torch": torch.__version__, "model_id": p.model_id,
-            "source": p.source, "weights": p.weights, "tokenizer": p.tokenizer, "dtype": p.dtype,
-            "device": str(model.device)}
+    return {
+        "geoprobe": __version__,
+        "torch": torch.__version__,
+        "model_id": p.model_id,
+        "source": p.source,
+        "weights": p.weights,
+        "tokenizer": p.tokenizer,
+        "dtype": p.dtype,
+        "device": str(model.device),
+    }

@@ -6,6 +6,7 @@ final real token is taken by a pre-hook on the output embedding, which hands the
 those rows, so the full-vocabulary logits are computed for one position per prompt, whatever
 the padding side.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -50,8 +51,13 @@ def run_batch(model: LoadedModel, probe: Probe, tok: torch.Tensor, mask: torch.T
     last = (mask.shape[1] - 1 - mask.flip(1).argmax(1)).to(device)
     probe.new_batch(last)
     position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-    out = model.hf_model(tok.to(device), attention_mask=mask.to(device), position_ids=position_ids.to(device),
-                         logits_to_keep=0, use_cache=False)
+    out = model.hf_model(
+        tok.to(device),
+        attention_mask=mask.to(device),
+        position_ids=position_ids.to(device),
+        logits_to_keep=0,
+        use_cache=False,
+    )
     return out.logits[:, -1].float()
 
 
@@ -61,8 +67,10 @@ def check_finite(model: LoadedModel, probe: Probe, prompt_ids: list[int], layer_
     for model_layer, pos in layer_pos.items():
         rec = probe.records.get(model_layer)
         if rec is None:
-            raise CaptureError(f"{model.arch.name}: attention layer {pos} recorded nothing in the forward pass; its "
-                               "attention did not run through geoprobe's function (not supported)")
+            raise CaptureError(
+                f"{model.arch.name}: attention layer {pos} recorded nothing in the forward pass; its "
+                "attention did not run through geoprobe's function (not supported)"
+            )
         for name, site in SITES:
             x = getattr(rec, name)
             if x is None or bool(torch.isfinite(x).all()):
@@ -70,13 +78,16 @@ def check_finite(model: LoadedModel, probe: Probe, prompt_ids: list[int], layer_
             bad = int((~torch.isfinite(x)).reshape(x.shape[0], -1).any(1).nonzero()[0, 0])
             raise CaptureError(
                 f"non-finite value (NaN/Inf) at layer {pos} site {site} for prompt #{prompt_ids[bad]}; "
-                "the forward pass overflowed: rerun with --dtype float32 or drop that prompt")
+                "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
+            )
 
 
 def finite_logits(logits: torch.Tensor, prompt_ids: list[int]) -> torch.Tensor:
     bad = ~torch.isfinite(logits).all(-1)
     if bool(bad.any()):
         raise CaptureError(
-            f"non-finite value (NaN/Inf) at final layer norm for prompt #{prompt_ids[int(np.flatnonzero(bad.cpu())[0])]}; "
-            "the forward pass overflowed: rerun with --dtype float32 or drop that prompt")
+            f"non-finite value (NaN/Inf) at final layer norm for prompt "
+            f"#{prompt_ids[int(np.flatnonzero(bad.cpu())[0])]}; "
+            "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
+        )
     return logits

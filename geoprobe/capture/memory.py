@@ -9,6 +9,7 @@ shape and implementation; :func:`check_capture_memory` refuses a capture whose l
 would not fit, in one line naming the estimate, what is available and the flags that fix it,
 before any forward pass runs. ``benchmarks/capture_memory.py`` measures the peak to compare.
 """
+
 from __future__ import annotations
 
 import os
@@ -73,8 +74,9 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     tensors alive at once: the scores and their softmax)."""
     lay = model.layout
     cfg = model.hf_model.config
-    d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (getattr(cfg, "num_experts_per_tok", None)
-                                                                           or 1)
+    d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (
+        getattr(cfg, "num_experts_per_tok", None) or 1
+    )
     acts = 4 * batch * tokens * (lay.d_model + d_mlp)
     mask = MASK_BYTES * batch * tokens * tokens
     scores = 2 * 4 * batch * lay.n_heads * tokens * tokens if eager_attention(model) else 0
@@ -107,8 +109,9 @@ def parse_bytes(text: str, what: str) -> int:
     """``12GiB``, ``512M``, ``1048576`` → bytes (binary units); a one-line error naming ``what`` otherwise."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if m is None:
-        raise GeoprobeError(f"{what}={text!r} is not a size; write bytes or a number with KiB, MiB, GiB or TiB "
-                            "(e.g. 12GiB)")
+        raise GeoprobeError(
+            f"{what}={text!r} is not a size; write bytes or a number with KiB, MiB, GiB or TiB (e.g. 12GiB)"
+        )
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
@@ -137,15 +140,20 @@ def check_capture_memory(model: Any, shapes: Sequence[tuple[int, int]], *, fract
     if fit:
         fix = f"pass --batch-size {fit} (or less), or a lower --max-tokens"
     elif t_fit:
-        fix = (f"even one prompt of {tokens} tokens needs {format_bytes(forward_peak_bytes(model, 1, tokens))}: "
-               f"pass --max-tokens {t_fit} (or less) and --batch-size 1")
+        fix = (
+            f"even one prompt of {tokens} tokens needs {format_bytes(forward_peak_bytes(model, 1, tokens))}: "
+            f"pass --max-tokens {t_fit} (or less) and --batch-size 1"
+        )
     else:
-        fix = (f"not even --batch-size 1 with --max-tokens 1 fits: free some memory (or set {MEMORY_ENV} "
-               "if that figure is wrong)")
+        fix = (
+            f"not even --batch-size 1 with --max-tokens 1 fits: free some memory (or set {MEMORY_ENV} "
+            "if that figure is wrong)"
+        )
     raise CaptureError(
         f"a capture batch of {batch} prompt(s) of {tokens} tokens needs about {format_bytes(need)} for its forward "
         f"pass ({_what(model, tokens)}), more than "
-        f"{format_bytes(budget)} ({fraction:.0%} of the {format_bytes(available)} {source}); {fix}")
+        f"{format_bytes(budget)} ({fraction:.0%} of the {format_bytes(available)} {source}); {fix}"
+    )
 
 
 def _what(model: Any, tokens: int) -> str:

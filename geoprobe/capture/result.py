@@ -1,4 +1,5 @@
 """Capture results: arrays + metadata, frozen, saved losslessly as safetensors + JSON."""
+
 from __future__ import annotations
 
 import json
@@ -105,7 +106,9 @@ class Capture:
             raise ValueError("next_top_ids and next_top_probs must both be (n, k)")
         if self.attn_pattern is not None:
             if self.attn_pattern.shape[:3] != (L, n, lay.n_heads):
-                raise ValueError(f"attn_pattern has shape {self.attn_pattern.shape}, expected ({L}, {n}, {lay.n_heads}, T)")
+                raise ValueError(
+                    f"attn_pattern has shape {self.attn_pattern.shape}, expected ({L}, {n}, {lay.n_heads}, T)"
+                )
         for name in _ARRAYS:
             arr = getattr(self, name)
             if arr is not None:
@@ -211,7 +214,9 @@ class Capture:
         try:
             arrays = load_file(str(arr_path))
         except SafetensorError as exc:
-            raise ResultsError(f"capture file {str(arr_path)!r} is damaged ({' '.join(str(exc).split())}); {fix}") from None
+            raise ResultsError(
+                f"capture file {str(arr_path)!r} is damaged ({' '.join(str(exc).split())}); {fix}"
+            ) from None
         known = {f.name for f in fields(cls)}
         try:
             return cls(
@@ -224,5 +229,7 @@ class Capture:
                 **{k: v for k, v in arrays.items() if k in known},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ResultsError(f"capture {str(p)!r} is damaged: its capture.json and arrays.safetensors disagree or "
-                               f"miss a field ({type(exc).__name__}: {' '.join(str(exc).split())}); {fix}") from None
+            raise ResultsError(
+                f"capture {str(p)!r} is damaged: its capture.json and arrays.safetensors disagree or "
+                f"miss a field ({type(exc).__name__}: {' '.join(str(exc).split())}); {fix}"
+            ) from None

@@ -6,6 +6,7 @@ size (batch × positions × width) outlives the layer that produced it, the fina
 attention is computed from its query row alone (O(T·d), never T×T), and the full-vocabulary
 logits are computed for the final position only.
 """
+
 from __future__ import annotations
 
 import os
@@ -111,11 +112,15 @@ def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None)
             seq = seq[-limit:]
         ids.append(list(seq))
     if cut.any():
-        why = (f"{ctx} tokens is the model's context window, the most it reads" if limit == ctx else
-               f"the cap is --max-tokens {limit} (default {DEFAULT_MAX_TOKENS}); raise it, up to the model's context "
-               f"window of {ctx} tokens, to keep more")
+        why = (
+            f"{ctx} tokens is the model's context window, the most it reads"
+            if limit == ctx
+            else f"the cap is --max-tokens {limit} (default {DEFAULT_MAX_TOKENS}); raise it, up to the model's context "
+            f"window of {ctx} tokens, to keep more"
+        )
         warnings.warn(
-            f"{int((cut > 0).sum())} of {len(cut)} prompt(s) longer than {limit} tokens were cut to their final {limit} "
+            f"{int((cut > 0).sum())} of {len(cut)} prompt(s) longer than {limit} tokens were cut to their "
+            f"final {limit} "
             f"tokens ({int(cut.sum())} tokens dropped in all, up to {int(cut.max())} from one prompt); {why}",
             stacklevel=2,
         )
@@ -133,13 +138,14 @@ def pad_batch(batch: list[list[int]], pad_id: int, side: str) -> tuple[torch.Ten
             ids[b, : len(s)] = torch.tensor(s)
             mask[b, : len(s)] = 1
         else:
-            ids[b, T - len(s):] = torch.tensor(s)
-            mask[b, T - len(s):] = 1
+            ids[b, T - len(s) :] = torch.tensor(s)
+            mask[b, T - len(s) :] = 1
     return ids, mask
 
 
-def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
-                          batch_size: int = 32) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
+def final_position_logits(
+    model: LoadedModel, ids: Sequence[Sequence[int]], batch_size: int = 32
+) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
     """``(rows, logits)`` per batch: the model's own next-token logits (float32, (B, vocab)) at the
     final position of token sequences ``ids[rows]``, in left-padded batches of similar length with
     ``logits_to_keep=1`` (only the final position reaches the head). Longest sequences first."""
@@ -149,12 +155,16 @@ def final_position_logits(model: LoadedModel, ids: Sequence[Sequence[int]],
         pad_id = model.tokenizer.eos_token_id or 0
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             tok, mask = pad_batch([ids[r] for r in rows], pad_id, "left")
             position_ids = (mask.cumsum(1) - 1).clamp(min=0)
-            logits = model.hf_model(tok.to(model.device), attention_mask=mask.to(model.device),
-                                    position_ids=position_ids.to(model.device), logits_to_keep=1,
-                                    use_cache=False).logits
+            logits = model.hf_model(
+                tok.to(model.device),
+                attention_mask=mask.to(model.device),
+                position_ids=position_ids.to(model.device),
+                logits_to_keep=1,
+                use_cache=False,
+            ).logits
             yield rows, logits[:, -1].float()
 
 
@@ -182,8 +192,9 @@ def capture(
     ids, cut = tokenize(model, prompts, config.max_tokens)
     n, L = len(ids), len(layers)
     lengths = np.array([len(s) for s in ids], dtype=np.int64)
-    kinds: list[SiteKind] = [k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries),
-                                             ("z", config.attn_out)) if on]
+    kinds: list[SiteKind] = [
+        k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries), ("z", config.attn_out)) if on
+    ]
     width = {"v": lay.n_kv_heads, "k": lay.n_kv_heads, "q": lay.n_heads, "z": lay.n_heads}
     depth = {"v": lay.d_head, "k": lay.d_qk, "q": lay.d_qk, "z": lay.d_head}
     arrays: dict[str, np.ndarray] = {
@@ -199,11 +210,17 @@ def capture(
     top_probs = np.zeros((n, k_top), dtype=np.float32)
 
     model_layer = {layer: lay.model_layers[layer] for layer in layers}
-    probe = Probe(queries=config.queries, keys=config.keys, values=config.values, attn_out=config.attn_out,
-                  distribution=keep_pattern, only=frozenset(model_layer.values()))
+    probe = Probe(
+        queries=config.queries,
+        keys=config.keys,
+        values=config.values,
+        attn_out=config.attn_out,
+        distribution=keep_pattern,
+        only=frozenset(model_layer.values()),
+    )
 
     order = np.argsort(-lengths, kind="stable") if config.sort_by_length else np.arange(n)
-    batches = [order[i: i + config.batch_size] for i in range(0, n, config.batch_size)]
+    batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
     pad_id = model.tokenizer.pad_token_id
     done = 0
     todo = list(range(len(batches)))
@@ -211,8 +228,13 @@ def capture(
     if checkpoint_dir is not None:
         cfg = asdict(config)
         cfg["layers"] = list(layers)
-        fingerprint = {**model_fingerprint(model), "prompts_hash": prompts_hash(prompts), "n_prompts": n,
-                       "seed": seed, "config": cfg}
+        fingerprint = {
+            **model_fingerprint(model),
+            "prompts_hash": prompts_hash(prompts),
+            "n_prompts": n,
+            "seed": seed,
+            "config": cfg,
+        }
         ckpt = CaptureCheckpoint(checkpoint_dir, fingerprint, len(batches))
         todo = []
         for b, batch in enumerate(batches):
@@ -250,15 +272,24 @@ def capture(
                 if keep_pattern:
                     for r, i in enumerate(batch):
                         s = int(start[r])
-                        arrays["attn_pattern"][layer_pos, i, :, : lengths[i]] = rec.distribution[r, :, s: s + lengths[i]].numpy()
+                        arrays["attn_pattern"][layer_pos, i, :, : lengths[i]] = rec.distribution[
+                            r, :, s : s + lengths[i]
+                        ].numpy()
             logp = torch.log_softmax(logits, dim=-1)
             next_entropy[batch] = entropy_bits(logp.exp()).numpy()
             tp, ti = logp.topk(k_top, dim=-1)
             top_probs[batch], top_ids[batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
             if ckpt is not None:
-                ckpt.save(b, batch, {"next_entropy": next_entropy[batch], "next_top_ids": top_ids[batch],
-                                     "next_top_probs": top_probs[batch],
-                                     **{name: a[:, batch] for name, a in arrays.items()}})
+                ckpt.save(
+                    b,
+                    batch,
+                    {
+                        "next_entropy": next_entropy[batch],
+                        "next_top_ids": top_ids[batch],
+                        "next_top_probs": top_probs[batch],
+                        **{name: a[:, batch] for name, a in arrays.items()},
+                    },
+                )
             done += len(batch)
             if progress is not None:
                 progress(done, n)

@@ -1,4 +1,5 @@
 """``python -m geoprobe.cli``: the ``geoprobe`` command."""
+
 from geoprobe.cli import main
 
 main()

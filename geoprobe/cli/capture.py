@@ -1,4 +1,5 @@
 """``geoprobe capture``: final-token arrays of a prompt set, written as one capture directory."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,12 +18,18 @@ from geoprobe.models.loading import LoadOptions
 @takes(LOAD)
 def capture(
     load: LoadOptions,
-    prompts: str = typer.Option("builtin", "--prompts", "-p",
-                                help="builtin (default), mixed, a corpus domain, or a prompt file (.txt/.jsonl/.json)"),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="capture directory to write (a new one, or one geoprobe "
-                                 "wrote, with --overwrite)"),
-    layer_spec: Optional[str] = typer.Option(None, "--layers", help="comma-separated layer indices, negative from the "
-                                             "end; default all"),
+    prompts: str = typer.Option(
+        "builtin",
+        "--prompts",
+        "-p",
+        help="builtin (default), mixed, a corpus domain, or a prompt file (.txt/.jsonl/.json)",
+    ),
+    out_dir: Path = typer.Option(
+        ..., "--out", "-o", help="capture directory to write (a new one, or one geoprobe wrote, with --overwrite)"
+    ),
+    layer_spec: Optional[str] = typer.Option(
+        None, "--layers", help="comma-separated layer indices, negative from the end; default all"
+    ),
     batch_size: int = BatchOpt,
     padding_side: str = typer.Option("right", "--padding-side", help="left|right"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
@@ -31,8 +38,9 @@ def capture(
     attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
     top_k: int = typer.Option(10, "--top-k"),
     seed: int = SeedOpt,
-    overwrite: bool = typer.Option(False, "--overwrite", "--force", help="replace a capture geoprobe wrote in --out "
-                                   "(never anything else)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", "--force", help="replace a capture geoprobe wrote in --out (never anything else)"
+    ),
 ) -> None:
     """Capture final-token values, keys, attention and next-token distributions to --out."""
     from geoprobe.capture import CaptureConfig
@@ -41,9 +49,16 @@ def capture(
     from geoprobe.outputs import OutputLock, check_free_space, check_location
     from geoprobe.prompts import prompt_source_kind, read_prompts, resolve_prompt_set
 
-    config = CaptureConfig(layers=layers(layer_spec), queries=queries, attn_out=attn_out, attention=attention,
-                           top_k=top_k, batch_size=batch_size, padding_side=padding_side,
-                           **({} if max_tokens is None else {"max_tokens": max_tokens}))
+    config = CaptureConfig(
+        layers=layers(layer_spec),
+        queries=queries,
+        attn_out=attn_out,
+        attention=attention,
+        top_k=top_k,
+        batch_size=batch_size,
+        padding_side=padding_side,
+        **({} if max_tokens is None else {"max_tokens": max_tokens}),
+    )
     if prompt_source_kind(prompts) == "file":
         read_prompts(prompts)  # a bad file fails before the model loads
     check_location(out_dir)

@@ -1,5 +1,6 @@
 """What the commands share: progress displays, loading a model, tables, and running an experiment
 into its run directory (claimed, finished or written in the order data → JSON → page → figures)."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -56,7 +57,9 @@ def check_figures(fmt: Optional[str]) -> Optional[str]:
     return check(fmt)
 
 
-def write_figures(obj: Any, run_dir: Path, fmt: Optional[str], force: bool, only: Optional[Sequence[str]] = None) -> None:
+def write_figures(
+    obj: Any, run_dir: Path, fmt: Optional[str], force: bool, only: Optional[Sequence[str]] = None
+) -> None:
     """--figures FMT: ``obj``'s report figures as run_dir/figures/<anchor>.FMT (one browser start)."""
     if fmt is None:
         return
@@ -69,8 +72,8 @@ def write_figures(obj: Any, run_dir: Path, fmt: Optional[str], force: bool, only
 
 def finish(run: Run, fmt: Optional[str]) -> Any:
     """Write what a stopped run is missing (its page, its figures) from the results JSON it wrote."""
-    from geoprobe.report.export import figure_list, figures_dir
     from geoprobe.recipes import load_result
+    from geoprobe.report.export import figure_list, figures_dir
 
     result = load_result(run.result_path)
     written = []
@@ -81,8 +84,11 @@ def finish(run: Run, fmt: Optional[str]) -> Any:
         if todo:
             write_figures(result, run.dir, fmt, force=False, only=todo)
             written.append(f"{len(todo)} {fmt} figures")
-    out.print(f"finished {run.dir}: {run.result_path.name} was already there from the same command and settings; wrote "
-              f"{' and '.join(written)} from it without recomputing (pass --force to recompute)", highlight=False)
+    out.print(
+        f"finished {run.dir}: {run.result_path.name} was already there from the same command and settings; wrote "
+        f"{' and '.join(written)} from it without recomputing (pass --force to recompute)",
+        highlight=False,
+    )
     return result
 
 
@@ -101,9 +107,17 @@ def write_report(result: Any, target: Path, fmt: Optional[str], force: bool) -> 
     return page
 
 
-def execute_run(target: Path, outputs: RunOutputs, request: Mapping[str, Any], output: OutputOptions,
-                compute: Callable[[Run], Any], show: Callable[[Any], None], *,
-                need_bytes: int = MIN_FREE_BYTES, before: Callable[[Run], None] | None = None) -> Any:
+def execute_run(
+    target: Path,
+    outputs: RunOutputs,
+    request: Mapping[str, Any],
+    output: OutputOptions,
+    compute: Callable[[Run], Any],
+    show: Callable[[Any], None],
+    *,
+    need_bytes: int = MIN_FREE_BYTES,
+    before: Callable[[Run], None] | None = None,
+) -> Any:
     """Run one experiment into ``target``: check the figure format, claim the directory (location, lock,
     ownership, finish-or-refuse), then ``compute(run)`` (which writes any data outputs itself), save the
     results JSON and its record, the page and the figures, and ``show`` the result. ``before(run)``

@@ -1,5 +1,6 @@
 """``geoprobe sample``, ``compare-domains`` and ``compare``: corpus prompt sets, domain restriction
 (arXiv 2512.23752 §5.1, Table 1) and cross-model comparison (Table 2), plus the compare-models recipe."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,7 @@ from rich.table import Table
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import check_figures, execute_run, open_model, stage_progress
 from geoprobe.cli.options import LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir, takes
-from geoprobe.cli.scan import (CandidatesOpt, MaxTokOpt, MinTokOpt, PerQuintileOpt, execute_scan, sampling_changes)
+from geoprobe.cli.scan import CandidatesOpt, MaxTokOpt, MinTokOpt, PerQuintileOpt, execute_scan, sampling_changes
 from geoprobe.errors import GeoprobeError, OutputExistsError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
@@ -41,8 +42,9 @@ def sample(
     min_tokens: Optional[int] = MinTokOpt,
     max_prompt_tokens: Optional[int] = MaxTokOpt,
     seed: int = SeedOpt,
-    force: bool = typer.Option(False, "--force", "--overwrite", help="replace a file geoprobe wrote (never anything "
-                               "else)"),
+    force: bool = typer.Option(
+        False, "--force", "--overwrite", help="replace a file geoprobe wrote (never anything else)"
+    ),
 ) -> None:
     """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
     from geoprobe.domains.prompt_sets import write_prompt_sets
@@ -51,8 +53,10 @@ def sample(
     from geoprobe.sampling import sample_corpus_set
 
     if prompt_source_kind(prompts) != "corpus":
-        raise GeoprobeError(f"--prompts {prompts!r} is not a corpus set; sample draws from mixed or a domain "
-                            "(geoprobe prompts lists them)")
+        raise GeoprobeError(
+            f"--prompts {prompts!r} is not a corpus set; sample draws from mixed or a domain "
+            "(geoprobe prompts lists them)"
+        )
     cfg = _sampling_config(candidates, per_quintile, min_tokens, max_prompt_tokens)
     check_location(out_file, directory=False)
     with OutputLock(out_file):
@@ -60,18 +64,22 @@ def sample(
             if not is_geoprobe_file(out_file):
                 refuse_foreign(out_file)
             if not force:
-                raise OutputExistsError(f"{str(out_file)!r} already exists; pass --force to replace it or choose "
-                                        "another --out")
+                raise OutputExistsError(
+                    f"{str(out_file)!r} already exists; pass --force to replace it or choose another --out"
+                )
         m = open_model(load)
         from rich.progress import Progress
 
         with Progress(console=err, transient=True) as bar:
             task = bar.add_task("entropy of candidates", total=None)
-            pset = sample_corpus_set(m, prompts, cfg, seed=seed,
-                                     progress=lambda d, n: bar.update(task, completed=d, total=n))
+            pset = sample_corpus_set(
+                m, prompts, cfg, seed=seed, progress=lambda d, n: bar.update(task, completed=d, total=n)
+            )
         write_prompt_sets({pset.name: pset}, out_file)
-    out.print(f"wrote {out_file}: {len(pset.prompts)} prompts of set {pset.name} (sha256 {pset.hash[:12]}, seed {seed}); "
-              f"scan any model on them with --prompts {out_file}")
+    out.print(
+        f"wrote {out_file}: {len(pset.prompts)} prompts of set {pset.name} (sha256 {pset.hash[:12]}, seed {seed}); "
+        f"scan any model on them with --prompts {out_file}"
+    )
 
 
 @app.command(name="compare-domains")
@@ -79,7 +87,9 @@ def sample(
 def compare_domains_cmd(
     load: LoadOptions,
     output: OutputOptions,
-    domains: Optional[str] = typer.Option(None, "--domains", help="comma-separated domains; default every available one"),
+    domains: Optional[str] = typer.Option(
+        None, "--domains", help="comma-separated domains; default every available one"
+    ),
     layer: int = typer.Option(-1, "--layer", help="layer to compare (negative from the end; default final)"),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="mixed candidate pool (default 1000)"),
     domain_candidates: int = typer.Option(250, "--domain-candidates", help="candidate pool of each single domain"),
@@ -96,9 +106,17 @@ def compare_domains_cmd(
     from geoprobe.domains.config import DomainsConfig
 
     wanted = tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None
-    config = DomainsConfig(domains=wanted, layer=layer, domain_candidates=domain_candidates, controls=not no_controls,
-                           sampling=_sampling_config(candidates, per_quintile, min_tokens, max_prompt_tokens),
-                           batch_size=batch_size, n_resamples=n_resamples, n_permutations=n_permutations, seed=seed)
+    config = DomainsConfig(
+        domains=wanted,
+        layer=layer,
+        domain_candidates=domain_candidates,
+        controls=not no_controls,
+        sampling=_sampling_config(candidates, per_quintile, min_tokens, max_prompt_tokens),
+        batch_size=batch_size,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        seed=seed,
+    )
     execute_domains(load, config, output)
 
 
@@ -128,10 +146,15 @@ def _print_domains(cmp: Any) -> None:
     for name in cmp.order():
         s, c = cmp.sets[name], cmp.versus_mixed(name)
         d = c.diff["pc1"] if c else None
-        table.add_row(name, str(s.n), f"{100 * s.pc1.value:.1f} [{100 * s.pc1.low:.1f}, {100 * s.pc1.high:.1f}]",
-                      f"{100 * s.pc12.value:.1f}", f"{s.pr.value:.1f}",
-                      "—" if d is None else f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
-                      "—" if c is None else f"{c.p_adjusted['pc1']:.2g}")
+        table.add_row(
+            name,
+            str(s.n),
+            f"{100 * s.pc1.value:.1f} [{100 * s.pc1.low:.1f}, {100 * s.pc1.high:.1f}]",
+            f"{100 * s.pc12.value:.1f}",
+            f"{s.pr.value:.1f}",
+            "—" if d is None else f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
+            "—" if c is None else f"{c.p_adjusted['pc1']:.2g}",
+        )
     out.print(table)
     for note in cmp.notes:
         err.print(f"note: {note}", highlight=False)
@@ -176,8 +199,16 @@ def execute_compare(results: list[Path], layer: int, output: OutputOptions) -> A
 
 def _print_comparison(comparison: Any) -> None:
     """The Table-2 analogue in a terminal's width (compare.html has every column)."""
-    keep = ("model", "attention", "mixed PC1 %", "restricted set", "restricted PC1 %", "early key |cos|", "init |cos|",
-            "focusing % [CI]")
+    keep = (
+        "model",
+        "attention",
+        "mixed PC1 %",
+        "restricted set",
+        "restricted PC1 %",
+        "early key |cos|",
+        "init |cos|",
+        "focusing % [CI]",
+    )
     rows = comparison.table()
     if rows:
         table = Table(title="models side by side (final-layer value PC1, early-layer keys, attention focusing)")
@@ -188,10 +219,15 @@ def _print_comparison(comparison: Any) -> None:
         out.print(table)
     g = comparison.global_pca
     if g is not None:
-        out.print(f"global PCA over {len(g.prompts)} shared prompts: PC1 {100 * g.explained[0]:.1f} %, PC2 "
-                  f"{100 * g.explained[1]:.1f} %; " + "; ".join(
-                      f"{r['model']}: share of PC1 {r['share of PC1']}, ρ(own PC1, global PC1) {r['ρ(own PC1, global PC1)']}"
-                      for r in g.table()), highlight=False)
+        out.print(
+            f"global PCA over {len(g.prompts)} shared prompts: PC1 {100 * g.explained[0]:.1f} %, PC2 "
+            f"{100 * g.explained[1]:.1f} %; "
+            + "; ".join(
+                f"{r['model']}: share of PC1 {r['share of PC1']}, ρ(own PC1, global PC1) {r['ρ(own PC1, global PC1)']}"
+                for r in g.table()
+            ),
+            highlight=False,
+        )
     for note in comparison.notes:
         err.print(f"note: {note}", highlight=False)
 
@@ -207,8 +243,9 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
 
     for s in config.sets:
         if prompt_source_kind(s) != "corpus":
-            raise GeoprobeError(f"set {s!r} is not a corpus set; compare-models samples mixed or a domain "
-                                "(geoprobe prompts lists them)")
+            raise GeoprobeError(
+                f"set {s!r} is not a corpus set; compare-models samples mixed or a domain (geoprobe prompts lists them)"
+            )
     fmt = check_figures(output.figures)
     target = output.out or Path("runs") / "compare-models"
     files = {s: target / f"prompts-{s}.jsonl" for s in config.sets}
@@ -220,17 +257,22 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
                 refuse_foreign(p)
         existing = [p for p in [*files.values(), *runs.values()] if p.exists()]
         if existing and not output.force:
-            raise OutputExistsError(f"{str(existing[0])!r} already exists; pass --force to replace this run or choose "
-                                    "another --out")
+            raise OutputExistsError(
+                f"{str(existing[0])!r} already exists; pass --force to replace this run or choose another --out"
+            )
         m = open_model(dataclasses.replace(load, model=config.sampler))
         for s in config.sets:
             with err.status(f"sampling {s} with {config.sampler} …"):
                 pset = sample_corpus_set(m, s, config.scan.sampling, seed=config.scan.seed)
             write_prompt_sets({s: pset}, files[s])
-            out.print(f"{s}: {len(pset.prompts)} prompts sampled with {config.sampler} (sha256 {pset.hash[:12]}) → "
-                      f"{files[s]}")
+            out.print(
+                f"{s}: {len(pset.prompts)} prompts sampled with {config.sampler} (sha256 {pset.hash[:12]}) → {files[s]}"
+            )
         del m
         for (model, s), run_dir in runs.items():
-            execute_scan(dataclasses.replace(load, model=model), dataclasses.replace(config.scan, prompts=str(files[s])),
-                         OutputOptions(out=run_dir, force=True, figures=fmt))
+            execute_scan(
+                dataclasses.replace(load, model=model),
+                dataclasses.replace(config.scan, prompts=str(files[s])),
+                OutputOptions(out=run_dir, force=True, figures=fmt),
+            )
     return execute_compare(list(runs.values()), -1, OutputOptions(out=target, force=True, figures=fmt))

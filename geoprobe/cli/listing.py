@@ -1,4 +1,5 @@
 """``geoprobe models`` and ``geoprobe prompts``: what --model and --prompts accept here."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,16 @@ from rich.table import Table
 from geoprobe.cli.app import app, out
 from geoprobe.errors import GeoprobeError
 
-
 #: table columns of ``geoprobe models``, most important first: (header, row key, narrowest useful width);
 #: where the terminal is too narrow the last ones are left out (and named in the caption), never cut
-MODEL_COLUMNS = (("params", "size", 6), ("attention", "attention", 12), ("here", "here", 4),
-                 ("layers", "layers", 6), ("family", "family", 8), ("source", "where", 14))
+MODEL_COLUMNS = (
+    ("params", "size", 6),
+    ("attention", "attention", 12),
+    ("here", "here", 4),
+    ("layers", "layers", 6),
+    ("family", "family", 8),
+    ("source", "where", 14),
+)
 FORMATS = ("table", "json")
 
 
@@ -34,7 +40,7 @@ def _fit_columns(alias_width: int, width: int) -> tuple[list[tuple[str, str, int
             break
         kept.append(col)
         used += col[2] + 3
-    return kept, [c[0] for c in MODEL_COLUMNS[len(kept):]]
+    return kept, [c[0] for c in MODEL_COLUMNS[len(kept) :]]
 
 
 def _model_rows() -> list[dict]:
@@ -43,21 +49,23 @@ def _model_rows() -> list[dict]:
     rows = []
     for spec in ALIASES.values():
         arch = architecture(spec.config)
-        rows.append({
-            "alias": spec.alias,
-            "hf_id": spec.hf_id,
-            "family": spec.family,
-            "attention": attention_kind(spec.hf_config_dict()),
-            "features": arch.features(),
-            "layers": arch.n_layers,
-            "heads": arch.n_heads,
-            "kv_heads": arch.n_kv_heads,
-            "d_head": arch.d_head,
-            "sliding_window": arch.sliding_window,
-            "parameters": arch.parameters,
-            "available": weights_available(spec),
-            "source": spec.source if spec.source == "hub" else f"offline package {spec.package}",
-        })
+        rows.append(
+            {
+                "alias": spec.alias,
+                "hf_id": spec.hf_id,
+                "family": spec.family,
+                "attention": attention_kind(spec.hf_config_dict()),
+                "features": arch.features(),
+                "layers": arch.n_layers,
+                "heads": arch.n_heads,
+                "kv_heads": arch.n_kv_heads,
+                "d_head": arch.d_head,
+                "sliding_window": arch.sliding_window,
+                "parameters": arch.parameters,
+                "available": weights_available(spec),
+                "source": spec.source if spec.source == "hub" else f"offline package {spec.package}",
+            }
+        )
     return rows
 
 
@@ -69,7 +77,9 @@ def models(
 ) -> None:
     """List model aliases: parameters, attention mechanisms, layers, weights available here, Hub id."""
     if fmt not in FORMATS:
-        raise GeoprobeError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}; pass --format table or --format json")
+        raise GeoprobeError(
+            f"--format {fmt!r} is not one of {', '.join(FORMATS)}; pass --format table or --format json"
+        )
     if as_json and fmt == "table" and ctx.get_parameter_source("fmt").name == "COMMANDLINE":
         raise GeoprobeError("--json and --format table contradict each other; pass one of them")
     rows = _model_rows()
@@ -79,18 +89,25 @@ def models(
     width = _terminal_width()
     alias_width = max(len(r["alias"]) for r in rows)
     kept, left_out = _fit_columns(alias_width, width)
-    caption = (f"left out at this width: {', '.join(left_out)} (a wider terminal, or --format json, shows them)"
-               if left_out else None)
+    caption = (
+        f"left out at this width: {', '.join(left_out)} (a wider terminal, or --format json, shows them)"
+        if left_out
+        else None
+    )
     table = Table(title="geoprobe models", caption=caption)
     table.add_column("alias", no_wrap=True, min_width=alias_width, overflow="ignore")
     for header, _, min_width in kept:
         table.add_column(header, min_width=min_width, overflow="fold")
     for r in rows:
         p = r["parameters"]
-        cells = {"size": f"{p / 1e9:.2f}B" if p >= 1e9 else f"{p / 1e6:.0f}M",
-                 "attention": ", ".join(r["features"]), "here": "yes" if r["available"] else "no",
-                 "layers": str(r["layers"]), "family": r["family"],
-                 "where": r["hf_id"] if r["source"] == "hub" else r["source"]}
+        cells = {
+            "size": f"{p / 1e9:.2f}B" if p >= 1e9 else f"{p / 1e6:.0f}M",
+            "attention": ", ".join(r["features"]),
+            "here": "yes" if r["available"] else "no",
+            "layers": str(r["layers"]),
+            "family": r["family"],
+            "where": r["hf_id"] if r["source"] == "hub" else r["source"],
+        }
         table.add_row(r["alias"], *(cells[key] for _, key, _ in kept))
     out.print(table, width=width)
 
@@ -101,9 +118,15 @@ def prompt_sets(as_json: bool = typer.Option(False, "--json", help="machine-read
     from geoprobe.corpora import DOMAINS, available_domains
 
     avail = available_domains()
-    rows = [{"set": "builtin", "kind": "builtin", "available": True, "note": "160 hand-written prompts"},
-            {"set": "mixed", "kind": "corpus", "available": sum(v is None for v in avail.values()) >= 2,
-             "note": "every available domain, stratified by next-token entropy"}]
+    rows = [
+        {"set": "builtin", "kind": "builtin", "available": True, "note": "160 hand-written prompts"},
+        {
+            "set": "mixed",
+            "kind": "corpus",
+            "available": sum(v is None for v in avail.values()) >= 2,
+            "note": "every available domain, stratified by next-token entropy",
+        },
+    ]
     rows += [{"set": d, "kind": "corpus", "available": avail[d] is None, "note": avail[d] or ""} for d in DOMAINS]
     if as_json:
         out.print_json(json.dumps(rows))

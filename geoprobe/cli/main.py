@@ -8,6 +8,7 @@
 
 ``--debug`` anywhere on the command line shows the traceback instead.
 """
+
 from __future__ import annotations
 
 import signal
@@ -21,8 +22,11 @@ from geoprobe.cli.app import app, err
 from geoprobe.errors import GeoprobeError
 
 #: commands whose work is kept when interrupted: the same command carries on from it
-RESUMES = {"scan": "the finished capture batches in <run>/capture.partial",
-           "windtunnel train": "the training checkpoints", "windtunnel run": "the training checkpoints"}
+RESUMES = {
+    "scan": "the finished capture batches in <run>/capture.partial",
+    "windtunnel train": "the training checkpoints",
+    "windtunnel run": "the training checkpoints",
+}
 
 
 def _usage_message(exc: Exception) -> str:
@@ -48,8 +52,11 @@ def _command(argv: list[str]) -> str:
 def _interrupted(signum: int, argv: list[str]) -> None:
     command = _command(argv)
     keep = RESUMES.get(command)
-    tail = (f"rerun the same command to resume ({keep} are kept)" if keep else
-            "nothing unfinished was kept (the outputs are written at the end): rerun the command")
+    tail = (
+        f"rerun the same command to resume ({keep} are kept)"
+        if keep
+        else "nothing unfinished was kept (the outputs are written at the end): rerun the command"
+    )
     name = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
     err.print(f"interrupted ({name}); {tail}", highlight=False, markup=False, soft_wrap=True)
     sys.exit(128 + signum)
@@ -96,11 +103,15 @@ def main() -> None:
             raise
         if isinstance(exc, OSError):  # an operating-system failure outside geoprobe's own writers
             where = f" at {exc.filename!r}" if exc.filename else ""
-            _line(f"error: {exc.strerror or type(exc).__name__}{where}; check that path and the free space, then rerun "
-                  "(--debug shows the traceback)")
+            _line(
+                f"error: {exc.strerror or type(exc).__name__}{where}; check that path and the free space, then rerun "
+                "(--debug shows the traceback)"
+            )
             sys.exit(2)
-        _line(f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --debug for the "
-              "traceback)")
+        _line(
+            f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --debug for the "
+            "traceback)"
+        )
         sys.exit(1)
     finally:
         signal.signal(signal.SIGTERM, previous)

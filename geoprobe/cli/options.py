@@ -9,6 +9,7 @@ built value instead: ``load: LoadOptions`` (``--model`` and how to load it) and
     @takes(LOAD, OUTPUT)
     def sula(load: LoadOptions, output: OutputOptions, k: str | None = ...) -> None: ...
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,11 +30,15 @@ def _seed(value: Optional[int]) -> Optional[int]:
 
 
 MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
-MAX_TOKENS_HELP = ("keep each prompt's final N tokens (default 2048; raise it up to the model's context window, "
-                   "which larger values mean; docs/capture.md)")
+MAX_TOKENS_HELP = (
+    "keep each prompt's final N tokens (default 2048; raise it up to the model's context window, "
+    "which larger values mean; docs/capture.md)"
+)
 
 SeedOpt = typer.Option(0, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX}")
-OptionalSeedOpt = typer.Option(None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)")
+OptionalSeedOpt = typer.Option(
+    None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)"
+)
 BatchOpt = typer.Option(16, "--batch-size")
 ResamplesOpt = typer.Option(1000, "--n-resamples")
 LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
@@ -59,30 +64,61 @@ class Group:
     build: Callable[..., Any]
 
 
-LOAD = Group("load", LoadOptions, {
-    "model": (typer.Option("smollm2-135m", "--model", "-m", help=MODEL_HELP), str),
-    "revision": (typer.Option(None, "--revision", help="Hub revision, e.g. step0 … step143000 for Pythia (Hub models "
-                              "only)"), Optional[str]),
-    "dtype": (typer.Option("float32", "--dtype", help="float32|bfloat16|float16"), str),
-    "device": (typer.Option("cpu", "--device", help="cpu | cuda | cuda:N"), str),
-    "device_map": (typer.Option(None, "--device-map", help="accelerate device map for Hub/local models, e.g. auto"),
-                   Optional[str]),
-    "trust_remote_code": (typer.Option(False, "--trust-remote-code", help="run model code shipped with the model "
-                                       "(off by default)"), bool),
-    "allow_pickle": (typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
-                     bool),
-}, lambda **v: LoadOptions(**v).check())
+LOAD = Group(
+    "load",
+    LoadOptions,
+    {
+        "model": (typer.Option("smollm2-135m", "--model", "-m", help=MODEL_HELP), str),
+        "revision": (
+            typer.Option(None, "--revision", help="Hub revision, e.g. step0 … step143000 for Pythia (Hub models only)"),
+            Optional[str],
+        ),
+        "dtype": (typer.Option("float32", "--dtype", help="float32|bfloat16|float16"), str),
+        "device": (typer.Option("cpu", "--device", help="cpu | cuda | cuda:N"), str),
+        "device_map": (
+            typer.Option(None, "--device-map", help="accelerate device map for Hub/local models, e.g. auto"),
+            Optional[str],
+        ),
+        "trust_remote_code": (
+            typer.Option(False, "--trust-remote-code", help="run model code shipped with the model (off by default)"),
+            bool,
+        ),
+        "allow_pickle": (
+            typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
+            bool,
+        ),
+    },
+    lambda **v: LoadOptions(**v).check(),
+)
 
 #: the same options, built without the checks (``geoprobe run`` first refuses flags its recipe does not use)
 LOAD_UNCHECKED = Group("load", LoadOptions, LOAD.params, LoadOptions)
 
-OUTPUT = Group("output", OutputOptions, {
-    "out": (typer.Option(None, "--out", "-o", help="run directory (default under runs/)"), Optional[Path]),
-    "force": (typer.Option(False, "--force", "--overwrite", help="replace what geoprobe wrote in --out before (never "
-                           "anything else)"), bool),
-    "figures": (typer.Option(None, "--figures", help="also write each report figure as png|svg|pdf to <run dir>/figures/ "
-                             "(kaleido + Chromium)"), Optional[str]),
-}, OutputOptions)
+OUTPUT = Group(
+    "output",
+    OutputOptions,
+    {
+        "out": (typer.Option(None, "--out", "-o", help="run directory (default under runs/)"), Optional[Path]),
+        "force": (
+            typer.Option(
+                False,
+                "--force",
+                "--overwrite",
+                help="replace what geoprobe wrote in --out before (never anything else)",
+            ),
+            bool,
+        ),
+        "figures": (
+            typer.Option(
+                None,
+                "--figures",
+                help="also write each report figure as png|svg|pdf to <run dir>/figures/ (kaleido + Chromium)",
+            ),
+            Optional[str],
+        ),
+    },
+    OutputOptions,
+)
 
 
 def takes(*groups: Group) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -93,19 +129,27 @@ def takes(*groups: Group) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         hints = get_type_hints(fn)
         sig = inspect.signature(fn)
         names = {g.name for g in groups} | {"given"}
-        params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()
-                  if p.name not in names]
+        params = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in sig.parameters.values()
+            if p.name not in names
+        ]
         for g in groups:
-            params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=typ)
-                       for n, (opt, typ) in g.params.items()]
+            params += [
+                inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=typ)
+                for n, (opt, typ) in g.params.items()
+            ]
         params.append(inspect.Parameter("_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
         wants_given = "given" in sig.parameters
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
             ctx = kwargs.pop("_ctx")
-            given = frozenset(n for n in kwargs if (src := ctx.get_parameter_source(n)) is not None
-                              and src.name not in ("DEFAULT", "DEFAULT_MAP"))
+            given = frozenset(
+                n
+                for n in kwargs
+                if (src := ctx.get_parameter_source(n)) is not None and src.name not in ("DEFAULT", "DEFAULT_MAP")
+            )
             for g in groups:
                 kwargs[g.name] = g.build(**{n: kwargs.pop(n) for n in g.params})
             if wants_given:
@@ -126,8 +170,9 @@ def layers(spec: Optional[str], flag: str = "--layers") -> Optional[tuple[int, .
     return number_list(spec, flag, example="0,12,-1 (or all)")
 
 
-def number_list(spec: Optional[str], flag: str, *, cast: type = int, empty_ok: bool = False,
-                example: str = "16,32,64") -> Optional[tuple]:
+def number_list(
+    spec: Optional[str], flag: str, *, cast: type = int, empty_ok: bool = False, example: str = "16,32,64"
+) -> Optional[tuple]:
     """Comma-separated numbers (``cast``: int or float) given to ``flag``; None (flag not given) stays
     None. An empty list ('', ' , ', 'none') is () where ``empty_ok`` (a sweep to skip), otherwise a
     one-line error."""
@@ -137,7 +182,9 @@ def number_list(spec: Optional[str], flag: str, *, cast: type = int, empty_ok: b
     try:
         vals = () if spec.strip().lower() == "none" else tuple(cast(x) for x in spec.split(",") if x.strip())
     except ValueError:
-        raise GeoprobeError(f"{flag} {spec!r} is not a comma-separated list of {kind}; pass e.g. {flag} {example}") from None
+        raise GeoprobeError(
+            f"{flag} {spec!r} is not a comma-separated list of {kind}; pass e.g. {flag} {example}"
+        ) from None
     if not vals and not empty_ok:
         raise GeoprobeError(f"{flag} {spec!r} names nothing; pass comma-separated {kind} such as {flag} {example}")
     return vals

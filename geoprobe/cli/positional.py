@@ -1,5 +1,6 @@
 """``geoprobe positional``: positional priors (BAM generalised-Gaussian fits) and long-context stability,
 or (``--windtunnel RUN``) a wind-tunnel transformer's error against sequence length."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,7 @@ from rich.table import Table
 
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import execute_run, open_model, stage_progress
-from geoprobe.cli.options import (LOAD, OUTPUT, LayersOpt, OutputOptions, SeedOpt, int_list, layers, model_run_dir,
-                                  takes)
+from geoprobe.cli.options import LOAD, OUTPUT, LayersOpt, OutputOptions, SeedOpt, int_list, layers, model_run_dir, takes
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
@@ -20,16 +20,29 @@ from geoprobe.rundir import RunOutputs
 OUTPUTS = RunOutputs(result="positional.json", page="positional.html")
 #: wind-tunnel lengths by default: these multiples of the training length
 TUNNEL_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
-_MODEL_FLAGS = {"model": "--model", "revision": "--revision", "dtype": "--dtype", "device": "--device",
-                "device_map": "--device-map", "trust_remote_code": "--trust-remote-code", "allow_pickle": "--allow-pickle",
-                "max_distance": "--max-distance", "n_prompts": "--n-prompts", "layer_spec": "--layers",
-                "exclude_first": "--exclude-first", "no_stability": "--no-stability", "batch_size": "--batch-size",
-                "seed": "--seed"}
+_MODEL_FLAGS = {
+    "model": "--model",
+    "revision": "--revision",
+    "dtype": "--dtype",
+    "device": "--device",
+    "device_map": "--device-map",
+    "trust_remote_code": "--trust-remote-code",
+    "allow_pickle": "--allow-pickle",
+    "max_distance": "--max-distance",
+    "n_prompts": "--n-prompts",
+    "layer_spec": "--layers",
+    "exclude_first": "--exclude-first",
+    "no_stability": "--no-stability",
+    "batch_size": "--batch-size",
+    "seed": "--seed",
+}
 
 
 def _doubling(max_length: int) -> tuple[int, ...]:
     if max_length < 16:
-        raise GeoprobeError(f"--max-length {max_length} is below the grid's first length 16; pass 16 or more, or --lengths")
+        raise GeoprobeError(
+            f"--max-length {max_length} is below the grid's first length 16; pass 16 or more, or --lengths"
+        )
     out_, T = [], 16
     while T < max_length:
         out_.append(T)
@@ -43,19 +56,27 @@ def positional(
     load: LoadOptions,
     output: OutputOptions,
     given: frozenset,
-    lengths: Optional[str] = typer.Option(None, "--lengths", help="prompt lengths in tokens, increasing (default "
-                                          "16,32,64,128,256); with --windtunnel: task lengths K"),
-    max_length: Optional[int] = typer.Option(None, "--max-length", help="instead of --lengths: 16, 32, 64, … up to this"),
-    max_distance: Optional[int] = typer.Option(None, "--max-distance", help="largest distance Δ fitted (default: "
-                                               "longest length − 1 − exclude-first)"),
+    lengths: Optional[str] = typer.Option(
+        None,
+        "--lengths",
+        help="prompt lengths in tokens, increasing (default 16,32,64,128,256); with --windtunnel: task lengths K",
+    ),
+    max_length: Optional[int] = typer.Option(
+        None, "--max-length", help="instead of --lengths: 16, 32, 64, … up to this"
+    ),
+    max_distance: Optional[int] = typer.Option(
+        None, "--max-distance", help="largest distance Δ fitted (default: longest length − 1 − exclude-first)"
+    ),
     n_prompts: int = typer.Option(24, "--n-prompts", help="prompts per length"),
     layer_spec: Optional[str] = LayersOpt,
-    exclude_first: int = typer.Option(1, "--exclude-first", help="first tokens excluded as attention sinks (their mass "
-                                      "is reported)"),
+    exclude_first: int = typer.Option(
+        1, "--exclude-first", help="first tokens excluded as attention sinks (their mass is reported)"
+    ),
     n_resamples: int = typer.Option(200, "--n-resamples", help="bootstrap resamples over prompts"),
     no_stability: bool = typer.Option(False, "--no-stability", help="fit the priors at the longest length only"),
-    windtunnel: Optional[Path] = typer.Option(None, "--windtunnel", help="a wind-tunnel run directory: error vs length "
-                                              "instead (written into it unless --out)"),
+    windtunnel: Optional[Path] = typer.Option(
+        None, "--windtunnel", help="a wind-tunnel run directory: error vs length instead (written into it unless --out)"
+    ),
     n_eval: int = typer.Option(256, "--n-eval", help="--windtunnel: sequences per length"),
     seed: int = SeedOpt,
     batch_size: int = typer.Option(8, "--batch-size"),
@@ -69,17 +90,27 @@ def positional(
     if windtunnel is not None:
         unused = [flag for name, flag in _MODEL_FLAGS.items() if name in given]
         if unused:
-            raise GeoprobeError(f"{unused[0]} does not apply with --windtunnel (the trained wind-tunnel model is scored "
-                                f"on its own task); drop {unused[0]}")
+            raise GeoprobeError(
+                f"{unused[0]} does not apply with --windtunnel (the trained wind-tunnel model is scored "
+                f"on its own task); drop {unused[0]}"
+            )
         execute_tunnel(windtunnel, Ts, n_eval, n_resamples, output)
         return
     if "n_eval" in given:
         raise GeoprobeError("--n-eval applies only with --windtunnel; drop it or pass --windtunnel RUN_DIR")
     from geoprobe.positional.config import PositionalConfig
 
-    config = PositionalConfig(**({"lengths": Ts} if Ts is not None else {}), max_distance=max_distance,
-                              n_prompts=n_prompts, layers=layers(layer_spec), exclude_first=exclude_first,
-                              n_resamples=n_resamples, seed=seed, batch_size=batch_size, stability=not no_stability)
+    config = PositionalConfig(
+        **({"lengths": Ts} if Ts is not None else {}),
+        max_distance=max_distance,
+        n_prompts=n_prompts,
+        layers=layers(layer_spec),
+        exclude_first=exclude_first,
+        n_resamples=n_resamples,
+        seed=seed,
+        batch_size=batch_size,
+        stability=not no_stability,
+    )
     execute_positional(load, config, output)
 
 
@@ -108,22 +139,30 @@ def _print(result: Any) -> None:
     out.print(table)
     bs = result.beta_summary()
     if bs.get("n"):
-        out.print(f"β over {bs['n']} fitted heads: median {bs['median']:.2f}, IQR [{bs['q25']:.2f}, {bs['q75']:.2f}]",
-                  highlight=False)
+        out.print(
+            f"β over {bs['n']} fitted heads: median {bs['median']:.2f}, IQR [{bs['q25']:.2f}, {bs['q75']:.2f}]",
+            highlight=False,
+        )
     if result.stability is not None:
         s, last = result.stability, result.stability.layers[-1]
-        out.print(f"critical length (layer {last}): PC1 ratio {s.critical('pc1', last)}, "
-                  f"|ρ| {s.critical('alignment', last)} (None: never degrades on {list(s.lengths)})", highlight=False)
+        out.print(
+            f"critical length (layer {last}): PC1 ratio {s.critical('pc1', last)}, "
+            f"|ρ| {s.critical('alignment', last)} (None: never degrades on {list(s.lengths)})",
+            highlight=False,
+        )
 
 
-def execute_tunnel(run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_resamples: int,
-                   output: OutputOptions) -> Any:
+def execute_tunnel(
+    run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_resamples: int, output: OutputOptions
+) -> Any:
     """Error vs length of the wind-tunnel run ``run_dir``: positional.json/.html in it (or ``output.out``)."""
     from geoprobe.positional.tunnel import tunnel_length_curve
 
     if not (run_dir / "transformer" / "run.json").exists():
-        raise GeoprobeError(f"--windtunnel {str(run_dir)!r} is not a wind-tunnel run (no transformer/run.json); pass a "
-                            "directory written by 'geoprobe windtunnel train'")
+        raise GeoprobeError(
+            f"--windtunnel {str(run_dir)!r} is not a wind-tunnel run (no transformer/run.json); pass a "
+            "directory written by 'geoprobe windtunnel train'"
+        )
     if Ts is None:
         from geoprobe.windtunnel.train import read_spec
 
@@ -133,8 +172,13 @@ def execute_tunnel(run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_
         raise GeoprobeError(f"--lengths {','.join(map(str, Ts))} must be positive, increasing and without duplicates")
     if n_eval < 2 or n_resamples < 2:
         raise GeoprobeError(f"--n-eval {n_eval} and --n-resamples {n_resamples} must both be at least 2 for a CI")
-    request = {"command": "positional --windtunnel", "run": str(run_dir), "lengths": list(Ts), "n_eval": n_eval,
-               "n_resamples": n_resamples}
+    request = {
+        "command": "positional --windtunnel",
+        "run": str(run_dir),
+        "lengths": list(Ts),
+        "n_eval": n_eval,
+        "n_resamples": n_resamples,
+    }
 
     def compute(run: Any) -> Any:
         with stage_progress(width=20) as progress:
@@ -145,8 +189,11 @@ def execute_tunnel(run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_
         for col in ("K", "MAE per sample (bits)", "KL (bits)"):
             table.add_column(col, justify="right")
         for mt in curve.metrics:
-            table.add_row(str(mt.K), f"{mt.mae_sample.value:.4f} [{mt.mae_sample.low:.4f}, {mt.mae_sample.high:.4f}]",
-                          f"{mt.kl.value:.4f}")
+            table.add_row(
+                str(mt.K),
+                f"{mt.mae_sample.value:.4f} [{mt.mae_sample.low:.4f}, {mt.mae_sample.high:.4f}]",
+                f"{mt.kl.value:.4f}",
+            )
         out.print(table)
         out.print(f"critical length: {curve.critical_length}", highlight=False)
 

@@ -3,6 +3,7 @@
 Every flag ``run`` accepts is either honoured by the recipe's command or refused in one line naming
 the recipe: :data:`RUNNERS` says, per command of :data:`geoprobe.recipes.RECIPES`, which flags it takes
 and how they change its config; a flag outside that set never reaches a run that would ignore it."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,21 +15,50 @@ import typer
 
 from geoprobe.cli.app import app
 from geoprobe.cli.options import LOAD_UNCHECKED, OUTPUT, LayersOpt, OptionalSeedOpt, OutputOptions, layers, takes
-from geoprobe.cli.scan import (CandidatesOpt, CiOpt, DomainOpt, MaxTokensOpt, MaxTokOpt, MinTokOpt, NoInitOpt, NullOpt,
-                               OptionalBatchOpt, PerQuintileOpt, PromptsOpt, ScatterOpt, prompt_choice, sampling_changes,
-                               scan_changes)
+from geoprobe.cli.scan import (
+    CandidatesOpt,
+    CiOpt,
+    DomainOpt,
+    MaxTokensOpt,
+    MaxTokOpt,
+    MinTokOpt,
+    NoInitOpt,
+    NullOpt,
+    OptionalBatchOpt,
+    PerQuintileOpt,
+    PromptsOpt,
+    ScatterOpt,
+    prompt_choice,
+    sampling_changes,
+    scan_changes,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.recipes import RECIPES, load_probe
 
 #: every flag of ``geoprobe run`` by parameter name (the output flags --out, --force, --figures apply to every recipe)
 FLAGS: dict[str, str] = {
-    "model": "--model", "revision": "--revision", "dtype": "--dtype", "device": "--device",
-    "device_map": "--device-map", "trust_remote_code": "--trust-remote-code", "allow_pickle": "--allow-pickle",
-    "prompts": "--prompts", "domain": "--domain", "candidates": "--candidates", "per_quintile": "--per-quintile",
-    "min_tokens": "--min-tokens", "max_prompt_tokens": "--max-prompt-tokens", "layer_spec": "--layers",
-    "batch_size": "--batch-size", "max_tokens": "--max-tokens", "scatter_layers": "--scatter-layers",
-    "no_init_baseline": "--no-init-baseline", "null_kind": "--null", "ci_layers": "--ci-layers", "seed": "--seed",
+    "model": "--model",
+    "revision": "--revision",
+    "dtype": "--dtype",
+    "device": "--device",
+    "device_map": "--device-map",
+    "trust_remote_code": "--trust-remote-code",
+    "allow_pickle": "--allow-pickle",
+    "prompts": "--prompts",
+    "domain": "--domain",
+    "candidates": "--candidates",
+    "per_quintile": "--per-quintile",
+    "min_tokens": "--min-tokens",
+    "max_prompt_tokens": "--max-prompt-tokens",
+    "layer_spec": "--layers",
+    "batch_size": "--batch-size",
+    "max_tokens": "--max-tokens",
+    "scatter_layers": "--scatter-layers",
+    "no_init_baseline": "--no-init-baseline",
+    "null_kind": "--null",
+    "ci_layers": "--ci-layers",
+    "seed": "--seed",
 }
 _LOAD = frozenset({"model", "revision", "dtype", "device", "device_map", "trust_remote_code", "allow_pickle"})
 _SAMPLING = frozenset({"candidates", "per_quintile", "min_tokens", "max_prompt_tokens"})
@@ -47,10 +77,20 @@ class Runner:
 def _scan(config: Any, v: Mapping[str, Any], load: LoadOptions, output: OutputOptions) -> Any:
     from geoprobe.cli.scan import execute_scan
 
-    config = config.updated(**scan_changes(
-        prompt_choice(v.get("prompts"), v.get("domain")), v.get("layer_spec"), v.get("batch_size"), v.get("max_tokens"),
-        v.get("seed"), v.get("scatter_layers"), bool(v.get("no_init_baseline")), v.get("null_kind"), v.get("ci_layers"),
-        _sampling(v)))
+    config = config.updated(
+        **scan_changes(
+            prompt_choice(v.get("prompts"), v.get("domain")),
+            v.get("layer_spec"),
+            v.get("batch_size"),
+            v.get("max_tokens"),
+            v.get("seed"),
+            v.get("scatter_layers"),
+            bool(v.get("no_init_baseline")),
+            v.get("null_kind"),
+            v.get("ci_layers"),
+            _sampling(v),
+        )
+    )
     return execute_scan(load, config, output)
 
 
@@ -70,7 +110,9 @@ def _domains(config: Any, v: Mapping[str, Any], load: LoadOptions, output: Outpu
 
     sampling = {k: val for k, val in _sampling(v).items() if val is not None}
     if sampling:
-        config = dataclasses.replace(config, sampling=SamplingConfig(**{**dataclasses.asdict(config.sampling), **sampling}))
+        config = dataclasses.replace(
+            config, sampling=SamplingConfig(**{**dataclasses.asdict(config.sampling), **sampling})
+        )
     return execute_domains(load, _changed(config, batch_size=v.get("batch_size"), seed=v.get("seed")), output)
 
 
@@ -79,9 +121,20 @@ def _compare_models(config: Any, v: Mapping[str, Any], load: LoadOptions, output
 
     for model in config.models:
         dataclasses.replace(load, model=model).check()
-    scan = config.scan.updated(**scan_changes(
-        None, v.get("layer_spec"), v.get("batch_size"), v.get("max_tokens"), v.get("seed"), v.get("scatter_layers"),
-        bool(v.get("no_init_baseline")), v.get("null_kind"), v.get("ci_layers"), _sampling(v)))
+    scan = config.scan.updated(
+        **scan_changes(
+            None,
+            v.get("layer_spec"),
+            v.get("batch_size"),
+            v.get("max_tokens"),
+            v.get("seed"),
+            v.get("scatter_layers"),
+            bool(v.get("no_init_baseline")),
+            v.get("null_kind"),
+            v.get("ci_layers"),
+            _sampling(v),
+        )
+    )
     return execute_compare_models(dataclasses.replace(config, scan=scan), load, output)
 
 
@@ -95,8 +148,9 @@ def _intervene(config: Any, v: Mapping[str, Any], load: LoadOptions, output: Out
     from geoprobe.cli.sula import execute_intervene
 
     lay = layers(v.get("layer_spec"))
-    config = _changed(config, experiments=None if lay is None else (lay,), batch_size=v.get("batch_size"),
-                      seed=v.get("seed"))
+    config = _changed(
+        config, experiments=None if lay is None else (lay,), batch_size=v.get("batch_size"), seed=v.get("seed")
+    )
     return execute_intervene(load, config, output)
 
 
@@ -136,8 +190,10 @@ def check_flags(probe: Any, given: frozenset[str]) -> None:
     """A one-line error for the first given flag that ``probe``'s command does not use."""
     unused = [FLAGS[n] for n in FLAGS if n in given and n not in RUNNERS[probe.command].honours]
     if unused:
-        raise GeoprobeError(f"{unused[0]} is not used by recipe {probe.path!r} (command {probe.command}); drop it, or "
-                            f"set what you meant in {RECIPES[probe.command].where}")
+        raise GeoprobeError(
+            f"{unused[0]} is not used by recipe {probe.path!r} (command {probe.command}); drop it, or "
+            f"set what you meant in {RECIPES[probe.command].where}"
+        )
 
 
 @app.command(name="run")

@@ -2,6 +2,7 @@
 
 A scan resumes: every finished capture batch is kept in ``<run>/capture.partial`` and the same
 command after a kill or Ctrl-C loads them instead of recomputing (see geoprobe.capture.checkpoint)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,33 +14,52 @@ from rich.table import Table
 
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import execute_run, open_model
-from geoprobe.cli.options import (LOAD, MAX_TOKENS_HELP, OUTPUT, LayersOpt, OptionalSeedOpt, OutputOptions, layers,
-                                  model_run_dir, takes)
+from geoprobe.cli.options import (
+    LOAD,
+    MAX_TOKENS_HELP,
+    OUTPUT,
+    LayersOpt,
+    OptionalSeedOpt,
+    OutputOptions,
+    layers,
+    model_run_dir,
+    takes,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs, check_capture_dir
 
-OUTPUTS = RunOutputs(result="results.json", page="report.html", data={"capture": check_capture_dir},
-                     partial="capture.partial")
+OUTPUTS = RunOutputs(
+    result="results.json", page="report.html", data={"capture": check_capture_dir}, partial="capture.partial"
+)
 
-PromptsOpt = typer.Option(None, "--prompts", "-p",
-                          help="mixed (default: real text from every domain, stratified by next-token entropy), a "
-                               "domain (geoprobe prompts lists them), builtin (160 hand-written), or a prompt file")
+PromptsOpt = typer.Option(
+    None,
+    "--prompts",
+    "-p",
+    help="mixed (default: real text from every domain, stratified by next-token entropy), a "
+    "domain (geoprobe prompts lists them), builtin (160 hand-written), or a prompt file",
+)
 DomainOpt = typer.Option(None, "--domain", help="a single corpus domain (same as --prompts DOMAIN)")
 CandidatesOpt = typer.Option(None, "--candidates", help="corpus sets: candidate pool size (default 1000)")
-PerQuintileOpt = typer.Option(None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15)")
+PerQuintileOpt = typer.Option(
+    None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15)"
+)
 MinTokOpt = typer.Option(None, "--min-tokens", help="corpus sets: shortest candidate in tokens (default 16)")
 MaxTokOpt = typer.Option(None, "--max-prompt-tokens", help="corpus sets: longest candidate in tokens (default 64)")
 ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
 NullOpt = typer.Option(None, "--null", help="matched null for the value manifold: gaussian (default) or permute")
-CiOpt = typer.Option(None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all")
+CiOpt = typer.Option(
+    None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all"
+)
 MaxTokensOpt = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP)
 OptionalBatchOpt = typer.Option(None, "--batch-size")
 NoInitOpt = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline")
 
 
-def sampling_changes(candidates: Optional[int], per_quintile: Optional[int], min_tokens: Optional[int],
-                     max_prompt_tokens: Optional[int]) -> dict[str, Optional[int]]:
+def sampling_changes(
+    candidates: Optional[int], per_quintile: Optional[int], min_tokens: Optional[int], max_prompt_tokens: Optional[int]
+) -> dict[str, Optional[int]]:
     """The SamplingConfig fields the corpus-sampling flags set (None: not given)."""
     return dict(candidates=candidates, per_stratum=per_quintile, min_tokens=min_tokens, max_tokens=max_prompt_tokens)
 
@@ -56,13 +76,27 @@ def prompt_choice(prompts: Optional[str], domain: Optional[str]) -> Optional[str
     return prompts
 
 
-def scan_changes(prompts: Optional[str] = None, layer_spec: Optional[str] = None, batch_size: Optional[int] = None,
-                 max_tokens: Optional[int] = None, seed: Optional[int] = None, scatter: Optional[str] = None,
-                 no_init: bool = False, null_kind: Optional[str] = None, ci_layers: Optional[str] = None,
-                 sampling: Optional[dict] = None) -> dict[str, Any]:
+def scan_changes(
+    prompts: Optional[str] = None,
+    layer_spec: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    max_tokens: Optional[int] = None,
+    seed: Optional[int] = None,
+    scatter: Optional[str] = None,
+    no_init: bool = False,
+    null_kind: Optional[str] = None,
+    ci_layers: Optional[str] = None,
+    sampling: Optional[dict] = None,
+) -> dict[str, Any]:
     """ScanConfig changes from the scan flags (None: not given)."""
-    changes: dict = dict(batch_size=batch_size, max_tokens=max_tokens, seed=seed, null_kind=null_kind,
-                         ci_layers=ci_layers, sampling=sampling)
+    changes: dict = dict(
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        seed=seed,
+        null_kind=null_kind,
+        ci_layers=ci_layers,
+        sampling=sampling,
+    )
     if prompts is not None:
         from geoprobe.prompts import prompt_source_kind
 
@@ -99,9 +133,20 @@ def scan(
     """Measure the Bayesian-geometry signatures on every layer; write report.html and results.json."""
     from geoprobe.scan import ScanConfig
 
-    config = ScanConfig().updated(**scan_changes(
-        prompt_choice(prompts, domain), layer_spec, batch_size, max_tokens, seed, scatter_layers, no_init_baseline,
-        null_kind, ci_layers, sampling_changes(candidates, per_quintile, min_tokens, max_prompt_tokens)))
+    config = ScanConfig().updated(
+        **scan_changes(
+            prompt_choice(prompts, domain),
+            layer_spec,
+            batch_size,
+            max_tokens,
+            seed,
+            scatter_layers,
+            no_init_baseline,
+            null_kind,
+            ci_layers,
+            sampling_changes(candidates, per_quintile, min_tokens, max_prompt_tokens),
+        )
+    )
     execute_scan(load, config, output)
 
 
@@ -112,8 +157,12 @@ def scan_request(load: LoadOptions, config: Any) -> dict[str, Any]:
     from geoprobe.provenance import prompts_hash
 
     from_file = prompt_source_kind(config.prompts) == "file"
-    return {"command": "scan", "load": dataclasses.asdict(load), "config": config.to_dict(),
-            "prompts_sha256": prompts_hash(read_prompts(config.prompts)) if from_file else None}
+    return {
+        "command": "scan",
+        "load": dataclasses.asdict(load),
+        "config": config.to_dict(),
+        "prompts_sha256": prompts_hash(read_prompts(config.prompts)) if from_file else None,
+    }
 
 
 def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
@@ -159,21 +208,30 @@ def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
             bar.update(tasks[key], completed=done, description=label)
 
         def on_resume(loaded: int, total: int, where: Path) -> None:
-            err.print(f"resuming: {loaded} of {total} batches already captured in {where}", highlight=False,
-                      soft_wrap=True)
+            err.print(
+                f"resuming: {loaded} of {total} batches already captured in {where}", highlight=False, soft_wrap=True
+            )
 
-        return scan(m, None, config, progress=progress, return_capture=True, checkpoint_dir=partial,
-                    on_resume=on_resume)
+        return scan(
+            m, None, config, progress=progress, return_capture=True, checkpoint_dir=partial, on_resume=on_resume
+        )
 
 
 def print_scan(result: Any) -> None:
     """The per-layer table and the scorecard on stdout."""
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
     ps = result.prompt_set or {}
-    table = Table(title=f"{result.model}: final-token geometry over {result.n_prompts} prompts "
-                        f"(set {ps.get('name', result.config.prompts)}, sha256 {str(ps.get('hash', ''))[:12]})")
-    cols = ["layer"] + (["value PC1", "null PC1 ≤"] if m else []) + (["ρ(PC1, H)"] if a else []) \
-        + (["key |cos|"] if o else []) + (["attn H (bits)"] if f else [])
+    table = Table(
+        title=f"{result.model}: final-token geometry over {result.n_prompts} prompts "
+        f"(set {ps.get('name', result.config.prompts)}, sha256 {str(ps.get('hash', ''))[:12]})"
+    )
+    cols = (
+        ["layer"]
+        + (["value PC1", "null PC1 ≤"] if m else [])
+        + (["ρ(PC1, H)"] if a else [])
+        + (["key |cos|"] if o else [])
+        + (["attn H (bits)"] if f else [])
+    )
     for c in cols:
         table.add_column(c, justify="right")
     for i, layer in enumerate(result.layers):
@@ -189,5 +247,8 @@ def print_scan(result: Any) -> None:
         table.add_row(*row)
     out.print(table)
     for r, c in zip(result.scorecard.rows(), result.scorecard.criteria):
-        out.print(f"{'PASS' if c.passes else 'fail'}  {r['criterion']}: {r['value']} ({r['ci']}); "
-                  f"beats null: {r['beats_null']}", highlight=False)
+        out.print(
+            f"{'PASS' if c.passes else 'fail'}  {r['criterion']}: {r['value']} ({r['ci']}); "
+            f"beats null: {r['beats_null']}",
+            highlight=False,
+        )

@@ -1,5 +1,6 @@
 """``geoprobe sula`` (the SULA in-context Bayesian-updating task, arXiv 2512.23752 §4.3, §5.2) and
 ``geoprobe intervene`` (entropy-axis interventions, §4.5–4.6, §6.2)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,8 +11,17 @@ from rich.table import Table
 
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import execute_run, open_model, stage_progress
-from geoprobe.cli.options import (LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir,
-                                  number_list, takes)
+from geoprobe.cli.options import (
+    LOAD,
+    OUTPUT,
+    BatchOpt,
+    OutputOptions,
+    ResamplesOpt,
+    SeedOpt,
+    model_run_dir,
+    number_list,
+    takes,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
@@ -25,9 +35,13 @@ INTERVENE_OUTPUTS = RunOutputs(result="intervene.json", page="intervene.html")
 def sula(
     load: LoadOptions,
     output: OutputOptions,
-    k: Optional[str] = typer.Option(None, "--k", help="comma-separated numbers of in-context examples (default 0,1,2,4,8)"),
+    k: Optional[str] = typer.Option(
+        None, "--k", help="comma-separated numbers of in-context examples (default 0,1,2,4,8)"
+    ),
     n_per_k: int = typer.Option(50, "--n-per-k", help="prompts per k (the authors' pipeline: 50)"),
-    agreement: float = typer.Option(0.9, "--agreement", help="probability that an example's label agrees with the class"),
+    agreement: float = typer.Option(
+        0.9, "--agreement", help="probability that an example's label agrees with the class"
+    ),
     labels: Optional[str] = typer.Option(None, "--labels", help="two single-token labels, e.g. bip,pim"),
     first_token: bool = typer.Option(False, "--first-token", help="score multi-token labels by their first token"),
     layer: int = typer.Option(-1, "--layer", help="layer of the value geometry (default final)"),
@@ -38,8 +52,14 @@ def sula(
     """SULA: the model's label entropy against the exact Bayesian posterior, with controls and value geometry."""
     from geoprobe.sula import SulaConfig
 
-    config = SulaConfig(n_per_k=n_per_k, agreement=agreement, first_token=first_token, batch_size=batch_size,
-                        n_resamples=n_resamples, seed=seed)
+    config = SulaConfig(
+        n_per_k=n_per_k,
+        agreement=agreement,
+        first_token=first_token,
+        batch_size=batch_size,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     if k is not None:
         try:
             ks = tuple(int(x) for x in k.split(",") if x.strip())
@@ -59,7 +79,12 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
     from geoprobe.sula import run_sula
 
     target = output.out or model_run_dir(load.model, "-sula")
-    request = {"command": "sula", "load": dataclasses.asdict(load), "config": dataclasses.asdict(config), "layer": layer}
+    request = {
+        "command": "sula",
+        "load": dataclasses.asdict(load),
+        "config": dataclasses.asdict(config),
+        "layer": layer,
+    }
 
     def compute(run: Any) -> Any:
         m = open_model(load)
@@ -72,7 +97,9 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
 def _print_sula(result: Any) -> None:
     from geoprobe.sula.report import summary_rows
 
-    table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)")
+    table = Table(
+        title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)"
+    )
     keep = ("condition", "MAE (bits)", "Spearman ρ(model H, Bayes H)", "label mass", "ρ(k, mean PC1)")
     for col in keep:
         table.add_column(col, no_wrap=col == "condition")
@@ -86,12 +113,24 @@ def _print_sula(result: Any) -> None:
 def intervene(
     load: LoadOptions,
     output: OutputOptions,
-    layers: Optional[str] = typer.Option(None, "--layers", help="layers edited together, e.g. 12 or 8,12,16 (default: "
-                                         "the paper's 12 | 23 | 8,12,16,20,23 of 24, at the same relative depth)"),
-    op: str = typer.Option("cut", "--op", help="cut (remove λ of the axis component) | only (keep the axis component) | "
-                           "shift (move by k·σ along the axis)"),
-    strength: Optional[str] = typer.Option(None, "--strength", help="comma-separated strengths (dose–response); cut/only "
-                                           "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2"),
+    layers: Optional[str] = typer.Option(
+        None,
+        "--layers",
+        help="layers edited together, e.g. 12 or 8,12,16 (default: "
+        "the paper's 12 | 23 | 8,12,16,20,23 of 24, at the same relative depth)",
+    ),
+    op: str = typer.Option(
+        "cut",
+        "--op",
+        help="cut (remove λ of the axis component) | only (keep the axis component) | "
+        "shift (move by k·σ along the axis)",
+    ),
+    strength: Optional[str] = typer.Option(
+        None,
+        "--strength",
+        help="comma-separated strengths (dose–response); cut/only "
+        "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2",
+    ),
     controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
     n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
     n_resamples: int = ResamplesOpt,
@@ -103,9 +142,16 @@ def intervene(
 
     lay = number_list(layers, "--layers", example="0,-1")
     strengths = number_list(strength, "--strength", cast=float, example="0.5,1,2")
-    config = InterventionConfig(experiments=None if lay is None else (lay,), op=op,  # type: ignore[arg-type]
-                                strengths=strengths, n_controls=controls,
-                                n_per_k=n_per_k, batch_size=batch_size, n_resamples=n_resamples, seed=seed)
+    config = InterventionConfig(
+        experiments=None if lay is None else (lay,),
+        op=op,  # type: ignore[arg-type]
+        strengths=strengths,
+        n_controls=controls,
+        n_per_k=n_per_k,
+        batch_size=batch_size,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     execute_intervene(load, config, output)
 
 

@@ -2,6 +2,7 @@
 
 Training resumes: each learner's checkpoints live in ``OUT/transformer`` and ``OUT/mlp``, and the
 same command after a kill or Ctrl-C continues from the last one."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,17 +18,26 @@ from geoprobe.models.loading import check_device
 from geoprobe.rundir import RunOutputs
 from geoprobe.windtunnel.train import check_run_dir
 
-wt = typer.Typer(help="Bayesian wind tunnels: tasks with exact posteriors, trained transformers vs MLPs.",
-                 no_args_is_help=True)
+wt = typer.Typer(
+    help="Bayesian wind tunnels: tasks with exact posteriors, trained transformers vs MLPs.", no_args_is_help=True
+)
 app.add_typer(wt, name="windtunnel")
 
-OUTPUTS = RunOutputs(result="windtunnel.json", page="windtunnel.html",
-                     data={"transformer": check_run_dir, "mlp": check_run_dir}, partial="transformer")
+OUTPUTS = RunOutputs(
+    result="windtunnel.json",
+    page="windtunnel.html",
+    data={"transformer": check_run_dir, "mlp": check_run_dir},
+    partial="transformer",
+)
 EVAL_OUTPUTS = RunOutputs(result="windtunnel.json", page=None)
 
 TaskOpt = typer.Option("bijection", "--task", help="bijection | hmm")
-ScaleOpt = typer.Option("cpu", "--scale", help="tiny (seconds) | cpu (measured on 2 cores: bijection transformer 22 "
-                        "min, HMM transformer about an hour, MLPs 6-9 min) | paper (GPU)")
+ScaleOpt = typer.Option(
+    "cpu",
+    "--scale",
+    help="tiny (seconds) | cpu (measured on 2 cores: bijection transformer 22 "
+    "min, HMM transformer about an hour, MLPs 6-9 min) | paper (GPU)",
+)
 VocabOpt = typer.Option(None, "--vocab", help="task V: bijection symbols (2-100) or HMM emissions (2-10)")
 LengthOpt = typer.Option(None, "--length", help="task K: predictions per sequence (bijection 1-200, HMM 1-500)")
 StatesOpt = typer.Option(None, "--states", help="HMM hidden states S (2-10)")
@@ -39,12 +49,32 @@ def default_dir(task: str, scale: str) -> Path:
     return Path("runs") / f"windtunnel-{task}-{scale}"
 
 
-def _config(task: str, scale: str, arch: str, seed: int, steps: Optional[int], n_eval: Optional[int] = None,
-            n_probes: Optional[int] = None, geometry: bool = True, ablations: bool = True, **task_params: Any) -> Any:
+def _config(
+    task: str,
+    scale: str,
+    arch: str,
+    seed: int,
+    steps: Optional[int],
+    n_eval: Optional[int] = None,
+    n_probes: Optional[int] = None,
+    geometry: bool = True,
+    ablations: bool = True,
+    **task_params: Any,
+) -> Any:
     from geoprobe.windtunnel.config import WindTunnelConfig
 
-    return WindTunnelConfig(task=task, scale=scale, arch=arch, seed=seed, steps=steps, n_eval=n_eval,  # type: ignore[arg-type]
-                            n_probes=n_probes, geometry=geometry, ablations=ablations, **task_params)
+    return WindTunnelConfig(
+        task=task,
+        scale=scale,
+        arch=arch,
+        seed=seed,
+        steps=steps,
+        n_eval=n_eval,  # type: ignore[arg-type]
+        n_probes=n_probes,
+        geometry=geometry,
+        ablations=ablations,
+        **task_params,
+    )
 
 
 def _train(config: Any, run_dir: Path, resume: bool, threads: Optional[int], device: str = "cpu") -> None:
@@ -54,16 +84,28 @@ def _train(config: Any, run_dir: Path, resume: bool, threads: Optional[int], dev
         if (run_dir / arch).exists():
             check_run_dir(run_dir / arch)  # geoprobe trains only into directories it made
     with stage_progress() as progress:
-        logs = train_tunnel(config.task, config.scale, run_dir, arch=config.arch, seed=config.seed,
-                            steps=config.steps, resume=resume, threads=threads, task_params=config.task_params(),
-                            device=device, progress=progress)
+        logs = train_tunnel(
+            config.task,
+            config.scale,
+            run_dir,
+            arch=config.arch,
+            seed=config.seed,
+            steps=config.steps,
+            resume=resume,
+            threads=threads,
+            task_params=config.task_params(),
+            device=device,
+            progress=progress,
+        )
     for arch, log in logs.items():
         if log["resumed_from"] == log["steps"]:
             out.print(f"{arch}: already trained ({log['steps']} steps), nothing to do")
             continue
         was = f" (resumed from step {log['resumed_from']})" if log["resumed_from"] is not None else ""
-        out.print(f"{arch}: {log['n_params']:,} parameters, {log['steps']} steps in {log['seconds']:.0f} s{was}, "
-                  f"final loss {log['final_loss']:.4f}, {log['tokens_per_second']:,.0f} tokens/s")
+        out.print(
+            f"{arch}: {log['n_params']:,} parameters, {log['steps']} steps in {log['seconds']:.0f} s{was}, "
+            f"final loss {log['final_loss']:.4f}, {log['tokens_per_second']:,.0f} tokens/s"
+        )
     out.print(f"wrote {run_dir}")
 
 
@@ -71,8 +113,14 @@ def _evaluate(run_dir: Path, config: Any) -> Any:
     from geoprobe.windtunnel.run import evaluate_tunnel
 
     with stage_progress() as progress:
-        return evaluate_tunnel(run_dir, n_eval=config.n_eval, n_probes=config.n_probes, geometry=config.geometry,
-                               ablate=config.ablations, progress=progress)
+        return evaluate_tunnel(
+            run_dir,
+            n_eval=config.n_eval,
+            n_probes=config.n_probes,
+            geometry=config.geometry,
+            ablate=config.ablations,
+            progress=progress,
+        )
 
 
 def print_summary(result: Any) -> None:
@@ -84,12 +132,16 @@ def print_summary(result: Any) -> None:
         out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4g}")
     if result.geometry is not None:
         g = result.geometry
-        out.print(f"  frame t90 ≈ step {g.t90_frame:.0f}, precision t90 ≈ step {g.t90_precision:.0f} "
-                  f"({'frame first' if g.dissociation else 'no dissociation'})")
+        out.print(
+            f"  frame t90 ≈ step {g.t90_frame:.0f}, precision t90 ≈ step {g.t90_precision:.0f} "
+            f"({'frame first' if g.dissociation else 'no dissociation'})"
+        )
     if result.ablations is not None:
         a = result.ablations
-        out.print(f"  hypothesis head: layer 0 head {a.hypothesis_head} "
-                  f"({'the most damaging head' if a.hypothesis_head_is_top else 'not the most damaging head'})")
+        out.print(
+            f"  hypothesis head: layer 0 head {a.hypothesis_head} "
+            f"({'the most damaging head' if a.hypothesis_head_is_top else 'not the most damaging head'})"
+        )
 
 
 @wt.command("train")
@@ -132,12 +184,32 @@ def eval_cmd(
     from geoprobe.windtunnel.train import read_spec
 
     spec = read_spec(run_dir / "transformer")
-    config = _config(spec.task["name"], spec.scale if spec.scale in ("tiny", "cpu", "paper") else "cpu", "both",
-                     spec.train.seed, None, n_eval, n_probes, not no_geometry, not no_ablations)
-    request = {"command": "windtunnel eval", "n_eval": n_eval, "n_probes": n_probes, "geometry": not no_geometry,
-               "ablations": not no_ablations}
-    execute_run(run_dir, EVAL_OUTPUTS, request, OutputOptions(out=run_dir, force=force),
-                lambda run: _evaluate(run_dir, config), print_summary)
+    config = _config(
+        spec.task["name"],
+        spec.scale if spec.scale in ("tiny", "cpu", "paper") else "cpu",
+        "both",
+        spec.train.seed,
+        None,
+        n_eval,
+        n_probes,
+        not no_geometry,
+        not no_ablations,
+    )
+    request = {
+        "command": "windtunnel eval",
+        "n_eval": n_eval,
+        "n_probes": n_probes,
+        "geometry": not no_geometry,
+        "ablations": not no_ablations,
+    }
+    execute_run(
+        run_dir,
+        EVAL_OUTPUTS,
+        request,
+        OutputOptions(out=run_dir, force=force),
+        lambda run: _evaluate(run_dir, config),
+        print_summary,
+    )
 
 
 @wt.command("report")
@@ -145,8 +217,11 @@ def report_cmd(
     results: Path = typer.Argument(..., help="windtunnel.json, or the run directory holding it"),
     report_out: Optional[Path] = typer.Option(None, "--out", help="HTML file (default next to the results)"),
     force: bool = typer.Option(False, "--force", "--overwrite", help="replace a page geoprobe wrote"),
-    figures: Optional[str] = typer.Option(None, "--figures", help="also write each figure as png|svg|pdf to "
-                                          "figures/ beside the HTML file (kaleido + Chromium)"),
+    figures: Optional[str] = typer.Option(
+        None,
+        "--figures",
+        help="also write each figure as png|svg|pdf to figures/ beside the HTML file (kaleido + Chromium)",
+    ),
 ) -> None:
     """Write the HTML report (figures, the paper's table, checks, provenance)."""
     from geoprobe.windtunnel.result import WindTunnelResult
@@ -179,7 +254,8 @@ def run_cmd(
 
 
 def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = None, device: str = "cpu") -> Any:
-    """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default runs/windtunnel-TASK-SCALE)."""
+    """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default
+    runs/windtunnel-TASK-SCALE)."""
     check_device(device)
     run_dir = output.out or default_dir(config.task, config.scale)
     request = {"command": "windtunnel run", "config": dataclasses.asdict(config), "threads": threads, "device": device}

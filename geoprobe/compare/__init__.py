@@ -2,11 +2,22 @@
 PCA basis across models. ``run`` (compare_results, run_compare), ``result`` (ModelComparison,
 ``comparison.json``), ``report`` (its page); ``table``, ``global_pca``, ``inputs`` and ``figures``
 are its parts. See docs/compare.md."""
+
 from geoprobe.compare.global_pca import GlobalPCA, global_pca
 from geoprobe.compare.inputs import Architecture, Source
 from geoprobe.compare.result import ModelComparison
 from geoprobe.compare.run import compare_results, run_compare
 from geoprobe.compare.table import PAPER_TABLE2, ComparisonRow, SetEntry
 
-__all__ = ["Architecture", "ComparisonRow", "GlobalPCA", "ModelComparison", "PAPER_TABLE2", "SetEntry", "Source",
-           "compare_results", "global_pca", "run_compare"]
+__all__ = [
+    "Architecture",
+    "ComparisonRow",
+    "GlobalPCA",
+    "ModelComparison",
+    "PAPER_TABLE2",
+    "SetEntry",
+    "Source",
+    "compare_results",
+    "global_pca",
+    "run_compare",
+]

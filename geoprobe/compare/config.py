@@ -1,4 +1,5 @@
 """``geoprobe run probes/compare.toml`` (command compare-models): which models, on which prompt sets."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,10 +19,11 @@ class CompareModelsConfig:
 
     def __post_init__(self) -> None:
         if len(self.models) < 2 or len(set(self.models)) != len(self.models):
-            raise ProbeError(f"models {list(self.models)}: compare-models needs at least two distinct models "
-                             "([models] run = [...])")
+            raise ProbeError(
+                f"models {list(self.models)}: compare-models needs at least two distinct models ([models] run = [...])"
+            )
         if not self.sets:
-            raise ProbeError("compare-models needs at least one prompt set ([models] sets = [\"mixed\", ...])")
+            raise ProbeError('compare-models needs at least one prompt set ([models] sets = ["mixed", ...])')
 
     @property
     def sampler(self) -> str:

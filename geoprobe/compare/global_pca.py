@@ -15,6 +15,7 @@ coordinates per prompt; each model's **loading share** of PC1 and PC2 ``s_{m,c} 
 Spearman ρ between its own PC1 coordinate (its own standardised PCA, ``ValueManifold``) and the
 global PC1, and between the global PC1 and its next-token entropy (bootstrap CIs over prompts).
 """
+
 from __future__ import annotations
 
 import math
@@ -54,7 +55,7 @@ class GlobalPCA(Record):
     explained: tuple[float, ...]  # leading explained-variance ratios, descending
     participation_ratio: float
     coords: Float[np.ndarray, "n 2"]
-    entropy_mean: Float[np.ndarray, "n"]
+    entropy_mean: Float[np.ndarray, " n"]
     loading_share: Float[np.ndarray, "M 2"]
     rho_own: tuple[Estimate, ...]
     rho_entropy: tuple[Estimate, ...]
@@ -76,8 +77,12 @@ class GlobalPCA(Record):
         if any(k < 1 or k > dd for k, dd in zip(self.d_kept, self.d)):
             raise ValueError(f"d_kept {self.d_kept} must lie in 1..d {self.d}")
         ex = tuple(float(x) for x in self.explained)
-        if not ex or any(not 0 <= x <= 1 + 1e-9 for x in ex) or sum(ex) > 1 + 1e-6 \
-                or any(a < b - 1e-12 for a, b in zip(ex, ex[1:])):
+        if (
+            not ex
+            or any(not 0 <= x <= 1 + 1e-9 for x in ex)
+            or sum(ex) > 1 + 1e-6
+            or any(a < b - 1e-12 for a, b in zip(ex, ex[1:]))
+        ):
             raise ValueError(f"explained ratios {ex} must be descending fractions summing to at most 1")
         set_(self, "explained", ex)
         pr = float(self.participation_ratio)
@@ -95,8 +100,10 @@ class GlobalPCA(Record):
         set_(self, "loading_share", share)
         for name in ("rho_own", "rho_entropy"):
             ests = tuple(getattr(self, name))
-            if any(not isinstance(e, Estimate) or not (math.isnan(e.value) or -1 - 1e-9 <= e.value <= 1 + 1e-9)
-                   for e in ests):
+            if any(
+                not isinstance(e, Estimate) or not (math.isnan(e.value) or -1 - 1e-9 <= e.value <= 1 + 1e-9)
+                for e in ests
+            ):
                 raise ValueError(f"{name} must hold Spearman ρ Estimates in [-1, 1]")
             set_(self, name, ests)
 
@@ -128,11 +135,20 @@ class GlobalPCA(Record):
 
     def table(self) -> list[dict[str, str]]:
         """Per-model display rows."""
-        return [{"model": m, "layer": str(layer), "D kept / D": f"{k} / {dd}",
-                 "share of PC1": f"{100 * s[0]:.1f} %", "share of PC2": f"{100 * s[1]:.1f} %",
-                 "ρ(own PC1, global PC1)": f"{ro:+.2f}", "ρ(global PC1, entropy)": f"{re:+.2f}"}
-                for m, layer, k, dd, s, ro, re in zip(self.models, self.layers, self.d_kept, self.d,
-                                                      self.loading_share, self.rho_own, self.rho_entropy)]
+        return [
+            {
+                "model": m,
+                "layer": str(layer),
+                "D kept / D": f"{k} / {dd}",
+                "share of PC1": f"{100 * s[0]:.1f} %",
+                "share of PC2": f"{100 * s[1]:.1f} %",
+                "ρ(own PC1, global PC1)": f"{ro:+.2f}",
+                "ρ(global PC1, entropy)": f"{re:+.2f}",
+            }
+            for m, layer, k, dd, s, ro, re in zip(
+                self.models, self.layers, self.d_kept, self.d, self.loading_share, self.rho_own, self.rho_entropy
+            )
+        ]
 
 
 def standardised_block(x: Float[np.ndarray, "n D"]) -> Float[np.ndarray, "n Dk"]:
@@ -147,8 +163,9 @@ def standardised_block(x: Float[np.ndarray, "n D"]) -> Float[np.ndarray, "n Dk"]
     return zscore(x[:, kept]) / math.sqrt(k)
 
 
-def _spearman_estimate(x: np.ndarray, y: np.ndarray, n_resamples: int, confidence: float,
-                       random_state: RandomState) -> Estimate:
+def _spearman_estimate(
+    x: np.ndarray, y: np.ndarray, n_resamples: int, confidence: float, random_state: RandomState
+) -> Estimate:
     from geoprobe.analysis.alignment import spearman
 
     if np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -158,9 +175,17 @@ def _spearman_estimate(x: np.ndarray, y: np.ndarray, n_resamples: int, confidenc
     return Estimate(float(np.clip(est.value, -1, 1)), lo, hi, confidence)
 
 
-def global_pca(values: Sequence[Float[np.ndarray, "n D"]], models: Sequence[str], prompts: Sequence[str],
-               entropies: Sequence[Float[np.ndarray, "n"]], layers: Sequence[int], *, n_resamples: int = 1000,
-               confidence: float = 0.95, random_state: RandomState = 0) -> GlobalPCA:
+def global_pca(
+    values: Sequence[Float[np.ndarray, "n D"]],
+    models: Sequence[str],
+    prompts: Sequence[str],
+    entropies: Sequence[Float[np.ndarray, " n"]],
+    layers: Sequence[int],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    random_state: RandomState = 0,
+) -> GlobalPCA:
     """The global PCA of ``values[m]`` (rows aligned to ``prompts``), see module docstring."""
     from geoprobe.analysis.manifold import ValueManifold
 
@@ -186,12 +211,20 @@ def global_pca(values: Sequence[Float[np.ndarray, "n D"]], models: Sequence[str]
         own = ValueManifold(n_components=1).fit(np.asarray(x, dtype=np.float64)).coords_[:, 0]
         rho_own.append(_spearman_estimate(own, coords[:, 0], n_resamples, confidence, rngs[2 * m]))
         rho_ent.append(_spearman_estimate(coords[:, 0], e, n_resamples, confidence, rngs[2 * m + 1]))
-    return GlobalPCA(models=tuple(models), layers=tuple(layers), prompts=tuple(prompts),
-                     d=tuple(int(np.shape(v)[1]) for v in values), d_kept=tuple(b.shape[1] for b in blocks),
-                     explained=tuple(float(r) for r in fit.explained_variance_ratio_[:N_RATIOS]),
-                     participation_ratio=float(fit.participation_ratio_), coords=coords,
-                     entropy_mean=np.mean(ent, axis=0), loading_share=share, rho_own=tuple(rho_own),
-                     rho_entropy=tuple(rho_ent))
+    return GlobalPCA(
+        models=tuple(models),
+        layers=tuple(layers),
+        prompts=tuple(prompts),
+        d=tuple(int(np.shape(v)[1]) for v in values),
+        d_kept=tuple(b.shape[1] for b in blocks),
+        explained=tuple(float(r) for r in fit.explained_variance_ratio_[:N_RATIOS]),
+        participation_ratio=float(fit.participation_ratio_),
+        coords=coords,
+        entropy_mean=np.mean(ent, axis=0),
+        loading_share=share,
+        rho_own=tuple(rho_own),
+        rho_entropy=tuple(rho_ent),
+    )
 
 
 def align_prompts(prompt_lists: Sequence[Sequence[str]]) -> tuple[list[str], list[np.ndarray]]:
@@ -205,4 +238,3 @@ def align_prompts(prompt_lists: Sequence[Sequence[str]]) -> tuple[list[str], lis
         firsts.append(idx)
     shared = [p for p in firsts[0] if all(p in f for f in firsts[1:])]
     return shared, [np.array([f[p] for p in shared], dtype=np.int64) for f in firsts]
-

@@ -8,6 +8,7 @@ Role of a result in the comparison: **restricted** when its set is a single doma
 set other than ``mixed``, or ``prompt_set["domain"]``), **mixed** otherwise (``mixed``,
 ``builtin``, or a user's file).
 """
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,10 @@ def results_path(path: str | Path) -> Path:
         return p / "results.json"
     if not p.is_file():
         what = "a directory without results.json" if p.is_dir() else "not an existing file"
-        raise GeoprobeError(f"{str(path)!r} is {what}; compare expects the results.json written by geoprobe scan "
-                            "(or the run directory that holds it)")
+        raise GeoprobeError(
+            f"{str(path)!r} is {what}; compare expects the results.json written by geoprobe scan "
+            "(or the run directory that holds it)"
+        )
     return p
 
 
@@ -124,9 +127,19 @@ def describe(path: Path, result: Any) -> Source:
     capture = None
     if result.capture_dir:
         capture = str((path.parent / result.capture_dir).resolve())
-    return Source(path=str(path), model=str(result.model), role="restricted" if domain else "mixed", set_name=name,
-                  set_kind=kind, domain=domain, set_hash=set_hash, prompts_hash=prompts_hash,
-                  seed=None if seed is None else int(seed), n_prompts=int(result.n_prompts), capture_dir=capture)
+    return Source(
+        path=str(path),
+        model=str(result.model),
+        role="restricted" if domain else "mixed",
+        set_name=name,
+        set_kind=kind,
+        domain=domain,
+        set_hash=set_hash,
+        prompts_hash=prompts_hash,
+        seed=None if seed is None else int(seed),
+        n_prompts=int(result.n_prompts),
+        capture_dir=capture,
+    )
 
 
 # -- architecture -----------------------------------------------------------------------------
@@ -197,9 +210,16 @@ def architecture(result: Any, capture_dirs: list[str | None]) -> Architecture:
         if lay is not None:
             try:
                 window = next((w for w in lay.get("sliding_window", ()) if w), None)
-                return Architecture(family, _attention_label(lay["n_heads"], lay["n_kv_heads"], window),
-                                    int(lay["n_layers"]), int(lay["n_heads"]), int(lay["n_kv_heads"]),
-                                    int(lay["d_head"]), int(lay["d_model"]), "capture")
+                return Architecture(
+                    family,
+                    _attention_label(lay["n_heads"], lay["n_kv_heads"], window),
+                    int(lay["n_layers"]),
+                    int(lay["n_heads"]),
+                    int(lay["n_kv_heads"]),
+                    int(lay["d_head"]),
+                    int(lay["d_model"]),
+                    "capture",
+                )
             except (KeyError, TypeError, ValueError):
                 continue
     if cfg is not None and cfg.get("num_attention_heads"):
@@ -209,13 +229,28 @@ def architecture(result: Any, capture_dirs: list[str | None]) -> Architecture:
         n_kv = int(cfg.get("num_key_value_heads") or n_h)
         d_model = cfg.get("hidden_size") or cfg.get("d_model")
         d_head = cfg.get("head_dim") or (int(d_model) // n_h if d_model else None)
-        return Architecture(family, _attention_label(n_h, n_kv, effective_sliding_window(cfg)), int(result.n_layers),
-                            n_h, n_kv, None if d_head is None else int(d_head),
-                            None if d_model is None else int(d_model), "registry")
+        return Architecture(
+            family,
+            _attention_label(n_h, n_kv, effective_sliding_window(cfg)),
+            int(result.n_layers),
+            n_h,
+            n_kv,
+            None if d_head is None else int(d_head),
+            None if d_model is None else int(d_model),
+            "registry",
+        )
     o = result.orthogonality
     n_kv = None if o is None else int(o.per_head.shape[1])
-    return Architecture(family, "n/a", int(result.n_layers), None, n_kv, None if o is None else int(o.d_head),
-                        None if o is None else int(o.d_model), "results")
+    return Architecture(
+        family,
+        "n/a",
+        int(result.n_layers),
+        None,
+        n_kv,
+        None if o is None else int(o.d_head),
+        None if o is None else int(o.d_model),
+        "results",
+    )
 
 
 def resolve_layer(layer: int, n_layers: int, captured: tuple[int, ...], where: str) -> int:
@@ -223,8 +258,10 @@ def resolve_layer(layer: int, n_layers: int, captured: tuple[int, ...], where: s
     error naming the result when that layer was not analysed."""
     idx = layer + n_layers if layer < 0 else layer
     if idx not in captured:
-        raise GeoprobeError(f"layer {layer} (model layer {idx} of 0..{n_layers - 1}) was not analysed in {where}; "
-                            f"analysed layers: {list(captured)}; pass --layer with one of them (default -1, the last)")
+        raise GeoprobeError(
+            f"layer {layer} (model layer {idx} of 0..{n_layers - 1}) was not analysed in {where}; "
+            f"analysed layers: {list(captured)}; pass --layer with one of them (default -1, the last)"
+        )
     return idx
 
 

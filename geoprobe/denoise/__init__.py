@@ -6,6 +6,7 @@ energy whose one gradient step is attention) and ``landscape`` (its (α, β) map
 ``result`` (DenoiseResult, figures) and ``report`` (its page); ``config`` (DenoiseConfig) and ``run``
 (run_denoise) drive them.
 """
+
 from geoprobe.denoise.config import DenoiseConfig, tiny_config
 from geoprobe.denoise.result import DenoiseResult
 from geoprobe.denoise.run import run_denoise

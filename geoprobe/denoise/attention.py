@@ -4,6 +4,7 @@
 * softmax attention: f(X, x̃) = W_PV Σ_i x_i softmax_i(x_iᵀ W_KQ x̃) (no 1/√d scaling).
 
 The query is not part of the context the attention reads."""
+
 from __future__ import annotations
 
 import copy
@@ -65,13 +66,18 @@ def make_model(kind: str, n: int, generator: torch.Generator | None = None, init
 
 
 @torch.no_grad()
-def predict(model: nn.Module, context: Float[np.ndarray, "B L n"], noisy: Float[np.ndarray, "B n"],
-            chunk: int = 256) -> Float[np.ndarray, "B n"]:
+def predict(
+    model: nn.Module, context: Float[np.ndarray, "B L n"], noisy: Float[np.ndarray, "B n"], chunk: int = 256
+) -> Float[np.ndarray, "B n"]:
     """The model's outputs in float64 (a float64 copy of the weights), in chunks of prompts."""
     m = copy.deepcopy(model).double()
-    outs = [m(torch.from_numpy(np.ascontiguousarray(context[i:i + chunk])),
-              torch.from_numpy(np.ascontiguousarray(noisy[i:i + chunk]))).numpy()
-            for i in range(0, len(noisy), chunk)]
+    outs = [
+        m(
+            torch.from_numpy(np.ascontiguousarray(context[i : i + chunk])),
+            torch.from_numpy(np.ascontiguousarray(noisy[i : i + chunk])),
+        ).numpy()
+        for i in range(0, len(noisy), chunk)
+    ]
     return np.concatenate(outs, axis=0)
 
 

@@ -4,6 +4,7 @@ Oracle: knows the prompt's structure (subspace, centres, radius) and the varianc
 mean E[x | x̃], which minimises the expected squared error. Finite-context: built from the context tokens only
 (plus the known noise variance σZ²). Shapes: context (B, L, n), queries (B, n). Derivations in docs/denoise.md.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,9 @@ from scipy.special import ive, logsumexp, softmax
 from geoprobe.denoise.tasks import DenoiseTask, Prompts
 
 
-def linear_oracle(noisy: Float[np.ndarray, "B n"], basis: Float[np.ndarray, "B n d"], signal_var: float,
-                  noise_var: float) -> Float[np.ndarray, "B n"]:
+def linear_oracle(
+    noisy: Float[np.ndarray, "B n"], basis: Float[np.ndarray, "B n d"], signal_var: float, noise_var: float
+) -> Float[np.ndarray, "B n"]:
     """σ0²/(σ0²+σZ²) · P x̃ with P = U Uᵀ the prompt's projector (the noise outside the subspace is dropped)."""
     coef = np.einsum("bnd,bn->bd", basis, noisy)
     return signal_var / (signal_var + noise_var) * np.einsum("bnd,bd->bn", basis, coef)
@@ -25,16 +27,22 @@ def linear_bayes_mse(n: int, d: int, signal_var: float, noise_var: float) -> flo
     return d / n * noise_var * signal_var / (signal_var + noise_var)
 
 
-def mixture_oracle(noisy: Float[np.ndarray, "B n"], centres: Float[np.ndarray, "B n k"], signal_var: float,
-                   noise_var: float, weights: Float[np.ndarray, "B k"] | None = None) -> Float[np.ndarray, "B n"]:
+def mixture_oracle(
+    noisy: Float[np.ndarray, "B n"],
+    centres: Float[np.ndarray, "B n k"],
+    signal_var: float,
+    noise_var: float,
+    weights: Float[np.ndarray, "B k"] | None = None,
+) -> Float[np.ndarray, "B n"]:
     """a_res x̃ + a_cl · M softmax(β Mᵀx̃ − β‖μ_j‖²/2 + ln w) with s = σ0²+σZ², β = 1/s, a_res = σ0²/s, a_cl = σZ²/s.
 
-    Derivation: x̃ | j ~ N(μ_j, s I) gives p(j | x̃) ∝ w_j exp(μ_jᵀx̃/s − ‖μ_j‖²/(2s)); E[x | x̃, j] = μ_j + (σ0²/s)(x̃ − μ_j).
+    Derivation: x̃ | j ~ N(μ_j, s I) gives p(j | x̃) ∝ w_j exp(μ_jᵀx̃/s − ‖μ_j‖²/(2s)); E[x | x̃, j] = μ_j +
+    (σ0²/s)(x̃ − μ_j).
     The ‖μ_j‖² term is kept (it is constant for unit-norm centres and then drops out of the softmax)."""
     s = signal_var + noise_var
     k = centres.shape[-1]
     logw = np.log(np.full(centres.shape[::2], 1.0 / k)) if weights is None else np.log(weights)
-    logits = (np.einsum("bnk,bn->bk", centres, noisy) - 0.5 * np.sum(centres ** 2, axis=1)) / s + logw
+    logits = (np.einsum("bnk,bn->bk", centres, noisy) - 0.5 * np.sum(centres**2, axis=1)) / s + logw
     post = softmax(logits, axis=-1)
     return signal_var / s * noisy + noise_var / s * np.einsum("bnk,bk->bn", centres, post)
 
@@ -48,8 +56,9 @@ def vmf_mean_length(kappa: Float[np.ndarray, "..."], d: int) -> Float[np.ndarray
     return np.where(kappa > 0, out, 0.0)
 
 
-def sphere_oracle(noisy: Float[np.ndarray, "B n"], basis: Float[np.ndarray, "B n d"], radius: float,
-                  noise_var: float) -> Float[np.ndarray, "B n"]:
+def sphere_oracle(
+    noisy: Float[np.ndarray, "B n"], basis: Float[np.ndarray, "B n d"], radius: float, noise_var: float
+) -> Float[np.ndarray, "B n"]:
     """Posterior mean of a uniform point on the radius-R sphere in span(U): R·A_d(κ)·Px̃/|Px̃|, κ = R|Px̃|/σZ²."""
     d = basis.shape[-1]
     p = np.einsum("bnd,bn->bd", basis, noisy)
@@ -89,11 +98,12 @@ def context_subspace(context: Float[np.ndarray, "B L n"], d: int) -> tuple[np.nd
     return v[:, :, ::-1][:, :, :d], w[:, ::-1][:, :d]
 
 
-def empirical_prior_mean(context: Float[np.ndarray, "B L n"], noisy: Float[np.ndarray, "B n"],
-                         noise_var: float) -> Float[np.ndarray, "B n"]:
+def empirical_prior_mean(
+    context: Float[np.ndarray, "B L n"], noisy: Float[np.ndarray, "B n"], noise_var: float
+) -> Float[np.ndarray, "B n"]:
     """Σ_i x_i softmax_i(x_iᵀx̃/σZ² − ‖x_i‖²/(2σZ²)): the posterior mean when the prior is the context's
     empirical distribution (one softmax-attention step with W_KQ = I/σZ², W_PV = I, plus the norm term)."""
-    logits = (np.einsum("bln,bn->bl", context, noisy) - 0.5 * np.sum(context ** 2, axis=-1)) / noise_var
+    logits = (np.einsum("bln,bn->bl", context, noisy) - 0.5 * np.sum(context**2, axis=-1)) / noise_var
     w = np.exp(logits - logsumexp(logits, axis=-1, keepdims=True))
     return np.einsum("bln,bl->bn", context, w)
 
@@ -118,13 +128,19 @@ def finite_context(task: DenoiseTask, prompts: Prompts) -> Float[np.ndarray, "B 
     return _rewarp(np.einsum("bnd,bd->bn", basis, p * scale[:, None]), warp)
 
 
-def per_prompt_mse(estimate: Float[np.ndarray, "B n"], clean: Float[np.ndarray, "B n"]) -> Float[np.ndarray, "B"]:
+def per_prompt_mse(estimate: Float[np.ndarray, "B n"], clean: Float[np.ndarray, "B n"]) -> Float[np.ndarray, " B"]:
     """Squared error per coordinate of each prompt (the loss, before averaging over prompts)."""
     return np.mean((np.asarray(estimate, dtype=np.float64) - clean) ** 2, axis=-1)
 
 
-def sphere_mc_posterior_mean(noisy: Float[np.ndarray, "n"], basis: Float[np.ndarray, "n d"], radius: float,
-                             noise_var: float, n_samples: int, rng: np.random.Generator) -> Float[np.ndarray, "n"]:
+def sphere_mc_posterior_mean(
+    noisy: Float[np.ndarray, " n"],
+    basis: Float[np.ndarray, "n d"],
+    radius: float,
+    noise_var: float,
+    n_samples: int,
+    rng: np.random.Generator,
+) -> Float[np.ndarray, " n"]:
     """Self-normalised importance sampling of E[x | x̃] with uniform proposals on the sphere (for tests)."""
     d = basis.shape[1]
     u = rng.standard_normal((n_samples, d))
@@ -141,10 +157,21 @@ def bayes_linear_predicted_gain(task: DenoiseTask) -> float | None:
     if task.name == "linear":
         return 1.0 / (task.signal_var + task.noise_var)
     if task.name == "sphere":
-        return 1.0 / (task.radius ** 2 / task.d + task.noise_var)
+        return 1.0 / (task.radius**2 / task.d + task.noise_var)
     return None
 
 
-__all__ = ["linear_oracle", "linear_bayes_mse", "mixture_oracle", "vmf_mean_length", "sphere_oracle", "oracle",
-           "context_subspace", "empirical_prior_mean", "finite_context", "per_prompt_mse",
-           "sphere_mc_posterior_mean", "bayes_linear_predicted_gain"]
+__all__ = [
+    "linear_oracle",
+    "linear_bayes_mse",
+    "mixture_oracle",
+    "vmf_mean_length",
+    "sphere_oracle",
+    "oracle",
+    "context_subspace",
+    "empirical_prior_mean",
+    "finite_context",
+    "per_prompt_mse",
+    "sphere_mc_posterior_mean",
+    "bayes_linear_predicted_gain",
+]

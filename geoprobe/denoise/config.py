@@ -1,5 +1,6 @@
 """What ``geoprobe denoise`` / ``probes/denoise.toml`` run: :class:`DenoiseConfig`, and the seconds-scale
 ``tiny_config`` for tests and smoke runs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -52,8 +53,10 @@ class DenoiseConfig(Record):
             raise GeoprobeError(f"n_resamples {self.n_resamples} is below 1; pass --n-resamples 1 or more")
         for L in self.lengths:
             if task.name in ("linear", "sphere") and L <= task.d:
-                raise GeoprobeError(f"context length {L} in --lengths is not larger than the subspace dimension "
-                                    f"{task.d}: the estimator is undefined; pass --lengths values of {task.d + 1} or more")
+                raise GeoprobeError(
+                    f"context length {L} in --lengths is not larger than the subspace dimension "
+                    f"{task.d}: the estimator is undefined; pass --lengths values of {task.d + 1} or more"
+                )
             if L < 1:
                 raise GeoprobeError(f"context length {L} in --lengths is below 1; pass --lengths values of 1 or more")
         for d in self.transfer_dims:
@@ -61,17 +64,31 @@ class DenoiseConfig(Record):
                 break
             low = 2 if task.name == "sphere" else 1
             if not low <= d <= task.n:
-                raise GeoprobeError(f"transfer dimension {d} is not in [{low}, ambient dimension {task.n}]; "
-                                    f"pass --transfer-dims values between {low} and {task.n}")
+                raise GeoprobeError(
+                    f"transfer dimension {d} is not in [{low}, ambient dimension {task.n}]; "
+                    f"pass --transfer-dims values between {low} and {task.n}"
+                )
             if task.context_length <= d:
-                raise GeoprobeError(f"context length {task.context_length} is not larger than the transfer dimension "
-                                    f"{d}: the estimator is undefined; pass --context-length {d + 1} or more")
+                raise GeoprobeError(
+                    f"context length {task.context_length} is not larger than the transfer dimension "
+                    f"{d}: the estimator is undefined; pass --context-length {d + 1} or more"
+                )
         if self.warp and not (math.isfinite(self.warp_condition) and self.warp_condition >= 1):
-            raise GeoprobeError(f"warp condition number {self.warp_condition} is below 1; pass --warp-condition 1 or more")
+            raise GeoprobeError(
+                f"warp condition number {self.warp_condition} is below 1; pass --warp-condition 1 or more"
+            )
 
     def make_task(self) -> DenoiseTask:
-        return make_task(self.task, n=self.ambient, d=self.dim, k=self.clusters, signal_var=self.signal_var,
-                         noise_var=self.noise_var, radius=self.radius, context_length=self.context_length)
+        return make_task(
+            self.task,
+            n=self.ambient,
+            d=self.dim,
+            k=self.clusters,
+            signal_var=self.signal_var,
+            noise_var=self.noise_var,
+            radius=self.radius,
+            context_length=self.context_length,
+        )
 
     def settings(self) -> TrainSettings:
         return TrainSettings(steps=self.steps, batch_size=self.batch_size, lr=self.lr)
@@ -81,8 +98,19 @@ class DenoiseConfig(Record):
 
 
 #: seconds, not minutes: for tests and smoke runs
-TINY = dict(ambient=6, dim=2, clusters=3, context_length=40, steps=60, batch_size=16, n_eval=64,
-            lengths=(10, 40), transfer_dims=(2, 3), n_resamples=200, lr=0.05)
+TINY = dict(
+    ambient=6,
+    dim=2,
+    clusters=3,
+    context_length=40,
+    steps=60,
+    batch_size=16,
+    n_eval=64,
+    lengths=(10, 40),
+    transfer_dims=(2, 3),
+    n_resamples=200,
+    lr=0.05,
+)
 
 
 def tiny_config(**overrides: Any) -> DenoiseConfig:

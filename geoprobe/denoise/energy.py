@@ -34,6 +34,7 @@ The landscape and the descent comparison built on these functions are in
 Shapes: context ``X`` (B, L, n), queries / states ``s`` (B, n). Torch tensors or numpy arrays; the
 array functions keep the input's floating dtype, the two result builders compute in float64.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,8 +69,9 @@ def check_beta(b: Any) -> float:
 def check_gamma(g: Any, alpha: float) -> float:
     if g is None:
         return alpha
-    return check_positive("gamma", g, "pass a step size gamma greater than 0 (leave it unset for γ = α)",
-                     "a descent step needs γ > 0")
+    return check_positive(
+        "gamma", g, "pass a step size gamma greater than 0 (leave it unset for γ = α)", "a descent step needs γ > 0"
+    )
 
 
 def check_steps(n: Any) -> int:
@@ -100,8 +102,10 @@ def checked_inputs(X: Any, *states: tuple[str, Any], dtype: torch.dtype | None =
     B, _, n = ts[0].shape
     for (name, _), t in zip(states, ts[1:]):
         if tuple(t.shape) != (B, n):
-            raise GeoprobeError(f"{name} has shape {tuple(t.shape)} but the context X {tuple(ts[0].shape)} needs "
-                                f"({B}, {n}); pass one {n}-dimensional row per context")
+            raise GeoprobeError(
+                f"{name} has shape {tuple(t.shape)} but the context X {tuple(ts[0].shape)} needs "
+                f"({B}, {n}); pass one {n}-dimensional row per context"
+            )
     if dtype is None:
         dtype = ts[0].dtype
         for t in ts[1:]:
@@ -115,44 +119,54 @@ def attention_logits(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L 
     return torch.einsum("bln,bn->bl", X, s)
 
 
-def readout(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"],
-            beta: float | torch.Tensor) -> Float[torch.Tensor, "B n"]:
+def readout(
+    s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], beta: float | torch.Tensor
+) -> Float[torch.Tensor, "B n"]:
     """``X softmax(β X s)`` per row: (B, n)."""
     return torch.einsum("bl,bln->bn", torch.softmax(beta * attention_logits(s, X), dim=-1), X)
 
 
-def energy(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
-           beta: float) -> Float[torch.Tensor, " B"]:
+def energy(
+    s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float
+) -> Float[torch.Tensor, " B"]:
     """``E(s) = ‖s‖²/(2α) − (1/β) logsumexp_i(β x_iᵀ s)`` per row."""
     a, b = check_alpha(alpha), check_beta(beta)
     X, s = checked_inputs(X, ("state s", s))
     return energy_unchecked(s, X, a, b)
 
 
-def energy_unchecked(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float,
-                     b: float) -> Float[torch.Tensor, " B"]:
+def energy_unchecked(
+    s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float, b: float
+) -> Float[torch.Tensor, " B"]:
     """``energy`` without checking its inputs (they were checked once by the caller)."""
     return (s * s).sum(-1) / (2 * a) - torch.logsumexp(b * attention_logits(s, X), dim=-1) / b
 
 
-def energy_gradient(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
-                    beta: float) -> Float[torch.Tensor, "B n"]:
+def energy_gradient(
+    s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float
+) -> Float[torch.Tensor, "B n"]:
     """``∇E(s) = s/α − Σ_i x_i softmax_i(β Xs)`` (analytic)."""
     a, b = check_alpha(alpha), check_beta(beta)
     X, s = checked_inputs(X, ("state s", s))
     return s / a - readout(s, X, b)
 
 
-def attention_step(x_query: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float,
-                   beta: float) -> Float[torch.Tensor, "B n"]:
+def attention_step(
+    x_query: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float
+) -> Float[torch.Tensor, "B n"]:
     """Softmax attention with ``W_PV = αI``, ``W_KQ = βI``: ``α Σ_i x_i softmax_i(β x_iᵀ x̃)``."""
     a, b = check_alpha(alpha), check_beta(beta)
     X, q = checked_inputs(X, ("query", x_query))
     return a * readout(q, X, b)
 
 
-def gradient_step(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float,
-                  gamma: float | None = None) -> Float[torch.Tensor, "B n"]:
+def gradient_step(
+    s: Float[torch.Tensor, "B n"],
+    X: Float[torch.Tensor, "B L n"],
+    alpha: float,
+    beta: float,
+    gamma: float | None = None,
+) -> Float[torch.Tensor, "B n"]:
     """``s − γ ∇E(s)``; γ = α (the default) from ``s = x̃`` is ``attention_step``."""
     a, b = check_alpha(alpha), check_beta(beta)
     g = check_gamma(gamma, a)
@@ -160,8 +174,14 @@ def gradient_step(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"]
     return s - g * (s / a - readout(s, X, b))
 
 
-def descend(x_query: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], alpha: float, beta: float,
-            gamma: float | None = None, n_steps: int = 1) -> Float[torch.Tensor, "T1 B n"]:
+def descend(
+    x_query: Float[torch.Tensor, "B n"],
+    X: Float[torch.Tensor, "B L n"],
+    alpha: float,
+    beta: float,
+    gamma: float | None = None,
+    n_steps: int = 1,
+) -> Float[torch.Tensor, "T1 B n"]:
     """The trajectory ``s_0 = x̃, s_{t+1} = s_t − γ∇E(s_t)``, shape (n_steps + 1, B, n); γ = α is
     Hopfield retrieval ``s ← αX softmax(βXs)``. E is non-increasing along it for 0 < γ ≤ 2α."""
     a, b = check_alpha(alpha), check_beta(beta)
@@ -170,8 +190,9 @@ def descend(x_query: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"]
     return descend_unchecked(s, X, a, b, g, T)
 
 
-def descend_unchecked(s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float, b: float, g: float,
-                      T: int) -> Float[torch.Tensor, "T1 B n"]:
+def descend_unchecked(
+    s: Float[torch.Tensor, "B n"], X: Float[torch.Tensor, "B L n"], a: float, b: float, g: float, T: int
+) -> Float[torch.Tensor, "T1 B n"]:
     """``descend`` without checking its inputs (they were checked once by the caller)."""
     out = [s]
     for _ in range(T):

@@ -9,6 +9,7 @@ cell with ``scipy.optimize.minimize`` over (log α, log β) with an autograd gra
 The energy, its gradient and its steps are in :mod:`geoprobe.denoise.energy`; inputs are checked
 there once (``checked_inputs``) and the loops here use its unchecked forms.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,18 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.denoise.energy import (attention_logits, check_alpha, check_beta, check_gamma, check_positive,
-                                     check_steps, checked_inputs, descend_unchecked, energy_unchecked, readout)
+from geoprobe.denoise.energy import (
+    attention_logits,
+    check_alpha,
+    check_beta,
+    check_gamma,
+    check_positive,
+    check_steps,
+    checked_inputs,
+    descend_unchecked,
+    energy_unchecked,
+    readout,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.provenance import package_versions
 from geoprobe.results import Result
@@ -70,8 +81,9 @@ def _check_marks(marks: dict[str, tuple[float, float]] | None) -> dict[str, tupl
         except (TypeError, ValueError):
             raise GeoprobeError(f"mark {name!r} is {point!r}, not an (alpha, beta) pair; pass two numbers") from None
         if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
-            raise GeoprobeError(f"mark {name!r} at (α={a}, β={b}) is not on the positive log axes; "
-                                f"pass alpha and beta greater than 0")
+            raise GeoprobeError(
+                f"mark {name!r} at (α={a}, β={b}) is not on the positive log axes; pass alpha and beta greater than 0"
+            )
         out[str(name)] = (a, b)
     return out
 
@@ -107,8 +119,10 @@ class EnergyLandscape(CheckedResult):
         _axis("alphas", self.alphas, "--alpha"), _axis("betas", self.betas, "--beta")
         shape = (len(self.mse), *{len(r) for r in self.mse})
         if shape != (len(self.alphas), len(self.betas)):
-            raise GeoprobeError(f"the mse grid has shape {shape}, not ({len(self.alphas)}, {len(self.betas)}) "
-                                f"for the alphas × betas axes; the result is damaged, re-run it")
+            raise GeoprobeError(
+                f"the mse grid has shape {shape}, not ({len(self.alphas)}, {len(self.betas)}) "
+                f"for the alphas × betas axes; the result is damaged, re-run it"
+            )
         if not all(math.isfinite(v) and v >= 0 for r in self.mse for v in r):
             raise GeoprobeError("the mse grid has a negative or non-finite value; the result is damaged, re-run it")
         _check_dims(self.n_samples, self.context_length, self.dim)
@@ -138,19 +152,37 @@ class EnergyLandscape(CheckedResult):
             points[f"numerical min{'' if self.converged else ' (not converged)'}"] = (self.alpha_star, self.beta_star)
         points.update(_check_marks(marks))
         z = np.log10(np.maximum(np.asarray(self.mse, dtype=np.float64).T, 1e-300))
-        fig = go.Figure(go.Contour(x=list(self.alphas), y=list(self.betas), z=z.tolist(), colorscale="Viridis",
-                                   colorbar=dict(title="log10 MSE"), name="log10 MSE per coordinate",
-                                   contours=dict(coloring="heatmap")))
+        fig = go.Figure(
+            go.Contour(
+                x=list(self.alphas),
+                y=list(self.betas),
+                z=z.tolist(),
+                colorscale="Viridis",
+                colorbar=dict(title="log10 MSE"),
+                name="log10 MSE per coordinate",
+                contours=dict(coloring="heatmap"),
+            )
+        )
         symbols = ["x", "star", "diamond", "circle", "square", "triangle-up", "cross", "hexagon"]
         for k, (name, (a, b)) in enumerate(points.items()):
-            fig.add_trace(go.Scatter(x=[a], y=[b], mode="markers+text", name=name, text=[name],
-                                     textposition="top center",
-                                     marker=dict(symbol=symbols[k % len(symbols)], size=12, color="white",
-                                                 line=dict(color="black", width=1.5))))
+            fig.add_trace(
+                go.Scatter(
+                    x=[a],
+                    y=[b],
+                    mode="markers+text",
+                    name=name,
+                    text=[name],
+                    textposition="top center",
+                    marker=dict(
+                        symbol=symbols[k % len(symbols)], size=12, color="white", line=dict(color="black", width=1.5)
+                    ),
+                )
+            )
         fig.update_xaxes(type="log", title_text="α (value scale, W_PV = αI)")
         fig.update_yaxes(type="log", title_text="β (inverse temperature, W_KQ = βI)")
-        fig.update_layout(title=f"one-step denoiser MSE over (α, β); noisy-query MSE {self.mse_noisy:.4g}",
-                          template="plotly_white")
+        fig.update_layout(
+            title=f"one-step denoiser MSE over (α, β); noisy-query MSE {self.mse_noisy:.4g}", template="plotly_white"
+        )
         return fig
 
 
@@ -158,8 +190,9 @@ def _batch_chunk(B: int, L: int, n: int, chunk_elements: int) -> int:
     return max(1, min(B, chunk_elements // max(L, n)))
 
 
-def _one_step_sums(X: torch.Tensor, q: torch.Tensor, c: torch.Tensor, betas: torch.Tensor,
-                   chunk_elements: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _one_step_sums(
+    X: torch.Tensor, q: torch.Tensor, c: torch.Tensor, betas: torch.Tensor, chunk_elements: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_b ‖m_β(b)‖² and Σ_b m_β(b)·c_b per β, with ``m_β = X softmax(βXx̃)``; memory bounded by
     ``chunk_elements`` per (β chunk × batch chunk × max(L, n)) block."""
     B, L, n = X.shape
@@ -168,18 +201,20 @@ def _one_step_sums(X: torch.Tensor, q: torch.Tensor, c: torch.Tensor, betas: tor
     mm = torch.zeros(len(betas), dtype=X.dtype)
     mc = torch.zeros(len(betas), dtype=X.dtype)
     for s in range(0, B, bb):
-        Xs, G, cs = X[s:s + bb], attention_logits(q[s:s + bb], X[s:s + bb]), c[s:s + bb]
+        Xs, G, cs = X[s : s + bb], attention_logits(q[s : s + bb], X[s : s + bb]), c[s : s + bb]
         for t in range(0, len(betas), nb):
-            w = torch.softmax(betas[t:t + nb, None, None] * G[None], dim=-1)  # (k, bb, L)
+            w = torch.softmax(betas[t : t + nb, None, None] * G[None], dim=-1)  # (k, bb, L)
             m = torch.einsum("kbl,bln->kbn", w, Xs)
-            mm[t:t + nb] += (m * m).sum((1, 2))
-            mc[t:t + nb] += (m * cs[None]).sum((1, 2))
+            mm[t : t + nb] += (m * m).sum((1, 2))
+            mc[t : t + nb] += (m * cs[None]).sum((1, 2))
     return mm, mc
 
 
 def _axis(name: str, values: Sequence[float], flag: str) -> torch.Tensor:
-    vals = [check_positive(f"{name} grid value", v, f"pass {flag} grid values greater than 0", "the grid is in log axes")
-            for v in values]
+    vals = [
+        check_positive(f"{name} grid value", v, f"pass {flag} grid values greater than 0", "the grid is in log axes")
+        for v in values
+    ]
     if not vals:
         raise GeoprobeError(f"the {name} grid is empty; pass at least one value ({flag})")
     if any(b <= a for a, b in zip(vals, vals[1:])):
@@ -187,10 +222,18 @@ def _axis(name: str, values: Sequence[float], flag: str) -> torch.Tensor:
     return torch.tensor(vals, dtype=torch.float64)
 
 
-def landscape(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tensor, "B n"], clean: Float[torch.Tensor, "B n"],
-              alphas: Sequence[float], betas: Sequence[float], *, method: str = "BFGS",
-              options: dict[str, Any] | None = None, chunk_elements: int = 1 << 22,
-              provenance: dict[str, Any] | None = None) -> EnergyLandscape:
+def landscape(
+    X: Float[torch.Tensor, "B L n"],
+    noisy: Float[torch.Tensor, "B n"],
+    clean: Float[torch.Tensor, "B n"],
+    alphas: Sequence[float],
+    betas: Sequence[float],
+    *,
+    method: str = "BFGS",
+    options: dict[str, Any] | None = None,
+    chunk_elements: int = 1 << 22,
+    provenance: dict[str, Any] | None = None,
+) -> EnergyLandscape:
     """MSE per coordinate of the one-step denoiser ``αX softmax(βXx̃)`` over ``alphas × betas``, then
     ``scipy.optimize.minimize(method, options)`` over (log α, log β) from the best grid cell, with
     the exact gradient by autograd. ``provenance`` (seed, config hash, …) is stored beside the
@@ -213,7 +256,7 @@ def landscape(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tensor, "B n"]
         x = torch.tensor(p, dtype=torch.float64, requires_grad=True)
         total = 0.0
         for s in range(0, B, bb):
-            err = x[0].exp() * readout(q[s:s + bb], X[s:s + bb], x[1].exp()) - c[s:s + bb]
+            err = x[0].exp() * readout(q[s : s + bb], X[s : s + bb], x[1].exp()) - c[s : s + bb]
             part = (err * err).sum() / N
             part.backward()
             total += float(part.detach())
@@ -228,11 +271,22 @@ def landscape(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tensor, "B n"]
     mse_star = float(res.fun)
     finite = all(math.isfinite(v) for v in (a_star, b_star, mse_star))
     return EnergyLandscape(
-        alphas=tuple(float(v) for v in a_ax), betas=tuple(float(v) for v in b_ax),
-        mse=tuple(tuple(float(v) for v in r) for r in grid), n_samples=B, context_length=L, dim=n,
-        mse_noisy=mse_noisy, alpha_star=json_float(a_star), beta_star=json_float(b_star), mse_star=json_float(mse_star),
-        converged=bool(res.success) and finite, message=str(res.message), n_iterations=int(getattr(res, "nit", 0)),
-        method=method, provenance=_provenance(provenance, X, q, c))
+        alphas=tuple(float(v) for v in a_ax),
+        betas=tuple(float(v) for v in b_ax),
+        mse=tuple(tuple(float(v) for v in r) for r in grid),
+        n_samples=B,
+        context_length=L,
+        dim=n,
+        mse_noisy=mse_noisy,
+        alpha_star=json_float(a_star),
+        beta_star=json_float(b_star),
+        mse_star=json_float(mse_star),
+        converged=bool(res.success) and finite,
+        message=str(res.message),
+        n_iterations=int(getattr(res, "nit", 0)),
+        method=method,
+        provenance=_provenance(provenance, X, q, c),
+    )
 
 
 # -- one step vs many: attention vs Hopfield retrieval -----------------------------------------
@@ -264,8 +318,10 @@ class DescentComparison(CheckedResult):
         T = check_steps(self.n_steps)
         for name in ("mse", "energy", "token_distance"):
             if len(getattr(self, name)) != T + 1:
-                raise GeoprobeError(f"{name} has {len(getattr(self, name))} entries, not n_steps + 1 = {T + 1}; "
-                                    f"the result is damaged, re-run it")
+                raise GeoprobeError(
+                    f"{name} has {len(getattr(self, name))} entries, not n_steps + 1 = {T + 1}; "
+                    f"the result is damaged, re-run it"
+                )
         if not all(math.isfinite(v) and v >= 0 for v in (*self.mse, *self.token_distance)):
             raise GeoprobeError("mse or token_distance has a negative or non-finite value; the result is damaged")
         _check_dims(self.n_samples, self.context_length, self.dim)
@@ -282,23 +338,44 @@ class DescentComparison(CheckedResult):
 
         x = list(range(self.n_steps + 1))
         fig = make_subplots(rows=1, cols=2, subplot_titles=["denoising error vs retrieval", "energy E(s_t)"])
-        fig.add_trace(go.Scatter(x=x, y=list(self.mse), name="MSE per coordinate vs clean",
-                                 mode="lines+markers"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=list(self.token_distance), name="RMS distance to nearest context token",
-                                 mode="lines+markers", line=dict(dash="dash")), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(x=x, y=list(self.mse), name="MSE per coordinate vs clean", mode="lines+markers"), row=1, col=1
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=list(self.token_distance),
+                name="RMS distance to nearest context token",
+                mode="lines+markers",
+                line=dict(dash="dash"),
+            ),
+            row=1,
+            col=1,
+        )
         fig.add_trace(go.Scatter(x=x, y=list(self.energy), name="mean energy", mode="lines+markers"), row=1, col=2)
         if self.n_steps >= 1:
             fig.add_vline(x=1, line_dash="dot", annotation_text="1 step = attention", row=1, col=1)
         fig.update_xaxes(title_text="gradient steps t")
         fig.update_yaxes(type="log", row=1, col=1)
-        fig.update_layout(title=f"descent on E (α={self.alpha:.4g}, β={self.beta:.4g}, γ={self.gamma:.4g}); "
-                                f"best step {self.best_step}", template="plotly_white")
+        fig.update_layout(
+            title=f"descent on E (α={self.alpha:.4g}, β={self.beta:.4g}, γ={self.gamma:.4g}); "
+            f"best step {self.best_step}",
+            template="plotly_white",
+        )
         return fig
 
 
-def descent_comparison(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tensor, "B n"],
-                       clean: Float[torch.Tensor, "B n"], alpha: float, beta: float, n_steps: int,
-                       gamma: float | None = None, *, provenance: dict[str, Any] | None = None) -> DescentComparison:
+def descent_comparison(
+    X: Float[torch.Tensor, "B L n"],
+    noisy: Float[torch.Tensor, "B n"],
+    clean: Float[torch.Tensor, "B n"],
+    alpha: float,
+    beta: float,
+    n_steps: int,
+    gamma: float | None = None,
+    *,
+    provenance: dict[str, Any] | None = None,
+) -> DescentComparison:
     """Descend E from the noisy queries for ``n_steps`` (γ = α by default) and score every step."""
     a, b = check_alpha(alpha), check_beta(beta)
     g, T = check_gamma(gamma, a), check_steps(n_steps)
@@ -310,7 +387,17 @@ def descent_comparison(X: Float[torch.Tensor, "B L n"], noisy: Float[torch.Tenso
         E = torch.stack([energy_unchecked(s, X, a, b) for s in traj])  # (T+1, B)
         dist = torch.stack([((X - s[:, None]) ** 2).sum(-1).min(-1).values.sqrt() for s in traj]) / math.sqrt(n)
         rise = float((E[1:] - E[:-1]).max()) if T else 0.0
-    return DescentComparison(alpha=a, beta=b, gamma=g, n_steps=T, mse=tuple(float(v) for v in mse),
-                             energy=tuple(float(v) for v in E.mean(1)),
-                             token_distance=tuple(float(v) for v in dist.mean(1)), max_energy_increase=rise,
-                             n_samples=B, context_length=L, dim=n, provenance=_provenance(provenance, X, q, c))
+    return DescentComparison(
+        alpha=a,
+        beta=b,
+        gamma=g,
+        n_steps=T,
+        mse=tuple(float(v) for v in mse),
+        energy=tuple(float(v) for v in E.mean(1)),
+        token_distance=tuple(float(v) for v in dist.mean(1)),
+        max_energy_increase=rise,
+        n_samples=B,
+        context_length=L,
+        dim=n,
+        provenance=_provenance(provenance, X, q, c),
+    )

@@ -1,5 +1,6 @@
 """The denoising result: MSEs with bootstrap CIs against the oracle, learned-weight structure, sweeps over the
 context length and the subspace dimension, the warped-geometry run and the energy view, with figures."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -27,8 +28,13 @@ class Score(Record):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Score":  # Estimate is not a Record yet: read it by hand
         ratio = d.get("ratio")
-        return cls(**{**cls.field_values(d), "mse": Estimate.from_dict(d["mse"]),
-                      "ratio": None if ratio is None else Estimate.from_dict(ratio)})
+        return cls(
+            **{
+                **cls.field_values(d),
+                "mse": Estimate.from_dict(d["mse"]),
+                "ratio": None if ratio is None else Estimate.from_dict(ratio),
+            }
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,8 +94,11 @@ class DenoiseResult(Result, Page):
         values = cls.field_values(d)
         warp = values.get("warp")
         if warp is not None:
-            values["warp"] = {**warp, "scores": decode(tuple[Score, ...], warp["scores"]),
-                              "fits": decode(tuple[Fit, ...], warp["fits"])}
+            values["warp"] = {
+                **warp,
+                "scores": decode(tuple[Score, ...], warp["scores"]),
+                "fits": decode(tuple[Fit, ...], warp["fits"]),
+            }
         return cls(**values)
 
     def __post_init__(self) -> None:
@@ -125,9 +134,16 @@ class DenoiseResult(Result, Page):
                 continue
             if r is None:
                 continue
-            rows.append({"check": f"{method} attention MSE / Bayes MSE ≤", "target": TARGET_RATIO,
-                         "measured": r.value, "ci": f"[{r.low:.4f}, {r.high:.4f}]", "pass": r.value <= TARGET_RATIO,
-                         "required": method == "softmax"})
+            rows.append(
+                {
+                    "check": f"{method} attention MSE / Bayes MSE ≤",
+                    "target": TARGET_RATIO,
+                    "measured": r.value,
+                    "ci": f"[{r.low:.4f}, {r.high:.4f}]",
+                    "pass": r.value <= TARGET_RATIO,
+                    "required": method == "softmax",
+                }
+            )
         return rows
 
     # -- page -------------------------------------------------------------------------------
@@ -149,11 +165,24 @@ class DenoiseResult(Result, Page):
         import plotly.graph_objects as go
 
         s = self.scores
-        fig = go.Figure(go.Bar(x=[x.method for x in s], y=[x.mse.value for x in s],
-                               error_y=dict(type="data", symmetric=False, array=[x.mse.high - x.mse.value for x in s],
-                                            arrayminus=[x.mse.value - x.mse.low for x in s])))
-        fig.update_layout(title=f"{self.name}: MSE per coordinate (95 % bootstrap CI)", yaxis_type="log",
-                          yaxis_title="MSE per coordinate", template="plotly_white")
+        fig = go.Figure(
+            go.Bar(
+                x=[x.method for x in s],
+                y=[x.mse.value for x in s],
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=[x.mse.high - x.mse.value for x in s],
+                    arrayminus=[x.mse.value - x.mse.low for x in s],
+                ),
+            )
+        )
+        fig.update_layout(
+            title=f"{self.name}: MSE per coordinate (95 % bootstrap CI)",
+            yaxis_type="log",
+            yaxis_title="MSE per coordinate",
+            template="plotly_white",
+        )
         return fig
 
     def _sweep_figure(self, blocks: tuple[Block, ...], xlabel: str, title: str, log_x: bool) -> Any:
@@ -164,22 +193,42 @@ class DenoiseResult(Result, Page):
         for method in [s.method for s in blocks[0].scores]:
             ys = [b.get(method).mse for b in blocks]
             dash = "dash" if method == "oracle" else None
-            fig.add_trace(go.Scatter(x=x, y=[e.value for e in ys], name=method, mode="lines+markers",
-                                     line=dict(dash=dash, color="black" if method == "oracle" else None),
-                                     error_y=dict(type="data", symmetric=False, array=[e.high - e.value for e in ys],
-                                                  arrayminus=[e.value - e.low for e in ys])))
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=[e.value for e in ys],
+                    name=method,
+                    mode="lines+markers",
+                    line=dict(dash=dash, color="black" if method == "oracle" else None),
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=[e.high - e.value for e in ys],
+                        arrayminus=[e.value - e.low for e in ys],
+                    ),
+                )
+            )
         fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title="MSE per coordinate", template="plotly_white")
         if log_x:
             fig.update_xaxes(type="log")
         return fig
 
     def lengths_figure(self) -> Any:
-        return self._sweep_figure(self.lengths, "context length L", f"{self.name}: MSE vs context length "
-                                  f"(models trained at L = {self.task['context_length']}; dashed: oracle Bayes)", True)
+        return self._sweep_figure(
+            self.lengths,
+            "context length L",
+            f"{self.name}: MSE vs context length "
+            f"(models trained at L = {self.task['context_length']}; dashed: oracle Bayes)",
+            True,
+        )
 
     def transfer_figure(self) -> Any:
-        return self._sweep_figure(self.transfer, "test subspace dimension d'", f"{self.name}: dimension transfer "
-                                  f"(models trained at d = {self.task['d']}; dashed: oracle Bayes at d')", False)
+        return self._sweep_figure(
+            self.transfer,
+            "test subspace dimension d'",
+            f"{self.name}: dimension transfer (models trained at d = {self.task['d']}; dashed: oracle Bayes at d')",
+            False,
+        )
 
     def weights_figure(self) -> Any:
         """Heatmaps of the learned W_KQ and W_PV of each model."""
@@ -191,8 +240,13 @@ class DenoiseResult(Result, Page):
         for i, (m, k) in enumerate(panels, start=1):
             W = self.matrices[m][k]
             vmax = max(abs(v) for row in W for v in row) or 1.0
-            fig.add_trace(go.Heatmap(z=W, zmin=-vmax, zmax=vmax, colorscale="RdBu", reversescale=True,
-                                     showscale=i == len(panels)), row=1, col=i)
+            fig.add_trace(
+                go.Heatmap(
+                    z=W, zmin=-vmax, zmax=vmax, colorscale="RdBu", reversescale=True, showscale=i == len(panels)
+                ),
+                row=1,
+                col=i,
+            )
             fig.update_yaxes(autorange="reversed", row=1, col=i)
         fig.update_layout(title=f"{self.name}: learned matrices", template="plotly_white")
         return fig
@@ -205,18 +259,26 @@ class DenoiseResult(Result, Page):
             curve = log.get("loss_curve") or []
             if curve:
                 step = max(1, int(log["steps"]) // max(1, len(curve)))
-                fig.add_trace(go.Scatter(x=[step * (i + 1) for i in range(len(curve))], y=curve, name=name,
-                                         mode="lines+markers"))
+                fig.add_trace(
+                    go.Scatter(x=[step * (i + 1) for i in range(len(curve))], y=curve, name=name, mode="lines+markers")
+                )
         oracle = self.score("oracle").mse.value
         fig.add_hline(y=oracle, line_dash="dash", annotation_text="oracle (Bayes) MSE")
-        fig.update_layout(title=f"{self.name}: training loss (mean over blocks of steps)", yaxis_type="log",
-                          xaxis_title="step", yaxis_title="MSE per coordinate", template="plotly_white")
+        fig.update_layout(
+            title=f"{self.name}: training loss (mean over blocks of steps)",
+            yaxis_type="log",
+            xaxis_title="step",
+            yaxis_title="MSE per coordinate",
+            template="plotly_white",
+        )
         return fig
 
     def figures(self) -> list[Figure]:
         """The page's figures in order (the same list ``--figures`` exports)."""
-        out = [Figure("scores", report.CAPTIONS["scores"], self.scores_figure()),
-               Figure("training", report.CAPTIONS["training"], self.training_figure())]
+        out = [
+            Figure("scores", report.CAPTIONS["scores"], self.scores_figure()),
+            Figure("training", report.CAPTIONS["training"], self.training_figure()),
+        ]
         if self.lengths:
             out.append(Figure("lengths", report.CAPTIONS["lengths"], self.lengths_figure()))
         if self.transfer:
@@ -225,10 +287,16 @@ class DenoiseResult(Result, Page):
             out.append(Figure("weights", report.CAPTIONS["weights"], self.weights_figure()))
         if self.energy:
             marks = {k: tuple(v) for k, v in self.energy.get("marks", {}).items()}
-            out += [Figure("energy", report.CAPTIONS["energy"],
-                           EnergyLandscape.from_dict(self.energy["landscape"]).figure(marks=marks)),
-                    Figure("descent", report.CAPTIONS["descent"],
-                           DescentComparison.from_dict(self.energy["descent"]).figure())]
+            out += [
+                Figure(
+                    "energy",
+                    report.CAPTIONS["energy"],
+                    EnergyLandscape.from_dict(self.energy["landscape"]).figure(marks=marks),
+                ),
+                Figure(
+                    "descent", report.CAPTIONS["descent"], DescentComparison.from_dict(self.energy["descent"]).figure()
+                ),
+            ]
         return out
 
 

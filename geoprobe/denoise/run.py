@@ -1,5 +1,6 @@
 """``geoprobe denoise``: train one-layer softmax and linear attention on a denoising task, score them against the
 oracle (Bayes) and the finite-context estimators, sweep L and d, warp the geometry, and add the energy view."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -30,15 +31,21 @@ def _scores(per: dict[str, np.ndarray], seed: int, n_resamples: int) -> tuple[Sc
         mse = bootstrap_ci(v, n_resamples=n_resamples, random_state=[seed, 11, i])
         ratio = None
         if method != "oracle":
-            ratio = bootstrap_ci((v, base), statistic=lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
-                                 n_resamples=n_resamples, random_state=[seed, 13, i])
+            ratio = bootstrap_ci(
+                (v, base),
+                statistic=lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
+                n_resamples=n_resamples,
+                random_state=[seed, 13, i],
+            )
         out.append(Score(method, mse, ratio))
     return tuple(out)
 
 
 def _evaluate(task: DenoiseTask, models: dict[str, Any], prompts: Any, baselines: bool = True) -> dict[str, np.ndarray]:
-    per = {"oracle": per_prompt_mse(oracle(task, prompts), prompts.clean),
-           "finite-context": per_prompt_mse(finite_context(task, prompts), prompts.clean)}
+    per = {
+        "oracle": per_prompt_mse(oracle(task, prompts), prompts.clean),
+        "finite-context": per_prompt_mse(finite_context(task, prompts), prompts.clean),
+    }
     for kind, model in models.items():
         per[kind] = per_prompt_mse(predict(model, prompts.context, prompts.noisy), prompts.clean)
     if baselines:
@@ -98,8 +105,15 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
     betas = np.geomspace(0.01, 10.0, 25) / task.noise_var
     land = landscape(X, q, c, alphas, betas, provenance={"seed": seed})
     descent = descent_comparison(X, q, c, a0, b0, n_steps=5, provenance={"seed": seed})
-    return {"one_step_max_abs_diff": diff, "bayes_point": [a0, b0], "trained_point": trained, "marks": marks,
-            "n_prompts": int(X.shape[0]), "landscape": land.to_dict(), "descent": descent.to_dict()}
+    return {
+        "one_step_max_abs_diff": diff,
+        "bayes_point": [a0, b0],
+        "trained_point": trained,
+        "marks": marks,
+        "n_prompts": int(X.shape[0]),
+        "landscape": land.to_dict(),
+        "descent": descent.to_dict(),
+    }
 
 
 def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
@@ -110,10 +124,16 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
     models: dict[str, Any] = {}
     training: dict[str, Any] = {}
     for kind in MODELS:
-        models[kind], training[kind] = train_model(task, kind, settings, seed=seed, progress=progress,
-                                                   stage=f"train {kind}")
-    tick = _ticker(progress, 2 + len(config.lengths) + (len(config.transfer_dims) if task.name != "mixture" else 0)
-                   + (1 if config.warp else 0))
+        models[kind], training[kind] = train_model(
+            task, kind, settings, seed=seed, progress=progress, stage=f"train {kind}"
+        )
+    tick = _ticker(
+        progress,
+        2
+        + len(config.lengths)
+        + (len(config.transfer_dims) if task.name != "mixture" else 0)
+        + (1 if config.warp else 0),
+    )
     prompts = sample(task, config.n_eval, np.random.default_rng([seed, 7]))
     scores = _scores(_evaluate(task, models, prompts), seed, config.n_resamples)
     fits = _fits(task, models)
@@ -121,8 +141,9 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
     lengths = []
     for i, L in enumerate(config.lengths):
         p = sample(task.with_length(L), config.n_eval, np.random.default_rng([seed, 8, i]))
-        lengths.append(Block(L, _scores(_evaluate(task.with_length(L), models, p, baselines=False), seed,
-                                        config.n_resamples)))
+        lengths.append(
+            Block(L, _scores(_evaluate(task.with_length(L), models, p, baselines=False), seed, config.n_resamples))
+        )
         tick()
     transfer = []
     if task.name != "mixture":
@@ -136,23 +157,41 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
         A = make_warp(task.n, seed, config.warp_condition)
         wmodels: dict[str, Any] = {}
         for kind in MODELS:
-            wmodels[kind], training[f"{kind} (warped)"] = train_model(task, kind, settings, seed=seed, warp=A, salt=1,
-                                                                      progress=progress, stage=f"train {kind} warped")
+            wmodels[kind], training[f"{kind} (warped)"] = train_model(
+                task, kind, settings, seed=seed, warp=A, salt=1, progress=progress, stage=f"train {kind} warped"
+            )
         p = sample(task, config.n_eval, np.random.default_rng([seed, 10]), warp=A)
-        warp = {"condition": config.warp_condition, "matrix": A.tolist(),
-                "scores": _scores(_evaluate(task, wmodels, p), seed, config.n_resamples), "fits": _fits(task, wmodels, A),
-                "matrices": {k: {n: W.tolist() for n, W in m.matrices().items()} for k, m in wmodels.items()}}
+        warp = {
+            "condition": config.warp_condition,
+            "matrix": A.tolist(),
+            "scores": _scores(_evaluate(task, wmodels, p), seed, config.n_resamples),
+            "fits": _fits(task, wmodels, A),
+            "matrices": {k: {n: W.tolist() for n, W in m.matrices().items()} for k, m in wmodels.items()},
+        }
         tick()
     energy = _energy(task, prompts, models, seed) if config.energy else None
     tick()
-    prov = {"model_id": f"denoise-{task.name} (softmax and linear attention, trained here)", "seed": seed,
-            "config_sha256": config.config_hash(), "data": "fresh prompts every training step; evaluation prompts "
-            "from numpy default_rng([seed, 7..10])", "versions": package_versions()}
+    prov = {
+        "model_id": f"denoise-{task.name} (softmax and linear attention, trained here)",
+        "seed": seed,
+        "config_sha256": config.config_hash(),
+        "data": "fresh prompts every training step; evaluation prompts from numpy default_rng([seed, 7..10])",
+        "versions": package_versions(),
+    }
     prov["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return DenoiseResult(task=task.to_dict(), config=config.to_dict(), scores=scores, fits=fits, lengths=tuple(lengths),
-                         transfer=tuple(transfer), warp=warp, energy=energy,
-                         matrices={k: {n: W.tolist() for n, W in m.matrices().items()} for k, m in models.items()},
-                         training=training, provenance=prov)
+    return DenoiseResult(
+        task=task.to_dict(),
+        config=config.to_dict(),
+        scores=scores,
+        fits=fits,
+        lengths=tuple(lengths),
+        transfer=tuple(transfer),
+        warp=warp,
+        energy=energy,
+        matrices={k: {n: W.tolist() for n, W in m.matrices().items()} for k, m in models.items()},
+        training=training,
+        provenance=prov,
+    )
 
 
 def _ticker(progress: Progress | None, total: int) -> Callable[[], None]:

@@ -13,6 +13,7 @@ Warped geometry (``warp``): every token (context, clean target, noisy query) is 
 ``A``, and the noise is added BEFORE warping, i.e. ``x̃' = A(x + z)`` (noise covariance σZ² AAᵀ in the warped
 space); see docs/denoise.md for why this choice makes the optimum exactly equivariant.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,13 +58,19 @@ class DenoiseTask(Record):
             raise GeoprobeError(f"context length {self.context_length} is below 1; pass --context-length 1 or more")
         if self.name in ("linear", "sphere"):
             if not 1 <= self.d <= self.n:
-                raise GeoprobeError(f"subspace dimension {self.d} is not in [1, ambient dimension {self.n}]; "
-                                    f"pass --dim between 1 and {self.n} (or raise --ambient)")
+                raise GeoprobeError(
+                    f"subspace dimension {self.d} is not in [1, ambient dimension {self.n}]; "
+                    f"pass --dim between 1 and {self.n} (or raise --ambient)"
+                )
             if self.name == "sphere" and self.d < 2:
-                raise GeoprobeError(f"sphere dimension d = {self.d} is below 2 (S^0 is two points); pass --dim 2 or more")
+                raise GeoprobeError(
+                    f"sphere dimension d = {self.d} is below 2 (S^0 is two points); pass --dim 2 or more"
+                )
             if self.context_length <= self.d:
-                raise GeoprobeError(f"context length {self.context_length} is not larger than the subspace dimension "
-                                    f"{self.d}: the estimator is undefined; pass --context-length {self.d + 1} or more")
+                raise GeoprobeError(
+                    f"context length {self.context_length} is not larger than the subspace dimension "
+                    f"{self.d}: the estimator is undefined; pass --context-length {self.d + 1} or more"
+                )
         if self.name == "mixture" and self.k < 1:
             raise GeoprobeError(f"number of centres {self.k} is below 1; pass --clusters 1 or more")
         if not (math.isfinite(self.noise_var) and self.noise_var > 0):
@@ -120,8 +127,9 @@ def make_warp(n: int, seed: int, condition: float = 3.0) -> Float[np.ndarray, "n
     return (u * s) @ v.T
 
 
-def sample(task: DenoiseTask, B: int, rng: np.random.Generator, *, L: int | None = None,
-           warp: np.ndarray | None = None) -> Prompts:
+def sample(
+    task: DenoiseTask, B: int, rng: np.random.Generator, *, L: int | None = None, warp: np.ndarray | None = None
+) -> Prompts:
     """``B`` fresh prompts of ``task`` (context length ``L``, default the task's), float64, from ``rng``."""
     L = task.context_length if L is None else int(L)
     n = task.n

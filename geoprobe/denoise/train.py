@@ -3,6 +3,7 @@
 We draw fresh prompts each step (an online stream; the authors train on a fixed set of 800 prompts), so the training
 loss is an unbiased estimate of the test loss and no prompt is seen twice. Float32 training; seeded: the model's
 initialisation from a torch.Generator, the prompts from numpy's default_rng, both from ``seed``."""
+
 from __future__ import annotations
 
 import time
@@ -45,9 +46,17 @@ def _stream(seed: int, kind: str, salt: int) -> int:
     return [seed, MODELS.index(kind), salt]  # type: ignore[return-value]
 
 
-def train_model(task: DenoiseTask, kind: str, settings: TrainSettings, *, seed: int = 0,
-                warp: np.ndarray | None = None, salt: int = 0, progress: Progress | None = None,
-                stage: str | None = None) -> tuple[torch.nn.Module, dict[str, Any]]:
+def train_model(
+    task: DenoiseTask,
+    kind: str,
+    settings: TrainSettings,
+    *,
+    seed: int = 0,
+    warp: np.ndarray | None = None,
+    salt: int = 0,
+    progress: Progress | None = None,
+    stage: str | None = None,
+) -> tuple[torch.nn.Module, dict[str, Any]]:
     """Train ``kind`` (softmax | linear) attention on fresh prompts of ``task``; returns (model, log)."""
     if kind not in MODELS:
         raise GeoprobeError(f"unknown model {kind!r}; pass softmax or linear")
@@ -66,16 +75,32 @@ def train_model(task: DenoiseTask, kind: str, settings: TrainSettings, *, seed: 
         torch.set_num_threads(threads)
     seconds = time.perf_counter() - t0
     tail = max(1, settings.steps // 10)
-    log = {"model": kind, "steps": settings.steps, "batch_size": settings.batch_size, "lr": settings.lr,
-           "milestones": settings.milestones(), "decay": settings.decay, "seconds": seconds,
-           "final_loss": float(np.mean(losses[-tail:])),
-           "loss_curve": [float(np.mean(losses[i:i + tail])) for i in range(0, len(losses), tail)],
-           "data": "fresh prompts every step"}
+    log = {
+        "model": kind,
+        "steps": settings.steps,
+        "batch_size": settings.batch_size,
+        "lr": settings.lr,
+        "milestones": settings.milestones(),
+        "decay": settings.decay,
+        "seconds": seconds,
+        "final_loss": float(np.mean(losses[-tail:])),
+        "loss_curve": [float(np.mean(losses[i : i + tail])) for i in range(0, len(losses), tail)],
+        "data": "fresh prompts every step",
+    }
     return model, log
 
 
-def _loop(task: DenoiseTask, model: torch.nn.Module, opt: Any, sched: Any, settings: TrainSettings,
-          rng: np.random.Generator, warp: np.ndarray | None, progress: Progress | None, stage: str) -> list[float]:
+def _loop(
+    task: DenoiseTask,
+    model: torch.nn.Module,
+    opt: Any,
+    sched: Any,
+    settings: TrainSettings,
+    rng: np.random.Generator,
+    warp: np.ndarray | None,
+    progress: Progress | None,
+    stage: str,
+) -> list[float]:
     losses: list[float] = []
     for step in range(settings.steps):
         p = sample(task, settings.batch_size, rng, warp=warp)

@@ -1,4 +1,5 @@
 """What ``geoprobe compare-domains`` samples and measures."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ class DomainsConfig:
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.domain_candidates < self.sampling.n_prompts:
-            raise GeoprobeError(f"--domain-candidates {self.domain_candidates} is below the {self.sampling.n_prompts} "
-                                "prompts sampled per domain; raise --domain-candidates or lower --per-quintile")
+            raise GeoprobeError(
+                f"--domain-candidates {self.domain_candidates} is below the {self.sampling.n_prompts} "
+                "prompts sampled per domain; raise --domain-candidates or lower --per-quintile"
+            )
         for name in ("n_resamples", "n_permutations", "null_draws"):
             if getattr(self, name) < 10:
                 raise GeoprobeError(f"{name} {getattr(self, name)} is below 10; raise it")

@@ -1,4 +1,5 @@
 """The prompt sets of a domain comparison: built from sampled candidates, written as JSON lines."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,29 @@ from geoprobe.provenance import prompts_hash
 from geoprobe.sampling import PromptSet
 
 
-def prompt_set(name: str, pool: Sequence[Any], idx: Int[np.ndarray, "n"], h: Float[np.ndarray, "N"],
-               strata: Int[np.ndarray, "n"] | None, seed: int, info: dict[str, Any]) -> PromptSet:
+def prompt_set(
+    name: str,
+    pool: Sequence[Any],
+    idx: Int[np.ndarray, " n"],
+    h: Float[np.ndarray, " N"],
+    strata: Int[np.ndarray, " n"] | None,
+    seed: int,
+    info: dict[str, Any],
+) -> PromptSet:
     """The PromptSet of the candidates ``pool[idx]`` (entropies ``h``, entropy strata ``strata``)."""
     texts = tuple(pool[i].text for i in idx)
-    return PromptSet(name=name, kind="corpus", prompts=texts, hash=prompts_hash(texts), seed=seed,
-                     domains=tuple(pool[i].domain for i in idx), sources=tuple(pool[i].source for i in idx),
-                     entropy=tuple(float(h[i]) for i in idx),
-                     stratum=() if strata is None else tuple(int(s) for s in strata), info=info)
+    return PromptSet(
+        name=name,
+        kind="corpus",
+        prompts=texts,
+        hash=prompts_hash(texts),
+        seed=seed,
+        domains=tuple(pool[i].domain for i in idx),
+        sources=tuple(pool[i].source for i in idx),
+        entropy=tuple(float(h[i]) for i in idx),
+        stratum=() if strata is None else tuple(int(s) for s in strata),
+        info=info,
+    )
 
 
 def write_prompt_sets(sets: dict[str, PromptSet], path: str | os.PathLike) -> Path:
@@ -30,9 +46,17 @@ def write_prompt_sets(sets: dict[str, PromptSet], path: str | os.PathLike) -> Pa
     lines = []
     for name, s in sets.items():
         for i, text in enumerate(s.prompts):
-            lines.append(json.dumps({
-                "set": name, "domain": s.domains[i] if s.domains else None,
-                "source": s.sources[i] if s.sources else None,
-                "entropy_bits": round(s.entropy[i], 6) if s.entropy else None,
-                "quintile": s.stratum[i] + 1 if s.stratum else None, "prompt": text}, ensure_ascii=False))
+            lines.append(
+                json.dumps(
+                    {
+                        "set": name,
+                        "domain": s.domains[i] if s.domains else None,
+                        "source": s.sources[i] if s.sources else None,
+                        "entropy_bits": round(s.entropy[i], 6) if s.entropy else None,
+                        "quintile": s.stratum[i] + 1 if s.stratum else None,
+                        "prompt": text,
+                    },
+                    ensure_ascii=False,
+                )
+            )
     return atomic_write_text(path, "\n".join(lines) + "\n")

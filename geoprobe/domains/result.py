@@ -1,5 +1,6 @@
 """The result of ``geoprobe compare-domains``: every prompt set's value-manifold statistics and the
 contrasts between them (:class:`DomainComparison`, stored as ``domains.json``)."""
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,10 @@ class SetSummary(Record):
         if self.kind not in KINDS:
             raise ValueError(f"set {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
         if (self.kind == "mixed") != (self.domain is None):
-            raise ValueError(f"set {self.name!r} ({self.kind}): domain {self.domain!r}; a mixed set has no domain, "
-                             "a restricted or control set names one")
+            raise ValueError(
+                f"set {self.name!r} ({self.kind}): domain {self.domain!r}; a mixed set has no domain, "
+                "a restricted or control set names one"
+            )
         object.__setattr__(self, "n", int(self.n))
         object.__setattr__(self, "mean_entropy", float(self.mean_entropy))
         object.__setattr__(self, "mean_tokens", float(self.mean_tokens))
@@ -60,8 +63,13 @@ class SetSummary(Record):
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "SetSummary":
         # Estimate and NullBand (analysis/stats.py) are not Records yet: their fields are read here
-        return cls(**{**cls.field_values(d), **{m: Estimate.from_dict(d[m]) for m in METRICS},
-                      "null": NullBand.from_dict(d["null"])})
+        return cls(
+            **{
+                **cls.field_values(d),
+                **{m: Estimate.from_dict(d[m]) for m in METRICS},
+                "null": NullBand.from_dict(d["null"]),
+            }
+        )
 
 
 def _fmt_ci(e: Estimate, scale: float = 1.0, sign: bool = False) -> str:
@@ -155,11 +163,22 @@ class DomainComparison(Result, Page):
             s = self.sets[name]
             c = self.versus_mixed(name)
             row: dict[str, Any] = {
-                "set": name, "kind": s.kind, "n": s.n, "PC1 %": _fmt_ci(s.pc1, 100), "PC1+PC2 %": _fmt_ci(s.pc12, 100),
-                "PR": _fmt_ci(s.pr), "null PC1 % (upper)": f"{100 * s.null.pc1.high:.1f}"}
-            for m, label, scale, unit in (("pc1", "PC1", 100, " pp"), ("pc12", "PC1+PC2", 100, " pp"), ("pr", "PR", 1, "")):
-                row[f"Δ{label} vs mixed"] = ("—" if c is None else
-                                             f"{_fmt_ci(c.diff[m], scale, sign=True)}{unit}, p = {fmt_p(c.p_adjusted[m])}")
+                "set": name,
+                "kind": s.kind,
+                "n": s.n,
+                "PC1 %": _fmt_ci(s.pc1, 100),
+                "PC1+PC2 %": _fmt_ci(s.pc12, 100),
+                "PR": _fmt_ci(s.pr),
+                "null PC1 % (upper)": f"{100 * s.null.pc1.high:.1f}",
+            }
+            for m, label, scale, unit in (
+                ("pc1", "PC1", 100, " pp"),
+                ("pc12", "PC1+PC2", 100, " pp"),
+                ("pr", "PR", 1, ""),
+            ):
+                row[f"Δ{label} vs mixed"] = (
+                    "—" if c is None else f"{_fmt_ci(c.diff[m], scale, sign=True)}{unit}, p = {fmt_p(c.p_adjusted[m])}"
+                )
             row["mean entropy (bits)"] = f"{s.mean_entropy:.2f}"
             row["mean tokens"] = f"{s.mean_tokens:.1f}"
             rows.append(row)

@@ -19,6 +19,7 @@ For one model and one layer (default: the final layer):
    every set with bootstrap CIs and matched nulls, and the differences restricted − mixed,
    control − mixed and restricted − control with bootstrap CIs and permutation p-values.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,8 +63,9 @@ def check_domains(requested: Sequence[str] | None) -> list[str]:
     return usable
 
 
-def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
-                        progress: Progress | None = None) -> DomainRun:
+def compare_domains_run(
+    model: Any, config: DomainsConfig = DomainsConfig(), *, progress: Progress | None = None
+) -> DomainRun:
     """Sample, capture and compare (see the module docstring). ``model`` is a LoadedModel."""
     sc, seed = config.sampling, config.seed
     domains = check_domains(config.domains)
@@ -76,8 +78,9 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     per_mixed = math.ceil(sc.candidates / len(all_domains))
 
     def cut(d: str, k: int) -> list[Any]:
-        return candidates([d], k, tokenizer=model.tokenizer, min_tokens=sc.min_tokens, max_tokens=sc.max_tokens,
-                          seed=seed)
+        return candidates(
+            [d], k, tokenizer=model.tokenizer, min_tokens=sc.min_tokens, max_tokens=sc.max_tokens, seed=seed
+        )
 
     # the mixed pool is exactly `geoprobe scan --prompts mixed`'s; each domain adds its own pool
     mixed_pool = [c for d in all_domains for c in cut(d, per_mixed)]
@@ -87,9 +90,13 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
 
     # one pass over every candidate gives both its next-token entropy and its values at the layer
     t = time.perf_counter()
-    cap = capture(model, [c.text for c in union],
-                  CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=sc.batch_size), seed=seed,
-                  progress=None if progress is None else (lambda a, b: progress("capture", a, b)))
+    cap = capture(
+        model,
+        [c.text for c in union],
+        CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=sc.batch_size),
+        seed=seed,
+        progress=None if progress is None else (lambda a, b: progress("capture", a, b)),
+    )
     timings["capture_s"] = time.perf_counter() - t
     h_all = cap.next_entropy.astype(np.float64)
     EntropyCache(model).put(list(cap.prompts), h_all)  # later scans of these sets recompute nothing
@@ -99,17 +106,35 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     t = time.perf_counter()
     mix = np.array([at[c.text] for c in mixed_pool])
     idx, strata = stratified_sample(h_all[mix], sc.per_stratum, sc.n_strata, seed=seed, what="the mixed pool")
-    sets = {MIXED: prompt_set(MIXED, union, mix[idx], h_all, strata, seed,
-                         {**info, "pool": len(mixed_pool), "entropy_quantiles": _quantiles(h_all[mix], sc.n_strata)})}
+    sets = {
+        MIXED: prompt_set(
+            MIXED,
+            union,
+            mix[idx],
+            h_all,
+            strata,
+            seed,
+            {**info, "pool": len(mixed_pool), "entropy_quantiles": _quantiles(h_all[mix], sc.n_strata)},
+        )
+    }
     for d in domains:
         if len(pools[d]) < sc.n_prompts:
-            raise SamplingError(f"domain {d!r} yields {len(pools[d])} candidate passage(s) in the token range "
-                                f"[{sc.min_tokens}, {sc.max_tokens}] but {sc.n_prompts} are needed; lower --per-quintile "
-                                f"to {len(pools[d]) // sc.n_strata} or widen the token range")
+            raise SamplingError(
+                f"domain {d!r} yields {len(pools[d])} candidate passage(s) in the token range "
+                f"[{sc.min_tokens}, {sc.max_tokens}] but {sc.n_prompts} are needed; lower --per-quintile "
+                f"to {len(pools[d]) // sc.n_strata} or widen the token range"
+            )
         own = np.array([at[c.text] for c in pools[d]])
         idx, strata = stratified_sample(h_all[own], sc.per_stratum, sc.n_strata, seed=seed, what=f"domain {d!r}")
-        sets[d] = prompt_set(d, union, own[idx], h_all, strata, seed,
-                        {**info, "pool": len(pools[d]), "entropy_quantiles": _quantiles(h_all[own], sc.n_strata)})
+        sets[d] = prompt_set(
+            d,
+            union,
+            own[idx],
+            h_all,
+            strata,
+            seed,
+            {**info, "pool": len(pools[d]), "entropy_quantiles": _quantiles(h_all[own], sc.n_strata)},
+        )
 
     bal: dict[str, dict[str, float]] = {}
     if config.controls:
@@ -121,8 +146,15 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
             exclude = sorted(taken | {i for i, c in enumerate(union) if c.domain == d})
             pick = matched_control(feats, target, exclude=exclude, random_state=seed)
             bal[d] = balance(feats[pick], target)
-            sets[d + CONTROL_SUFFIX] = prompt_set(d + CONTROL_SUFFIX, union, pick, h_all, None, seed,
-                                             {**info, "matched_to": d, "pool": len(union) - len(exclude)})
+            sets[d + CONTROL_SUFFIX] = prompt_set(
+                d + CONTROL_SUFFIX,
+                union,
+                pick,
+                h_all,
+                None,
+                seed,
+                {**info, "matched_to": d, "pool": len(union) - len(exclude)},
+            )
     timings["sampling_s"] = time.perf_counter() - t
     row = {p: i for i, p in enumerate(cap.prompts)}
     flat = cap.values_flat(layer).astype(np.float64)
@@ -132,13 +164,27 @@ def compare_domains_run(model: Any, config: DomainsConfig = DomainsConfig(), *,
     domain_of = {k: (None if k == MIXED else k.removesuffix(CONTROL_SUFFIX)) for k in names}
     rows = {k: [row[p] for p in sets[k].prompts] for k in names}
     cmp = compare_domains(
-        {k: flat[rows[k]] for k in names}, kinds=kinds, domain_of=domain_of,
-        entropies={k: cap.next_entropy[rows[k]] for k in names}, n_tokens={k: cap.n_tokens[rows[k]] for k in names},
-        prompts_hash={k: sets[k].hash for k in names}, balance=bal, model=cap.provenance.model_id, layer=layer,
-        provenance={**cap.provenance.to_dict(), "config": _config_dict(config), "corpus_version": CORPUS_VERSION,
-                    "sets": {k: s.record() for k, s in sets.items()}},
-        n_resamples=config.n_resamples, n_permutations=config.n_permutations, null_draws=config.null_draws,
-        confidence=config.confidence, random_state=seed)
+        {k: flat[rows[k]] for k in names},
+        kinds=kinds,
+        domain_of=domain_of,
+        entropies={k: cap.next_entropy[rows[k]] for k in names},
+        n_tokens={k: cap.n_tokens[rows[k]] for k in names},
+        prompts_hash={k: sets[k].hash for k in names},
+        balance=bal,
+        model=cap.provenance.model_id,
+        layer=layer,
+        provenance={
+            **cap.provenance.to_dict(),
+            "config": _config_dict(config),
+            "corpus_version": CORPUS_VERSION,
+            "sets": {k: s.record() for k, s in sets.items()},
+        },
+        n_resamples=config.n_resamples,
+        n_permutations=config.n_permutations,
+        null_draws=config.null_draws,
+        confidence=config.confidence,
+        random_state=seed,
+    )
     timings["analyse_s"] = time.perf_counter() - t
     cmp = replace(cmp, provenance={**cmp.provenance, "timings": timings})
     return DomainRun(comparison=cmp, sets=sets, capture=cap, timings=timings)

@@ -22,6 +22,7 @@ Random controls (``random_axes``): per KV head, a Gaussian direction orthogonali
 ``direction[h]`` (Gram–Schmidt) and normalised; same ``head_weight``, ``mean`` and calibration
 covariance; seeded.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -93,7 +94,8 @@ def fit_entropy_axis(values: np.ndarray, entropy: np.ndarray, layer: int | None 
         raise InterventionError(f"entropy has shape {entropy.shape}; expected ({n},), one per prompt")
     if n < MIN_PROMPTS:
         raise InterventionError(
-            f"{n} prompts are too few to estimate an entropy axis (need at least {MIN_PROMPTS}); pass more prompts")
+            f"{n} prompts are too few to estimate an entropy axis (need at least {MIN_PROMPTS}); pass more prompts"
+        )
     if not np.isfinite(v).all() or not np.isfinite(entropy).all():
         raise InterventionError("values or entropies contain NaN/Inf; the axis cannot be estimated")
     x = v.reshape(n, hkv * d)
@@ -104,15 +106,26 @@ def fit_entropy_axis(values: np.ndarray, entropy: np.ndarray, layer: int | None 
     w = (sign * u_z / vm.scale_).reshape(hkv, d)
     norms = np.linalg.norm(w, axis=1)
     if (norms == 0).any():
-        raise InterventionError(f"KV head(s) {np.flatnonzero(norms == 0).tolist()} have constant values over the "
-                                "prompts; the axis is undefined there")
+        raise InterventionError(
+            f"KV head(s) {np.flatnonzero(norms == 0).tolist()} have constant values over the "
+            "prompts; the axis is undefined there"
+        )
     direction = w / norms[:, None]
     mean = v.mean(axis=0)
     centred = v - mean
     cov = np.einsum("nhd,nhe->hde", centred, centred) / n
     rho = float(spearman(sign * vm.coords_[:, 0], entropy))
-    ax = Axis(direction=direction, head_weight=norms, mean=mean, cov=cov, sigma=np.zeros(hkv), layer=layer,
-              kind="entropy", explained_variance_ratio=float(vm.explained_variance_ratio_[0]), rho=rho)
+    ax = Axis(
+        direction=direction,
+        head_weight=norms,
+        mean=mean,
+        cov=cov,
+        sigma=np.zeros(hkv),
+        layer=layer,
+        kind="entropy",
+        explained_variance_ratio=float(vm.explained_variance_ratio_[0]),
+        rho=rho,
+    )
     return replace(ax, sigma=ax.sigma_of(direction))
 
 
@@ -126,6 +139,15 @@ def random_axes(axis: Axis, n: int, random_state: RandomState = 0) -> list[Axis]
         g = rng.standard_normal(axis.shape)
         g -= np.einsum("hd,hd->h", g, axis.direction)[:, None] * axis.direction  # Gram–Schmidt
         g /= np.linalg.norm(g, axis=1, keepdims=True)
-        out.append(replace(axis, direction=g, sigma=axis.sigma_of(g), kind="random", seed=i,
-                           explained_variance_ratio=float("nan"), rho=float("nan")))
+        out.append(
+            replace(
+                axis,
+                direction=g,
+                sigma=axis.sigma_of(g),
+                kind="random",
+                seed=i,
+                explained_variance_ratio=float("nan"),
+                rho=float("nan"),
+            )
+        )
     return out

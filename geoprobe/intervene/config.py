@@ -1,5 +1,6 @@
 """``geoprobe intervene``'s configuration (``probes/intervene.toml``'s ``[intervene]`` table) and the
 paper's layer choices."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ DEFAULT_STRENGTHS = {"cut": (0.25, 0.5, 1.0), "only": (1.0,), "shift": (-2.0, 2.
 
 def paper_experiments(n_layers: int) -> tuple[tuple[int, ...], ...]:
     """The paper's layer choices at the same relative depth (layer / 23 of Pythia-410M)."""
+
     def at(layer: int) -> int:
         return min(n_layers - 1, int(round(layer * (n_layers - 1) / PAPER_LAST)))
 
@@ -45,10 +47,14 @@ class InterventionConfig:
         if self.n_controls < 1:
             raise InterventionError(f"--controls {self.n_controls} must be at least 1 (random-axis controls)")
         if self.n_per_k < 2:
-            raise InterventionError(f"--n-per-k {self.n_per_k} is too few SULA prompts to estimate an axis; pass 2 or more")
+            raise InterventionError(
+                f"--n-per-k {self.n_per_k} is too few SULA prompts to estimate an axis; pass 2 or more"
+            )
         for s in self.strengths or ():
             if self.op in ("cut", "only") and not 0.0 <= s <= 1.0:
-                raise InterventionError(f"strength {s} of a {self.op} is outside [0, 1]; pass --strength between 0 and 1")
+                raise InterventionError(
+                    f"strength {s} of a {self.op} is outside [0, 1]; pass --strength between 0 and 1"
+                )
         if self.experiments is not None and (not self.experiments or any(not e for e in self.experiments)):
             raise InterventionError("every experiment needs at least one layer; fix --layers")
 

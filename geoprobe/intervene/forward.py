@@ -2,6 +2,7 @@
 log-probabilities and, optionally, the final-token values of some layers as attention read
 them, i.e. after any edit switched on by ``intervened`` (both go through the same probe, see
 ``geoprobe.models.attention``)."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -29,14 +30,15 @@ class Batch:
     last: torch.Tensor  # final real position per row
 
 
-def batches(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,
-            max_tokens: int | None = None) -> list[Batch]:
+def batches(
+    model: LoadedModel, prompts: Sequence[str], batch_size: int = 16, max_tokens: int | None = None
+) -> list[Batch]:
     """Right-padded batches, longest prompts first (as ``capture`` builds them)."""
     ids, _ = tokenize(model, prompts, max_tokens)
     order = np.argsort(-np.array([len(s) for s in ids]), kind="stable")
     out = []
     for i in range(0, len(ids), batch_size):
-        rows = [int(r) for r in order[i: i + batch_size]]
+        rows = [int(r) for r in order[i : i + batch_size]]
         tok, mask = pad_batch([ids[r] for r in rows], model.tokenizer.pad_token_id, "right")
         out.append(Batch(rows, tok, mask, (mask.cumsum(1) - 1).clamp(min=0), mask.sum(1) - 1))
     return out
@@ -67,20 +69,22 @@ def recorded_values(model: LoadedModel, probe: Probe, layer: int) -> Float[np.nd
     """The final-token values the probe recorded at layout layer ``layer`` in the last forward pass."""
     rec = probe.records.get(model.layout.model_layers[layer])
     if rec is None or rec.v is None:
-        raise GeoprobeError(f"{model.arch.name}: layer {layer} recorded no values in the forward pass; its attention "
-                            "did not run through geoprobe's function (not supported)")
+        raise GeoprobeError(
+            f"{model.arch.name}: layer {layer} recorded no values in the forward pass; its attention "
+            "did not run through geoprobe's function (not supported)"
+        )
     return rec.v.numpy()
 
 
-def final_logprobs(model: LoadedModel, prompts: Sequence[str], batch_size: int = 16,
-                   value_layers: Sequence[int] = ()) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
+def final_logprobs(
+    model: LoadedModel, prompts: Sequence[str], batch_size: int = 16, value_layers: Sequence[int] = ()
+) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
     """(n, vocab) float32 next-token log-probs at each prompt's final token (the model's own
     logits, soft-capping or scaling included), and the final-token values (n, Hkv, d_head) of
     ``value_layers``. Call inside ``intervened`` to edit; the values are then the edited ones."""
     n = len(prompts)
     logp: torch.Tensor | None = None
-    values = {layer: np.zeros((n, model.layout.n_kv_heads, model.layout.d_head), np.float32)
-              for layer in value_layers}
+    values = {layer: np.zeros((n, model.layout.n_kv_heads, model.layout.d_head), np.float32) for layer in value_layers}
     with recording(model, value_layers) as probe, final_hidden(model, probe), torch.inference_mode():
         for b in batches(model, prompts, batch_size):
             lp = torch.log_softmax(run_batch(model, probe, b.ids, b.mask), dim=-1).cpu()
@@ -103,8 +107,13 @@ def text_nll(model: LoadedModel, texts: Sequence[str], batch_size: int = 4) -> n
     device = model.device
     with torch.inference_mode():  # inside ``intervened`` its probe edits every forward pass
         for b in batches(model, texts, batch_size):
-            logits = model.hf_model(b.ids.to(device), attention_mask=b.mask.to(device),
-                                    position_ids=b.position_ids.to(device), logits_to_keep=0, use_cache=False).logits
+            logits = model.hf_model(
+                b.ids.to(device),
+                attention_mask=b.mask.to(device),
+                position_ids=b.position_ids.to(device),
+                logits_to_keep=0,
+                use_cache=False,
+            ).logits
             for r in range(len(b.rows)):
                 n = int(b.mask[r].sum())
                 lp = torch.log_softmax(logits[r, : n - 1].float(), dim=-1)

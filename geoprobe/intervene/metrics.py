@@ -18,6 +18,7 @@ perplexity ratio resamples token positions, paired). Controls: the same operatio
 along ``n_controls`` seeded random axes orthogonal to the entropy axis (``random_axes``),
 summarised as mean and sd over the seeds.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,16 +54,22 @@ def _nan_estimate() -> Estimate:
     return Estimate(math.nan, math.nan, math.nan)
 
 
-def axis_entropy_correlation(values: np.ndarray, entropy: np.ndarray, axis: Axis, n_resamples: int = 1000,
-                             random_state: RandomState = 0) -> Estimate:
+def axis_entropy_correlation(
+    values: np.ndarray, entropy: np.ndarray, axis: Axis, n_resamples: int = 1000, random_state: RandomState = 0
+) -> Estimate:
     """Spearman ρ(axis coordinate of ``values`` (n, Hkv, d_head), ``entropy``) with a bootstrap CI."""
     c = axis.coordinate(values)
     h = np.asarray(entropy, dtype=np.float64)
     spread = float(np.dot(axis.head_weight, axis.sigma))  # ≥ the calibration sd of the coordinate
     if np.ptp(c) <= 1e-5 * spread or np.ptp(h) == 0:  # constant up to float32 rounding
         return _nan_estimate()
-    return bootstrap_ci((c, h), statistic=lambda x, y, axis: spearman(x, y, axis=axis), n_resamples=n_resamples,
-                        method="percentile", random_state=random_state)
+    return bootstrap_ci(
+        (c, h),
+        statistic=lambda x, y, axis: spearman(x, y, axis=axis),
+        n_resamples=n_resamples,
+        method="percentile",
+        random_state=random_state,
+    )
 
 
 @dataclass(frozen=True)
@@ -91,22 +98,36 @@ class Baseline:
     nll: np.ndarray
 
 
-def baseline(model: LoadedModel, prompts: Sequence[str], texts: Sequence[str] = (), geometry_layer: int | None = None,
-             batch_size: int = 16) -> Baseline:
+def baseline(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    texts: Sequence[str] = (),
+    geometry_layer: int | None = None,
+    batch_size: int = 16,
+) -> Baseline:
     layers = [] if geometry_layer is None else [geometry_layer]
     lp, values = final_logprobs(model, prompts, batch_size, value_layers=layers)
     return Baseline(lp, values, text_nll(model, texts) if texts else np.zeros(0))
 
 
-def evaluate(model: LoadedModel, prompts: Sequence[str], edits: Mapping[int, Edit], base: Baseline,
-             texts: Sequence[str] = (), geometry_axis: Axis | None = None, batch_size: int = 16,
-             n_resamples: int = 1000, random_state: RandomState = 0) -> Effects:
+def evaluate(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    edits: Mapping[int, Edit],
+    base: Baseline,
+    texts: Sequence[str] = (),
+    geometry_axis: Axis | None = None,
+    batch_size: int = 16,
+    n_resamples: int = 1000,
+    random_state: RandomState = 0,
+) -> Effects:
     """Run ``prompts`` (and ``texts``) with ``edits`` and compare with the unperturbed ``base``."""
     resolved = check_edits(model, edits)
     g_layer = None if geometry_axis is None else geometry_axis.layer
     if geometry_axis is not None and g_layer not in base.values:
-        raise InterventionError(f"the baseline has no values at geometry layer {g_layer}; "
-                                "build it with baseline(..., geometry_layer=...)")
+        raise InterventionError(
+            f"the baseline has no values at geometry layer {g_layer}; build it with baseline(..., geometry_layer=...)"
+        )
     with intervened(model, resolved):
         lp, values = final_logprobs(model, prompts, batch_size, value_layers=[] if g_layer is None else [g_layer])
         nll = text_nll(model, texts) if texts else np.zeros(0)
@@ -114,8 +135,9 @@ def evaluate(model: LoadedModel, prompts: Sequence[str], edits: Mapping[int, Edi
     kw = dict(n_resamples=n_resamples, random_state=random_state)
     agree = (base.logprobs.argmax(-1) == lp.argmax(-1)).double().numpy()
     if texts:
-        ppl_ratio = bootstrap_ci((base.nll, nll), statistic=lambda b, p, axis: np.exp(p.mean(axis) - b.mean(axis)),
-                                 method="percentile", **kw)
+        ppl_ratio = bootstrap_ci(
+            (base.nll, nll), statistic=lambda b, p, axis: np.exp(p.mean(axis) - b.mean(axis)), method="percentile", **kw
+        )
         ppl0, ppl1 = float(np.exp(base.nll.mean())), float(np.exp(nll.mean()))
     else:
         ppl_ratio, ppl0, ppl1 = _nan_estimate(), math.nan, math.nan
@@ -128,8 +150,11 @@ def evaluate(model: LoadedModel, prompts: Sequence[str], edits: Mapping[int, Edi
         delta_entropy=bootstrap_ci(h1 - h0, method="percentile", **kw),
         kl=bootstrap_ci(kl_bits(base.logprobs, lp), method="percentile", **kw),
         top1_agreement=bootstrap_ci(agree, method="percentile", **kw),
-        perplexity_ratio=ppl_ratio, perplexity_base=ppl0, perplexity=ppl1,
-        axis_entropy_rho=rho, axis_entropy_rho_base=rho0,
+        perplexity_ratio=ppl_ratio,
+        perplexity_base=ppl0,
+        perplexity=ppl1,
+        axis_entropy_rho=rho,
+        axis_entropy_rho_base=rho0,
     )
 
 
@@ -153,8 +178,10 @@ class ControlComparison:
 
     def table(self) -> str:
         """Markdown: metric | entropy axis [95 % CI] | random axes mean ± sd (n seeds)."""
-        head = (f"| metric ({self.op}, strength {self.strength:g}, layers {list(self.layers)}) | entropy axis [95% CI] "
-                f"| random axes mean ± sd ({len(self.controls)} seeds) |\n|---|---|---|\n")
+        head = (
+            f"| metric ({self.op}, strength {self.strength:g}, layers {list(self.layers)}) | entropy axis [95% CI] "
+            f"| random axes mean ± sd ({len(self.controls)} seeds) |\n|---|---|---|\n"
+        )
         rows = []
         for name in METRICS:
             e = self.true.get(name)
@@ -163,10 +190,20 @@ class ControlComparison:
         return head + "\n".join(rows)
 
 
-def compare_with_controls(model: LoadedModel, prompts: Sequence[str], axes: Mapping[int, Axis], op: Op = "cut",
-                          strength: float = 1.0, n_controls: int = 5, texts: Sequence[str] = (),
-                          geometry_layer: int | None = None, random_state: int = 0, batch_size: int = 16,
-                          n_resamples: int = 1000, base: Baseline | None = None) -> ControlComparison:
+def compare_with_controls(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    axes: Mapping[int, Axis],
+    op: Op = "cut",
+    strength: float = 1.0,
+    n_controls: int = 5,
+    texts: Sequence[str] = (),
+    geometry_layer: int | None = None,
+    random_state: int = 0,
+    batch_size: int = 16,
+    n_resamples: int = 1000,
+    base: Baseline | None = None,
+) -> ControlComparison:
     """The edit along the entropy axes ``{layer: Axis}`` and along ``n_controls`` random controls.
 
     Geometry is always measured along the *entropy* axis of ``geometry_layer`` (default: the
@@ -180,8 +217,9 @@ def compare_with_controls(model: LoadedModel, prompts: Sequence[str], axes: Mapp
     g_axis = replace(axes_r[g_layer], layer=g_layer)
     if base is None:
         base = baseline(model, prompts, texts, g_layer, batch_size)
-    kw = dict(texts=texts, geometry_axis=g_axis, batch_size=batch_size, n_resamples=n_resamples,
-              random_state=random_state)
+    kw = dict(
+        texts=texts, geometry_axis=g_axis, batch_size=batch_size, n_resamples=n_resamples, random_state=random_state
+    )
     out = ControlComparison(op, float(strength), tuple(sorted(edits)), evaluate(model, prompts, edits, base, **kw))
     rng = np.random.default_rng(random_state)
     for i in range(n_controls):

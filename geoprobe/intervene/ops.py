@@ -20,6 +20,7 @@ tensor their attention reads.
 matches nothing, or no forward pass at all): an intervention that silently does nothing is an
 error, never a null result.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Mapping
 
 import torch
-
 from jaxtyping import Float
 
 from geoprobe.intervene.axis import Axis, InterventionError
@@ -56,7 +56,8 @@ class Edit:
             raise InterventionError(f"strength {self.strength} is not a finite number; fix --strength")
         if self.op in ("cut", "only") and not 0.0 <= s <= 1.0:
             raise InterventionError(
-                f"{self.op} strength {self.strength} is outside [0, 1]; pass --strength between 0 and 1")
+                f"{self.op} strength {self.strength} is outside [0, 1]; pass --strength between 0 and 1"
+            )
         object.__setattr__(self, "strength", s)
 
     def apply(self, x: Float[torch.Tensor, "*batch kv_head d_head"]) -> Float[torch.Tensor, "*batch kv_head d_head"]:
@@ -84,7 +85,8 @@ def resolve_layer(layer: int, n_layers: int) -> int:
     if not 0 <= idx < n_layers:
         raise InterventionError(
             f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}, or "
-            f"-{n_layers}..-1 from the end); fix --layers")
+            f"-{n_layers}..-1 from the end); fix --layers"
+        )
     return idx
 
 
@@ -103,7 +105,8 @@ def check_edits(model: LoadedModel, edits: Mapping[int, Edit]) -> dict[int, Edit
         if edit.axis.shape != (lay.n_kv_heads, lay.d_head):
             raise InterventionError(
                 f"axis for layer {layer} has shape {edit.axis.shape}; this model's values are "
-                f"(kv_heads, d_head) = ({lay.n_kv_heads}, {lay.d_head})")
+                f"(kv_heads, d_head) = ({lay.n_kv_heads}, {lay.d_head})"
+            )
         out[idx] = edit
     return out
 
@@ -124,7 +127,8 @@ def value_hook(model: LoadedModel, layer: int, edit: Edit, applied: Applied) -> 
         if x.dim() != 4 or x.shape[2] != lay.n_kv_heads or x.shape[-1] != lay.d_head:
             raise InterventionError(
                 f"values of layer {layer} have shape {tuple(x.shape)}, not (batch, pos, {lay.n_kv_heads}, "
-                f"{lay.d_head}); this architecture's value layout is not supported")
+                f"{lay.d_head}); this architecture's value layout is not supported"
+            )
         applied.counts[layer] += 1
         return edit.apply(x)
 
@@ -150,4 +154,5 @@ def intervened(model: LoadedModel, edits: Mapping[int, Edit]) -> Iterator[Applie
     if never:
         raise InterventionError(
             f"edit(s) at layer(s) {never} never ran: no forward pass of the model inside the intervened block "
-            f"reached the attention of layer {never[0]}; run model.hf_model inside the block")
+            f"reached the attention of layer {never[0]}; run model.hf_model inside the block"
+        )

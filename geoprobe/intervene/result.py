@@ -1,4 +1,5 @@
 """InterventionResult: what one ``geoprobe intervene`` sweep measured, with persistence and its figure."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,7 @@ from geoprobe.report.page import Figure, Page, Section
 from geoprobe.results import Result
 from geoprobe.serial import Record
 
-METRICS = ("axis_entropy_rho", "sula_mae", "sula_spearman", "delta_entropy", "kl", "top1_agreement",
-           "perplexity_ratio")
+METRICS = ("axis_entropy_rho", "sula_mae", "sula_spearman", "delta_entropy", "kl", "top1_agreement", "perplexity_ratio")
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,10 +70,18 @@ class InterventionResult(Result, Page):
                 e = true.metrics[m]
                 xs = np.array([c.metrics[m].value for c in ctrl], dtype=np.float64)
                 xs = xs[np.isfinite(xs)]
-                out.append({"layers": ",".join(map(str, layers)), "strength": s, "metric": m,
-                            "entropy axis": f"{e:.4g}", "random axes mean ± sd":
-                            "n/a" if xs.size == 0 else f"{xs.mean():.4g} ± {xs.std(ddof=1) if xs.size > 1 else 0:.2g}",
-                            "unperturbed": _unperturbed(self.baseline.get(base_key(m, layers)))})
+                out.append(
+                    {
+                        "layers": ",".join(map(str, layers)),
+                        "strength": s,
+                        "metric": m,
+                        "entropy axis": f"{e:.4g}",
+                        "random axes mean ± sd": "n/a"
+                        if xs.size == 0
+                        else f"{xs.mean():.4g} ± {xs.std(ddof=1) if xs.size > 1 else 0:.2g}",
+                        "unperturbed": _unperturbed(self.baseline.get(base_key(m, layers))),
+                    }
+                )
         return out
 
     @classmethod
@@ -107,28 +115,62 @@ class InterventionResult(Result, Page):
             row, col = j // 3 + 1, j % 3 + 1
             for i, layers in enumerate(exps):
                 color, label = palette[i % len(palette)], f"layers {','.join(map(str, layers))}"
-                true = sorted((r for r in self.rows if r.layers == layers and r.axis == "entropy"), key=lambda r: r.strength)
+                true = sorted(
+                    (r for r in self.rows if r.layers == layers and r.axis == "entropy"), key=lambda r: r.strength
+                )
                 x = [r.strength for r in true]
                 y = np.array([r.metrics[m].value for r in true])
-                fig.add_trace(go.Scatter(
-                    x=x, y=y, mode="lines+markers", name=f"{label}: entropy axis", legendgroup=label,
-                    showlegend=j == 0, line=dict(color=color),
-                    error_y=dict(type="data", symmetric=False, array=np.array([r.metrics[m].high for r in true]) - y,
-                                 arrayminus=y - np.array([r.metrics[m].low for r in true]))), row=row, col=col)
+                fig.add_trace(
+                    go.Scatter(
+                        x=x,
+                        y=y,
+                        mode="lines+markers",
+                        name=f"{label}: entropy axis",
+                        legendgroup=label,
+                        showlegend=j == 0,
+                        line=dict(color=color),
+                        error_y=dict(
+                            type="data",
+                            symmetric=False,
+                            array=np.array([r.metrics[m].high for r in true]) - y,
+                            arrayminus=y - np.array([r.metrics[m].low for r in true]),
+                        ),
+                    ),
+                    row=row,
+                    col=col,
+                )
                 means, sds = [], []
                 for s in x:
-                    xs = np.array([r.metrics[m].value for r in self.rows
-                                   if r.layers == layers and r.strength == s and r.axis != "entropy"])
+                    xs = np.array(
+                        [
+                            r.metrics[m].value
+                            for r in self.rows
+                            if r.layers == layers and r.strength == s and r.axis != "entropy"
+                        ]
+                    )
                     xs = xs[np.isfinite(xs)]
                     means.append(xs.mean() if xs.size else math.nan)
                     sds.append(xs.std(ddof=1) if xs.size > 1 else 0.0)
-                fig.add_trace(go.Scatter(x=x, y=means, mode="lines+markers", name=f"{label}: random axes",
-                                         legendgroup=label, showlegend=j == 0,
-                                         line=dict(color=color, dash="dot"),
-                                         error_y=dict(type="data", array=sds)), row=row, col=col)
+                fig.add_trace(
+                    go.Scatter(
+                        x=x,
+                        y=means,
+                        mode="lines+markers",
+                        name=f"{label}: random axes",
+                        legendgroup=label,
+                        showlegend=j == 0,
+                        line=dict(color=color, dash="dot"),
+                        error_y=dict(type="data", array=sds),
+                    ),
+                    row=row,
+                    col=col,
+                )
         fig.update_xaxes(title_text="strength")
-        fig.update_layout(title=dict(text=f"{self.model}: {self.op} along the entropy axis vs random axes"),
-                          template="plotly_white", height=640)
+        fig.update_layout(
+            title=dict(text=f"{self.model}: {self.op} along the entropy axis vs random axes"),
+            template="plotly_white",
+            height=640,
+        )
         return fig
 
 

@@ -16,6 +16,7 @@ intervened forward (``RESUMABLE``, tests/intervene/test_resume.py, atol 1e-4 on 
 log-probs). Any other architecture, or edits below ``layer``, fall back to full forwards
 (``SweepResult.resumed`` is False).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -32,8 +33,9 @@ from geoprobe.intervene.ops import Edit, check_edits, intervened, resolve_layer
 from geoprobe.models.loading import LoadedModel
 
 #: model types whose resumed sweep is tested against the full intervened forward (test_resume.py)
-RESUMABLE: frozenset[str] = frozenset({
-    "llama", "mistral", "mixtral", "gemma3_text", "phi", "gpt_neox", "gpt2", "qwen2", "gemma2", "bloom", "gpt_neo"})
+RESUMABLE: frozenset[str] = frozenset(
+    {"llama", "mistral", "mixtral", "gemma3_text", "phi", "gpt_neox", "gpt2", "qwen2", "gemma2", "bloom", "gpt_neo"}
+)
 
 
 def decoder_blocks(model: LoadedModel) -> list[Any] | None:
@@ -103,8 +105,9 @@ class Resumable:
         self.start = model.layout.model_layers[self.layer]
         blocks = decoder_blocks(model)
         if blocks is None:
-            raise ValueError(f"{model.arch.name}: its decoder blocks are not one ModuleList of attention parents; "
-                             "cannot resume")
+            raise ValueError(
+                f"{model.arch.name}: its decoder blocks are not one ModuleList of attention parents; cannot resume"
+            )
         self.blocks = blocks
         self.n = len(prompts)
         self.saved: list[_Saved] = []
@@ -124,7 +127,9 @@ class Resumable:
                         base = torch.zeros((self.n, lp.shape[1]), dtype=torch.float32)
                     base[b.rows] = lp
                     if self.start > 0 and "out" not in kept:
-                        raise RuntimeError(f"block {self.start - 1} was not called in the unperturbed run; cannot resume")
+                        raise RuntimeError(
+                            f"block {self.start - 1} was not called in the unperturbed run; cannot resume"
+                        )
                     self.saved.append(_Saved(b, kept.get("out")))
         finally:
             if handle is not None:
@@ -138,8 +143,9 @@ class Resumable:
             return self.base.clone()
         return self.run(edits)[0]
 
-    def run(self, edits: Mapping[int, Edit],
-            value_layers: Sequence[int] = ()) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
+    def run(
+        self, edits: Mapping[int, Edit], value_layers: Sequence[int] = ()
+    ) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
         """Like :meth:`logprobs`, also returning the final-token values (n, Hkv, d_head) of
         ``value_layers`` (each ≥ the resume layer) as attention read them, i.e. after the edits."""
         resolved = check_edits(self.model, edits) if edits else {}
@@ -149,8 +155,12 @@ class Resumable:
         out = torch.zeros_like(self.base)
         lay = self.model.layout
         values = {layer: np.zeros((out.shape[0], lay.n_kv_heads, lay.d_head), np.float32) for layer in value_layers}
-        with intervened(self.model, resolved), recording(self.model, value_layers) as probe, \
-                final_hidden(self.model, probe), torch.inference_mode():
+        with (
+            intervened(self.model, resolved),
+            recording(self.model, value_layers) as probe,
+            final_hidden(self.model, probe),
+            torch.inference_mode(),
+        ):
             for s in self.saved:
                 with skipped(self.blocks[: self.start], s.below):
                     logits = run_batch(self.model, probe, s.batch.ids, s.batch.mask)
@@ -181,8 +191,9 @@ class FullRuns:
     def __init__(self, model: LoadedModel, prompts: Sequence[str], batch_size: int = 16) -> None:
         self.model, self.prompts, self.batch_size = model, list(prompts), batch_size
 
-    def run(self, edits: Mapping[int, Edit],
-            value_layers: Sequence[int] = ()) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
+    def run(
+        self, edits: Mapping[int, Edit], value_layers: Sequence[int] = ()
+    ) -> tuple[Float[torch.Tensor, "n vocab"], dict[int, np.ndarray]]:
         with intervened(self.model, edits):
             return final_logprobs(self.model, self.prompts, self.batch_size, value_layers)
 
@@ -192,8 +203,13 @@ def resumer(model: LoadedModel, prompts: Sequence[str], layer: int, batch_size: 
     return Resumable(model, prompts, layer, batch_size) if resumable(model) else FullRuns(model, prompts, batch_size)
 
 
-def sweep(model: LoadedModel, prompts: Sequence[str], edit_sets: Sequence[Mapping[int, Edit]],
-          batch_size: int = 16, resume: bool = True) -> SweepResult:
+def sweep(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    edit_sets: Sequence[Mapping[int, Edit]],
+    batch_size: int = 16,
+    resume: bool = True,
+) -> SweepResult:
     """Next-token log-probs for each edit set, resuming from the residual stream where possible."""
     if not edit_sets:
         raise ValueError("no edit sets to sweep")

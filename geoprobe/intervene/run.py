@@ -17,6 +17,7 @@ Each experiment resumes from the residual stream at its lowest layer
 (:class:`~geoprobe.intervene.resume.Resumable`, where the architecture is tested resumable; full
 forwards otherwise), so a sweep never recomputes the layers below.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,17 +40,26 @@ from geoprobe.sula.config import SulaConfig
 from geoprobe.sula.evaluate import calibration_metrics, label_distribution
 from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
 
+
 def held_out_texts(model: Any, n: int, seed: int) -> list[str]:
     """``n`` encyclopedic passages (64–128 tokens) for the perplexity ratio; none if the corpus is missing."""
     try:
-        return [p.text for p in candidates(["encyclopedic"], n, tokenizer=model.tokenizer, min_tokens=64,
-                                           max_tokens=128, seed=seed + 7919)]
+        return [
+            p.text
+            for p in candidates(
+                ["encyclopedic"], n, tokenizer=model.tokenizer, min_tokens=64, max_tokens=128, seed=seed + 7919
+            )
+        ]
     except CorpusUnavailable:
         return []
 
 
-def run_interventions(model: Any, config: InterventionConfig = InterventionConfig(), *,
-                      progress: Callable[[str, int, int], None] | None = None) -> InterventionResult:
+def run_interventions(
+    model: Any,
+    config: InterventionConfig = InterventionConfig(),
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> InterventionResult:
     """Fit the entropy axes on SULA prompts, then edit (true axis and random controls) per
     experiment and strength, resuming from the residual stream; see the module docstring."""
     L = model.layout.n_layers
@@ -57,8 +67,9 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
     strengths = config.strength_list
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    sc = SulaConfig(n_per_k=config.n_per_k, seed=config.seed, batch_size=config.batch_size,
-                    n_resamples=config.n_resamples)
+    sc = SulaConfig(
+        n_per_k=config.n_per_k, seed=config.seed, batch_size=config.batch_size, n_resamples=config.n_resamples
+    )
     prompts = generate(sc)
     texts = [p.text for p in prompts]
     labels = label_tokens(model.tokenizer, sc.labels_for("main"), lead=sc.label_lead, first_token=sc.first_token)
@@ -75,8 +86,14 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
 
     def sula_metrics(lp: Any) -> tuple[Estimate, Estimate]:
         dist = label_distribution(lp[:, list(labels.ids)].double().numpy())
-        m = calibration_metrics(cols["k"], cols["entropy_bits"], dist["entropy"], dist["mass"],
-                                n_resamples=config.n_resamples, random_state=config.seed)
+        m = calibration_metrics(
+            cols["k"],
+            cols["entropy_bits"],
+            dist["entropy"],
+            dist["mass"],
+            n_resamples=config.n_resamples,
+            random_state=config.seed,
+        )
         return m.mae, m.spearman
 
     mae0, rho_s0 = sula_metrics(lp0)
@@ -108,14 +125,19 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
                 if held:
                     with intervened(model, edits):
                         nll = text_nll(model, held)
-                    ppl = bootstrap_ci((nll0, nll), statistic=lambda b, p, axis: np.exp(p.mean(axis) - b.mean(axis)),
-                                       method="percentile", **kw)
+                    ppl = bootstrap_ci(
+                        (nll0, nll),
+                        statistic=lambda b, p, axis: np.exp(p.mean(axis) - b.mean(axis)),
+                        method="percentile",
+                        **kw,
+                    )
                 else:
                     ppl = nan
                 agree = (lp0.argmax(-1) == lp.argmax(-1)).double().numpy()
                 metrics = {
                     "axis_entropy_rho": axis_entropy_correlation(vals[g], h1, axes[g], **kw),
-                    "sula_mae": mae, "sula_spearman": rho_s,
+                    "sula_mae": mae,
+                    "sula_spearman": rho_s,
                     "delta_entropy": bootstrap_ci(h1 - h0, method="percentile", **kw),
                     "kl": bootstrap_ci(kl_bits(lp0, lp), method="percentile", **kw),
                     "top1_agreement": bootstrap_ci(agree, method="percentile", **kw),
@@ -132,5 +154,13 @@ def run_interventions(model: Any, config: InterventionConfig = InterventionConfi
     cfg["strengths"] = list(strengths)
     cfg["labels"] = list(labels.labels)
     cfg["held_out_texts"] = len(held)
-    return InterventionResult(model=model.provenance.model_id, provenance=prov, config=cfg, op=config.op,
-                              baseline=baseline, axes=axis_info, rows=tuple(rows), timings=timings)
+    return InterventionResult(
+        model=model.provenance.model_id,
+        provenance=prov,
+        config=cfg,
+        op=config.op,
+        baseline=baseline,
+        axes=axis_info,
+        rows=tuple(rows),
+        timings=timings,
+    )

@@ -1,4 +1,5 @@
 """Model registry, loading (Hub, local, GGUF), architecture inspection and twins."""
+
 from geoprobe.models.layout import Layout, Site
 from geoprobe.models.loaded import LoadedModel
 from geoprobe.models.loading import load_model

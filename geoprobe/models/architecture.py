@@ -20,6 +20,7 @@ with any q/k norms swapped for identities:
 Hybrid models (attention + state-space layers) are measured on their attention layers only;
 ``Layout.layer_ids`` records which model layers those are.
 """
+
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
@@ -32,7 +33,15 @@ from jaxtyping import Float
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
 from geoprobe.models.layout import Layout
-from geoprobe.models.legacy import INLINE_SDPA_TYPES, LEGACY_TYPES, inline_sdpa, legacy_hooks, legacy_rotary_dim, legacy_specs, legacy_windows
+from geoprobe.models.legacy import (
+    INLINE_SDPA_TYPES,
+    LEGACY_TYPES,
+    inline_sdpa,
+    legacy_hooks,
+    legacy_rotary_dim,
+    legacy_specs,
+    legacy_windows,
+)
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
 
 PROBE_TOKENS = 7
@@ -56,8 +65,10 @@ class Architecture:
     notes: list[str] = field(default_factory=list)
 
     #: what a missing W_K means (the mechanism), for messages
-    NO_KEY_WEIGHTS = ("keys here are not x·W_K (multi-head latent attention compresses them through a latent and a "
-                      "norm), so there is no W_K to measure")
+    NO_KEY_WEIGHTS = (
+        "keys here are not x·W_K (multi-head latent attention compresses them through a latent and a "
+        "norm), so there is no W_K to measure"
+    )
 
     @property
     def key_weights_reason(self) -> str:
@@ -66,8 +77,10 @@ class Architecture:
         if not missing:
             return ""
         mod = self.modules[missing[0]]
-        return (f"{self.name}: no linear map from the attention input reproduces the keys of layer {missing[0]} "
-                f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); {self.NO_KEY_WEIGHTS}")
+        return (
+            f"{self.name}: no linear map from the attention input reproduces the keys of layer {missing[0]} "
+            f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); {self.NO_KEY_WEIGHTS}"
+        )
 
     def key_weight_view(self, model_layer: int) -> Float[torch.Tensor, "kv_head d_model d_head"]:
         """W_K of one attention layer (its number in the model) as (kv_head, d_model, d_head)."""
@@ -90,18 +103,27 @@ def attention_modules(hf_model: Any) -> list[Any]:
     their own (wrappers that only hold the real module are skipped)."""
     from transformers.pytorch_utils import Conv1D
 
-    return [m for m in hf_model.modules() if "Attention" in type(m).__name__
-            and any(isinstance(c, (torch.nn.Linear, Conv1D)) for c in m.children())]
+    return [
+        m
+        for m in hf_model.modules()
+        if "Attention" in type(m).__name__ and any(isinstance(c, (torch.nn.Linear, Conv1D)) for c in m.children())
+    ]
 
 
 def _refuse_without_attention(hf_model: Any) -> None:
     name = architecture_name(hf_model)
-    mixers = sorted({type(m).__name__ for m in hf_model.modules() if "Mixer" in type(m).__name__
-                     or "Mamba" in type(m).__name__ or "Rwkv" in type(m).__name__})
+    mixers = sorted(
+        {
+            type(m).__name__
+            for m in hf_model.modules()
+            if "Mixer" in type(m).__name__ or "Mamba" in type(m).__name__ or "Rwkv" in type(m).__name__
+        }
+    )
     what = f" (its layers are {', '.join(mixers[:3])})" if mixers else ""
     raise UnsupportedArchitectureError(
         f"{name}: the model has no attention layers{what}: it is a state-space or recurrent model, and geoprobe "
-        "measures attention; pass a transformer to --model")
+        "measures attention; pass a transformer to --model"
+    )
 
 
 def _probe_ids(hf_model: Any, batch: int = 2) -> torch.Tensor:
@@ -143,21 +165,27 @@ def inspect_model(hf_model: Any) -> Architecture:
         if impl != "sdpa":
             raise UnsupportedArchitectureError(
                 f"{name}: with attn_implementation={impl!r} its attention is computed inline, where geoprobe cannot "
-                "read it; load it with attn_implementation='sdpa' (transformers' default)")
+                "read it; load it with attn_implementation='sdpa' (transformers' default)"
+            )
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
     if not type(hf_model)._can_set_attn_implementation():
         raise UnsupportedArchitectureError(
             f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
             "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
-            "read it")
+            "read it"
+        )
     return _interface(hf_model, name, mt, mods)
 
 
 @contextmanager
 def _pre_hooks(modules: dict[int, Any], hook: Callable[[int, tuple, dict], None]) -> Iterator[None]:
     """A forward pre-hook on each module, called as ``hook(layer, args, kwargs)``; removed on exit."""
-    handles = [m.register_forward_pre_hook(lambda mod, args, kwargs, _layer=layer: hook(_layer, args, kwargs),
-                                           with_kwargs=True) for layer, m in modules.items()]
+    handles = [
+        m.register_forward_pre_hook(
+            lambda mod, args, kwargs, _layer=layer: hook(_layer, args, kwargs), with_kwargs=True
+        )
+        for layer, m in modules.items()
+    ]
     try:
         yield
     finally:
@@ -167,6 +195,7 @@ def _pre_hooks(modules: dict[int, Any], hook: Callable[[int, tuple, dict], None]
 
 def _input_hooks(modules: dict[int, Any], at: dict[int, torch.Tensor], pos: int) -> Any:
     """Keep each layer's attention input at position ``pos`` in ``at``."""
+
     def keep(layer: int, args: tuple, kwargs: dict) -> None:
         x = args[0] if args else kwargs["hidden_states"]
         at[layer] = x[:, pos].detach().float()
@@ -209,11 +238,15 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     called = {id(by_layer[layer]) for layer in probe0.calls}
     silent = [type(m).__name__ for m in mods if id(m) not in called]
     if silent or len(probe0.calls) != len(mods):
-        what = (f"{len(silent)} of {len(mods)} attention modules ({silent[0]}) never called it" if silent else
-                f"{len(mods)} attention modules made {len(probe0.calls)} calls")
+        what = (
+            f"{len(silent)} of {len(mods)} attention modules ({silent[0]}) never called it"
+            if silent
+            else f"{len(mods)} attention modules made {len(probe0.calls)} calls"
+        )
         raise UnsupportedArchitectureError(
             f"{name}: its attention does not go through transformers' AttentionInterface once per layer "
-            f"({what}); geoprobe cannot capture it")
+            f"({what}); geoprobe cannot capture it"
+        )
     # second pass, same ids: inputs at position 0 and at the final position, keys there as received
     probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
     probe1.new_batch(torch.full((B,), T - 1, dtype=torch.long))
@@ -258,22 +291,43 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
     shapes = {(probe0.records[ly].q.shape[1:], probe0.records[ly].v.shape[1:]) for ly in layers}
     if len(shapes) > 1:
-        raise UnsupportedArchitectureError(f"{name}: attention layers differ in head counts or widths ({shapes}); "
-                                           "geoprobe needs one head layout for every attention layer")
+        raise UnsupportedArchitectureError(
+            f"{name}: attention layers differ in head counts or widths ({shapes}); "
+            "geoprobe needs one head layout for every attention layer"
+        )
     if Hq % Hkv:
         raise UnsupportedArchitectureError(f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads")
     n_layers_model = int(getattr(hf_model.config, "num_hidden_layers", 0) or 0)
     layout = Layout(
-        n_layers=len(layers), n_heads=Hq, n_kv_heads=Hkv, d_head=dv, d_model=d_model,
-        vocab_size=int(hf_model.config.vocab_size), rotary_dim=max(rot.values(), default=0),
+        n_layers=len(layers),
+        n_heads=Hq,
+        n_kv_heads=Hkv,
+        d_head=dv,
+        d_model=d_model,
+        vocab_size=int(hf_model.config.vocab_size),
+        rotary_dim=max(rot.values(), default=0),
         sliding_window=tuple(probe0.records[ly].window for ly in layers),
         layer_ids=None if layers == list(range(n_layers_model)) else tuple(layers),
-        d_key=None if dq == dv else dq)
-    arch = Architecture(name, mt, mechanism, layout, by_layer, k_specs, v_specs, q_specs, tuple(norms),
-                        frozenset(post | unrotated), sinks=hasattr(by_layer[layers[0]], "sinks"))
+        d_key=None if dq == dv else dq,
+    )
+    arch = Architecture(
+        name,
+        mt,
+        mechanism,
+        layout,
+        by_layer,
+        k_specs,
+        v_specs,
+        q_specs,
+        tuple(norms),
+        frozenset(post | unrotated),
+        sinks=hasattr(by_layer[layers[0]], "sinks"),
+    )
     if post:
-        arch.notes.append(f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "
-                          "no linear map from the layer input gives the pre-rotary keys")
+        arch.notes.append(
+            f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "
+            "no linear map from the layer input gives the pre-rotary keys"
+        )
     return arch
 
 
@@ -282,12 +336,27 @@ def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
     specs = legacy_specs(cfg)
     by_layer = dict(enumerate(mods))
     H, d = specs[0].n_heads, specs[0].d_head
-    layout = Layout(n_layers=len(mods), n_heads=H, n_kv_heads=H, d_head=d, d_model=int(cfg.hidden_size),
-                    vocab_size=int(cfg.vocab_size), rotary_dim=legacy_rotary_dim(cfg),
-                    sliding_window=legacy_windows(cfg, len(mods)))
+    layout = Layout(
+        n_layers=len(mods),
+        n_heads=H,
+        n_kv_heads=H,
+        d_head=d,
+        d_model=int(cfg.hidden_size),
+        vocab_size=int(cfg.vocab_size),
+        rotary_dim=legacy_rotary_dim(cfg),
+        sliding_window=legacy_windows(cfg, len(mods)),
+    )
     n = len(mods)
-    return Architecture(name, mt, "legacy", layout, by_layer, dict.fromkeys(range(n), specs[1]),
-                        dict.fromkeys(range(n), specs[2]), dict.fromkeys(range(n), specs[0]))
+    return Architecture(
+        name,
+        mt,
+        "legacy",
+        layout,
+        by_layer,
+        dict.fromkeys(range(n), specs[1]),
+        dict.fromkeys(range(n), specs[2]),
+        dict.fromkeys(range(n), specs[0]),
+    )
 
 
 def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
@@ -316,8 +385,12 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
 def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Probe]:
     """Run forward passes of ``hf_model`` inside the block with ``probe`` recording every attention layer."""
     if arch.mechanism == "legacy":
-        with legacy_hooks(arch.model_type, arch.modules, probe,
-                          (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])) as p, A.current_set(p):
+        with (
+            legacy_hooks(
+                arch.model_type, arch.modules, probe, (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])
+            ) as p,
+            A.current_set(p),
+        ):
             yield p
         return
     probe.post_rotary_layers = arch.post_rotary_layers
@@ -327,8 +400,12 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
 
 
 @contextmanager
-def editing(hf_model: Any, arch: Architecture, edits: dict[int, A.ValueEdit] | None = None,
-            out_edits: dict[int, A.OutEdit] | None = None) -> Iterator[A.Probe]:
+def editing(
+    hf_model: Any,
+    arch: Architecture,
+    edits: dict[int, A.ValueEdit] | None = None,
+    out_edits: dict[int, A.OutEdit] | None = None,
+) -> Iterator[A.Probe]:
     """Apply value edits and out-edits ({model layer: fn}) to every forward pass of ``hf_model``
     inside the block. Inside an active probe (``probing``) they are added to it for the block,
     so what it records is what attention read; otherwise a probe that records nothing is
@@ -336,8 +413,9 @@ def editing(hf_model: Any, arch: Architecture, edits: dict[int, A.ValueEdit] | N
     edits, out_edits = dict(edits or {}), dict(out_edits or {})
     outer = A.current()
     if outer is None:
-        probe = A.Probe(queries=False, keys=False, values=False, attn_out=False, attention=False,
-                        edits=edits, out_edits=out_edits)
+        probe = A.Probe(
+            queries=False, keys=False, values=False, attn_out=False, attention=False, edits=edits, out_edits=out_edits
+        )
         with probing(hf_model, arch, probe) as p:
             yield p
         return

@@ -15,6 +15,7 @@ can edit the values before the stock function runs (``Probe.edits``, interventio
 attention output z after it, before the output projection (``Probe.out_edits``, head
 ablations).
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -63,7 +64,7 @@ def final_row_distribution(
     B, Hq, d = query_last.shape
     Hkv, T = key.shape[1], key.shape[2]
     s = torch.einsum("bkgd,bktd->bkgt", query_last.float().reshape(B, Hkv, Hq // Hkv, d), key.float())
-    s = s.reshape(B, Hq, T) * (d ** -0.5 if scaling is None else scaling)
+    s = s.reshape(B, Hq, T) * (d**-0.5 if scaling is None else scaling)
     if softcap is not None:
         s = torch.tanh(s / softcap) * softcap
     if bias_row is not None:
@@ -160,10 +161,20 @@ class Probe:
         fn = self.out_edits.get(self.layer(module))
         return out if fn is None else fn(out).to(out.dtype)
 
-    def record(self, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-               mask: torch.Tensor | None, out: torch.Tensor | None, scaling: float | None,
-               softcap: float | None = None, sinks: torch.Tensor | None = None,
-               bias: torch.Tensor | None = None, window: int | None = None) -> None:
+    def record(
+        self,
+        module: Any,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None,
+        out: torch.Tensor | None,
+        scaling: float | None,
+        softcap: float | None = None,
+        sinks: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
+        window: int | None = None,
+    ) -> None:
         """One interface call: query (B, Hq, T, d), key/value (B, Hkv, T, d), out (B, T, Hq, d_v)."""
         layer = self.layer(module)
         self.calls.append(layer)
@@ -209,8 +220,9 @@ class Probe:
         return unrotate(self.rotary_functions[layer], x, cos, sin)
 
 
-def unrotate(apply_rotary: Callable, x: Float[torch.Tensor, "batch head d"], cos: torch.Tensor,
-             sin: torch.Tensor) -> Float[torch.Tensor, "batch head d"]:
+def unrotate(
+    apply_rotary: Callable, x: Float[torch.Tensor, "batch head d"], cos: torch.Tensor, sin: torch.Tensor
+) -> Float[torch.Tensor, "batch head d"]:
     """Undo a rotary embedding on one position per row with the model's own ``apply_rotary_pos_emb``.
 
     ``cos``/``sin`` (batch, r) are the final position's. Rotating by -θ undoes the rotation up
@@ -242,8 +254,10 @@ def layer_index(module: Any) -> int:
         v = getattr(module, name, None)
         if isinstance(v, int):
             return v
-    raise GeoprobeError(f"attention module {type(module).__name__} has no layer_idx; geoprobe cannot tell which "
-                        "layer it is (this architecture is not supported)")
+    raise GeoprobeError(
+        f"attention module {type(module).__name__} has no layer_idx; geoprobe cannot tell which "
+        "layer it is (this architecture is not supported)"
+    )
 
 
 def current() -> Probe | None:
@@ -269,31 +283,52 @@ def _stock(base: str, module: Any) -> Callable:
     if base == "eager":  # each modeling file has its own eager function (softcap, sinks, ...)
         fn = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
         if fn is None:
-            raise GeoprobeError(f"{type(module).__name__}: its modeling file has no eager_attention_forward; "
-                                "geoprobe cannot run its eager attention (not supported)")
+            raise GeoprobeError(
+                f"{type(module).__name__}: its modeling file has no eager_attention_forward; "
+                "geoprobe cannot run its eager attention (not supported)"
+            )
         return fn
     return ALL_ATTENTION_FUNCTIONS[base]
 
 
 def _make(base: str) -> Callable:
-    def attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                  attention_mask: torch.Tensor | None, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+    def attention(
+        module: Any,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> tuple[torch.Tensor, Any]:
         probe = _ACTIVE.get()
         fn = _stock(base, module)
         if probe is None:
             return fn(module, query, key, value, attention_mask, *args, **kwargs)
         if module.training and (kwargs.get("dropout") or 0.0) > 0:
-            raise GeoprobeError(f"{type(module).__name__} is in training mode with attention dropout; geoprobe "
-                                "measures the deterministic model: call model.eval() first")
+            raise GeoprobeError(
+                f"{type(module).__name__} is in training mode with attention dropout; geoprobe "
+                "measures the deterministic model: call model.eval() first"
+            )
         if probe.edits:
             value = probe.edit_values(module, value)
         out, weights = fn(module, query, key, value, attention_mask, *args, **kwargs)
         if probe.out_edits:
             out = probe.edit_output(module, out)
         scaling = kwargs.get("scaling", args[1] if len(args) > 1 else None)
-        probe.record(module, query, key, value, attention_mask, out, scaling, kwargs.get("softcap"),
-                     kwargs.get("s_aux", kwargs.get("sinks")), kwargs.get("position_bias"),
-                     kwargs.get("sliding_window"))
+        probe.record(
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            out,
+            scaling,
+            kwargs.get("softcap"),
+            kwargs.get("s_aux", kwargs.get("sinks")),
+            kwargs.get("position_bias"),
+            kwargs.get("sliding_window"),
+        )
         return out, weights
 
     attention.__name__ = f"{PREFIX}{base}"

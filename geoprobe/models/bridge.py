@@ -7,6 +7,7 @@ so :func:`unwrap_bridge` rebuilds the plain model as a structural copy that shar
 parameter and buffer with the bridge (no weight is copied) and gives it back its default
 attention implementation.
 """
+
 from __future__ import annotations
 
 import copy

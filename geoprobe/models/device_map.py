@@ -6,6 +6,7 @@ needs a folder only for weights transformers re-saves (pickled weights, MoE expe
 load time; safetensors are read in place): :func:`offload_folder` makes a temporary one, which
 the loader removes with the model (docs/models.md).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,17 +29,21 @@ def parse_device_map(value: str | dict) -> str | dict:
         try:
             text = Path(os.path.expanduser(text)).read_text(encoding="utf-8")
         except OSError as exc:
-            raise GeoprobeError(f"--device-map {value!r}: cannot read it ({exc.strerror or exc}); pass a strategy "
-                                "such as auto, a JSON object or a readable .json file") from exc
+            raise GeoprobeError(
+                f"--device-map {value!r}: cannot read it ({exc.strerror or exc}); pass a strategy "
+                "such as auto, a JSON object or a readable .json file"
+            ) from exc
     if not text.startswith("{"):
         return text
     try:
         out = json.loads(text)
     except ValueError as exc:
-        raise GeoprobeError(f"--device-map {value[:60]!r} is not valid JSON ({exc}); pass an object such as "
-                            '{"model.layers.1": "disk", "": "cpu"}') from exc
+        raise GeoprobeError(
+            f"--device-map {value[:60]!r} is not valid JSON ({exc}); pass an object such as "
+            '{"model.layers.1": "disk", "": "cpu"}'
+        ) from exc
     if not isinstance(out, dict) or not all(isinstance(v, (str, int)) for v in out.values()):
-        raise GeoprobeError(f"--device-map {value[:60]!r} must map module names to a device, \"cpu\" or \"disk\"")
+        raise GeoprobeError(f'--device-map {value[:60]!r} must map module names to a device, "cpu" or "disk"')
     return out
 
 

@@ -1,4 +1,5 @@
 """GGUF files: dequantise once through transformers, cache as safetensors keyed by file hash."""
+
 from __future__ import annotations
 
 import contextlib

@@ -8,6 +8,7 @@ second, failing later in a forward pass with a tensor-size ``RuntimeError``. geo
 config first (``config.json`` of a local directory, the config of any model it boots) and says
 which architecture and which numbers, as an :class:`UnsupportedArchitectureError` (exit 2).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -37,11 +38,15 @@ def head_problem(cfg: Mapping[str, Any]) -> str | None:
         return f"{heads[0]} is {heads[1]}; it must be a positive number of attention heads"
     explicit_width = isinstance(cfg.get("head_dim"), int) and cfg.get("head_dim")
     if hidden is not None and not explicit_width and hidden[1] % heads[1]:
-        return (f"{hidden[0]} {hidden[1]} does not divide into {heads[0]} {heads[1]} "
-                f"({hidden[1]} / {heads[1]} is not a whole head width) and no head_dim is given")
+        return (
+            f"{hidden[0]} {hidden[1]} does not divide into {heads[0]} {heads[1]} "
+            f"({hidden[1]} / {heads[1]} is not a whole head width) and no head_dim is given"
+        )
     if kv is not None and (kv[1] <= 0 or heads[1] % kv[1]):
-        return (f"{heads[0]} {heads[1]} does not divide into {kv[0]} {kv[1]} "
-                "(each key/value head must serve a whole number of query heads)")
+        return (
+            f"{heads[0]} {heads[1]} does not divide into {kv[0]} {kv[1]} "
+            "(each key/value head must serve a whole number of query heads)"
+        )
     return None
 
 

@@ -18,6 +18,7 @@ Pythia-410M, memory of the key projections only). That path needs the ``arch`` o
 same config to know where W_K lives. Multi-head latent attention has no W_K: the
 :class:`UnsupportedArchitectureError` says why.
 """
+
 from __future__ import annotations
 
 import copy
@@ -57,14 +58,17 @@ def _fresh_views(model: Any, arch: Architecture) -> list[torch.Tensor]:
     mods = attention_modules(model)
     layers = sorted(arch.modules)
     if len(mods) != len(layers):
-        raise GeoprobeError(f"{arch.name}: the config builds {len(mods)} attention modules but the loaded model "
-                            f"has {len(layers)}; no random-init baseline")
+        raise GeoprobeError(
+            f"{arch.name}: the config builds {len(mods)} attention modules but the loaded model "
+            f"has {len(layers)}; no random-init baseline"
+        )
     by_layer = dict(zip(layers, mods))
     return [arch.k_specs[layer].weight(by_layer[layer]) for layer in arch.layout.model_layers]
 
 
-def init_key_weights(cfg: Any, seed: int = 0, arch: Architecture | None = None,
-                     max_bytes: int = MAX_BYTES) -> Float[np.ndarray, "L Hkv D d"]:
+def init_key_weights(
+    cfg: Any, seed: int = 0, arch: Architecture | None = None, max_bytes: int = MAX_BYTES
+) -> Float[np.ndarray, "L Hkv D d"]:
     """W_K (layer, kv_head, d_model, d_head), float32, of ``cfg``'s architecture at random init ``seed``.
 
     Equal to the W_K of ``torch.manual_seed(seed); AutoModelForCausalLM.from_config(cfg)``
@@ -73,8 +77,10 @@ def init_key_weights(cfg: Any, seed: int = 0, arch: Architecture | None = None,
 
     if parameter_bytes(cfg) > max_bytes:
         if arch is None:
-            raise GeoprobeError(f"{getattr(cfg, 'model_type', '?')}: the full model is over {max_bytes / 2**30:.1f} GiB "
-                                "to build; pass the loaded model's architecture (arch=) to initialise W_K alone")
+            raise GeoprobeError(
+                f"{getattr(cfg, 'model_type', '?')}: the full model is over {max_bytes / 2**30:.1f} GiB "
+                "to build; pass the loaded model's architecture (arch=) to initialise W_K alone"
+            )
         return _key_projections_only(cfg, seed, arch)
     rng = torch.random.get_rng_state()
     try:

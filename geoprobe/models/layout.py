@@ -1,4 +1,5 @@
 """Typed attention sites and the head geometry of a model (what every capture is shaped by)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -17,6 +17,7 @@ forward pass. Value edits (``Probe.edits``) run on the output of the V projectio
 its description (Bloom's fused ``query_key_value`` included), and out-edits
 (``Probe.out_edits``) on the input of the output projection.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -58,8 +59,9 @@ def legacy_rotary_dim(cfg: Any) -> int:
 
 
 @contextmanager
-def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
-                 specs: tuple[ProjSpec, ProjSpec, ProjSpec]) -> Iterator[Probe]:
+def legacy_hooks(
+    model_type: str, modules: dict[int, Any], probe: Probe, specs: tuple[ProjSpec, ProjSpec, ProjSpec]
+) -> Iterator[Probe]:
     """Record into ``probe`` from the attention modules' returned probabilities and projections."""
     q_spec, k_spec, v_spec = specs
     handles = []
@@ -67,6 +69,7 @@ def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
     edited_v: dict[int, torch.Tensor] = {}
 
     for layer, module in modules.items():
+
         def pre(mod: Any, args: tuple, kwargs: dict, _layer: int = layer) -> None:
             x = args[0] if args else kwargs["hidden_states"]
             B, T = x.shape[:2]
@@ -83,8 +86,11 @@ def legacy_hooks(model_type: str, modules: dict[int, Any], probe: Probe,
                 x = inputs.pop(_layer)
                 if probe.attention:
                     probe.keep_distribution(rec, probs[torch.arange(B, device=probs.device), :, last].float())
-                for on, spec, name in ((probe.queries, q_spec, "q"), (probe.keys, k_spec, "k"),
-                                       (probe.values, v_spec, "v")):
+                for on, spec, name in (
+                    (probe.queries, q_spec, "q"),
+                    (probe.keys, k_spec, "k"),
+                    (probe.values, v_spec, "v"),
+                ):
                     if on:
                         setattr(rec, name, spec.project(mod, x).float().cpu())
                 if probe.values and _layer in edited_v:  # what attention read: the edited values
@@ -147,19 +153,29 @@ def inline_sdpa(modules: Iterable[Any], probe: Probe) -> Iterator[Probe]:
         handles.append(m.register_forward_pre_hook(enter))
         handles.append(m.register_forward_hook(leave))
 
-    def sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None,
-             dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None, **kw: Any) -> torch.Tensor:
+    def sdpa(
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: float | None = None,
+        **kw: Any,
+    ) -> torch.Tensor:
         if not running:
-            return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                            scale=scale, **kw)
+            return original(
+                query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kw
+            )
         module = running[-1]
         n_kv = int(getattr(module, "num_kv_heads", key.shape[1]))
         g = query.shape[1] // n_kv if key.shape[1] == query.shape[1] and n_kv < query.shape[1] else 1
         if probe.edits:
             edited = probe.edit_values(module, value[:, ::g])
             value = edited.repeat_interleave(g, dim=1) if g > 1 else edited
-        out = original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                       scale=scale, **kw)
+        out = original(
+            query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kw
+        )
         if probe.out_edits:
             out = probe.edit_output(module, out.transpose(1, 2)).transpose(1, 2)
         probe.record(module, query, key[:, ::g], value[:, ::g], attn_mask, out.transpose(1, 2), scale)

@@ -1,6 +1,7 @@
 """The loaded model: :class:`LoadedModel` (a plain Hugging Face model and what capture needs to know
 about it) and :func:`boot`, which makes one from any Hugging Face causal LM. Every way in (the
 loaders of ``loading.py``, twins, ``wrap``) ends in :func:`boot`; this module imports none of them."""
+
 from __future__ import annotations
 
 import copy
@@ -129,6 +130,7 @@ def boot_bridge(hf_model: Any, tokenizer: Any, model_id: str) -> Any:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UnsupportedArchitectureError(
             f"TransformerLens cannot wrap {hf_model.config.architectures[0]!r} in a TransformerBridge ({first}); "
-            "geoprobe's own commands do not need one") from exc
+            "geoprobe's own commands do not need one"
+        ) from exc
     bridge.eval()
     return bridge

@@ -4,6 +4,7 @@ The model stays a plain Hugging Face model: capture reads it through transformer
 AttentionInterface (``geoprobe.models.architecture``). A TransformerBridge is booted only when
 something asks for ``LoadedModel.bridge``, on a structural copy that shares every weight, so
 the Hugging Face model itself is never rewrapped."""
+
 from __future__ import annotations
 
 import errno
@@ -65,9 +66,12 @@ def model_kind(name: str) -> Literal["twin", "gguf", "embedded", "local", "hub"]
     return "embedded" if spec is not None and spec.source == "embedded" else "hub"
 
 
-_NO_REVISIONS = {"twin": "a random-init twin has no revisions", "gguf": "a .gguf file holds one set of weights",
-                 "embedded": "its weights ship offline as one GGUF file",
-                 "local": "a local directory holds one set of weights (pass the Hub id for another revision)"}
+_NO_REVISIONS = {
+    "twin": "a random-init twin has no revisions",
+    "gguf": "a .gguf file holds one set of weights",
+    "embedded": "its weights ship offline as one GGUF file",
+    "local": "a local directory holds one set of weights (pass the Hub id for another revision)",
+}
 
 
 @dataclass(frozen=True)
@@ -91,19 +95,27 @@ class LoadOptions:
         kind = model_kind(self.model)
         what = f"--model {self.model!r}"
         if self.revision is not None and kind in _NO_REVISIONS:
-            raise GeoprobeError(f"--revision {self.revision!r} does not apply to {what}: {_NO_REVISIONS[kind]}; "
-                                "drop --revision")
+            raise GeoprobeError(
+                f"--revision {self.revision!r} does not apply to {what}: {_NO_REVISIONS[kind]}; drop --revision"
+            )
         if kind in ("twin", "gguf", "embedded"):
-            for flag, on in (("--device-map", self.device_map is not None),
-                             ("--trust-remote-code", self.trust_remote_code), ("--allow-pickle", self.allow_pickle)):
+            for flag, on in (
+                ("--device-map", self.device_map is not None),
+                ("--trust-remote-code", self.trust_remote_code),
+                ("--allow-pickle", self.allow_pickle),
+            ):
                 if on:
-                    raise GeoprobeError(f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging "
-                                        f"Face weights to dispatch, no model code, no pickle); drop {flag}")
+                    raise GeoprobeError(
+                        f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging "
+                        f"Face weights to dispatch, no model code, no pickle); drop {flag}"
+                    )
         if self.device_map is not None:
             parse_device_map(self.device_map)
         if self.device_map is not None and self.device != "cpu":
-            raise GeoprobeError(f"--device-map {self.device_map!r} places the layers itself; drop --device "
-                                f"{self.device!r} or --device-map")
+            raise GeoprobeError(
+                f"--device-map {self.device_map!r} places the layers itself; drop --device "
+                f"{self.device!r} or --device-map"
+            )
         return self
 
     def kwargs(self) -> dict[str, Any]:
@@ -159,24 +171,48 @@ def load_model(
     if name.lower().endswith(".gguf"):
         return _load_gguf_file(path, tdtype, device, spec=None)
     if path.is_dir():
-        return _load_pretrained(str(path), str(path), revision, tdtype, device, device_map,
-                                trust_remote_code, allow_pickle, source="local", spec=None)
+        return _load_pretrained(
+            str(path),
+            str(path),
+            revision,
+            tdtype,
+            device,
+            device_map,
+            trust_remote_code,
+            allow_pickle,
+            source="local",
+            spec=None,
+        )
     if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an alias or a Hub id (owner/name)
-        what = (f"path {name!r} is a file, not a model directory" if path.exists()
-                else f"directory {name!r} does not exist")
-        raise UnknownModelError(f"model {what}; pass a directory with config.json, tokenizer files "
-                                "and *.safetensors weights, a .gguf file, an alias or a Hub id to --model")
+        what = (
+            f"path {name!r} is a file, not a model directory" if path.exists() else f"directory {name!r} does not exist"
+        )
+        raise UnknownModelError(
+            f"model {what}; pass a directory with config.json, tokenizer files "
+            "and *.safetensors weights, a .gguf file, an alias or a Hub id to --model"
+        )
     spec = ALIASES.get(name.lower()) or (find_spec_by_hf_id(name) if "/" in name else None)
     if spec is not None and spec.source == "embedded":
         assert spec.package is not None and spec.gguf_file is not None
         return _load_gguf_file(embedded_gguf_path(spec.package, spec.gguf_file), tdtype, device, spec=spec)
     if spec is not None:
         _check_revision(spec, revision)
-        return _load_pretrained(spec.hf_id, spec.hf_id, revision, tdtype, device, device_map,
-                                trust_remote_code, allow_pickle, source="hub", spec=spec)
+        return _load_pretrained(
+            spec.hf_id,
+            spec.hf_id,
+            revision,
+            tdtype,
+            device,
+            device_map,
+            trust_remote_code,
+            allow_pickle,
+            source="hub",
+            spec=spec,
+        )
     if "/" in name and not name.startswith((".", "/", "~")):
-        return _load_pretrained(name, name, revision, tdtype, device, device_map,
-                                trust_remote_code, allow_pickle, source="hub", spec=None)
+        return _load_pretrained(
+            name, name, revision, tdtype, device, device_map, trust_remote_code, allow_pickle, source="hub", spec=None
+        )
     near = closest_aliases(name)
     hint = f"closest aliases: {', '.join(near)}" if near else "see 'geoprobe models' for the aliases"
     raise UnknownModelError(
@@ -193,17 +229,24 @@ def _check_not_a_link_loop(name: str, path: Path) -> None:
         path.stat()
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise UnknownModelError(f"model path {name!r} is a symbolic-link loop (following its links never reaches a "
-                                    "file); fix the link, or pass a model directory, a .gguf file, an alias or a Hub "
-                                    "id to --model") from None
+            raise UnknownModelError(
+                f"model path {name!r} is a symbolic-link loop (following its links never reaches a "
+                "file); fix the link, or pass a model directory, a .gguf file, an alias or a Hub "
+                "id to --model"
+            ) from None
 
 
 def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec | None) -> LoadedModel:
     model, tok, digest, _ = load_gguf(path, dtype)
     model = model.to(device)
     model_id = spec.alias if spec is not None else str(path)
-    prov = Provenance(model_id=model_id, source="gguf", weights=f"sha256:{digest}",
-                      tokenizer=f"gguf:{path.name}", dtype=str(dtype).removeprefix("torch."))
+    prov = Provenance(
+        model_id=model_id,
+        source="gguf",
+        weights=f"sha256:{digest}",
+        tokenizer=f"gguf:{path.name}",
+        dtype=str(dtype).removeprefix("torch."),
+    )
     return boot(model, tok, prov, spec)
 
 
@@ -237,8 +280,9 @@ def _load_pretrained(
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
     except StrictDataclassError as exc:  # transformers' config validation (multi-line): one line of it
         why = next((ln.strip() for ln in str(exc).splitlines() if "Error:" in ln), " ".join(str(exc).split()))
-        raise UnsupportedArchitectureError(f"model {model_id!r}: its config is invalid ({why}); fix config.json "
-                                           "or pass another --model") from exc
+        raise UnsupportedArchitectureError(
+            f"model {model_id!r}: its config is invalid ({why}); fix config.json or pass another --model"
+        ) from exc
     except (OSError, ValueError, pickle.UnpicklingError, SafetensorError) as exc:
         text = str(exc)
         if isinstance(exc, SafetensorError):  # a hub cache file; a local directory's were checked above
@@ -280,8 +324,13 @@ def _load_pretrained(
         weights = f"{revision or 'main'}@{getattr(model.config, '_commit_hash', None) or 'unknown'}"
     else:
         weights = local_weights_hash(Path(location))
-    prov = Provenance(model_id=model_id, source=source, weights=weights,
-                      tokenizer=getattr(tok, "name_or_path", location), dtype=str(dtype).removeprefix("torch."))
+    prov = Provenance(
+        model_id=model_id,
+        source=source,
+        weights=weights,
+        tokenizer=getattr(tok, "name_or_path", location),
+        dtype=str(dtype).removeprefix("torch."),
+    )
     return boot(model, tok, prov, spec)
 
 
@@ -303,8 +352,10 @@ def _check_weight_files(directory: Path) -> None:
     for f in sorted(directory.glob("*.safetensors")):
         damage = safetensors_damage(f)
         if damage is not None:
-            raise ModelUnavailableError(f"model file {str(f)!r} is damaged ({damage}); save or download the model "
-                                        "again, or pass another --model")
+            raise ModelUnavailableError(
+                f"model file {str(f)!r} is damaged ({damage}); save or download the model "
+                "again, or pass another --model"
+            )
 
 
 def _in_local_cache(repo_id: str, revision: str | None) -> bool:

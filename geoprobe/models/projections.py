@@ -14,6 +14,7 @@ Nothing here is written per architecture: :func:`candidates` lists every descrip
 shape fits a module's linear children, and the architecture probe keeps the one that
 reproduces what the attention function actually receives (see ``architecture.py``).
 """
+
 from __future__ import annotations
 
 import re
@@ -57,7 +58,7 @@ class ProjSpec:
         rest = t.shape[1:]
         v = t.reshape(self.groups, sum(self.parts), self.d_head, *rest)
         off = sum(self.parts[: self.index])
-        return v[:, off: off + self.parts[self.index]].reshape(self.n_heads, self.d_head, *rest)
+        return v[:, off : off + self.parts[self.index]].reshape(self.n_heads, self.d_head, *rest)
 
     def _params(self, attn: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight as (out, in), bias); weights offloaded by accelerate (meta) are read through its hook."""
@@ -86,10 +87,9 @@ class ProjSpec:
         B, T = y.shape[:2]
         v = y.reshape(B, T, self.groups, sum(self.parts), self.d_head)
         off, n = sum(self.parts[: self.index]), self.parts[self.index]
-        return v[:, :, :, off: off + n].reshape(B, T, self.n_heads, self.d_head)
+        return v[:, :, :, off : off + n].reshape(B, T, self.n_heads, self.d_head)
 
-    def edit_output(self, y: Float[torch.Tensor, "batch pos out"],
-                    fn: Any) -> Float[torch.Tensor, "batch pos out"]:
+    def edit_output(self, y: Float[torch.Tensor, "batch pos out"], fn: Any) -> Float[torch.Tensor, "batch pos out"]:
         """The linear child's output ``y`` with this part's heads replaced by ``fn`` of them:
         ``fn`` maps (batch, pos, n_heads, d_head) to the same shape; the other parts of a fused
         projection are left as they are. Returns a new tensor."""
@@ -97,7 +97,7 @@ class ProjSpec:
         off, n = sum(self.parts[: self.index]), self.parts[self.index]
         new = fn(self.part(y)).to(y.dtype).reshape(B, T, self.groups, n, self.d_head)
         out = y.reshape(B, T, self.groups, sum(self.parts), self.d_head).clone()
-        out[:, :, :, off: off + n] = new
+        out[:, :, :, off : off + n] = new
         return out.reshape(y.shape)
 
     def row_index(self) -> torch.Tensor:
@@ -113,8 +113,10 @@ class ProjSpec:
         rows = full.t() if self.transposed else full  # (out, in) view of the stored weight
         idx = self.row_index()
         if tuple(w.shape) != (*idx.shape[:1], rows.shape[1], self.d_head):
-            raise ValueError(f"{self.describe()}: weight of shape {tuple(w.shape)} for "
-                             f"({idx.shape[0]}, {rows.shape[1]}, {self.d_head})")
+            raise ValueError(
+                f"{self.describe()}: weight of shape {tuple(w.shape)} for "
+                f"({idx.shape[0]}, {rows.shape[1]}, {self.d_head})"
+            )
         with torch.no_grad():
             rows[idx.reshape(-1)] = w.transpose(1, 2).reshape(-1, rows.shape[1]).to(full.dtype)
 
@@ -187,8 +189,9 @@ def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-12))
 
 
-def best_fit(specs: list[ProjSpec], attn: Any, x: torch.Tensor, target: torch.Tensor, scaled: bool,
-             tol: float = 1e-4) -> tuple[ProjSpec | None, float]:
+def best_fit(
+    specs: list[ProjSpec], attn: Any, x: torch.Tensor, target: torch.Tensor, scaled: bool, tol: float = 1e-4
+) -> tuple[ProjSpec | None, float]:
     """The first description reproducing ``target`` (n, head, d) from ``x`` (n, d_model), and the
     fitted scalar (1.0 unless ``scaled``: rotary attention factors scale k at position 0)."""
     for spec in specs:

@@ -1,4 +1,5 @@
 """Model aliases: which Hub repository (or offline package) a short name stands for."""
+
 from __future__ import annotations
 
 import difflib
@@ -10,8 +11,9 @@ from importlib import resources
 from typing import Literal
 
 #: the config's ``model_type``: what transformers builds the model from
-Family = Literal["gpt_neox", "phi", "llama", "mistral", "mixtral", "gemma3",
-                 "gpt2", "qwen2", "qwen3", "gemma2", "olmo2", "phi3"]
+Family = Literal[
+    "gpt_neox", "phi", "llama", "mistral", "mixtral", "gemma3", "gpt2", "qwen2", "qwen3", "gemma2", "olmo2", "phi3"
+]
 Source = Literal["hub", "embedded"]
 
 #: Pythia's public training checkpoints: step0, 1, 2, 4, …, 512 and every 1000 up to 143000.
@@ -69,9 +71,7 @@ def _pythia(size: str, deduped: bool) -> ModelSpec:
 
 
 _SPECS: list[ModelSpec] = [
-    _pythia(size, dd)
-    for size in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b")
-    for dd in (False, True)
+    _pythia(size, dd) for size in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b") for dd in (False, True)
 ] + [
     ModelSpec("phi-2", "microsoft/phi-2", "phi", "phi-2"),
     ModelSpec("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct", "phi3", "phi-3-mini"),

@@ -8,6 +8,7 @@ top of that to build small (its default head_dim or KV heads do not fit 4 heads 
 layer pattern puts attention beyond layer 3); it describes sizes, never mechanisms. Norm
 weights are perturbed so that q/k norms are not identities.
 """
+
 from __future__ import annotations
 
 import copy
@@ -16,29 +17,57 @@ from typing import Any
 import torch
 
 VOCAB = 512
-COMMON: dict[str, Any] = {"vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
-                          "intermediate_size": 128, "max_position_embeddings": 1024, "initializer_range": 0.2,
-                          "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+COMMON: dict[str, Any] = {
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "max_position_embeddings": 1024,
+    "initializer_range": 0.2,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
 _GQA = {"num_key_value_heads": 2}
 _MOE = {"num_experts": 4, "num_experts_per_tok": 2}
 
 EXTRA: dict[str, dict[str, Any]] = {
     "gpt2": {"n_positions": 1024},
     "opt": {"ffn_dim": 128, "word_embed_proj_dim": 64},
-    "gpt_neo": {"num_layers": 2, "num_heads": 4, "attention_types": [[["global", "local"], 1]], "window_size": 6,
-                "num_hidden_layers": None},
+    "gpt_neo": {
+        "num_layers": 2,
+        "num_heads": 4,
+        "attention_types": [[["global", "local"], 1]],
+        "window_size": 6,
+        "num_hidden_layers": None,
+    },
     "bloom": {"n_layer": 3, "n_head": 4},
     "gptj": {"n_positions": 1024, "rotary_dim": 8, "n_inner": 128},
     "stablelm": {**_GQA, "partial_rotary_factor": 0.25, "use_qkv_bias": True, "qk_layernorm": True},
     "cohere": {**_GQA, "use_qk_norm": True},
     "gpt_bigcode": {"n_positions": 1024, "multi_query": True, "n_inner": 128},
-    "falcon": {"new_decoder_architecture": True, "num_kv_heads": 2, "multi_query": False, "alibi": False,
-               "bias": False},
-    "phi3": _GQA, "olmo2": _GQA, "qwen2": _GQA, "llama": _GQA,
+    "falcon": {
+        "new_decoder_architecture": True,
+        "num_kv_heads": 2,
+        "multi_query": False,
+        "alibi": False,
+        "bias": False,
+    },
+    "phi3": _GQA,
+    "olmo2": _GQA,
+    "qwen2": _GQA,
+    "llama": _GQA,
     "qwen3": {**_GQA, "head_dim": 16},
     "gemma": {**_GQA, "head_dim": 16},
-    "gemma2": {**_GQA, "head_dim": 16, "query_pre_attn_scalar": 24, "sliding_window": 6,
-               "attn_logit_softcapping": 5.0, "final_logit_softcapping": 30.0},
+    "gemma2": {
+        **_GQA,
+        "head_dim": 16,
+        "query_pre_attn_scalar": 24,
+        "sliding_window": 6,
+        "attn_logit_softcapping": 5.0,
+        "final_logit_softcapping": 30.0,
+    },
     "starcoder2": {**_GQA, "sliding_window": 6, "use_bias": True},
     "qwen3_moe": {**_GQA, **_MOE, "head_dim": 16, "moe_intermediate_size": 32},
     "olmoe": {**_GQA, **_MOE},
@@ -46,16 +75,46 @@ EXTRA: dict[str, dict[str, Any]] = {
     "mixtral": {**_GQA, "sliding_window": 6, "num_local_experts": 4, "head_dim": 16},
     "phi": {"partial_rotary_factor": 0.4, "qk_layernorm": False},
     "gpt_neox": {"rotary_pct": 0.25, "use_parallel_residual": True},
-    "gemma3_text": {**_GQA, "head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 24,
-                    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
-    "deepseek_v3": {"num_key_value_heads": 4, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8,
-                    "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
-                    "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1},
-    "gpt_oss": {**_GQA, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 6,
-                "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]},
-    "jamba": {**_GQA, "num_hidden_layers": 4, "attn_layer_period": 2, "attn_layer_offset": 1,
-              "expert_layer_period": 2, "expert_layer_offset": 1, "num_experts": 4, "use_mamba_kernels": False,
-              "mamba_d_state": 8},
+    "gemma3_text": {
+        **_GQA,
+        "head_dim": 16,
+        "sliding_window": 6,
+        "query_pre_attn_scalar": 24,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+    },
+    "deepseek_v3": {
+        "num_key_value_heads": 4,
+        "kv_lora_rank": 16,
+        "q_lora_rank": 24,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16,
+        "v_head_dim": 16,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32,
+        "first_k_dense_replace": 1,
+        "n_group": 1,
+        "topk_group": 1,
+    },
+    "gpt_oss": {
+        **_GQA,
+        "head_dim": 16,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "sliding_window": 6,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    },
+    "jamba": {
+        **_GQA,
+        "num_hidden_layers": 4,
+        "attn_layer_period": 2,
+        "attn_layer_offset": 1,
+        "expert_layer_period": 2,
+        "expert_layer_offset": 1,
+        "num_experts": 4,
+        "use_mamba_kernels": False,
+        "mamba_d_state": 8,
+    },
     "mamba": {"state_size": 8, "num_attention_heads": None, "intermediate_size": None},
 }
 
@@ -63,8 +122,10 @@ EXTRA: dict[str, dict[str, Any]] = {
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "falcon/mq": ("falcon", {"new_decoder_architecture": False, "multi_query": True}),
-    "falcon/alibi": ("falcon", {"new_decoder_architecture": False, "multi_query": False, "alibi": True,
-                                "bias": True, "num_kv_heads": 4}),
+    "falcon/alibi": (
+        "falcon",
+        {"new_decoder_architecture": False, "multi_query": False, "alibi": True, "bias": True, "num_kv_heads": 4},
+    ),
 }
 
 
@@ -100,7 +161,8 @@ def same_weights(model: Any, attn_implementation: str) -> Any:
     """Another instance of ``model``'s architecture with its weights and ``attn_implementation``."""
     from transformers import AutoModelForCausalLM
 
-    other = AutoModelForCausalLM.from_config(copy.deepcopy(model.config), dtype=torch.float32,
-                                             attn_implementation=attn_implementation).eval()
+    other = AutoModelForCausalLM.from_config(
+        copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation
+    ).eval()
     other.load_state_dict(model.state_dict())
     return other

@@ -9,6 +9,7 @@ Twins carry the embedded SmolLM2 tokenizer (no tokenizer of the real family is a
 offline); where the real vocabulary is smaller than that tokenizer's (Mistral's 32 000) the
 twin's vocabulary is enlarged to fit, and the layout records the size used.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,12 @@ _TINY = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, interme
 
 
 #: GPT-2-style configs name these fields differently (transformers maps them through attribute_map)
-_OTHER_NAMES = {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
-                "intermediate_size": "n_inner"}
+_OTHER_NAMES = {
+    "hidden_size": "n_embd",
+    "num_hidden_layers": "n_layer",
+    "num_attention_heads": "n_head",
+    "intermediate_size": "n_inner",
+}
 
 
 def tiny_config(cfg: dict) -> dict:
@@ -115,8 +120,14 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     cfg = twin_config(alias, scale, vocab_size=len(tok))
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype(dtype)).to(device)
-    prov = Provenance(model_id=f"twin:{alias}:{scale}", source="twin", weights=f"random-init seed={seed}",
-                      tokenizer="smollm2-135m (embedded)", dtype=dtype, seed=seed)
+    prov = Provenance(
+        model_id=f"twin:{alias}:{scale}",
+        source="twin",
+        weights=f"random-init seed={seed}",
+        tokenizer="smollm2-135m (embedded)",
+        dtype=dtype,
+        seed=seed,
+    )
     return boot(model, tok, prov, ALIASES[alias])
 
 
@@ -126,17 +137,26 @@ def is_model_type(name: str) -> bool:
     return name in CONFIG_MAPPING
 
 
-def type_twin(model_type: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32",
-              device: str = "cpu") -> LoadedModel:
+def type_twin(
+    model_type: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32", device: str = "cpu"
+) -> LoadedModel:
     """``twin:MODEL_TYPE``: the tiny twin of any transformers model type (``geoprobe.models.tiny``),
     with the embedded SmolLM2 tokenizer's vocabulary."""
     if scale != "tiny":
-        raise GeoprobeError(f"twin:{model_type}:{scale}: a twin named by its model type has only the tiny scale "
-                            "(no real config to copy); pass twin:{model_type} or an alias with a full config")
+        raise GeoprobeError(
+            f"twin:{model_type}:{scale}: a twin named by its model type has only the tiny scale "
+            "(no real config to copy); pass twin:{model_type} or an alias with a full config"
+        )
     tok = embedded_tokenizer()
     model = tiny_model(model_type, seed=seed, vocab_size=len(tok)).to(dtype=torch_dtype(dtype), device=device)
-    prov = Provenance(model_id=f"twin:{model_type}:tiny", source="twin", weights=f"random-init seed={seed}",
-                      tokenizer="smollm2-135m (embedded)", dtype=dtype, seed=seed)
+    prov = Provenance(
+        model_id=f"twin:{model_type}:tiny",
+        source="twin",
+        weights=f"random-init seed={seed}",
+        tokenizer="smollm2-135m (embedded)",
+        dtype=dtype,
+        seed=seed,
+    )
     return boot(model, tok, prov, None)
 
 

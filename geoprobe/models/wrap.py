@@ -7,6 +7,7 @@ weight (``geoprobe.models.bridge``); the user's object is not modified. Provenan
 model's ``name_or_path`` and, since nothing says which revision an in-memory model holds, a
 SHA-256 of its parameters (names, shapes, dtypes and bytes).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,7 +44,12 @@ def wrap(model: Any, tokenizer: Any = None, *, model_id: str | None = None, seed
         raise GeoprobeError(f"wrap() takes a Hugging Face causal LM or a TransformerBridge, not {type(model).__name__}")
     name = model_id or getattr(plain.config, "name_or_path", "") or type(plain).__name__
     dtype = str(next(plain.parameters()).dtype).removeprefix("torch.")
-    prov = Provenance(model_id=name, source="memory", weights=f"sha256:{parameters_sha256(plain)}",
-                      tokenizer=getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__, dtype=dtype,
-                      seed=seed)
+    prov = Provenance(
+        model_id=name,
+        source="memory",
+        weights=f"sha256:{parameters_sha256(plain)}",
+        tokenizer=getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__,
+        dtype=dtype,
+        seed=seed,
+    )
     return boot(plain, tokenizer, prov)

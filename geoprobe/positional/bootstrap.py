@@ -14,6 +14,7 @@ resampling noise. Where the step would take μ below 0 (its bound; a profile pea
 query), μ is held at 0 and the step is taken in (log σ, β) alone. ``tests/positional`` checks
 the intervals against full refits of every resample.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,13 +34,16 @@ def _jacobian(delta: np.ndarray, theta: np.ndarray) -> np.ndarray:
         e = np.zeros(3)
         e[k] = _H
         hi, lo = theta + e, theta - e
-        cols.append((gg_log_prior(delta, hi[0], math.exp(hi[1]), hi[2])
-                     - gg_log_prior(delta, lo[0], math.exp(lo[1]), lo[2])) / (2 * _H))
+        cols.append(
+            (gg_log_prior(delta, hi[0], math.exp(hi[1]), hi[2]) - gg_log_prior(delta, lo[0], math.exp(lo[1]), lo[2]))
+            / (2 * _H)
+        )
     return np.stack(cols, axis=-1)
 
 
-def linearised_refit(profiles: Float[np.ndarray, "R D"], full: Float[np.ndarray, "D"],
-                     fit: tuple[float, float, float]) -> Float[np.ndarray, "R 3"]:
+def linearised_refit(
+    profiles: Float[np.ndarray, "R D"], full: Float[np.ndarray, " D"], fit: tuple[float, float, float]
+) -> Float[np.ndarray, "R 3"]:
     """(μ, σ, β) of every resampled profile by one Newton step from ``fit`` = (μ, σ, β), the fit
     of the full-data profile ``full`` (see the module docstring). Profiles are normalised here."""
     P = np.asarray(profiles, dtype=np.float64)
@@ -78,7 +82,7 @@ def resample_weights(n: int, n_resamples: int, seed: int | np.random.Generator) 
     return w / n
 
 
-def percentile_ci(samples: Float[np.ndarray, "R *b"], confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_ci(samples: Float[np.ndarray, " R *b"], confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval over the first axis (NaN rows ignored)."""
     a = (1 - confidence) / 2
     return np.nanquantile(samples, a, axis=0), np.nanquantile(samples, 1 - a, axis=0)

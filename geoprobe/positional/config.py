@@ -1,4 +1,5 @@
 """``geoprobe positional``'s configuration (``probes/positional.toml``'s ``[positional]`` table)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,13 +39,19 @@ class PositionalConfig(Record):
         if min(Ts) < 2:
             raise GeoprobeError(f"--lengths {spec} contains {min(Ts)}; every length must be at least 2 tokens")
         if list(Ts) != sorted(set(Ts)):
-            raise GeoprobeError(f"--lengths {spec} must be increasing without duplicates; pass e.g. "
-                                f"{','.join(str(x) for x in sorted(set(Ts)))}")
+            raise GeoprobeError(
+                f"--lengths {spec} must be increasing without duplicates; pass e.g. "
+                f"{','.join(str(x) for x in sorted(set(Ts)))}"
+            )
         if self.n_prompts < 3:
-            raise GeoprobeError(f"--n-prompts {self.n_prompts} is too few for a bootstrap CI (at least 3); "
-                                "pass --n-prompts 3 or more (24 by default)")
+            raise GeoprobeError(
+                f"--n-prompts {self.n_prompts} is too few for a bootstrap CI (at least 3); "
+                "pass --n-prompts 3 or more (24 by default)"
+            )
         if self.n_resamples < 2:
-            raise GeoprobeError(f"--n-resamples {self.n_resamples} is too few for a CI; pass 2 or more (200 by default)")
+            raise GeoprobeError(
+                f"--n-resamples {self.n_resamples} is too few for a CI; pass 2 or more (200 by default)"
+            )
         if self.exclude_first < 0:
             raise GeoprobeError(f"--exclude-first {self.exclude_first} is negative; pass 0 or more")
         if self.batch_size < 1:
@@ -53,14 +60,18 @@ class PositionalConfig(Record):
             raise GeoprobeError(f"confidence {self.confidence} must lie in (0, 1)")
         top, need = self.fit_length, self.window + 1 + self.exclude_first
         if self.window < 2:
-            raise GeoprobeError(f"the longest --lengths {top} leaves {self.window + 1} distance(s) after "
-                                f"--exclude-first {self.exclude_first}; pass a longest length of "
-                                f"{3 + self.exclude_first} or more")
+            raise GeoprobeError(
+                f"the longest --lengths {top} leaves {self.window + 1} distance(s) after "
+                f"--exclude-first {self.exclude_first}; pass a longest length of "
+                f"{3 + self.exclude_first} or more"
+            )
         if need > top:
-            raise GeoprobeError(f"--max-distance {self.window} needs prompts of at least {need} tokens ("
-                                f"{self.window} + 1 + --exclude-first {self.exclude_first}), the longest --lengths is "
-                                f"{top}; pass --max-distance {top - 1 - self.exclude_first} or less, or add a length "
-                                f"of {need} or more to --lengths")
+            raise GeoprobeError(
+                f"--max-distance {self.window} needs prompts of at least {need} tokens ("
+                f"{self.window} + 1 + --exclude-first {self.exclude_first}), the longest --lengths is "
+                f"{top}; pass --max-distance {top - 1 - self.exclude_first} or less, or add a length "
+                f"of {need} or more to --lengths"
+            )
 
     @property
     def fit_length(self) -> int:

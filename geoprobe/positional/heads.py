@@ -14,6 +14,7 @@ Reference shapes, each fitted to the same window and scored by KL(p ‖ shape) i
 q(Δ) ∝ exp(s·r(Δ)) with r the RoPE decay curve of :func:`geoprobe.positional.prior.rope_decay`
 and one fitted scale s.
 """
+
 from __future__ import annotations
 
 import math
@@ -90,8 +91,16 @@ def classify(sink_mass: float, kl_uniform: float, local_mass: float, beta: Estim
     return ("ALiBi-like" if beta.value <= BETA_SPLIT else "Gaussian-like"), ambiguous
 
 
-def fit_head(profile: Float[np.ndarray, "Dp1"], resampled: Float[np.ndarray, "R Dp1"] | None, *, layer: int, head: int,
-             sink_mass: float, rope: tuple[float, int] | None = None, confidence: float = 0.95) -> HeadPrior:
+def fit_head(
+    profile: Float[np.ndarray, " Dp1"],
+    resampled: Float[np.ndarray, "R Dp1"] | None,
+    *,
+    layer: int,
+    head: int,
+    sink_mass: float,
+    rope: tuple[float, int] | None = None,
+    confidence: float = 0.95,
+) -> HeadPrior:
     """Fit one head's renormalised profile; ``resampled`` (bootstrap profiles) give the CIs."""
     p = np.asarray(profile, dtype=np.float64)
     p = p / p.sum()
@@ -105,8 +114,10 @@ def fit_head(profile: Float[np.ndarray, "Dp1"], resampled: Float[np.ndarray, "R 
             lo, hi = percentile_ci(boot, confidence)
         else:
             lo = hi = np.full(3, np.nan)
-        est = [Estimate(v, a, b, confidence) if np.isfinite(a) else Estimate(v, math.nan, math.nan, confidence)
-               for v, a, b in zip((fit.mu, fit.sigma, fit.beta), lo, hi)]
+        est = [
+            Estimate(v, a, b, confidence) if np.isfinite(a) else Estimate(v, math.nan, math.nan, confidence)
+            for v, a, b in zip((fit.mu, fit.sigma, fit.beta), lo, hi)
+        ]
     kl_ref = {"uniform": float(kl_bits(p, np.full(p.size, -math.log(p.size))))}
     ref_params: dict[str, list[float]] = {}
     for name, b in (("laplace", 1.0), ("gaussian", 2.0)):
@@ -117,14 +128,34 @@ def fit_head(profile: Float[np.ndarray, "Dp1"], resampled: Float[np.ndarray, "R 
         kl_ref["rope"], ref_params["rope"] = kl, [s]
     local = float(p[:2].sum())
     cls, amb = classify(sink_mass, kl_ref["uniform"], local, est[2])
-    return HeadPrior(layer=layer, head=head, sink_mass=float(np.clip(sink_mass, 0.0, 1.0)), local_mass=local,
-                     mu=est[0], sigma=est[1], beta=est[2], fit_kl=fit.kl, reason=fit.reason, kl_ref=kl_ref,
-                     ref_params=ref_params, head_class=cls, ambiguous=amb)
+    return HeadPrior(
+        layer=layer,
+        head=head,
+        sink_mass=float(np.clip(sink_mass, 0.0, 1.0)),
+        local_mass=local,
+        mu=est[0],
+        sigma=est[1],
+        beta=est[2],
+        fit_kl=fit.kl,
+        reason=fit.reason,
+        kl_ref=kl_ref,
+        ref_params=ref_params,
+        head_class=cls,
+        ambiguous=amb,
+    )
 
 
-def fit_heads(window: Float[np.ndarray, "L n H Dp1"], sink: Float[np.ndarray, "L n H"], layers: tuple[int, ...], *,
-              n_resamples: int = 200, confidence: float = 0.95, seed: int = 0, rope: tuple[float, int] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> tuple[tuple[HeadPrior, ...], np.ndarray]:
+def fit_heads(
+    window: Float[np.ndarray, "L n H Dp1"],
+    sink: Float[np.ndarray, "L n H"],
+    layers: tuple[int, ...],
+    *,
+    n_resamples: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    rope: tuple[float, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[tuple[HeadPrior, ...], np.ndarray]:
     """Fit every head from per-prompt distance windows; bootstrap over prompts (the same
     ``n_resamples`` resamples for every head). Returns (heads, renormalised profiles (L, H, D+1))."""
     from geoprobe.positional.bootstrap import resample_weights
@@ -138,8 +169,17 @@ def fit_heads(window: Float[np.ndarray, "L n H Dp1"], sink: Float[np.ndarray, "L
     for li in range(L):
         boot = np.einsum("rn,nhd->hrd", W, window[li]) if W is not None else None
         for h in range(H):
-            heads.append(fit_head(profiles[li, h], boot[h] if boot is not None else None, layer=layers[li], head=h,
-                                  sink_mass=float(sink_mass[li, h]), rope=rope, confidence=confidence))
+            heads.append(
+                fit_head(
+                    profiles[li, h],
+                    boot[h] if boot is not None else None,
+                    layer=layers[li],
+                    head=h,
+                    sink_mass=float(sink_mass[li, h]),
+                    rope=rope,
+                    confidence=confidence,
+                )
+            )
             if progress is not None:
                 progress(li * H + h + 1, L * H)
     return tuple(heads), profiles

@@ -22,6 +22,7 @@ query itself is the common case, not a failure). So is a fit that collapses onto
 (≥ 99 % of q on a single Δ) or is flat over the window (max q / min q < 1.05): in both σ and β
 are not identifiable.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,23 +47,30 @@ _SMOOTH = 1e-3
 
 
 # -- the prior ----------------------------------------------------------------------------------
-def bam_bias(delta: Float[np.ndarray, "*d"], theta_alpha: float, theta_beta: float, mu: float = 0.0,
-             eps: float = 1e-6) -> Float[np.ndarray, "*d"]:
+def bam_bias(
+    delta: Float[np.ndarray, "*d"], theta_alpha: float, theta_beta: float, mu: float = 0.0, eps: float = 1e-6
+) -> Float[np.ndarray, "*d"]:
     """BAM's logit bias b(Δ) = −exp(θα)·(|Δ − μ| + ε)^θβ at distances ``delta``."""
     d = np.abs(np.asarray(delta, dtype=np.float64) - mu) + eps
-    return -math.exp(theta_alpha) * d ** theta_beta
+    return -math.exp(theta_alpha) * d**theta_beta
 
 
-def bam_prior(delta: Float[np.ndarray, "D"], theta_alpha: float, theta_beta: float, mu: float = 0.0,
-              eps: float = 1e-6) -> Float[np.ndarray, "D"]:
+def bam_prior(
+    delta: Float[np.ndarray, " D"], theta_alpha: float, theta_beta: float, mu: float = 0.0, eps: float = 1e-6
+) -> Float[np.ndarray, " D"]:
     """The normalised prior softmax(b(Δ)) over the given distances."""
     b = bam_bias(delta, theta_alpha, theta_beta, mu, eps)
     e = np.exp(b - b.max())
     return e / e.sum()
 
 
-def bam_logit_bias(T: int, theta_alpha: Float[np.ndarray, "*h"] | float, theta_beta: Float[np.ndarray, "*h"] | float,
-                   mu: Float[np.ndarray, "*h"] | float = 0.0, eps: float = 1e-6) -> Float[np.ndarray, "*h T T"]:
+def bam_logit_bias(
+    T: int,
+    theta_alpha: Float[np.ndarray, "*h"] | float,
+    theta_beta: Float[np.ndarray, "*h"] | float,
+    mu: Float[np.ndarray, "*h"] | float = 0.0,
+    eps: float = 1e-6,
+) -> Float[np.ndarray, "*h T T"]:
     """A (…, T, T) bias to add to causal attention scores: entry [i, j] is b(i − j) for keys j ≤ i
     and −inf above the diagonal (the causal mask). Per-head parameters broadcast over leading axes."""
     if T < 1:
@@ -79,15 +87,19 @@ def bam_from_gg(sigma: float, beta: float) -> tuple[float, float]:
     return -beta * math.log(sigma), beta
 
 
-def gg_log_prior(delta: Float[np.ndarray, "D"], mu: Float[np.ndarray, "*b"] | float, sigma: Float[np.ndarray, "*b"] | float,
-                 beta: Float[np.ndarray, "*b"] | float) -> Float[np.ndarray, "*b D"]:
+def gg_log_prior(
+    delta: Float[np.ndarray, " D"],
+    mu: Float[np.ndarray, "*b"] | float,
+    sigma: Float[np.ndarray, "*b"] | float,
+    beta: Float[np.ndarray, "*b"] | float,
+) -> Float[np.ndarray, "*b D"]:
     """log q(Δ) of the generalised Gaussian, normalised over ``delta``; parameters broadcast."""
     mu, sigma, beta = (np.asarray(x, dtype=np.float64)[..., None] for x in (mu, sigma, beta))
-    z = -((np.sqrt((np.asarray(delta, dtype=np.float64) - mu) ** 2 + _SMOOTH ** 2) / sigma) ** beta)
+    z = -((np.sqrt((np.asarray(delta, dtype=np.float64) - mu) ** 2 + _SMOOTH**2) / sigma) ** beta)
     return z - _logsumexp(z)
 
 
-def gg_prior(delta: Float[np.ndarray, "D"], mu: float, sigma: float, beta: float) -> Float[np.ndarray, "D"]:
+def gg_prior(delta: Float[np.ndarray, " D"], mu: float, sigma: float, beta: float) -> Float[np.ndarray, " D"]:
     """The generalised Gaussian q(Δ) ∝ exp(−(|Δ − μ|/σ)^β), normalised over ``delta``."""
     return np.exp(gg_log_prior(delta, mu, sigma, beta))
 
@@ -145,7 +157,7 @@ def _grid_start(p: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return np.array([M.ravel()[k], S.ravel()[k], B.ravel()[k]])
 
 
-def fit_generalised_gaussian(profile: Float[np.ndarray, "D"], *, max_iter: int = 500) -> GGFit:
+def fit_generalised_gaussian(profile: Float[np.ndarray, " D"], *, max_iter: int = 500) -> GGFit:
     """Fit q(Δ) ∝ exp(−(|Δ − μ|/σ)^β) to ``profile`` over Δ = 0..len−1 by minimising KL(profile ‖ q)
     (L-BFGS-B from the best point of a coarse grid). See the module docstring for bounds and failures."""
     from scipy.optimize import minimize
@@ -170,19 +182,37 @@ def fit_generalised_gaussian(profile: Float[np.ndarray, "D"], *, max_iter: int =
     (_, _), (ls_lo, ls_hi), (b_lo, b_hi) = bounds
     span = ls_hi - ls_lo
     if lsig - ls_lo < BOUND_TOL * span:
-        return GGFit(None, None, None, None, False,
-                     f"σ hit its lower bound {SIGMA_MIN:g} (a peak at Δ = μ with a tail heavier than the family)")
+        return GGFit(
+            None,
+            None,
+            None,
+            None,
+            False,
+            f"σ hit its lower bound {SIGMA_MIN:g} (a peak at Δ = μ with a tail heavier than the family)",
+        )
     if ls_hi - lsig < BOUND_TOL * span:
-        return GGFit(None, None, None, None, False,
-                     f"σ hit its upper bound {math.exp(ls_hi):.3g} (the profile is flatter than the window)")
+        return GGFit(
+            None,
+            None,
+            None,
+            None,
+            False,
+            f"σ hit its upper bound {math.exp(ls_hi):.3g} (the profile is flatter than the window)",
+        )
     if beta - b_lo < BOUND_TOL * (b_hi - b_lo):
         return GGFit(None, None, None, None, False, f"β hit its lower bound {BETA_MIN} (heavier tail than the family)")
     if b_hi - beta < BOUND_TOL * (b_hi - b_lo):
         return GGFit(None, None, None, None, False, f"β hit its upper bound {BETA_MAX} (a box, not a bump)")
     q = gg_prior(delta, mu, math.exp(lsig), beta)
     if q.max() >= DEGENERATE_MASS:
-        return GGFit(None, None, None, None, False, f"the fit collapsed onto the single distance Δ = {int(q.argmax())} "
-                                                    "(σ and β are not identifiable)")
+        return GGFit(
+            None,
+            None,
+            None,
+            None,
+            False,
+            f"the fit collapsed onto the single distance Δ = {int(q.argmax())} (σ and β are not identifiable)",
+        )
     if q.min() >= q.max() / (1.0 + FLAT_RATIO):
         return GGFit(None, None, None, None, False, "the fit is flat over the window (σ and β are not identifiable)")
     kl = float(kl_bits(p, np.log(q)))
@@ -194,7 +224,7 @@ def _message(res: object) -> str:
     return (msg.decode() if isinstance(msg, bytes) else str(msg)).strip().rstrip(".")
 
 
-def fit_fixed_shape(profile: Float[np.ndarray, "D"], beta: float) -> tuple[float, float, float]:
+def fit_fixed_shape(profile: Float[np.ndarray, " D"], beta: float) -> tuple[float, float, float]:
     """(μ, σ, KL bits) of the best generalised Gaussian with β held at ``beta`` (the Laplace and
     Gaussian reference shapes); bounds as for the full fit, so a flat profile gives σ at its bound."""
     from scipy.optimize import minimize
@@ -210,13 +240,17 @@ def fit_fixed_shape(profile: Float[np.ndarray, "D"], beta: float) -> tuple[float
             if best is None or val < best[0]:
                 best = (val, mu0, ls0)
     assert best is not None
-    res = minimize(lambda x: float(-(gg_log_prior(delta, x[0], math.exp(x[1]), beta) @ p)),
-                   np.array(best[1:]), method="L-BFGS-B", bounds=(m_b, s_b))
+    res = minimize(
+        lambda x: float(-(gg_log_prior(delta, x[0], math.exp(x[1]), beta) @ p)),
+        np.array(best[1:]),
+        method="L-BFGS-B",
+        bounds=(m_b, s_b),
+    )
     mu, lsig = float(res.x[0]), float(res.x[1])
     return mu, math.exp(lsig), float(kl_bits(p, gg_log_prior(delta, mu, math.exp(lsig), beta)))
 
 
-def rope_decay(D: int, rope_theta: float, rotary_dim: int) -> Float[np.ndarray, "D"]:
+def rope_decay(D: int, rope_theta: float, rotary_dim: int) -> Float[np.ndarray, " D"]:
     """RoPE's long-term decay for aligned query and key: r(Δ) = mean over the rotary frequency pairs
     i = 0..rotary_dim/2 − 1 of cos(Δ·θ_i), θ_i = rope_theta^(−2i/rotary_dim), at Δ = 0..D.
 
@@ -230,7 +264,7 @@ def rope_decay(D: int, rope_theta: float, rotary_dim: int) -> Float[np.ndarray, 
     return np.cos(np.arange(D + 1, dtype=np.float64)[:, None] * freqs[None, :]).mean(1)
 
 
-def fit_rope_scale(profile: Float[np.ndarray, "D"], decay: Float[np.ndarray, "D"]) -> tuple[float, float]:
+def fit_rope_scale(profile: Float[np.ndarray, " D"], decay: Float[np.ndarray, " D"]) -> tuple[float, float]:
     """(s, KL bits) of q(Δ) ∝ exp(s·r(Δ)) with s ∈ [0, 1000] (one free scale: the logit size of an
     aligned query–key pair) fitted by minimising KL(profile ‖ q)."""
     from scipy.optimize import minimize_scalar

@@ -14,6 +14,7 @@ For a window Δ = 0..D and the first K positions excluded as attention sinks:
 
 Every prompt must have n_tokens ≥ D + 1 + K so that no window position is a sink position.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,31 +41,39 @@ class DistanceWindows:
     def max_distance(self) -> int:
         return self.window.shape[-1] - 1
 
-    def profile(self, weights: Float[np.ndarray, "n"] | None = None) -> Float[np.ndarray, "L H Dp1"]:
+    def profile(self, weights: Float[np.ndarray, " n"] | None = None) -> Float[np.ndarray, "L H Dp1"]:
         """Mean over prompts (optionally weighted), renormalised over the window."""
         w = self.window.mean(1) if weights is None else np.einsum("n,lnhd->lhd", weights, self.window)
         return w / np.maximum(w.sum(-1, keepdims=True), 1e-300)
 
 
-def distance_windows(attn_pattern: Float[np.ndarray, "L n H T"], n_tokens: Int[np.ndarray, "n"], max_distance: int,
-                     exclude_first: int = 1) -> DistanceWindows:
+def distance_windows(
+    attn_pattern: Float[np.ndarray, "L n H T"],
+    n_tokens: Int[np.ndarray, " n"],
+    max_distance: int,
+    exclude_first: int = 1,
+) -> DistanceWindows:
     """Slice captured final-token attention into distance windows Δ = 0..``max_distance``."""
     a = np.asarray(attn_pattern, dtype=np.float64)
     n_tok = np.asarray(n_tokens, dtype=np.int64)
     if a.ndim != 4 or a.shape[1] != n_tok.shape[0]:
         raise ValueError(f"attn_pattern {a.shape} must be (L, n, H, T) with n = {n_tok.shape[0]} prompts")
     if max_distance < 2:
-        raise GeoprobeError(f"max distance {max_distance} leaves fewer than 3 distances to fit; pass --max-distance 2 or more")
+        raise GeoprobeError(
+            f"max distance {max_distance} leaves fewer than 3 distances to fit; pass --max-distance 2 or more"
+        )
     if exclude_first < 0:
         raise GeoprobeError(f"--exclude-first {exclude_first} is negative; pass 0 or more")
     need = max_distance + 1 + exclude_first
     short = int(n_tok.min())
     if short < need:
-        raise GeoprobeError(f"prompts of {short} tokens are too short for --max-distance {max_distance} with "
-                            f"--exclude-first {exclude_first} (needs {need} tokens); pass --max-distance "
-                            f"{short - 1 - exclude_first} or less, or longer prompts")
+        raise GeoprobeError(
+            f"prompts of {short} tokens are too short for --max-distance {max_distance} with "
+            f"--exclude-first {exclude_first} (needs {need} tokens); pass --max-distance "
+            f"{short - 1 - exclude_first} or less, or longer prompts"
+        )
     L, n, H, _ = a.shape
-    idx = (n_tok[:, None] - 1 - np.arange(max_distance + 1)[None, :])  # (n, D+1) key positions
+    idx = n_tok[:, None] - 1 - np.arange(max_distance + 1)[None, :]  # (n, D+1) key positions
     window = np.take_along_axis(a, np.broadcast_to(idx[None, :, None, :], (L, n, H, max_distance + 1)), axis=3)
     sink = a[..., :exclude_first].sum(-1) if exclude_first else np.zeros((L, n, H))
     return DistanceWindows(window=window, sink=sink, exclude_first=exclude_first)
@@ -72,7 +81,9 @@ def distance_windows(attn_pattern: Float[np.ndarray, "L n H T"], n_tokens: Int[n
 
 # -- prompts of an exact length ------------------------------------------------------------------
 def _special_count(tokenizer: Any) -> int:
-    return len(tokenizer("a", add_special_tokens=True)["input_ids"]) - len(tokenizer("a", add_special_tokens=False)["input_ids"])
+    return len(tokenizer("a", add_special_tokens=True)["input_ids"]) - len(
+        tokenizer("a", add_special_tokens=False)["input_ids"]
+    )
 
 
 def _corpus() -> tuple[str, list[str]]:
@@ -87,8 +98,9 @@ def _corpus() -> tuple[str, list[str]]:
     return "builtin (concatenated)", [" ".join(builtin_prompts())]
 
 
-def token_windows(tokenizer: Any, length: int, n: int, seed: int = 0, *,
-                  texts: Sequence[str] | None = None) -> tuple[list[str], dict[str, Any]]:
+def token_windows(
+    tokenizer: Any, length: int, n: int, seed: int = 0, *, texts: Sequence[str] | None = None
+) -> tuple[list[str], dict[str, Any]]:
     """``n`` distinct prompts that tokenize (with the tokenizer's special tokens) to exactly
     ``length`` tokens: contiguous token windows of long offline documents (the first available of
     :data:`SOURCE_DOMAINS`, or ``texts``), decoded and checked by re-encoding; a window whose
@@ -113,7 +125,7 @@ def token_windows(tokenizer: Any, length: int, n: int, seed: int = 0, *,
             if len(ids) < body + 1:
                 continue
             start = int(rng.integers(0, len(ids) - body + 1))
-            text = tokenizer.decode(ids[start:start + body])
+            text = tokenizer.decode(ids[start : start + body])
             tries += 1
             if text in seen or not text.strip():
                 continue
@@ -123,6 +135,8 @@ def token_windows(tokenizer: Any, length: int, n: int, seed: int = 0, *,
         if len(out) >= n:
             break
     if len(out) < n:
-        raise GeoprobeError(f"found only {len(out)} distinct prompts of {length} tokens in the {source} corpus "
-                            f"(need --n-prompts {n}); pass smaller --lengths or --n-prompts")
+        raise GeoprobeError(
+            f"found only {len(out)} distinct prompts of {length} tokens in the {source} corpus "
+            f"(need --n-prompts {n}); pass smaller --lengths or --n-prompts"
+        )
     return out, {"source": source, "length": length, "n": n, "seed": seed, "windows_tried": tries}

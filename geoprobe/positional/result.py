@@ -1,6 +1,7 @@
 """The positional results: per-head prior fits, distance profiles and stability over lengths of a
 pretrained model (:class:`PositionalResult`), and a wind-tunnel transformer's error against sequence
 length (:class:`TunnelLengthCurve`); persistence, pages and figures."""
+
 from __future__ import annotations
 
 import math
@@ -60,8 +61,10 @@ class PositionalResult(Result, Page):
         if [(h.layer, h.head) for h in self.heads] != [(x, h) for x in self.layers for h in range(self.n_heads)]:
             raise ValueError("heads must list every (layer, head) once, layer-major")
         if self.fit_length < self.max_distance + 1 + self.exclude_first:
-            raise ValueError(f"fit length {self.fit_length} cannot hold distances 0..{self.max_distance} "
-                             f"after excluding {self.exclude_first} first token(s)")
+            raise ValueError(
+                f"fit length {self.fit_length} cannot hold distances 0..{self.max_distance} "
+                f"after excluding {self.exclude_first} first token(s)"
+            )
         if self.rope is not None:
             object.__setattr__(self, "rope", (float(self.rope[0]), int(self.rope[1])))
 
@@ -74,8 +77,10 @@ class PositionalResult(Result, Page):
         return {k: c.get(k, 0) for k in CLASSES}
 
     def class_counts_by_layer(self) -> dict[int, dict[str, int]]:
-        return {x: {k: sum(1 for h in self.heads if h.layer == x and h.head_class == k) for k in CLASSES}
-                for x in self.layers}
+        return {
+            x: {k: sum(1 for h in self.heads if h.layer == x and h.head_class == k) for k in CLASSES}
+            for x in self.layers
+        }
 
     def beta_summary(self) -> dict[str, Any]:
         """Quantiles of β̂ over converged heads that are not sink-dominated, flat or local."""
@@ -83,21 +88,40 @@ class PositionalResult(Result, Page):
         if b.size == 0:
             return {"n": 0}
         q = np.quantile(b, [0.1, 0.25, 0.5, 0.75, 0.9])
-        return {"n": int(b.size), "q10": q[0], "q25": q[1], "median": q[2], "q75": q[3], "q90": q[4],
-                "min": float(b.min()), "max": float(b.max())}
+        return {
+            "n": int(b.size),
+            "q10": q[0],
+            "q25": q[1],
+            "median": q[2],
+            "q75": q[3],
+            "q90": q[4],
+            "min": float(b.min()),
+            "max": float(b.max()),
+        }
 
     def rows(self) -> list[dict[str, str]]:
         """One table row per head (the report's and the CLI's)."""
+
         def est(e: Estimate | None) -> str:
             return "—" if e is None else f"{e:.2f}"
 
         out = []
         for h in self.heads:
             best = min(h.kl_ref, key=lambda k: h.kl_ref[k])
-            out.append({"layer": str(h.layer), "head": str(h.head), "class": h.head_class + (" (?)" if h.ambiguous else ""),
-                        "sink mass": f"{h.sink_mass:.2f}", "μ": est(h.mu), "σ": est(h.sigma), "β": est(h.beta),
-                        "KL fit (bits)": "—" if h.fit_kl is None else f"{h.fit_kl:.3f}",
-                        "nearest reference": f"{best} ({h.kl_ref[best]:.3f})", "note": h.reason})
+            out.append(
+                {
+                    "layer": str(h.layer),
+                    "head": str(h.head),
+                    "class": h.head_class + (" (?)" if h.ambiguous else ""),
+                    "sink mass": f"{h.sink_mass:.2f}",
+                    "μ": est(h.mu),
+                    "σ": est(h.sigma),
+                    "β": est(h.beta),
+                    "KL fit (bits)": "—" if h.fit_kl is None else f"{h.fit_kl:.3f}",
+                    "nearest reference": f"{best} ({h.kl_ref[best]:.3f})",
+                    "note": h.reason,
+                }
+            )
         return out
 
     # -- persistence -------------------------------------------------------------------------
@@ -133,17 +157,41 @@ class PositionalResult(Result, Page):
                 z[i, h.head] = h.beta.value
             text[i, h.head] = f"{h.head_class}<br>β = {'—' if h.beta is None else f'{h.beta.value:.2f}'}"
         fig = make_subplots(rows=1, cols=2, subplot_titles=("fitted β per head", "β with 95 % CI (fitted heads)"))
-        fig.add_trace(go.Heatmap(z=z, x=list(range(H)), y=list(self.layers), text=text, hoverinfo="text+x+y",
-                                 colorscale="Viridis", zmin=0, zmax=4, colorbar=dict(title="β", x=0.45)), row=1, col=1)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=list(range(H)),
+                y=list(self.layers),
+                text=text,
+                hoverinfo="text+x+y",
+                colorscale="Viridis",
+                zmin=0,
+                zmax=4,
+                colorbar=dict(title="β", x=0.45),
+            ),
+            row=1,
+            col=1,
+        )
         pts = [h for h in self.heads if h.beta is not None]
         if pts:
             v = np.array([h.beta.value for h in pts])
             lo = np.array([h.beta.low for h in pts])
             hi = np.array([h.beta.high for h in pts])
             x = np.array([h.layer + (h.head - H / 2) / (2.5 * H) for h in pts])
-            fig.add_trace(go.Scatter(x=x, y=v, mode="markers", showlegend=False, text=[h.head_class for h in pts],
-                                     error_y=dict(type="data", symmetric=False, array=np.nan_to_num(hi - v),
-                                                  arrayminus=np.nan_to_num(v - lo))), row=1, col=2)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=v,
+                    mode="markers",
+                    showlegend=False,
+                    text=[h.head_class for h in pts],
+                    error_y=dict(
+                        type="data", symmetric=False, array=np.nan_to_num(hi - v), arrayminus=np.nan_to_num(v - lo)
+                    ),
+                ),
+                row=1,
+                col=2,
+            )
         for y, name in ((1.0, "Laplace (ALiBi)"), (2.0, "Gaussian")):
             fig.add_hline(y=y, line_dash="dot", line_color="grey", row=1, col=2, annotation_text=name)
         fig.update_xaxes(title_text="head", row=1, col=1)
@@ -170,10 +218,18 @@ class PositionalResult(Result, Page):
         heads = heads or self.example_heads()
         cols = min(3, max(1, len(heads)))
         rows = math.ceil(len(heads) / cols)
-        fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"L{h.layer} H{h.head}: {h.head_class}" for h in heads])
+        fig = make_subplots(
+            rows=rows, cols=cols, subplot_titles=[f"L{h.layer} H{h.head}: {h.head_class}" for h in heads]
+        )
         delta = np.arange(self.max_distance + 1, dtype=np.float64)
-        colours = {"measured": "black", "fit": "firebrick", "uniform": "grey", "laplace": "royalblue",
-                   "gaussian": "seagreen", "rope": "darkorange"}
+        colours = {
+            "measured": "black",
+            "fit": "firebrick",
+            "uniform": "grey",
+            "laplace": "royalblue",
+            "gaussian": "seagreen",
+            "rope": "darkorange",
+        }
         for n, h in enumerate(heads):
             r, c = n // cols + 1, n % cols + 1
             curves = {"measured": self.profiles[self.layers.index(h.layer), h.head]}
@@ -187,10 +243,23 @@ class PositionalResult(Result, Page):
                 z = h.ref_params["rope"][0] * rope_decay(self.max_distance, *self.rope)
                 curves["rope"] = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
             for name, y in curves.items():
-                fig.add_trace(go.Scatter(x=delta, y=y, mode="lines", name=name, legendgroup=name, showlegend=n == 0,
-                                         line=dict(color=colours[name], width=2.5 if name == "measured" else 1.5,
-                                                   dash="solid" if name in ("measured", "fit") else "dot")),
-                              row=r, col=c)
+                fig.add_trace(
+                    go.Scatter(
+                        x=delta,
+                        y=y,
+                        mode="lines",
+                        name=name,
+                        legendgroup=name,
+                        showlegend=n == 0,
+                        line=dict(
+                            color=colours[name],
+                            width=2.5 if name == "measured" else 1.5,
+                            dash="solid" if name in ("measured", "fit") else "dot",
+                        ),
+                    ),
+                    row=r,
+                    col=c,
+                )
         fig.update_yaxes(type="log", title_text="p(Δ)")
         fig.update_xaxes(title_text="distance Δ")
         fig.update_layout(template="plotly_white", height=320 * rows)
@@ -202,14 +271,17 @@ class PositionalResult(Result, Page):
 
         by = self.class_counts_by_layer()
         fig = go.Figure([go.Bar(x=list(self.layers), y=[by[x][c] for x in self.layers], name=c) for c in CLASSES])
-        fig.update_layout(barmode="stack", template="plotly_white", height=380, xaxis_title="layer",
-                          yaxis_title="heads")
+        fig.update_layout(
+            barmode="stack", template="plotly_white", height=380, xaxis_title="layer", yaxis_title="heads"
+        )
         return fig
 
     def figures(self) -> list[Figure]:
-        out = [Figure("beta", report.CAPTIONS["beta"], self.beta_figure()),
-               Figure("profiles", report.CAPTIONS["profiles"], self.profile_figure()),
-               Figure("classes", report.CAPTIONS["classes"], self.class_figure())]
+        out = [
+            Figure("beta", report.CAPTIONS["beta"], self.beta_figure()),
+            Figure("profiles", report.CAPTIONS["profiles"], self.profile_figure()),
+            Figure("classes", report.CAPTIONS["classes"], self.class_figure()),
+        ]
         if self.stability is not None:
             out.append(Figure("stability", report.CAPTIONS["stability"], self.stability.figure()))
         return out
@@ -274,15 +346,36 @@ class TunnelLengthCurve(Result, Page):
         from plotly.subplots import make_subplots
 
         Ks = list(self.lengths)
-        fig = make_subplots(rows=1, cols=2, subplot_titles=("entropy MAE per sample (bits)", "KL(Bayes ‖ model) (bits)"))
+        fig = make_subplots(
+            rows=1, cols=2, subplot_titles=("entropy MAE per sample (bits)", "KL(Bayes ‖ model) (bits)")
+        )
         for col, name in ((1, "mae_sample"), (2, "kl")):
             es = [getattr(m, name) for m in self.metrics]
             v = np.array([e.value for e in es])
-            fig.add_trace(go.Scatter(x=Ks, y=v, mode="lines+markers", showlegend=False,
-                                     error_y=dict(type="data", symmetric=False, array=np.array([e.high for e in es]) - v,
-                                                  arrayminus=v - np.array([e.low for e in es]))), row=1, col=col)
-            fig.add_vline(x=self.train_K, line_dash="dot", line_color="grey", row=1, col=col,
-                          annotation_text=f"trained at K = {self.train_K}")
+            fig.add_trace(
+                go.Scatter(
+                    x=Ks,
+                    y=v,
+                    mode="lines+markers",
+                    showlegend=False,
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=np.array([e.high for e in es]) - v,
+                        arrayminus=v - np.array([e.low for e in es]),
+                    ),
+                ),
+                row=1,
+                col=col,
+            )
+            fig.add_vline(
+                x=self.train_K,
+                line_dash="dot",
+                line_color="grey",
+                row=1,
+                col=col,
+                annotation_text=f"trained at K = {self.train_K}",
+            )
             if self.critical_length is not None:
                 fig.add_vline(x=self.critical_length, line_dash="dash", line_color="firebrick", row=1, col=col)
         fig.update_xaxes(title_text="sequence length K (predictions)")

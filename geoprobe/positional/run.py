@@ -1,4 +1,5 @@
 """``geoprobe positional``: capture prompts of exact lengths, fit per-head priors, measure stability."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -20,8 +21,10 @@ def check_model(config: PositionalConfig, model: Any) -> None:
     """Limits that depend on the model: the context window."""
     ctx = int(model.context_length)
     if config.fit_length > ctx:
-        raise GeoprobeError(f"--lengths {config.fit_length} exceeds the model's context window of {ctx} tokens; "
-                            f"pass --lengths up to {ctx} (and --max-distance up to {ctx - 1 - config.exclude_first})")
+        raise GeoprobeError(
+            f"--lengths {config.fit_length} exceeds the model's context window of {ctx} tokens; "
+            f"pass --lengths up to {ctx} (and --max-distance up to {ctx - 1 - config.exclude_first})"
+        )
 
 
 def rope_of(model: Any) -> tuple[float, int] | None:
@@ -51,8 +54,14 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
         all_prompts += prompts
         sources.append(record)
         fit_here = T == config.fit_length
-        cc = CaptureConfig(layers=layers, keys=False, key_weights=False, batch_size=config.batch_size,
-                           attention="distribution" if fit_here else "entropy", max_tokens=T)  # windows of exactly T
+        cc = CaptureConfig(
+            layers=layers,
+            keys=False,
+            key_weights=False,
+            batch_size=config.batch_size,
+            attention="distribution" if fit_here else "entropy",
+            max_tokens=T,
+        )  # windows of exactly T
         cb = (lambda d, n, T=T: progress(f"capture T={T}", d, n)) if progress else None
         cap = capture(model, prompts, cc, seed=config.seed, progress=cb)
         if config.stability:
@@ -60,22 +69,42 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
         if fit_here:
             win = distance_windows(cap.attn_pattern, cap.n_tokens, config.window, config.exclude_first)
             fcb = (lambda d, n: progress("fit heads", d, n)) if progress else None
-            heads, profiles = fit_heads(win.window, win.sink, layers, n_resamples=config.n_resamples,
-                                        confidence=config.confidence, seed=config.seed, rope=rope, progress=fcb)
+            heads, profiles = fit_heads(
+                win.window,
+                win.sink,
+                layers,
+                n_resamples=config.n_resamples,
+                confidence=config.confidence,
+                seed=config.seed,
+                rope=rope,
+                progress=fcb,
+            )
     assert heads is not None and profiles is not None
     prov = model.provenance.with_prompts(all_prompts, config.seed).to_dict()
     prov["prompt_sources"] = sources
-    return PositionalResult(model=model.model_id, layers=layers, n_heads=model.layout.n_heads,
-                            fit_length=config.fit_length, max_distance=config.window,
-                            exclude_first=config.exclude_first, n_prompts=config.n_prompts,
-                            n_resamples=config.n_resamples, heads=heads, profiles=profiles, rope=rope,
-                            stability=Stability(layers=layers, points=tuple(points)) if config.stability else None,
-                            config=config.to_dict(), provenance=prov)
+    return PositionalResult(
+        model=model.model_id,
+        layers=layers,
+        n_heads=model.layout.n_heads,
+        fit_length=config.fit_length,
+        max_distance=config.window,
+        exclude_first=config.exclude_first,
+        n_prompts=config.n_prompts,
+        n_resamples=config.n_resamples,
+        heads=heads,
+        profiles=profiles,
+        rope=rope,
+        stability=Stability(layers=layers, points=tuple(points)) if config.stability else None,
+        config=config.to_dict(),
+        provenance=prov,
+    )
 
 
 def load_positional(path: Any) -> PositionalResult | TunnelLengthCurve:
     """A PositionalResult or a TunnelLengthCurve, whichever ``path`` (file or run directory) holds."""
-    d, source = read_json(path, default_name=PositionalResult.FILE, what=PositionalResult.WHAT, fix=PositionalResult.FIX)
+    d, source = read_json(
+        path, default_name=PositionalResult.FILE, what=PositionalResult.WHAT, fix=PositionalResult.FIX
+    )
     if isinstance(d, dict) and d.get("kind") == TunnelLengthCurve.KIND:
         return TunnelLengthCurve.from_dict(d, source)
     return PositionalResult.from_dict(d, source)

@@ -16,6 +16,7 @@ T0 as baseline and CIs [lo_T, hi_T], the smallest T > T0 whose whole CI lies bel
 baseline's (hi_T < lo_T0); None when no length does (the metric never degrades beyond its
 short-length CI on this grid). A metric with a NaN interval at T0 or T is not judged there.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,9 @@ from geoprobe.analysis.stats import Estimate
 from geoprobe.serial import Record
 
 
-def critical_length(lengths: Sequence[int], estimates: Sequence[Estimate], *,
-                    worse: Literal["lower", "higher"] = "lower") -> int | None:
+def critical_length(
+    lengths: Sequence[int], estimates: Sequence[Estimate], *, worse: Literal["lower", "higher"] = "lower"
+) -> int | None:
     """The smallest length after the first whose CI lies wholly on the ``worse`` side of the first
     length's CI (module docstring): below it for a metric that should not fall (PC1 ratio, |ρ|),
     above it for an error (the wind tunnels' MAE)."""
@@ -95,8 +97,12 @@ class Stability(Record):
         return critical_length(self.lengths, self.series(metric, layer))
 
     def to_dict(self) -> dict[str, Any]:  # stored shape differs: the critical lengths, derived, are written too
-        return {**super().to_dict(), "critical": {m: {str(layer): self.critical(m, layer) for layer in self.layers}
-                                                  for m in ("pc1", "alignment")}}
+        return {
+            **super().to_dict(),
+            "critical": {
+                m: {str(layer): self.critical(m, layer) for layer in self.layers} for m in ("pc1", "alignment")
+            },
+        }
 
     def figure(self, layer: int | None = None) -> Any:
         """PC1 ratio, |ρ| (with CIs; dashed line: critical length) at ``layer`` (default the last),
@@ -106,26 +112,58 @@ class Stability(Record):
 
         layer = self.layers[-1] if layer is None else layer
         Ts = list(self.lengths)
-        fig = make_subplots(rows=1, cols=3, subplot_titles=(
-            f"value PC1 ratio (layer {layer})", f"|ρ(PC1, next-token entropy)| (layer {layer})",
-            "attention entropy / log2 T"))
+        fig = make_subplots(
+            rows=1,
+            cols=3,
+            subplot_titles=(
+                f"value PC1 ratio (layer {layer})",
+                f"|ρ(PC1, next-token entropy)| (layer {layer})",
+                "attention entropy / log2 T",
+            ),
+        )
         for col, metric in ((1, "pc1"), (2, "alignment")):
             es = self.series(metric, layer)
             v = np.array([e.value for e in es])
-            fig.add_trace(go.Scatter(x=Ts, y=v, mode="lines+markers", name=metric, showlegend=False,
-                                     error_y=dict(type="data", symmetric=False,
-                                                  array=np.nan_to_num(np.array([e.high for e in es]) - v),
-                                                  arrayminus=np.nan_to_num(v - np.array([e.low for e in es])))),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=Ts,
+                    y=v,
+                    mode="lines+markers",
+                    name=metric,
+                    showlegend=False,
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=np.nan_to_num(np.array([e.high for e in es]) - v),
+                        arrayminus=np.nan_to_num(v - np.array([e.low for e in es])),
+                    ),
+                ),
+                row=1,
+                col=col,
+            )
             crit = self.critical(metric, layer)
             if crit is not None:
-                fig.add_vline(x=crit, line_dash="dash", line_color="firebrick", row=1, col=col,
-                              annotation_text=f"critical T = {crit}")
+                fig.add_vline(
+                    x=crit,
+                    line_dash="dash",
+                    line_color="firebrick",
+                    row=1,
+                    col=col,
+                    annotation_text=f"critical T = {crit}",
+                )
         H = np.array([p.attn_entropy for p in self.points]) / np.log2(np.array(Ts))[:, None]
         for j, lay in enumerate(self.layers):
-            fig.add_trace(go.Scatter(x=Ts, y=H[:, j], mode="lines", name=f"layer {lay}",
-                                     line=dict(color=f"hsl({int(240 * j / max(1, len(self.layers) - 1))},70%,45%)")),
-                          row=1, col=3)
+            fig.add_trace(
+                go.Scatter(
+                    x=Ts,
+                    y=H[:, j],
+                    mode="lines",
+                    name=f"layer {lay}",
+                    line=dict(color=f"hsl({int(240 * j / max(1, len(self.layers) - 1))},70%,45%)"),
+                ),
+                row=1,
+                col=3,
+            )
         fig.update_xaxes(type="log", title_text="prompt length T (tokens)")
         fig.update_layout(template="plotly_white", height=420)
         return fig
@@ -141,10 +179,28 @@ def length_point(cap: Any, layers: Sequence[int], *, n_resamples: int, seed: int
     if int(cap.n_tokens.min()) != T:
         raise ValueError(f"prompts of one length expected, got {int(cap.n_tokens.min())}..{T} tokens")
     values = np.stack([cap.values_flat(x) for x in layers])
-    vm = value_manifold(values, tuple(layers), cap.next_entropy, n_resamples=n_resamples, null_draws=1,
-                        null_kind="gaussian", random_state=seed)
-    al = entropy_alignment(vm.pc1_coords, cap.next_entropy, tuple(layers), n_resamples=n_resamples,
-                           n_permutations=n_resamples, random_state=seed)
+    vm = value_manifold(
+        values,
+        tuple(layers),
+        cap.next_entropy,
+        n_resamples=n_resamples,
+        null_draws=1,
+        null_kind="gaussian",
+        random_state=seed,
+    )
+    al = entropy_alignment(
+        vm.pc1_coords,
+        cap.next_entropy,
+        tuple(layers),
+        n_resamples=n_resamples,
+        n_permutations=n_resamples,
+        random_state=seed,
+    )
     H = cap.attn_entropy[idx].astype(np.float64).mean(axis=(1, 2))
-    return LengthPoint(T=T, n=cap.n_prompts, pc1=vm.pc1, alignment=al.spearman,
-                       attn_entropy=tuple(float(np.clip(h, 0.0, math.log2(T))) for h in H))
+    return LengthPoint(
+        T=T,
+        n=cap.n_prompts,
+        pc1=vm.pc1,
+        alignment=al.spearman,
+        attn_entropy=tuple(float(np.clip(h, 0.0, math.log2(T))) for h in H),
+    )

@@ -8,6 +8,7 @@ the paper's and the per-sample definition, and KL(Bayes ‖ model), bits, with b
 sequences). Critical length: the smallest K above the training length whose per-sample MAE CI
 lies wholly above the training length's (lo_K > hi_K0); None when none does.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,17 +25,27 @@ from geoprobe.windtunnel.train import checkpoint_dir, list_checkpoints, load_wei
 def check_tunnel_lengths(lengths: Sequence[int], max_positions: int, seq_len: Callable[[int], int]) -> None:
     for K in lengths:
         if seq_len(K) > max_positions:
-            raise GeoprobeError(f"--lengths {K} gives sequences of {seq_len(K)} tokens, beyond the transformer's "
-                                f"{max_positions} positions; pass smaller --lengths")
+            raise GeoprobeError(
+                f"--lengths {K} gives sequences of {seq_len(K)} tokens, beyond the transformer's "
+                f"{max_positions} positions; pass smaller --lengths"
+            )
 
 
-def tunnel_length_curve(run_dir: str | Path, lengths: Sequence[int], *, n_eval: int = 256, n_resamples: int = 1000,
-                        progress: Callable[[str, int, int], None] | None = None) -> TunnelLengthCurve:
+def tunnel_length_curve(
+    run_dir: str | Path,
+    lengths: Sequence[int],
+    *,
+    n_eval: int = 256,
+    n_resamples: int = 1000,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> TunnelLengthCurve:
     """Score the finished transformer of wind-tunnel run ``run_dir`` at every K in ``lengths``."""
     run = Path(run_dir)
     if not (run / "transformer" / "run.json").exists():
-        raise GeoprobeError(f"--windtunnel {str(run)!r} is not a wind-tunnel run (no transformer/run.json); pass a "
-                            "directory written by 'geoprobe windtunnel train'")
+        raise GeoprobeError(
+            f"--windtunnel {str(run)!r} is not a wind-tunnel run (no transformer/run.json); pass a "
+            "directory written by 'geoprobe windtunnel train'"
+        )
     spec = read_spec(run / "transformer")
     steps = list_checkpoints(run / "transformer")
     if not steps:
@@ -51,9 +62,17 @@ def tunnel_length_curve(run_dir: str | Path, lengths: Sequence[int], *, n_eval: 
         rows.append(metrics("transformer", probs, batch, mass, n_resamples=n_resamples, random_state=spec.train.seed))
         if progress is not None:
             progress("wind-tunnel lengths", i + 1, len(lengths))
-    prov = {"run_dir": str(run), "checkpoint_step": steps[-1], "weights": local_weights_hash(ckpt),
-            "seed": spec.train.seed, "eval_data": f"{n_eval} fresh sequences per length (windtunnel evaluation seeds)",
-            "train_seed": spec.train.seed, "n_eval": n_eval,
-            "n_resamples": n_resamples, "versions": package_versions()}
-    return TunnelLengthCurve(run_dir=str(run), task=dict(spec.task), train_K=int(task.K), metrics=tuple(rows),
-                             provenance=prov)
+    prov = {
+        "run_dir": str(run),
+        "checkpoint_step": steps[-1],
+        "weights": local_weights_hash(ckpt),
+        "seed": spec.train.seed,
+        "eval_data": f"{n_eval} fresh sequences per length (windtunnel evaluation seeds)",
+        "train_seed": spec.train.seed,
+        "n_eval": n_eval,
+        "n_resamples": n_resamples,
+        "versions": package_versions(),
+    }
+    return TunnelLengthCurve(
+        run_dir=str(run), task=dict(spec.task), train_K=int(task.K), metrics=tuple(rows), provenance=prov
+    )

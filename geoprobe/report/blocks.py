@@ -1,5 +1,6 @@
 """Building blocks shared by the self-contained HTML reports: an escaped table and a plotly
 figure without its own copy of plotly.js (each page inlines plotly.js once)."""
+
 from __future__ import annotations
 
 import os
@@ -13,22 +14,31 @@ def html_table(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     head = "".join(f"<th>{escape(str(k))}</th>" for k in rows[0])
-    body = "".join("<tr>" + "".join(f'<td class="num">{escape(str(v))}</td>' for v in r.values()) + "</tr>"
-                   for r in rows)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{escape(str(v))}</td>' for v in r.values()) + "</tr>" for r in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def html_figure(fig: Any, anchor: str, caption: str) -> str:
     import plotly.io as pio
 
-    div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{anchor}",
-                      config={"displaylogo": False, "responsive": True})
+    div = pio.to_html(
+        fig,
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=f"fig-{anchor}",
+        config={"displaylogo": False, "responsive": True},
+    )
     return f'<figure id="{escape(anchor)}">{div}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
 def kv_table(rows: Sequence[tuple[Any, Any]]) -> str:
-    return "<table><tbody>" + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
-                                      for k, v in rows) + "</tbody></table>"
+    return (
+        "<table><tbody>"
+        + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
+        + "</tbody></table>"
+    )
 
 
 def write_page(path: str | os.PathLike, render: Callable[[], str], *, force: bool = False) -> Path:
@@ -44,7 +54,9 @@ def write_page(path: str | os.PathLike, render: Callable[[], str], *, force: boo
         if not is_geoprobe_file(p):
             refuse_foreign(p)
         if not force:
-            raise OutputExistsError(f"report {str(p)!r} already exists; pass --force to replace it or choose another --out")
+            raise OutputExistsError(
+                f"report {str(p)!r} already exists; pass --force to replace it or choose another --out"
+            )
     page = render()
     if GENERATOR_META not in page:  # the marker that lets a later --force recognise the page as geoprobe's
         page = page.replace("<head>", f"<head>{GENERATOR_META}", 1)

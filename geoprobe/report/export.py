@@ -13,6 +13,7 @@ From Python or Jupyter::
     export_figures(result, "figs", "svg")          # any result object with an HTML report
     export_figures([("my-fig", "caption", fig)], "figs", "png")
 """
+
 from __future__ import annotations
 
 import os
@@ -34,6 +35,7 @@ SCALE = {"png": 2.0, "svg": 1.0, "pdf": 1.0}
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
 _ANCHOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
+
 def check_format(fmt: Optional[str]) -> Optional[str]:
     """``fmt`` lower-cased if it is one of png, svg, pdf; None stays None (no export)."""
     if fmt is None:
@@ -52,18 +54,23 @@ def find_browser(fmt: str = "png") -> str:
         p = Path(env)
         if p.is_file() and os.access(p, os.X_OK):
             return str(p)
-        raise GeoprobeError(f"--figures {fmt} needs Chromium for kaleido, but BROWSER_PATH={env!r} is not an executable "
-                            "file; point BROWSER_PATH at chromium or unset it")
+        raise GeoprobeError(
+            f"--figures {fmt} needs Chromium for kaleido, but BROWSER_PATH={env!r} is not an executable "
+            "file; point BROWSER_PATH at chromium or unset it"
+        )
     for name in BROWSER_NAMES:
         found = shutil.which(name)
         if found:
             return found
-    raise GeoprobeError(f"--figures {fmt} needs Chromium for kaleido, none found (BROWSER_PATH unset; "
-                        f"{', '.join(BROWSER_NAMES)} not on PATH); install the Debian package chromium or set BROWSER_PATH")
+    raise GeoprobeError(
+        f"--figures {fmt} needs Chromium for kaleido, none found (BROWSER_PATH unset; "
+        f"{', '.join(BROWSER_NAMES)} not on PATH); install the Debian package chromium or set BROWSER_PATH"
+    )
 
 
-def check_figures(fmt: Optional[str], run_dir: Optional[str | os.PathLike] = None, *,
-                  force: bool = False) -> Optional[str]:
+def check_figures(
+    fmt: Optional[str], run_dir: Optional[str | os.PathLike] = None, *, force: bool = False
+) -> Optional[str]:
     """Everything ``--figures FMT`` needs, checked before any model loads or training starts: the format,
     a Chromium, and (given ``run_dir``) that ``figures/*.FMT`` there are geoprobe's (foreign files are never
     replaced) and, unless ``force``, that there are none yet. Returns the normalised format, or None when
@@ -89,8 +96,9 @@ def _check_targets(paths: Sequence[Path], force: bool) -> None:
         if p.name not in owned or p.is_symlink() or not p.is_file():
             refuse_foreign(p, "a figure file it did not write")
     if not force:
-        raise OutputExistsError(f"figure {str(existing[0])!r} already exists; pass --force to replace it "
-                                "or choose another --out")
+        raise OutputExistsError(
+            f"figure {str(existing[0])!r} already exists; pass --force to replace it or choose another --out"
+        )
 
 
 def _add_to_manifest(out_dir: Path, names: Iterable[str]) -> None:
@@ -108,8 +116,9 @@ def figure_list(obj: Any) -> list[Figure]:
         return [Figure(*x) if len(x) == 3 else Figure(x[0], "", x[1]) for x in obj]
     figures = getattr(obj, "figures", None)
     if not callable(figures):
-        raise TypeError(f"a {type(obj).__name__} has no figures(); pass a result or a list of "
-                        "(anchor, caption, figure)")
+        raise TypeError(
+            f"a {type(obj).__name__} has no figures(); pass a result or a list of (anchor, caption, figure)"
+        )
     return figure_list(figures())
 
 
@@ -120,8 +129,15 @@ def _size(fig: Any) -> tuple[int, int]:
     return int(w or DEFAULT_WIDTH), int(h or DEFAULT_HEIGHT)
 
 
-def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *, force: bool = False,
-                   scale: Optional[float] = None, only: Optional[Iterable[str]] = None) -> list[Path]:
+def export_figures(
+    figures: Any,
+    out_dir: str | os.PathLike,
+    fmt: str = "png",
+    *,
+    force: bool = False,
+    scale: Optional[float] = None,
+    only: Optional[Iterable[str]] = None,
+) -> list[Path]:
     """Write every figure to ``out_dir/<anchor>.<fmt>`` with one browser start; returns the paths.
 
     ``figures``: a result object, a list of (anchor, caption, figure) or a dict {anchor: figure}.
@@ -136,8 +152,9 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
         keep = set(only)
         unknown = keep - {a for a, _, _ in items}
         if unknown:
-            raise GeoprobeError(f"figure {sorted(unknown)[0]!r} is not in this report; choose from "
-                                f"{', '.join(a for a, _, _ in items)}")
+            raise GeoprobeError(
+                f"figure {sorted(unknown)[0]!r} is not in this report; choose from {', '.join(a for a, _, _ in items)}"
+            )
         items = [x for x in items if x[0] in keep]
     for anchor, _, _ in items:
         if not _ANCHOR.match(anchor):
@@ -157,8 +174,13 @@ def export_figures(figures: Any, out_dir: str | os.PathLike, fmt: str = "png", *
         specs = []
         for (anchor, _, fig), target in zip(items, targets):
             w, h = _size(fig)
-            specs.append({"fig": fig, "path": str(Path(tmp) / target.name),
-                          "opts": {"format": f, "width": w, "height": h, "scale": s}})
+            specs.append(
+                {
+                    "fig": fig,
+                    "path": str(Path(tmp) / target.name),
+                    "opts": {"format": f, "width": w, "height": h, "scale": s},
+                }
+            )
         _render(specs, browser)
         _add_to_manifest(out, [t.name for t in targets])  # listed first: a kill never leaves an unlisted figure
         for spec, target in zip(specs, targets):
@@ -174,14 +196,18 @@ def _render(specs: list[dict], browser: str) -> None:
         kaleido.write_fig_from_object_sync(specs, kopts={"path": browser, "mathjax": False}, cancel_on_error=True)
     except Exception as exc:  # noqa: BLE001 - kaleido/choreographer raise many kinds; the user needs one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GeoprobeError(f"--figures: kaleido could not render with {browser!r} ({type(exc).__name__}: "
-                            f"{first[:200]}); check that this Chromium starts, or set BROWSER_PATH to another") from exc
+        raise GeoprobeError(
+            f"--figures: kaleido could not render with {browser!r} ({type(exc).__name__}: "
+            f"{first[:200]}); check that this Chromium starts, or set BROWSER_PATH to another"
+        ) from exc
     missing = [s["path"] for s in specs if not Path(s["path"]).is_file() or Path(s["path"]).stat().st_size == 0]
     if missing:
         raise GeoprobeError(f"--figures: kaleido wrote no image for {Path(missing[0]).name!r}; rerun with --debug")
 
 
-def export_report_figures(obj: Any, run_dir: str | os.PathLike, fmt: Optional[str], *, force: bool = False) -> list[Path]:
+def export_report_figures(
+    obj: Any, run_dir: str | os.PathLike, fmt: Optional[str], *, force: bool = False
+) -> list[Path]:
     """The CLI's step after writing an HTML report: ``obj``'s figures to ``run_dir/figures`` (nothing when
     ``fmt`` is None)."""
     f = check_format(fmt)

@@ -13,6 +13,7 @@ A result hands out what its page shows and nothing about HTML layout:
 :class:`Page` gives a result ``report(path)`` and ``_repr_html_``; this module never names an
 experiment. plotly.js is embedded once, so a page opens offline.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,9 +75,14 @@ def figures_section(figures: Iterable[Figure], title: str = "Figures") -> Sectio
     return Section(title, "".join(html_figure(f.fig, f.anchor, f.caption) for f in figures))
 
 
-def provenance_section(provenance: Mapping[str, Any], *, config: Mapping[str, Any] | None = None,
-                       timings: Mapping[str, float] | None = None, extra: Iterable[tuple[str, Any]] = (),
-                       time_digits: int = 2) -> Section:
+def provenance_section(
+    provenance: Mapping[str, Any],
+    *,
+    config: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+    extra: Iterable[tuple[str, Any]] = (),
+    time_digits: int = 2,
+) -> Section:
     """Where the numbers came from: provenance, then ``extra`` rows, the config, versions and timings."""
     from geoprobe.report.blocks import kv_table
 

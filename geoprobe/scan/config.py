@@ -3,6 +3,7 @@
 Probe recipes (``probes/*.toml``) are read by :func:`geoprobe.recipes.load_probe`, which turns a
 scan recipe's tables into this config; command-line flags override what it sets.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
@@ -24,8 +25,11 @@ class ProbeError(GeoprobeError):
 
 
 _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "int": ((int,), "an integer"), "int | None": ((int, type(None)), "an integer"),
-    "float": ((int, float), "a number"), "bool": ((bool,), "true or false"), "str": ((str,), "a string"),
+    "int": ((int,), "an integer"),
+    "int | None": ((int, type(None)), "an integer"),
+    "float": ((int, float), "a number"),
+    "bool": ((bool,), "true or false"),
+    "str": ((str,), "a string"),
 }
 
 
@@ -57,29 +61,38 @@ class ScanConfig(Record):
         for f in fields(self):  # a recipe can hold any TOML type: say which setting, before a comparison fails
             want, v = _FIELD_TYPES.get(str(f.type)), getattr(self, f.name)
             if want is not None and (not isinstance(v, want[0]) or (isinstance(v, bool) and bool not in want[0])):
-                raise ProbeError(f"scan setting {f.name} = {v!r} is not {want[1]}; fix it in the probe recipe "
-                                 "(or pass the matching flag)")
+                raise ProbeError(
+                    f"scan setting {f.name} = {v!r} is not {want[1]}; fix it in the probe recipe "
+                    "(or pass the matching flag)"
+                )
         bad = [a for a in self.analyses if a not in ANALYSES]
         if bad:
             raise ProbeError(f"analysis {bad[0]!r} is unknown; choose from {', '.join(ANALYSES)}")
         if "alignment" in self.analyses and "manifold" not in self.analyses:
-            raise ProbeError("analysis 'alignment' needs 'manifold' (it correlates PC1 with entropy); add it to analyses")
+            raise ProbeError(
+                "analysis 'alignment' needs 'manifold' (it correlates PC1 with entropy); add it to analyses"
+            )
         if self.batch_size < 1:
             raise ProbeError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
         if self.max_tokens is not None and self.max_tokens < 1:
-            raise ProbeError(f"max tokens {self.max_tokens} must be at least 1; pass --max-tokens 1 or more "
-                             f"(default {DEFAULT_MAX_TOKENS}; max_tokens in a probe's [capture])")
+            raise ProbeError(
+                f"max tokens {self.max_tokens} must be at least 1; pass --max-tokens 1 or more "
+                f"(default {DEFAULT_MAX_TOKENS}; max_tokens in a probe's [capture])"
+            )
         if not 0.5 <= self.confidence < 1:
             raise ProbeError(f"confidence {self.confidence} must be in [0.5, 1); set confidence in the probe")
         for name in ("n_resamples", "pca_resamples", "null_draws", "n_permutations"):
             if getattr(self, name) < 10:
                 raise ProbeError(f"{name} {getattr(self, name)} is below 10; set {name} >= 10 in the probe")
         if self.null_kind not in ("permute", "gaussian"):
-            raise ProbeError(f"null kind {self.null_kind!r} is not gaussian|permute; pass --null gaussian|permute "
-                             "(null_kind in a probe)")
+            raise ProbeError(
+                f"null kind {self.null_kind!r} is not gaussian|permute; pass --null gaussian|permute "
+                "(null_kind in a probe)"
+            )
         if self.ci_layers not in ("final", "all"):
-            raise ProbeError(f"ci layers {self.ci_layers!r} is not final|all; pass --ci-layers final|all "
-                             "(ci_layers in a probe)")
+            raise ProbeError(
+                f"ci layers {self.ci_layers!r} is not final|all; pass --ci-layers final|all (ci_layers in a probe)"
+            )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ScanConfig":

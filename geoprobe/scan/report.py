@@ -6,6 +6,7 @@ provenance) is escaped here or by :mod:`geoprobe.report.blocks`; plotly's own JS
 inside figures. The one figure that combines two results (next-token entropy against the
 oriented PC1 coordinate, with the alignment's ρ) is built here.
 """
+
 from __future__ import annotations
 
 from html import escape
@@ -19,7 +20,8 @@ DEFINITIONS = (
     "Definitions: value manifold = PCA of the z-scored final-token value vectors (heads concatenated); key "
     "orthogonality = mean off-diagonal |cos| between the d_head columns of each head's W_K; attention focusing = "
     "per-head entropy of the final token's attention, averaged over heads. Nulls are matched to this run's number "
-    "of prompts and dimension. See docs/metrics/ for formulas and pitfalls.")
+    "of prompts and dimension. See docs/metrics/ for formulas and pitfalls."
+)
 
 
 def entropy_scatter(manifold: Any, alignment: Any, layer: int) -> Any:
@@ -30,14 +32,26 @@ def entropy_scatter(manifold: Any, alignment: Any, layer: int) -> Any:
     coords = np.asarray(manifold.coords[layer])[:, 0] * alignment.orientation[i]
     ent = np.asarray(manifold.next_entropy)
     rho, r = alignment.spearman[i], alignment.pearson[i]
-    fig = go.Figure(go.Scatter(x=coords, y=ent, mode="markers", marker=dict(size=6, opacity=0.7),
-                               hovertemplate="PC1 %{x:.2f}<br>entropy %{y:.2f} bits<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=coords,
+            y=ent,
+            mode="markers",
+            marker=dict(size=6, opacity=0.7),
+            hovertemplate="PC1 %{x:.2f}<br>entropy %{y:.2f} bits<extra></extra>",
+        )
+    )
     fig.update_layout(
-        title=(f"Layer {layer}: next-token entropy vs PC1 (oriented); Spearman ρ = {rho.value:.2f} "
-               f"[{rho.low:.2f}, {rho.high:.2f}], Pearson r = {r.value:.2f}, p = {alignment.p_value[i]:.2g} "
-               f"(Bonferroni {alignment.p_bonferroni[i]:.2g})"),
+        title=(
+            f"Layer {layer}: next-token entropy vs PC1 (oriented); Spearman ρ = {rho.value:.2f} "
+            f"[{rho.low:.2f}, {rho.high:.2f}], Pearson r = {r.value:.2f}, p = {alignment.p_value[i]:.2g} "
+            f"(Bonferroni {alignment.p_bonferroni[i]:.2g})"
+        ),
         xaxis_title="PC1 coordinate (standardised values, oriented so ρ ≥ 0)",
-        yaxis_title="next-token entropy (bits)", template="plotly_white", height=460)
+        yaxis_title="next-token entropy (bits)",
+        template="plotly_white",
+        height=460,
+    )
     return fig
 
 
@@ -50,25 +64,56 @@ def scan_figures(result: Any) -> list[Figure]:
         final = result.layers[-1]
         shown = [final] + [x for x in sorted(m.coords) if x != final]
         for layer in shown:
-            figs.append(Figure(f"manifold-scatter-{layer}",
-                               f"Layer {layer}: final-token value vectors projected on PC1 and PC2 of the "
-                               "standardised values, coloured by next-token entropy.", m.scatter_figure(layer)))
-        figs.append(Figure("manifold-profile",
-                           f"PC1, PC1+PC2 and participation ratio by layer; shaded: the matched null "
-                           f"({m.null[0].kind} data of the same n × d, {m.null[0].draws} draws).", m.figure()))
+            figs.append(
+                Figure(
+                    f"manifold-scatter-{layer}",
+                    f"Layer {layer}: final-token value vectors projected on PC1 and PC2 of the "
+                    "standardised values, coloured by next-token entropy.",
+                    m.scatter_figure(layer),
+                )
+            )
+        figs.append(
+            Figure(
+                "manifold-profile",
+                f"PC1, PC1+PC2 and participation ratio by layer; shaded: the matched null "
+                f"({m.null[0].kind} data of the same n × d, {m.null[0].draws} draws).",
+                m.figure(),
+            )
+        )
     if a is not None and m is not None:
-        figs.append(Figure("entropy-scatter", "Next-token entropy against the PC1 coordinate of the final layer.",
-                           entropy_scatter(m, a, result.layers[-1])))
-        figs.append(Figure("alignment-profile", "Spearman ρ between PC1 and next-token entropy by layer, with "
-                           "bootstrap CIs; filled markers: significant after Bonferroni across layers.", a.figure()))
+        figs.append(
+            Figure(
+                "entropy-scatter",
+                "Next-token entropy against the PC1 coordinate of the final layer.",
+                entropy_scatter(m, a, result.layers[-1]),
+            )
+        )
+        figs.append(
+            Figure(
+                "alignment-profile",
+                "Spearman ρ between PC1 and next-token entropy by layer, with "
+                "bootstrap CIs; filled markers: significant after Bonferroni across layers.",
+                a.figure(),
+            )
+        )
     if result.orthogonality is not None:
-        figs.append(Figure("key-orthogonality", "Mean off-diagonal |cos| between W_K columns by layer: head bands, "
-                           "the Gaussian expectation and the architecture's own random initialisation.",
-                           result.orthogonality.figure()))
+        figs.append(
+            Figure(
+                "key-orthogonality",
+                "Mean off-diagonal |cos| between W_K columns by layer: head bands, "
+                "the Gaussian expectation and the architecture's own random initialisation.",
+                result.orthogonality.figure(),
+            )
+        )
     if result.focusing is not None:
-        figs.append(Figure("attention-focusing", "Final-token attention entropy by layer (per-head entropy averaged "
-                           "over heads), bootstrap CI over prompts; dashed: uniform attention.",
-                           result.focusing.figure()))
+        figs.append(
+            Figure(
+                "attention-focusing",
+                "Final-token attention entropy by layer (per-head entropy averaged "
+                "over heads), bootstrap CI over prompts; dashed: uniform attention.",
+                result.focusing.figure(),
+            )
+        )
     return figs
 
 
@@ -83,14 +128,20 @@ def scorecard_table(card: Any) -> str:
     rows = []
     for c, r in zip(card.criteria, card.rows()):
         rows.append(
-            "<tr>" + "".join(f"<td>{escape(r[k])}</td>" for k in ("criterion", "statement"))
+            "<tr>"
+            + "".join(f"<td>{escape(r[k])}</td>" for k in ("criterion", "statement"))
             + f'<td class="num">{escape(r["value"])}</td><td class="num">{escape(r["ci"])}</td>'
             + f"<td>{_yes(c.passes)}</td><td>{escape(r['null'])}</td><td>{_yes(c.beats_null)}</td>"
-            + f'<td class="muted">{escape(r["detail"])}</td></tr>')
-    head = "".join(f"<th>{h}</th>" for h in ("criterion", "paper's test (§4.4)", "value", "CI", "passes",
-                                              "matched null", "beats null", "detail"))
-    return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f'<p class="muted">{card.n_passed} of {len(card.criteria)} criteria pass for {escape(card.model)}.</p>')
+            + f'<td class="muted">{escape(r["detail"])}</td></tr>'
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("criterion", "paper's test (§4.4)", "value", "CI", "passes", "matched null", "beats null", "detail")
+    )
+    return (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f'<p class="muted">{card.n_passed} of {len(card.criteria)} criteria pass for {escape(card.model)}.</p>'
+    )
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -136,18 +187,28 @@ def set_label(result: Any) -> str:
 
 def page_subtitle(result: Any) -> str:
     """The line under the page's title (plain text)."""
-    return (f"geoprobe scan · {result.n_prompts} prompts ({set_label(result)}) · {len(result.layers)} layers · "
-            f"{result.provenance.get('created', '')} · rebuild with geoprobe report results.json")
+    return (
+        f"geoprobe scan · {result.n_prompts} prompts ({set_label(result)}) · {len(result.layers)} layers · "
+        f"{result.provenance.get('created', '')} · rebuild with geoprobe report results.json"
+    )
 
 
 def page_sections(result: Any) -> list[Section]:
     """Scorecard, notes, figures, by-layer numbers and provenance, in page order."""
     prov = provenance_section(
-        result.provenance, config=result.config.to_dict(), timings=result.timings,
-        extra=[("n prompts", result.n_prompts), ("layers", f"{len(result.layers)} of {result.n_layers}"),
-               *((f"prompt set: {k}", v) for k, v in (result.prompt_set or {}).items())])
-    return [Section("Scorecard", scorecard_table(result.scorecard) + "\n" + paragraph(DEFINITIONS)),
-            *notes_section(result.notes),
-            figures_section(result.figures()),
-            Section("By layer", layer_table(result)),
-            prov]
+        result.provenance,
+        config=result.config.to_dict(),
+        timings=result.timings,
+        extra=[
+            ("n prompts", result.n_prompts),
+            ("layers", f"{len(result.layers)} of {result.n_layers}"),
+            *((f"prompt set: {k}", v) for k, v in (result.prompt_set or {}).items()),
+        ],
+    )
+    return [
+        Section("Scorecard", scorecard_table(result.scorecard) + "\n" + paragraph(DEFINITIONS)),
+        *notes_section(result.notes),
+        figures_section(result.figures()),
+        Section("By layer", layer_table(result)),
+        prov,
+    ]

@@ -3,6 +3,7 @@
 The report is rebuilt from this file alone (``geoprobe report results.json``): figures are
 made from results, never from the model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

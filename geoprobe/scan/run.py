@@ -6,10 +6,10 @@ In Jupyter::
     result = scan("smollm2-135m")          # or scan(model, prompts=[...], config=recipes.load_probe(...).config)
     result.report("runs/smollm2/report.html")
 """
+
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import time
 import warnings
@@ -51,8 +51,13 @@ def _drawn_prompt_set(config: ScanConfig, model: Any, progress: Any, checkpoint_
     from geoprobe.prompts import resolve_prompt_set
     from geoprobe.sampling import PromptSet
 
-    key = {**model_fingerprint(model), "prompts": config.prompts, "corpus_version": CORPUS_VERSION,
-           "sampling": asdict(config.sampling), "seed": config.seed}
+    key = {
+        **model_fingerprint(model),
+        "prompts": config.prompts,
+        "corpus_version": CORPUS_VERSION,
+        "sampling": asdict(config.sampling),
+        "seed": config.seed,
+    }
     stored = check_or_write(checkpoint_dir / PROMPTS, key, what="scan") if (checkpoint_dir / PROMPTS).exists() else None
     if stored is not None:
         d = stored["prompt_set"]
@@ -62,9 +67,13 @@ def _drawn_prompt_set(config: ScanConfig, model: Any, progress: Any, checkpoint_
     return pset
 
 
-def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None, model: Any = None,
-                    progress: Progress | None = None,
-                    checkpoint_dir: str | os.PathLike | None = None) -> tuple[list[str], list[str], Any]:
+def resolve_prompts(
+    config: ScanConfig,
+    prompts: Sequence[str] | None = None,
+    model: Any = None,
+    progress: Progress | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+) -> tuple[list[str], list[str], Any]:
     """The prompts a scan runs on (deduplicated), the notes to report about them, and their
     :class:`~geoprobe.sampling.PromptSet` (name, kind, hash, seed, sampling record).
 
@@ -82,22 +91,28 @@ def resolve_prompts(config: ScanConfig, prompts: Sequence[str] | None = None, mo
     if prompts is None and checkpoint_dir is not None and prompt_source_kind(config.prompts) == "corpus":
         pset = _drawn_prompt_set(config, model, sample_progress, Path(checkpoint_dir))
     else:
-        pset = resolve_prompt_set(config.prompts, model, sampling=config.sampling, seed=config.seed,
-                                  progress=sample_progress, texts=prompts)
+        pset = resolve_prompt_set(
+            config.prompts, model, sampling=config.sampling, seed=config.seed, progress=sample_progress, texts=prompts
+        )
     prompts = list(pset.prompts)
     notes = list(pset.info.get("notes", ()))
     kept, dropped = dedupe_prompts(prompts)
     if dropped:
         counts = Counter(prompts)
-        msg = (f"{dropped} duplicate prompt(s) dropped ({sum(1 for c in counts.values() if c > 1)} distinct texts "
-               f"repeated); {len(kept)} prompts remain")
+        msg = (
+            f"{dropped} duplicate prompt(s) dropped ({sum(1 for c in counts.values() if c > 1)} distinct texts "
+            f"repeated); {len(kept)} prompts remain"
+        )
         warnings.warn(msg, stacklevel=2)
         notes.append(msg)
-        pset = replace(pset, prompts=tuple(kept), hash=prompts_hash(kept), domains=(), sources=(), entropy=(),
-                       stratum=())
+        pset = replace(
+            pset, prompts=tuple(kept), hash=prompts_hash(kept), domains=(), sources=(), entropy=(), stratum=()
+        )
     if len(kept) < MIN_PROMPTS:
-        raise PromptError(f"{len(kept)} distinct prompt(s) but a scan needs at least {MIN_PROMPTS} "
-                          "(PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
+        raise PromptError(
+            f"{len(kept)} distinct prompt(s) but a scan needs at least {MIN_PROMPTS} "
+            "(PCA with bootstrap CIs and permutation tests); add prompts to --prompts"
+        )
     return kept, notes, pset
 
 
@@ -111,12 +126,15 @@ def check_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> N
     if prompt_source_kind(config.prompts) == "file":
         distinct = len(set(read_prompts(config.prompts)))
         if distinct < MIN_PROMPTS:
-            raise PromptError(f"{distinct} distinct prompt(s) in {config.prompts!r} but a scan needs at least "
-                              f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts")
+            raise PromptError(
+                f"{distinct} distinct prompt(s) in {config.prompts!r} but a scan needs at least "
+                f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts"
+            )
 
 
-def random_init_key_weights(cap: Capture, hf_config: Any, seed: int,
-                            arch: Any = None) -> tuple[np.ndarray | None, str | None]:
+def random_init_key_weights(
+    cap: Capture, hf_config: Any, seed: int, arch: Any = None
+) -> tuple[np.ndarray | None, str | None]:
     """W_K of the architecture's own random initialisation at the captured layers, and its label;
     (None, None) with a warning when the baseline cannot be built."""
     from geoprobe.models.twins import init_key_weights
@@ -153,9 +171,17 @@ def step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str 
     return w, f"{spec.alias} step0 checkpoint (released initialisation)", None
 
 
-def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.ndarray | None = None,
-            init_label: str | None = None, notes: Sequence[str] = (), timings: dict[str, float] | None = None,
-            progress: Progress | None = None, prompt_set: dict[str, Any] | None = None) -> ScanResult:
+def analyse(
+    cap: Capture,
+    config: ScanConfig = ScanConfig(),
+    *,
+    init_w_k: np.ndarray | None = None,
+    init_label: str | None = None,
+    notes: Sequence[str] = (),
+    timings: dict[str, float] | None = None,
+    progress: Progress | None = None,
+    prompt_set: dict[str, Any] | None = None,
+) -> ScanResult:
     """Run the configured analysers on a capture (no model needed)."""
     from geoprobe.analysis.alignment import entropy_alignment
     from geoprobe.analysis.focusing import attention_focusing
@@ -163,7 +189,9 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
     from geoprobe.analysis.orthogonality import key_orthogonality
 
     if cap.n_prompts < MIN_PROMPTS:
-        raise PromptError(f"{cap.n_prompts} prompt(s) but a scan needs at least {MIN_PROMPTS}; add prompts to --prompts")
+        raise PromptError(
+            f"{cap.n_prompts} prompt(s) but a scan needs at least {MIN_PROMPTS}; add prompts to --prompts"
+        )
     model, layers, seed = cap.provenance.model_id, tuple(cap.layers), config.seed
     t0 = time.perf_counter()
     todo = list(config.analyses)
@@ -188,39 +216,88 @@ def analyse(cap: Capture, config: ScanConfig = ScanConfig(), *, init_w_k: np.nda
         scatter = tuple(layers[cap.index(x)] for x in config.scatter_layers)
         ci = None if config.ci_layers == "all" else (layers[-1], *scatter)
         parts["manifold"] = value_manifold(
-            values, layers, cap.next_entropy, model=model, scatter_layers=scatter,
-            n_resamples=config.pca_resamples, null_draws=config.null_draws, null_kind=config.null_kind,
-            confidence=config.confidence, random_state=seed, ci_layers=ci)
+            values,
+            layers,
+            cap.next_entropy,
+            model=model,
+            scatter_layers=scatter,
+            n_resamples=config.pca_resamples,
+            null_draws=config.null_draws,
+            null_kind=config.null_kind,
+            confidence=config.confidence,
+            random_state=seed,
+            ci_layers=ci,
+        )
     if "alignment" in todo:
         step("alignment")
         parts["alignment"] = entropy_alignment(
-            parts["manifold"].pc1_coords, cap.next_entropy, layers, model=model, n_resamples=config.n_resamples,
-            n_permutations=config.n_permutations, confidence=config.confidence, random_state=seed, ci_layers=ci)
+            parts["manifold"].pc1_coords,
+            cap.next_entropy,
+            layers,
+            model=model,
+            n_resamples=config.n_resamples,
+            n_permutations=config.n_permutations,
+            confidence=config.confidence,
+            random_state=seed,
+            ci_layers=ci,
+        )
     if "orthogonality" in todo:
         step("orthogonality")
         if cap.w_k is None:
             raise PromptError("the capture has no W_K; capture with key weights to run the orthogonality analysis")
         keys = None if cap.keys is None else cap.keys
         parts["orthogonality"] = key_orthogonality(
-            cap.w_k, layers, cap.layout.d_model, model=model, init_w_k=init_w_k, init_label=init_label, keys=keys)
+            cap.w_k, layers, cap.layout.d_model, model=model, init_w_k=init_w_k, init_label=init_label, keys=keys
+        )
     if "focusing" in todo:
         step("focusing")
         parts["focusing"] = attention_focusing(
-            cap.attn_entropy, layers, cap.n_tokens, model=model, confidence=config.confidence,
-            n_resamples=config.n_resamples, random_state=seed)
+            cap.attn_entropy,
+            layers,
+            cap.n_tokens,
+            model=model,
+            confidence=config.confidence,
+            n_resamples=config.n_resamples,
+            random_state=seed,
+        )
     step(None)
-    card = build_scorecard(model, parts.get("manifold"), parts.get("orthogonality"), parts.get("focusing"),
-                           n_resamples=config.n_resamples, confidence=config.confidence, random_state=seed)
+    card = build_scorecard(
+        model,
+        parts.get("manifold"),
+        parts.get("orthogonality"),
+        parts.get("focusing"),
+        n_resamples=config.n_resamples,
+        confidence=config.confidence,
+        random_state=seed,
+    )
     timings = dict(timings or {}, **stage_t, analyse_s=time.perf_counter() - t0)
-    return ScanResult(model=model, provenance=cap.provenance.to_dict(), config=config, n_prompts=cap.n_prompts,
-                      layers=layers, n_layers=cap.layout.n_layers, scorecard=card, timings=timings,
-                      notes=tuple(notes), prompt_set=prompt_set, **parts)
+    return ScanResult(
+        model=model,
+        provenance=cap.provenance.to_dict(),
+        config=config,
+        n_prompts=cap.n_prompts,
+        layers=layers,
+        n_layers=cap.layout.n_layers,
+        scorecard=card,
+        timings=timings,
+        notes=tuple(notes),
+        prompt_set=prompt_set,
+        **parts,
+    )
 
 
-def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, config: ScanConfig = ScanConfig(),
-         *, progress: Progress | None = None, return_capture: bool = False, notes: Sequence[str] = (),
-         checkpoint_dir: str | os.PathLike | None = None, on_resume: Callable[[int, int, Path], None] | None = None,
-         **load_options: Any) -> Any:
+def scan(
+    model: Any = "smollm2-135m",
+    prompts: Sequence[str] | None = None,
+    config: ScanConfig = ScanConfig(),
+    *,
+    progress: Progress | None = None,
+    return_capture: bool = False,
+    notes: Sequence[str] = (),
+    checkpoint_dir: str | os.PathLike | None = None,
+    on_resume: Callable[[int, int, Path], None] | None = None,
+    **load_options: Any,
+) -> Any:
     """Load (if given a name), capture and analyse. Returns a ScanResult (and the Capture if asked).
 
     ``prompts`` default to ``config.prompts`` (a corpus set is sampled with the model's
@@ -246,13 +323,24 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
         warnings.warn(note, stacklevel=2)
         notes.append(note)
         config = dataclasses.replace(config, analyses=tuple(a for a in config.analyses if a != "orthogonality"))
-    cc = CaptureConfig(layers=config.layers, batch_size=config.batch_size, max_tokens=config.max_tokens,
-                       key_weights="orthogonality" in config.analyses)
+    cc = CaptureConfig(
+        layers=config.layers,
+        batch_size=config.batch_size,
+        max_tokens=config.max_tokens,
+        key_weights="orthogonality" in config.analyses,
+    )
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cap = capture(m, texts, cc, seed=config.seed, checkpoint_dir=checkpoint_dir, on_resume=on_resume,
-                      progress=None if progress is None else (lambda d, n: progress("capture", d, n)))
+        cap = capture(
+            m,
+            texts,
+            cc,
+            seed=config.seed,
+            checkpoint_dir=checkpoint_dir,
+            on_resume=on_resume,
+            progress=None if progress is None else (lambda d, n: progress("capture", d, n)),
+        )
     for w in caught:
         notes.append(str(w.message))
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -267,6 +355,14 @@ def scan(model: Any = "smollm2-135m", prompts: Sequence[str] | None = None, conf
         if init_w_k is None:
             init_w_k, init_label = random_init_key_weights(cap, m.hf_model.config, config.seed, m.arch)
         timings["init_baseline_s"] = time.perf_counter() - t
-    result = analyse(cap, config, init_w_k=init_w_k, init_label=init_label, notes=notes, timings=timings,
-                     progress=progress, prompt_set=pset.record())
+    result = analyse(
+        cap,
+        config,
+        init_w_k=init_w_k,
+        init_label=init_label,
+        notes=notes,
+        timings=timings,
+        progress=progress,
+        prompt_set=pset.record(),
+    )
     return (result, cap) if return_capture else result

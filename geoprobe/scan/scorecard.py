@@ -13,6 +13,7 @@
    more than 30 % from the first to the last captured layer. Null: no reduction (paired
    sign-flip test over prompts); it beats the null when the CI excludes 0 and p < 1 − confidence.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,16 +75,18 @@ class Scorecard(Record):
         for c in self.criteria:
             v = c.value
             ci = f"[{c.formatted(v.low)}, {c.formatted(v.high)}]"
-            out.append({
-                "criterion": c.label,
-                "statement": c.statement,
-                "value": c.formatted(v.value),
-                "ci": f"{round(100 * v.confidence)} % CI {ci}",
-                "passes": "yes" if c.passes else "no",
-                "null": f"{c.null_label}: {c.formatted(c.null_value)}",
-                "beats_null": {True: "yes", False: "no", None: "n/a"}[c.beats_null],
-                "detail": c.detail,
-            })
+            out.append(
+                {
+                    "criterion": c.label,
+                    "statement": c.statement,
+                    "value": c.formatted(v.value),
+                    "ci": f"{round(100 * v.confidence)} % CI {ci}",
+                    "passes": "yes" if c.passes else "no",
+                    "null": f"{c.null_label}: {c.formatted(c.null_value)}",
+                    "beats_null": {True: "yes", False: "no", None: "n/a"}[c.beats_null],
+                    "detail": c.detail,
+                }
+            )
         return out
 
     def figure(self) -> Any:
@@ -92,12 +95,17 @@ class Scorecard(Record):
         rows = self.rows()
         cols = ["criterion", "statement", "value", "ci", "passes", "null", "beats_null"]
         head = ["criterion", "paper's test", "value", "CI", "passes", "matched null", "beats null"]
-        fig = go.Figure(go.Table(
-            header=dict(values=head, align="left", fill_color="#e8e8e8"),
-            cells=dict(values=[[r[c] for r in rows] for c in cols], align="left", height=28),
-        ))
-        fig.update_layout(title=f"Scorecard: {self.n_passed} of {len(rows)} criteria pass (§4.4)",
-                          height=140 + 60 * len(rows), margin=dict(l=10, r=10, t=50, b=10))
+        fig = go.Figure(
+            go.Table(
+                header=dict(values=head, align="left", fill_color="#e8e8e8"),
+                cells=dict(values=[[r[c] for r in rows] for c in cols], align="left", height=28),
+            )
+        )
+        fig.update_layout(
+            title=f"Scorecard: {self.n_passed} of {len(rows)} criteria pass (§4.4)",
+            height=140 + 60 * len(rows),
+            margin=dict(l=10, r=10, t=50, b=10),
+        )
         return fig
 
 
@@ -108,18 +116,23 @@ def manifold_criterion(profile: Any) -> Criterion:
     use_pc1 = pc1.value > PC_THRESHOLD or pc12.value <= PC_THRESHOLD
     stat, band, name = (pc1, null.pc1, "PC1") if use_pc1 else (pc12, null.pc12, "PC1+PC2")
     return Criterion(
-        key="value_manifold", label="Value manifold (final layer)",
+        key="value_manifold",
+        label="Value manifold (final layer)",
         statement=f"PC1 > {PC_THRESHOLD:.0%} or PC1+PC2 > {PC_THRESHOLD:.0%} of standardised variance",
-        value=stat, unit="fraction", passes=bool(pc1.value > PC_THRESHOLD or pc12.value > PC_THRESHOLD),
-        null_label=f"{null.kind} null {name}, upper {round(100 * stat.confidence)} %", null_value=float(band.high),
+        value=stat,
+        unit="fraction",
+        passes=bool(pc1.value > PC_THRESHOLD or pc12.value > PC_THRESHOLD),
+        null_label=f"{null.kind} null {name}, upper {round(100 * stat.confidence)} %",
+        null_value=float(band.high),
         beats_null=bool(stat.value > band.high),
         detail=f"layer {profile.layers[i]}: {name} shown; PC1 {pc1.value:.3f}, PC1+PC2 {pc12.value:.3f}; "
-               f"null mean {band.value:.3f} (n={null.n}, d={null.d}, {null.draws} draws)",
+        f"null mean {band.value:.3f} (n={null.n}, d={null.d}, {null.draws} draws)",
     )
 
 
-def orthogonality_criterion(ortho: Any, *, n_resamples: int = 1000, confidence: float = 0.95,
-                            random_state: int = 0) -> Criterion:
+def orthogonality_criterion(
+    ortho: Any, *, n_resamples: int = 1000, confidence: float = 0.95, random_state: int = 0
+) -> Criterion:
     """Criterion 2 from a KeyOrthogonality result; CI by resampling heads within each layer."""
     per_head = np.asarray(ortho.per_head, dtype=np.float64)  # (L, H)
     frac = float(np.mean(per_head.mean(1) < ORTHO_THRESHOLD))
@@ -132,20 +145,30 @@ def orthogonality_criterion(ortho: Any, *, n_resamples: int = 1000, confidence: 
     if ortho.init_per_head is not None:
         init = np.asarray(ortho.init_per_head, dtype=np.float64)
         more_orthogonal = per_head.mean(1) < init.mean(1)
-        null_label, null_value = f"{ortho.init_label or 'random init'}: layers below {ORTHO_THRESHOLD}", \
-            float(np.mean(init.mean(1) < ORTHO_THRESHOLD))
+        null_label, null_value = (
+            f"{ortho.init_label or 'random init'}: layers below {ORTHO_THRESHOLD}",
+            float(np.mean(init.mean(1) < ORTHO_THRESHOLD)),
+        )
         beats = bool(more_orthogonal.mean() >= ORTHO_LAYER_FRACTION)
-        detail = (f"trained keys more orthogonal than the init in {int(more_orthogonal.sum())}/{L} layers; "
-                  f"mean |cos| {per_head.mean():.3f} vs init {init.mean():.3f}, Gaussian {ortho.gaussian:.3f}")
+        detail = (
+            f"trained keys more orthogonal than the init in {int(more_orthogonal.sum())}/{L} layers; "
+            f"mean |cos| {per_head.mean():.3f} vs init {init.mean():.3f}, Gaussian {ortho.gaussian:.3f}"
+        )
     else:
         null_label, null_value = "Gaussian: layers below threshold", 1.0 if ortho.gaussian < ORTHO_THRESHOLD else 0.0
         beats = bool(np.mean(per_head.mean(1) < ortho.gaussian) >= ORTHO_LAYER_FRACTION)
         detail = f"mean |cos| {per_head.mean():.3f} vs Gaussian {ortho.gaussian:.3f} (no init baseline)"
     return Criterion(
-        key="key_orthogonality", label="Key orthogonality (W_K columns)",
+        key="key_orthogonality",
+        label="Key orthogonality (W_K columns)",
         statement=f"mean |cos| < {ORTHO_THRESHOLD} in ≥ {ORTHO_LAYER_FRACTION:.0%} of layers",
-        value=value, unit="fraction", passes=frac >= ORTHO_LAYER_FRACTION,
-        null_label=null_label, null_value=null_value, beats_null=beats, detail=detail,
+        value=value,
+        unit="fraction",
+        passes=frac >= ORTHO_LAYER_FRACTION,
+        null_label=null_label,
+        null_value=null_value,
+        beats_null=beats,
+        detail=detail,
     )
 
 
@@ -154,17 +177,22 @@ def focusing_criterion(focus: Any) -> Criterion:
     r = focus.reduction
     alpha = 1 - r.confidence
     return Criterion(
-        key="attention_focusing", label="Attention focusing (entropy, first → last layer)",
+        key="attention_focusing",
+        label="Attention focusing (entropy, first → last layer)",
         statement=f"head-averaged attention entropy falls by > {FOCUS_THRESHOLD:.0f} %",
-        value=r, unit="percent", passes=bool(r.value > FOCUS_THRESHOLD),
-        null_label="no reduction (paired sign-flip test)", null_value=0.0,
+        value=r,
+        unit="percent",
+        passes=bool(r.value > FOCUS_THRESHOLD),
+        null_label="no reduction (paired sign-flip test)",
+        null_value=0.0,
         beats_null=bool(r.low > 0 and focus.reduction_p < alpha),
         detail=f"layers {focus.layers[0]} → {focus.layers[-1]}; one-sided p = {focus.reduction_p:.2g}",
     )
 
 
-def build_scorecard(model: str, manifold: Any = None, orthogonality: Any = None, focusing: Any = None,
-                    **kw: Any) -> Scorecard:
+def build_scorecard(
+    model: str, manifold: Any = None, orthogonality: Any = None, focusing: Any = None, **kw: Any
+) -> Scorecard:
     crit = []
     if manifold is not None:
         crit.append(manifold_criterion(manifold))

@@ -1,4 +1,5 @@
 """SULA's configuration: one prompt set and how it is scored (``probes/sula.toml``'s ``[sula]`` table)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,8 +54,10 @@ class SulaConfig(Record):
         if self.n_per_k < 1:
             raise SulaError(f"n_per_k = {self.n_per_k} prompts per k must be at least 1; pass --n-per-k 1 or more")
         if not 0.5 < self.agreement < 1.0:
-            raise SulaError(f"agreement = {self.agreement} must lie strictly between 0.5 and 1 "
-                            "(label–class agreement probability); fix --agreement")
+            raise SulaError(
+                f"agreement = {self.agreement} must lie strictly between 0.5 and 1 "
+                "(label–class agreement probability); fix --agreement"
+            )
         for name in ("labels", "remap_labels"):
             pair = getattr(self, name)
             if len(pair) != 2 or pair[0] == pair[1] or not all(isinstance(x, str) and x.strip() for x in pair):
@@ -76,7 +79,7 @@ class SulaConfig(Record):
     def label_lead(self) -> str:
         """The text between the separator before the label and the label (``" "`` by default)."""
         before = self.example_format.split("{label}")[0]
-        return before[len(before.rstrip()):]
+        return before[len(before.rstrip()) :]
 
     def labels_for(self, condition: str | None = None) -> tuple[str, str]:
         return self.remap_labels if (condition or self.condition) == "lexical_remap" else self.labels

@@ -13,6 +13,7 @@ Metrics (paired bootstrap over prompts, ``scipy.stats.bootstrap`` BCa via
 ``geoprobe.analysis.stats``): MAE = mean |Ĥ − H_Bayes| (bits), Spearman ρ and Pearson r of
 (Ĥ, H_Bayes), mean label mass, and per k the mean Ĥ and mean H_Bayes with CIs.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,14 @@ from geoprobe.sula.config import SulaError
 from geoprobe.sula.task import binary_entropy_bits
 
 
-def label_logprobs(model: Any, texts: Sequence[str], label_ids: Sequence[int], *, batch_size: int = 16,
-                   progress: Callable[[int, int], None] | None = None) -> Float[np.ndarray, "n labels"]:
+def label_logprobs(
+    model: Any,
+    texts: Sequence[str],
+    label_ids: Sequence[int],
+    *,
+    batch_size: int = 16,
+    progress: Callable[[int, int], None] | None = None,
+) -> Float[np.ndarray, "n labels"]:
     """log P(label token | prompt) at every prompt's final position (full-vocabulary softmax)."""
     import torch
 
@@ -82,15 +89,23 @@ class SulaMetrics(Record):
         object.__setattr__(self, "model_per_k", tuple(self.model_per_k))
         object.__setattr__(self, "bayes_per_k", tuple(self.bayes_per_k))
         if not len(self.k_values) == len(self.model_per_k) == len(self.bayes_per_k):
-            raise ValueError(f"{len(self.k_values)} values of k but {len(self.model_per_k)} / "
-                             f"{len(self.bayes_per_k)} per-k estimates")
+            raise ValueError(
+                f"{len(self.k_values)} values of k but {len(self.model_per_k)} / "
+                f"{len(self.bayes_per_k)} per-k estimates"
+            )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SulaMetrics":  # Estimate is not a Record: read by hand
-        return cls(n=int(d["n"]), mae=Estimate.from_dict(d["mae"]), spearman=Estimate.from_dict(d["spearman"]),
-                   pearson=Estimate.from_dict(d["pearson"]), label_mass=Estimate.from_dict(d["label_mass"]),
-                   k_values=tuple(d["k_values"]), model_per_k=tuple(Estimate.from_dict(e) for e in d["model_per_k"]),
-                   bayes_per_k=tuple(Estimate.from_dict(e) for e in d["bayes_per_k"]))
+        return cls(
+            n=int(d["n"]),
+            mae=Estimate.from_dict(d["mae"]),
+            spearman=Estimate.from_dict(d["spearman"]),
+            pearson=Estimate.from_dict(d["pearson"]),
+            label_mass=Estimate.from_dict(d["label_mass"]),
+            k_values=tuple(d["k_values"]),
+            model_per_k=tuple(Estimate.from_dict(e) for e in d["model_per_k"]),
+            bayes_per_k=tuple(Estimate.from_dict(e) for e in d["bayes_per_k"]),
+        )
 
 
 def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, rng: np.random.Generator) -> Estimate:
@@ -99,9 +114,16 @@ def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, rng: np.random.
     return bootstrap_ci(x, np.mean, confidence=confidence, n_resamples=n_resamples, random_state=rng)
 
 
-def calibration_metrics(k: Sequence[int], bayes_entropy: Sequence[float], model_entropy: Sequence[float],
-                        label_mass: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 1000,
-                        random_state: int | np.random.Generator | None = 0) -> SulaMetrics:
+def calibration_metrics(
+    k: Sequence[int],
+    bayes_entropy: Sequence[float],
+    model_entropy: Sequence[float],
+    label_mass: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
+) -> SulaMetrics:
     """MAE, correlations, mean label mass and per-k means, each with a bootstrap CI over prompts."""
     k = np.asarray(k, dtype=np.int64)
     hb = np.asarray(bayes_entropy, dtype=np.float64)
@@ -109,8 +131,10 @@ def calibration_metrics(k: Sequence[int], bayes_entropy: Sequence[float], model_
     mass = np.asarray(label_mass, dtype=np.float64)
     n = hb.size
     if not (k.shape == hb.shape == hm.shape == mass.shape == (n,)) or n < 1:
-        raise ValueError(f"k, entropies and mass must be equal-length 1-D arrays, got "
-                         f"{k.shape}, {hb.shape}, {hm.shape}, {mass.shape}")
+        raise ValueError(
+            f"k, entropies and mass must be equal-length 1-D arrays, got "
+            f"{k.shape}, {hb.shape}, {hm.shape}, {mass.shape}"
+        )
     if not (np.all(np.isfinite(hb)) and np.all(np.isfinite(hm)) and np.all(np.isfinite(mass))):
         raise ValueError("entropies or label mass contain NaN or Inf")
     rng = np.random.default_rng(random_state)
@@ -124,6 +148,13 @@ def calibration_metrics(k: Sequence[int], bayes_entropy: Sequence[float], model_
     ks = tuple(int(x) for x in np.unique(k))
     model_k = tuple(_mean_ci(hm[k == v], confidence, n_resamples, rng) for v in ks)
     bayes_k = tuple(_mean_ci(hb[k == v], confidence, n_resamples, rng) for v in ks)
-    return SulaMetrics(n=n, mae=mae, spearman=rho, pearson=r,
-                       label_mass=_mean_ci(mass, confidence, n_resamples, rng), k_values=ks,
-                       model_per_k=model_k, bayes_per_k=bayes_k)
+    return SulaMetrics(
+        n=n,
+        mae=mae,
+        spearman=rho,
+        pearson=r,
+        label_mass=_mean_ci(mass, confidence, n_resamples, rng),
+        k_values=ks,
+        model_per_k=model_k,
+        bayes_per_k=bayes_k,
+    )

@@ -10,6 +10,7 @@ Reported per condition: ρ_S(PC1, H_Bayes) over prompts (paired BCa bootstrap CI
 (bootstrap CI over that k's prompts: the trajectory), and ρ(k, mean PC1), Spearman and Pearson
 over the values of k, with a percentile CI from resampling prompts within each k.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,14 +25,16 @@ from geoprobe.analysis.stats import Estimate, bootstrap_ci, quiet
 from geoprobe.serial import Record
 
 
-def final_values(model: Any, texts: Sequence[str], layer: int, *,
-                 batch_size: int = 16) -> tuple[Float[np.ndarray, "n D"], int]:
+def final_values(
+    model: Any, texts: Sequence[str], layer: int, *, batch_size: int = 16
+) -> tuple[Float[np.ndarray, "n D"], int]:
     """Final-token value vectors at ``layer`` (heads concatenated, float64, one row per text)
     and the resolved (non-negative) layer index."""
     from geoprobe.capture import CaptureConfig, capture
 
-    cap = capture(model, list(texts), CaptureConfig(layers=(layer,), keys=False, key_weights=False,
-                                                    batch_size=batch_size))
+    cap = capture(
+        model, list(texts), CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=batch_size)
+    )
     v = np.asarray(cap.values[0], dtype=np.float64)
     return v.reshape(v.shape[0], -1), int(cap.layers[0])
 
@@ -48,7 +51,7 @@ class Basis:
         return self.manifold.transform(x)[:, 0] * self.orientation
 
 
-def fit_basis(values: Float[np.ndarray, "n D"], orient_by: Float[np.ndarray, "n"]) -> Basis:
+def fit_basis(values: Float[np.ndarray, "n D"], orient_by: Float[np.ndarray, " n"]) -> Basis:
     """PCA of the standardised ``values``; PC1's sign makes ρ_S(PC1, ``orient_by``) >= 0."""
     from geoprobe.analysis.manifold import ValueManifold
 
@@ -75,13 +78,18 @@ class SulaGeometry(Record):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SulaGeometry":  # Estimate is not a Record: read by hand
-        return cls(rho_pc1_bayes=Estimate.from_dict(d["rho_pc1_bayes"]), rho_k_pc1=Estimate.from_dict(d["rho_k_pc1"]),
-                   r_k_pc1=Estimate.from_dict(d["r_k_pc1"]), k_values=tuple(d["k_values"]),
-                   pc1_per_k=tuple(Estimate.from_dict(e) for e in d["pc1_per_k"]))
+        return cls(
+            rho_pc1_bayes=Estimate.from_dict(d["rho_pc1_bayes"]),
+            rho_k_pc1=Estimate.from_dict(d["rho_k_pc1"]),
+            r_k_pc1=Estimate.from_dict(d["r_k_pc1"]),
+            k_values=tuple(d["k_values"]),
+            pc1_per_k=tuple(Estimate.from_dict(e) for e in d["pc1_per_k"]),
+        )
 
 
-def _k_correlation(k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float, n_resamples: int,
-                   rng: np.random.Generator) -> Estimate:
+def _k_correlation(
+    k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float, n_resamples: int, rng: np.random.Generator
+) -> Estimate:
     """``stat`` (spearman/pearson) of (k value, mean PC1 at k) with a percentile CI from
     resampling prompts within each k (stratified bootstrap)."""
     ks = np.unique(k)
@@ -100,9 +108,15 @@ def _k_correlation(k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float,
     return Estimate(value, float(lo), float(hi), confidence)
 
 
-def geometry_stats(k: Sequence[int], pc1: Sequence[float], bayes_entropy: Sequence[float], *,
-                   confidence: float = 0.95, n_resamples: int = 1000,
-                   random_state: int | np.random.Generator | None = 0) -> SulaGeometry:
+def geometry_stats(
+    k: Sequence[int],
+    pc1: Sequence[float],
+    bayes_entropy: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
+) -> SulaGeometry:
     """ρ_S(PC1, H_Bayes), ρ(k, mean PC1) and the per-k mean PC1 of one condition."""
     k = np.asarray(k, dtype=np.int64)
     pc1 = np.asarray(pc1, dtype=np.float64)

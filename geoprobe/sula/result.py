@@ -1,4 +1,5 @@
 """SulaResult: everything one SULA run measured, with provenance, persistence and figures."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,8 +16,17 @@ from geoprobe.sula.evaluate import SulaMetrics
 from geoprobe.sula.geometry import SulaGeometry
 from geoprobe.sula.task import LabelTokens
 
-_ARRAYS = ("k", "n1", "n2", "bayes_predictive", "bayes_entropy", "model_predictive", "model_entropy", "label_mass",
-           "pc1")
+_ARRAYS = (
+    "k",
+    "n1",
+    "n2",
+    "bayes_predictive",
+    "bayes_entropy",
+    "model_predictive",
+    "model_entropy",
+    "label_mass",
+    "pc1",
+)
 _INT_ARRAYS = ("k", "n1", "n2")
 _COLORS = {"main": "#1f77b4", "lexical_remap": "#ff7f0e", "shuffled": "#2ca02c", "ablated": "#d62728"}
 
@@ -56,8 +66,9 @@ class SulaCondition(Record):
             raise ValueError(f"condition {self.condition!r} is not one of {CONDITIONS}")
         n = len(np.asarray(self.k))
         for name in _ARRAYS:
-            object.__setattr__(self, name, _frozen(getattr(self, name), n, name,
-                                                   np.int64 if name in _INT_ARRAYS else np.float64))
+            object.__setattr__(
+                self, name, _frozen(getattr(self, name), n, name, np.int64 if name in _INT_ARRAYS else np.float64)
+            )
         if np.any(self.n1 + self.n2 != self.k):
             raise ValueError("n1 + n2 must equal k for every prompt")
         if self.metrics.n != n:
@@ -105,10 +116,17 @@ class SulaResult(Result, Page):
 
     def summary(self) -> dict[str, dict[str, float]]:
         """Point estimates per condition: MAE (bits), ρ(Ĥ, H_Bayes), label mass, ρ(PC1, H_Bayes), ρ(k, PC1)."""
-        return {name: {"mae_bits": c.metrics.mae.value, "spearman": c.metrics.spearman.value,
-                       "label_mass": c.metrics.label_mass.value, "rho_pc1_bayes": c.geometry.rho_pc1_bayes.value,
-                       "rho_k_pc1": c.geometry.rho_k_pc1.value, "r_k_pc1": c.geometry.r_k_pc1.value}
-                for name, c in self.conditions.items()}
+        return {
+            name: {
+                "mae_bits": c.metrics.mae.value,
+                "spearman": c.metrics.spearman.value,
+                "label_mass": c.metrics.label_mass.value,
+                "rho_pc1_bayes": c.geometry.rho_pc1_bayes.value,
+                "rho_k_pc1": c.geometry.rho_k_pc1.value,
+                "r_k_pc1": c.geometry.r_k_pc1.value,
+            }
+            for name, c in self.conditions.items()
+        }
 
     # -- page -------------------------------------------------------------------------------
     def title(self) -> str:
@@ -127,18 +145,33 @@ class SulaResult(Result, Page):
 
         c = self.conditions[condition]
         m = c.metrics
-        fig = go.Figure([
-            go.Scatter(x=c.bayes_entropy, y=c.model_entropy, mode="markers", name=condition,
-                       marker=dict(color=c.k, colorscale="Viridis", size=7, opacity=0.75,
-                                   colorbar=dict(title=dict(text="k"))),
-                       hovertemplate="H_Bayes %{x:.3f}<br>model %{y:.3f}<br>k %{marker.color}<extra></extra>"),
-            go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", line=dict(color="grey", dash="dot")),
-        ])
+        fig = go.Figure(
+            [
+                go.Scatter(
+                    x=c.bayes_entropy,
+                    y=c.model_entropy,
+                    mode="markers",
+                    name=condition,
+                    marker=dict(
+                        color=c.k, colorscale="Viridis", size=7, opacity=0.75, colorbar=dict(title=dict(text="k"))
+                    ),
+                    hovertemplate="H_Bayes %{x:.3f}<br>model %{y:.3f}<br>k %{marker.color}<extra></extra>",
+                ),
+                go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", line=dict(color="grey", dash="dot")),
+            ]
+        )
         fig.update_layout(
-            title=dict(text=f"{self.model}, SULA {condition}: MAE {m.mae.value:.3f} bits "
-                            f"[{m.mae.low:.3f}, {m.mae.high:.3f}], ρ = {m.spearman.value:.2f}"),
-            xaxis_title="analytic entropy H_Bayes (bits)", yaxis_title="model label entropy (bits)",
-            xaxis=dict(range=[0, 1.02]), yaxis=dict(range=[0, 1.02]), template="plotly_white", height=460)
+            title=dict(
+                text=f"{self.model}, SULA {condition}: MAE {m.mae.value:.3f} bits "
+                f"[{m.mae.low:.3f}, {m.mae.high:.3f}], ρ = {m.spearman.value:.2f}"
+            ),
+            xaxis_title="analytic entropy H_Bayes (bits)",
+            yaxis_title="model label entropy (bits)",
+            xaxis=dict(range=[0, 1.02]),
+            yaxis=dict(range=[0, 1.02]),
+            template="plotly_white",
+            height=460,
+        )
         return fig
 
     def per_k_figure(self) -> Any:
@@ -150,15 +183,29 @@ class SulaResult(Result, Page):
             m = c.metrics
             for ests, label, dash in ((m.model_per_k, "model", "solid"), (m.bayes_per_k, "Bayes", "dash")):
                 y = np.array([e.value for e in ests])
-                fig.add_trace(go.Scatter(
-                    x=list(m.k_values), y=y, mode="lines+markers", name=f"{name}: {label}",
-                    line=dict(color=_COLORS.get(name), dash=dash),
-                    error_y=dict(type="data", symmetric=False, array=np.array([e.high for e in ests]) - y,
-                                 arrayminus=y - np.array([e.low for e in ests]))))
+                fig.add_trace(
+                    go.Scatter(
+                        x=list(m.k_values),
+                        y=y,
+                        mode="lines+markers",
+                        name=f"{name}: {label}",
+                        line=dict(color=_COLORS.get(name), dash=dash),
+                        error_y=dict(
+                            type="data",
+                            symmetric=False,
+                            array=np.array([e.high for e in ests]) - y,
+                            arrayminus=y - np.array([e.low for e in ests]),
+                        ),
+                    )
+                )
         conf = round(100 * self.config.confidence)
-        fig.update_layout(title=dict(text=f"{self.model}: SULA mean label entropy by k ({conf} % CIs)"),
-                          xaxis_title="k (labelled examples)", yaxis_title="entropy (bits)",
-                          template="plotly_white", height=440)
+        fig.update_layout(
+            title=dict(text=f"{self.model}: SULA mean label entropy by k ({conf} % CIs)"),
+            xaxis_title="k (labelled examples)",
+            yaxis_title="entropy (bits)",
+            template="plotly_white",
+            height=440,
+        )
         return fig
 
     def trajectory_figure(self) -> Any:
@@ -169,18 +216,33 @@ class SulaResult(Result, Page):
         for name, c in self.conditions.items():
             g = c.geometry
             y = np.array([e.value for e in g.pc1_per_k])
-            fig.add_trace(go.Scatter(
-                x=list(g.k_values), y=y, mode="lines+markers",
-                name=f"{name} (ρ(k, PC1) = {g.rho_k_pc1.value:.2f})", line=dict(color=_COLORS.get(name)),
-                error_y=dict(type="data", symmetric=False, array=np.array([e.high for e in g.pc1_per_k]) - y,
-                             arrayminus=y - np.array([e.low for e in g.pc1_per_k]))))
-        fig.update_layout(title=dict(text=f"{self.model}, layer {self.layer}: SULA trajectory on the value manifold"),
-                          xaxis_title="k (labelled examples)",
-                          yaxis_title="mean PC1 coordinate (oriented: grows with model entropy)",
-                          template="plotly_white", height=440)
+            fig.add_trace(
+                go.Scatter(
+                    x=list(g.k_values),
+                    y=y,
+                    mode="lines+markers",
+                    name=f"{name} (ρ(k, PC1) = {g.rho_k_pc1.value:.2f})",
+                    line=dict(color=_COLORS.get(name)),
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=np.array([e.high for e in g.pc1_per_k]) - y,
+                        arrayminus=y - np.array([e.low for e in g.pc1_per_k]),
+                    ),
+                )
+            )
+        fig.update_layout(
+            title=dict(text=f"{self.model}, layer {self.layer}: SULA trajectory on the value manifold"),
+            xaxis_title="k (labelled examples)",
+            yaxis_title="mean PC1 coordinate (oriented: grows with model entropy)",
+            template="plotly_white",
+            height=440,
+        )
         return fig
 
     def figures(self) -> list[Figure]:
-        return [Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure()),
-                Figure("per_k", report.CAPTIONS["per_k"], self.per_k_figure()),
-                Figure("trajectory", report.CAPTIONS["trajectory"], self.trajectory_figure())]
+        return [
+            Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure()),
+            Figure("per_k", report.CAPTIONS["per_k"], self.per_k_figure()),
+            Figure("trajectory", report.CAPTIONS["trajectory"], self.trajectory_figure()),
+        ]

@@ -1,4 +1,5 @@
 """run_sula: the main SULA condition and its three controls on one model."""
+
 from __future__ import annotations
 
 import time
@@ -8,16 +9,21 @@ from typing import Any, Callable
 import numpy as np
 
 from geoprobe.provenance import prompts_hash
+from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 from geoprobe.sula.evaluate import calibration_metrics, label_distribution, label_logprobs
 from geoprobe.sula.geometry import final_values, fit_basis, geometry_stats
 from geoprobe.sula.result import SulaCondition, SulaResult
-from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
 
 
-def run_sula(model: Any, config: SulaConfig = SulaConfig(), *, layer: int = -1,
-             conditions: tuple[str, ...] = CONDITIONS,
-             progress: Callable[[str, int, int], None] | None = None) -> SulaResult:
+def run_sula(
+    model: Any,
+    config: SulaConfig = SulaConfig(),
+    *,
+    layer: int = -1,
+    conditions: tuple[str, ...] = CONDITIONS,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> SulaResult:
     """Generate the SULA prompts of every condition, score the two labels at each query, capture
     the final-token values at ``layer``, fit one PCA basis on the main prompts and project every
     condition into it. ``progress(stage, done, total)`` is called as batches finish.
@@ -31,8 +37,10 @@ def run_sula(model: Any, config: SulaConfig = SulaConfig(), *, layer: int = -1,
     layer_idx = resolve_layers([layer], model.layout.n_layers)[0]
     t0 = time.perf_counter()
     prompts = {c: generate(replace(config, condition=c)) for c in conditions}
-    labels = {c: label_tokens(model.tokenizer, config.labels_for(c), lead=config.label_lead,
-                              first_token=config.first_token) for c in conditions}
+    labels = {
+        c: label_tokens(model.tokenizer, config.labels_for(c), lead=config.label_lead, first_token=config.first_token)
+        for c in conditions
+    }
     check_context(model, [p for ps in prompts.values() for p in ps])
     timings: dict[str, float] = {"generate": time.perf_counter() - t0}
 
@@ -43,8 +51,13 @@ def run_sula(model: Any, config: SulaConfig = SulaConfig(), *, layer: int = -1,
     t0 = time.perf_counter()
     dist = {}
     for c in conditions:
-        lp = label_logprobs(model, [p.text for p in prompts[c]], labels[c].ids, batch_size=config.batch_size,
-                            progress=stage(f"{c}: labels"))
+        lp = label_logprobs(
+            model,
+            [p.text for p in prompts[c]],
+            labels[c].ids,
+            batch_size=config.batch_size,
+            progress=stage(f"{c}: labels"),
+        )
         dist[c] = label_distribution(lp)
     timings["labels"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -63,17 +76,47 @@ def run_sula(model: Any, config: SulaConfig = SulaConfig(), *, layer: int = -1,
     for i, c in enumerate(conditions):
         cols = prompt_arrays(prompts[c])
         pc1 = basis.pc1(values[c])
-        metrics = calibration_metrics(cols["k"], cols["entropy_bits"], dist[c]["entropy"], dist[c]["mass"],
-                                      confidence=config.confidence, n_resamples=config.n_resamples,
-                                      random_state=seeds[2 * i])
-        geometry = geometry_stats(cols["k"], pc1, cols["entropy_bits"], confidence=config.confidence,
-                                  n_resamples=config.n_resamples, random_state=seeds[2 * i + 1])
-        out[c] = SulaCondition(condition=c, labels=labels[c], prompts_hash=prompts_hash([p.text for p in prompts[c]]),
-                               k=cols["k"], n1=cols["n1"], n2=cols["n2"], bayes_predictive=cols["predictive"],
-                               bayes_entropy=cols["entropy_bits"], model_predictive=dist[c]["predictive"],
-                               model_entropy=dist[c]["entropy"], label_mass=dist[c]["mass"], pc1=pc1,
-                               metrics=metrics, geometry=geometry)
+        metrics = calibration_metrics(
+            cols["k"],
+            cols["entropy_bits"],
+            dist[c]["entropy"],
+            dist[c]["mass"],
+            confidence=config.confidence,
+            n_resamples=config.n_resamples,
+            random_state=seeds[2 * i],
+        )
+        geometry = geometry_stats(
+            cols["k"],
+            pc1,
+            cols["entropy_bits"],
+            confidence=config.confidence,
+            n_resamples=config.n_resamples,
+            random_state=seeds[2 * i + 1],
+        )
+        out[c] = SulaCondition(
+            condition=c,
+            labels=labels[c],
+            prompts_hash=prompts_hash([p.text for p in prompts[c]]),
+            k=cols["k"],
+            n1=cols["n1"],
+            n2=cols["n2"],
+            bayes_predictive=cols["predictive"],
+            bayes_entropy=cols["entropy_bits"],
+            model_predictive=dist[c]["predictive"],
+            model_entropy=dist[c]["entropy"],
+            label_mass=dist[c]["mass"],
+            pc1=pc1,
+            metrics=metrics,
+            geometry=geometry,
+        )
     timings["analysis"] = time.perf_counter() - t0
     prov = model.provenance.with_prompts([p.text for p in prompts["main"]], config.seed).to_dict()
-    return SulaResult(model=model.provenance.model_id, provenance=prov, config=config, layer=int(layer_idx),
-                      pc1_ratio=basis.pc1_ratio, conditions=out, timings=timings)
+    return SulaResult(
+        model=model.provenance.model_id,
+        provenance=prov,
+        config=config,
+        layer=int(layer_idx),
+        pc1_ratio=basis.pc1_ratio,
+        conditions=out,
+        timings=timings,
+    )

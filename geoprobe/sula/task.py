@@ -27,6 +27,7 @@ Controls (§5.2), each with its own analytic posterior:
 The main condition and the controls share one seeded stream of (y, words, agreement) draws, so
 prompt i of ``lexical_remap`` or ``ablated`` is prompt i of ``main`` with labels or words changed.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,21 +41,101 @@ from geoprobe.serial import Record
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 
 POSITIVE_WORDS: tuple[str, ...] = (
-    "happy", "joy", "love", "sunny", "bright", "kind", "gentle", "calm", "peace", "smile", "warm", "friend",
-    "hope", "gift", "honest", "brave", "proud", "sweet", "fresh", "clean", "lucky", "fun", "safe", "rich",
-    "strong", "healthy", "glad", "cheer", "good", "great", "nice", "lovely", "pleasant", "success", "win",
+    "happy",
+    "joy",
+    "love",
+    "sunny",
+    "bright",
+    "kind",
+    "gentle",
+    "calm",
+    "peace",
+    "smile",
+    "warm",
+    "friend",
+    "hope",
+    "gift",
+    "honest",
+    "brave",
+    "proud",
+    "sweet",
+    "fresh",
+    "clean",
+    "lucky",
+    "fun",
+    "safe",
+    "rich",
+    "strong",
+    "healthy",
+    "glad",
+    "cheer",
+    "good",
+    "great",
+    "nice",
+    "lovely",
+    "pleasant",
+    "success",
+    "win",
 )
 NEGATIVE_WORDS: tuple[str, ...] = (
-    "sad", "angry", "hate", "dark", "cruel", "pain", "fear", "cold", "enemy", "sick", "lost", "poor",
-    "weak", "ugly", "dirty", "fail", "war", "death", "hurt", "bad", "awful", "bitter", "lonely", "gloomy",
-    "broken", "danger", "guilt", "harsh", "rude", "tired", "worry", "evil", "grief", "shame", "storm",
+    "sad",
+    "angry",
+    "hate",
+    "dark",
+    "cruel",
+    "pain",
+    "fear",
+    "cold",
+    "enemy",
+    "sick",
+    "lost",
+    "poor",
+    "weak",
+    "ugly",
+    "dirty",
+    "fail",
+    "war",
+    "death",
+    "hurt",
+    "bad",
+    "awful",
+    "bitter",
+    "lonely",
+    "gloomy",
+    "broken",
+    "danger",
+    "guilt",
+    "harsh",
+    "rude",
+    "tired",
+    "worry",
+    "evil",
+    "grief",
+    "shame",
+    "storm",
 )
 CARRIER_WORDS: tuple[str, ...] = POSITIVE_WORDS + NEGATIVE_WORDS
 
 # Nonsense labels that are one token (with their leading space) in the SmolLM2 tokenizer, which
 # the tiny twins share; ``choose_labels`` picks the first single-token pair for any tokenizer.
-LABEL_CANDIDATES: tuple[str, ...] = ("bip", "pim", "kel", "pom", "zig", "lum", "gor", "vex", "dax", "wug",
-                                     "blick", "fep", "toma", "lorp")
+LABEL_CANDIDATES: tuple[str, ...] = (
+    "bip",
+    "pim",
+    "kel",
+    "pom",
+    "zig",
+    "lum",
+    "gor",
+    "vex",
+    "dax",
+    "wug",
+    "blick",
+    "fep",
+    "toma",
+    "lorp",
+)
+
+
 # -- closed forms -----------------------------------------------------------------------------
 def posterior_l1(n1: int | np.ndarray, n2: int | np.ndarray, agreement: float = 0.9) -> Any:
     """P(y = L1 | n1 L1-labels, n2 L2-labels) under a uniform prior and label agreement ``a``:
@@ -138,8 +219,19 @@ def generate(config: SulaConfig = SulaConfig()) -> tuple[SulaPrompt, ...]:
             else:
                 post = posterior_l1(n1, n2, a)
             pred = predictive_l1(post, a) if cond != "shuffled" else 0.5
-            out.append(SulaPrompt(text=render(config, words, labels), k=k, n1=n1, n2=n2, y=y, posterior=post,
-                                  predictive=pred, entropy_bits=binary_entropy_bits(pred), condition=cond))
+            out.append(
+                SulaPrompt(
+                    text=render(config, words, labels),
+                    k=k,
+                    n1=n1,
+                    n2=n2,
+                    y=y,
+                    posterior=post,
+                    predictive=pred,
+                    entropy_bits=binary_entropy_bits(pred),
+                    condition=cond,
+                )
+            )
     return tuple(out)
 
 
@@ -177,19 +269,25 @@ def label_tokens(tokenizer: Any, labels: Sequence[str], *, lead: str = " ", firs
         if not i:
             raise SulaError(f"label {lead + lab!r} has no tokens; choose another label")
         if len(i) != 1 and not first_token:
-            raise SulaError(f"label {lead + lab!r} tokenises as {t} ({len(i)} tokens); choose single-token labels "
-                            "or pass first_token=True")
+            raise SulaError(
+                f"label {lead + lab!r} tokenises as {t} ({len(i)} tokens); choose single-token labels "
+                "or pass first_token=True"
+            )
         ids.append(i[0])
         toks.append(tuple(t))
     if ids[0] == ids[1]:
-        raise SulaError(f"labels {labels[0]!r} and {labels[1]!r} share their first token {toks[0][0]!r}; "
-                        "choose labels whose first tokens differ")
-    return LabelTokens(labels=(labels[0], labels[1]), ids=(ids[0], ids[1]), tokens=(toks[0], toks[1]),
-                       first_token=first_token)
+        raise SulaError(
+            f"labels {labels[0]!r} and {labels[1]!r} share their first token {toks[0][0]!r}; "
+            "choose labels whose first tokens differ"
+        )
+    return LabelTokens(
+        labels=(labels[0], labels[1]), ids=(ids[0], ids[1]), tokens=(toks[0], toks[1]), first_token=first_token
+    )
 
 
-def choose_labels(tokenizer: Any, candidates: Sequence[str] = LABEL_CANDIDATES, *, lead: str = " ",
-                  exclude: Sequence[str] = ()) -> tuple[str, str]:
+def choose_labels(
+    tokenizer: Any, candidates: Sequence[str] = LABEL_CANDIDATES, *, lead: str = " ", exclude: Sequence[str] = ()
+) -> tuple[str, str]:
     """The first two ``candidates`` (not in ``exclude``) that are each one token after ``lead``
     and distinct tokens; SulaError naming how many were single tokens if fewer than two are."""
     found: list[str] = []
@@ -203,8 +301,10 @@ def choose_labels(tokenizer: Any, candidates: Sequence[str] = LABEL_CANDIDATES, 
             seen.add(ids[0])
             if len(found) == 2:
                 return found[0], found[1]
-    raise SulaError(f"{len(found)} of the {len(candidates)} candidate labels are single tokens for this tokenizer "
-                    f"(need 2): {found}; pass other candidates or first_token=True")
+    raise SulaError(
+        f"{len(found)} of the {len(candidates)} candidate labels are single tokens for this tokenizer "
+        f"(need 2): {found}; pass other candidates or first_token=True"
+    )
 
 
 def check_context(model: Any, prompts: Sequence[SulaPrompt] | Sequence[str]) -> int:
@@ -228,5 +328,21 @@ def prompt_arrays(prompts: Sequence[SulaPrompt]) -> dict[str, np.ndarray]:
     return {c: np.array([getattr(p, c) for p in prompts]) for c in cols}
 
 
-__all__ = ["CARRIER_WORDS", "LABEL_CANDIDATES", "NEGATIVE_WORDS", "POSITIVE_WORDS", "LabelTokens", "SulaPrompt", "binary_entropy_bits", "check_context", "choose_labels", "generate", "generate_all",
-           "label_tokens", "posterior_l1", "predictive_l1", "prompt_arrays", "render"]
+__all__ = [
+    "CARRIER_WORDS",
+    "LABEL_CANDIDATES",
+    "NEGATIVE_WORDS",
+    "POSITIVE_WORDS",
+    "LabelTokens",
+    "SulaPrompt",
+    "binary_entropy_bits",
+    "check_context",
+    "choose_labels",
+    "generate",
+    "generate_all",
+    "label_tokens",
+    "posterior_l1",
+    "predictive_l1",
+    "prompt_arrays",
+    "render",
+]

@@ -6,10 +6,18 @@ MLP) → ``train`` (seeded, resumable) → ``evaluate`` (entropy MAE, KL, ablati
 (capture on every checkpoint) → ``result`` (WindTunnelResult, figures) and ``report`` (its page);
 ``config`` (WindTunnelConfig) and ``run`` (train_tunnel, evaluate_tunnel) drive them.
 """
+
 from geoprobe.windtunnel.config import WindTunnelConfig
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.run import evaluate_tunnel, train_tunnel
 from geoprobe.windtunnel.tasks import BijectionTask, HMMTask, make_task
 
-__all__ = ["BijectionTask", "HMMTask", "WindTunnelConfig", "WindTunnelResult", "evaluate_tunnel", "make_task",
-           "train_tunnel"]
+__all__ = [
+    "BijectionTask",
+    "HMMTask",
+    "WindTunnelConfig",
+    "WindTunnelResult",
+    "evaluate_tunnel",
+    "make_task",
+    "train_tunnel",
+]

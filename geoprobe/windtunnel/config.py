@@ -1,4 +1,5 @@
 """What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: :class:`WindTunnelConfig`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

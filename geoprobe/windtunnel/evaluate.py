@@ -12,6 +12,7 @@ softmax those tokens held; a trained model puts ≈ 1 there).
 
 Each carries a bootstrap CI over sequences (the unit that is drawn independently).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,21 +44,23 @@ def predictive(logits: Float[torch.Tensor, "B K vocab"], answer_ids: Any) -> tup
     return torch.softmax(logp, dim=-1).numpy(), mass.numpy()
 
 
-def _batched_predictive(logits_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], batch: Batch,
-                        answer_ids: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _batched_predictive(
+    logits_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], batch: Batch, answer_ids: Any, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``predictive`` over ``batch`` in chunks; ``logits_at(ids, positions)`` gives (B, K, vocab) logits."""
     probs, mass = [], []
     pos = torch.as_tensor(batch.positions)
     with torch.inference_mode():
         for i in range(0, len(batch.ids), batch_size):
-            p, m = predictive(logits_at(torch.as_tensor(batch.ids[i:i + batch_size]), pos), answer_ids)
+            p, m = predictive(logits_at(torch.as_tensor(batch.ids[i : i + batch_size]), pos), answer_ids)
             probs.append(p)
             mass.append(m)
     return np.concatenate(probs), np.concatenate(mass)
 
 
-def model_predictive(model: torch.nn.Module, batch: Batch, answer_ids: Any,
-                     batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def model_predictive(
+    model: torch.nn.Module, batch: Batch, answer_ids: Any, batch_size: int = 256
+) -> tuple[np.ndarray, np.ndarray]:
     """A plain (un-hooked) model's predictive distributions on ``batch``."""
     return _batched_predictive(lambda ids, pos: predict_logits(model, ids, pos), batch, answer_ids, batch_size)
 
@@ -76,8 +79,7 @@ def paper_mae(hm: Float[np.ndarray, "n K"], ht: Float[np.ndarray, "n K"]) -> flo
     return float(np.abs(hm.mean(0) - ht.mean(0)).mean())
 
 
-def paper_mae_ci(hm: np.ndarray, ht: np.ndarray, *, confidence: float, n_resamples: int,
-                 random_state: int) -> Estimate:
+def paper_mae_ci(hm: np.ndarray, ht: np.ndarray, *, confidence: float, n_resamples: int, random_state: int) -> Estimate:
     """``paper_mae`` with a percentile bootstrap CI over sequences (resampled as weight vectors)."""
     n = hm.shape[0]
     value = paper_mae(hm, ht)
@@ -127,8 +129,16 @@ class TunnelMetrics(Record):
         return cls(**{**cls.field_values(d), **estimates})
 
 
-def metrics(label: str, probs: Float[np.ndarray, "n K A"], batch: Batch, mass: Float[np.ndarray, "n K"] | None = None,
-            *, confidence: float = 0.95, n_resamples: int = 1000, random_state: int = 0) -> TunnelMetrics:
+def metrics(
+    label: str,
+    probs: Float[np.ndarray, "n K A"],
+    batch: Batch,
+    mass: Float[np.ndarray, "n K"] | None = None,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    random_state: int = 0,
+) -> TunnelMetrics:
     """Compare predictive distributions ``probs`` with the batch's analytic posteriors."""
     probs = np.asarray(probs, dtype=np.float64)
     if probs.shape != batch.targets.shape:
@@ -138,11 +148,15 @@ def metrics(label: str, probs: Float[np.ndarray, "n K A"], batch: Batch, mass: F
     n, K = hm.shape
     kw = dict(confidence=confidence, n_resamples=n_resamples, random_state=random_state, method="percentile")
     return TunnelMetrics(
-        label=label, K=K, n=n,
+        label=label,
+        K=K,
+        n=n,
         mae_paper=paper_mae_ci(hm, ht, confidence=confidence, n_resamples=n_resamples, random_state=random_state),
         mae_sample=bootstrap_ci(np.abs(hm - ht).mean(1), **kw),
         kl=bootstrap_ci(kl.mean(1), **kw),
-        curve_model=hm.mean(0), curve_bayes=ht.mean(0), kl_curve=kl.mean(0),
+        curve_model=hm.mean(0),
+        curve_bayes=ht.mean(0),
+        kl_curve=kl.mean(0),
         answer_mass=float(np.clip(np.mean(mass), 0.0, 1.0)) if mass is not None else 1.0,
     )
 
@@ -170,7 +184,9 @@ def zeroed_heads(loaded: Any, heads: dict[int, Sequence[int]]) -> Iterator[None]
         yield
 
 
-def probed_predictive(loaded: Any, batch: Batch, answer_ids: Any, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+def probed_predictive(
+    loaded: Any, batch: Batch, answer_ids: Any, batch_size: int = 128
+) -> tuple[np.ndarray, np.ndarray]:
     """``model_predictive`` of a loaded model's ``hf_model`` (so edits switched on around it,
     e.g. ``zeroed_heads``, apply)."""
     return model_predictive(loaded.hf_model, batch, answer_ids, batch_size)
@@ -217,5 +233,11 @@ def ablations(loaded: Any, task: Task, batch: Batch) -> Ablations:
     base = score({})
     layers = [score({layer: range(H)}) for layer in range(L)]
     heads = [[score({layer: [h]}) for h in range(H)] for layer in range(L)]
-    return Ablations(base[0], base[1], tuple(x[0] for x in layers), tuple(tuple(x[0] for x in r) for r in heads),
-                     tuple(x[1] for x in layers), tuple(tuple(x[1] for x in r) for r in heads))
+    return Ablations(
+        base[0],
+        base[1],
+        tuple(x[0] for x in layers),
+        tuple(tuple(x[0] for x in r) for r in heads),
+        tuple(x[1] for x in layers),
+        tuple(tuple(x[1] for x in r) for r in heads),
+    )

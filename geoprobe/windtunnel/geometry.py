@@ -23,6 +23,7 @@ the dissociation is ``t90_frame < t90_precision``.
 Calibration: |ρ| of PC1 with the analytic entropy at the layer of the final checkpoint where it is
 largest (``calibration_layer``; every layer's ρ is kept in ``final_layer_rho``).
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,7 @@ def probe_prompts(task: Task, n: int, seed: int) -> tuple[list[str], np.ndarray,
     batch = task.sample(n, step_rng(seed + PROBE_SEED_OFFSET, task.K))
     rng = step_rng(seed + PROBE_SEED_OFFSET, -1 % 2**31)
     which = rng.integers(0, task.K, size=n)
-    texts = [to_text(batch.ids[i, 1:batch.positions[k] + 1], task.vocab) for i, k in enumerate(which)]
+    texts = [to_text(batch.ids[i, 1 : batch.positions[k] + 1], task.vocab) for i, k in enumerate(which)]
     return texts, batch.entropy[np.arange(n), which], which
 
 
@@ -77,8 +78,9 @@ class CheckpointProbe:
     model_entropy: np.ndarray  # (n,) the captured next-token entropy (full vocabulary)
 
 
-def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], analytic: Float[np.ndarray, "n"],
-                     batch: Batch) -> CheckpointProbe:
+def probe_checkpoint(
+    ckpt: Path, spec: RunSpec, texts: Sequence[str], analytic: Float[np.ndarray, " n"], batch: Batch
+) -> CheckpointProbe:
     """Boot ``ckpt`` like any LLM, capture the probe prompts (``analytic``: their analytic entropies),
     and score it on the held-out sequences ``batch``."""
     from geoprobe.capture import CaptureConfig, capture
@@ -86,8 +88,9 @@ def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], analytic: 
 
     task = spec.task_obj
     loaded = load_model(str(ckpt))
-    cap = capture(loaded, list(texts), CaptureConfig(values=True, keys=False, attention="distribution",
-                                                     batch_size=128, top_k=1))
+    cap = capture(
+        loaded, list(texts), CaptureConfig(values=True, keys=False, attention="distribution", batch_size=128, top_k=1)
+    )
     per_layer = []
     for li in range(len(cap.layers)):
         coords, share = pc1_coords(cap.values[li])
@@ -98,9 +101,14 @@ def probe_checkpoint(ckpt: Path, spec: RunSpec, texts: Sequence[str], analytic: 
         step=int(ckpt.name.removeprefix("step-")),
         key_orth=tuple(float(x) for x in head_orthogonality(cap.w_k).mean(1)),
         attn_entropy=tuple(float(x) for x in cap.attn_entropy.mean((1, 2))),
-        value_pc1=per_layer[-1][1], value_rho=per_layer[-1][2], layer_rho=tuple(r for _, _, r in per_layer),
-        mae_paper=paper_mae(hm, ht), mae_sample=float(np.abs(hm - ht).mean()),
-        patterns=cap.attn_pattern, pc1=tuple(c for c, _, _ in per_layer), model_entropy=cap.next_entropy.astype(np.float64),
+        value_pc1=per_layer[-1][1],
+        value_rho=per_layer[-1][2],
+        layer_rho=tuple(r for _, _, r in per_layer),
+        mae_paper=paper_mae(hm, ht),
+        mae_sample=float(np.abs(hm - ht).mean()),
+        patterns=cap.attn_pattern,
+        pc1=tuple(c for c, _, _ in per_layer),
+        model_entropy=cap.next_entropy.astype(np.float64),
     )
 
 
@@ -184,9 +192,16 @@ class TrainingGeometry(Record):
         return cls(**{**cls.field_values(d), "calibration": Estimate.from_dict(d["calibration"])})
 
 
-def training_geometry(run: Path, spec: RunSpec, *, n_probes: int = 256, eval_n: int = 512,
-                      confidence: float = 0.95, n_resamples: int = 1000,
-                      progress: Callable[[int, int], None] | None = None) -> TrainingGeometry:
+def training_geometry(
+    run: Path,
+    spec: RunSpec,
+    *,
+    n_probes: int = 256,
+    eval_n: int = 512,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    progress: Callable[[int, int], None] | None = None,
+) -> TrainingGeometry:
     """Probe every checkpoint of a transformer run."""
     steps = list_checkpoints(run)
     if not steps:
@@ -201,14 +216,28 @@ def training_geometry(run: Path, spec: RunSpec, *, n_probes: int = 256, eval_n: 
     final = probes[-1]
     tv = [float(0.5 * np.abs(p.patterns - final.patterns).sum(-1).mean()) for p in probes]
     best = int(np.nanargmax(np.abs(final.layer_rho)))
-    rho = bootstrap_ci((final.pc1[best], analytic), lambda a, b, axis=-1: np.abs(spearman(a, b, axis)),
-                       confidence=confidence, n_resamples=n_resamples, method="percentile", random_state=0)
+    rho = bootstrap_ci(
+        (final.pc1[best], analytic),
+        lambda a, b, axis=-1: np.abs(spearman(a, b, axis)),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        random_state=0,
+    )
     return TrainingGeometry(
-        steps=tuple(p.step for p in probes), n_probes=n_probes,
-        key_orth=tuple(p.key_orth for p in probes), attn_entropy=tuple(p.attn_entropy for p in probes),
-        frame_tv=tuple(tv), value_pc1=tuple(p.value_pc1 for p in probes), value_rho=tuple(p.value_rho for p in probes),
-        mae_paper=tuple(p.mae_paper for p in probes), mae_sample=tuple(p.mae_sample for p in probes),
-        final_layer_rho=final.layer_rho, calibration=rho, final_pc1=tuple(float(x) for x in final.pc1[best]),
+        steps=tuple(p.step for p in probes),
+        n_probes=n_probes,
+        key_orth=tuple(p.key_orth for p in probes),
+        attn_entropy=tuple(p.attn_entropy for p in probes),
+        frame_tv=tuple(tv),
+        value_pc1=tuple(p.value_pc1 for p in probes),
+        value_rho=tuple(p.value_rho for p in probes),
+        mae_paper=tuple(p.mae_paper for p in probes),
+        mae_sample=tuple(p.mae_sample for p in probes),
+        final_layer_rho=final.layer_rho,
+        calibration=rho,
+        final_pc1=tuple(float(x) for x in final.pc1[best]),
         analytic_entropy=tuple(float(x) for x in analytic),
-        final_model_entropy=tuple(float(x) for x in final.model_entropy), calibration_layer=best,
+        final_model_entropy=tuple(float(x) for x in final.model_entropy),
+        calibration_layer=best,
     )

@@ -11,6 +11,7 @@ the query position (later positions are replaced by ``<pad>``), each embedded wi
 position embedding, flattened, then ``depth`` pre-LayerNorm residual blocks of width ``width``.
 Its width is solved so that its parameter count is within 1 % of the transformer's.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,11 +41,22 @@ def llama_config(size: TransformerSize, vocab: Sequence[str], max_len: int) -> A
     from transformers import LlamaConfig
 
     cfg = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=size.d_model, intermediate_size=size.d_ff,
-        num_hidden_layers=size.n_layers, num_attention_heads=size.n_heads, num_key_value_heads=size.n_heads,
-        max_position_embeddings=max_len, rms_norm_eps=1e-5, tie_word_embeddings=True,
-        pad_token_id=0, bos_token_id=1, eos_token_id=None, attention_bias=False, mlp_bias=False,
-        rope_theta=10000.0, initializer_range=0.02,
+        vocab_size=len(vocab),
+        hidden_size=size.d_model,
+        intermediate_size=size.d_ff,
+        num_hidden_layers=size.n_layers,
+        num_attention_heads=size.n_heads,
+        num_key_value_heads=size.n_heads,
+        max_position_embeddings=max_len,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=None,
+        attention_bias=False,
+        mlp_bias=False,
+        rope_theta=10000.0,
+        initializer_range=0.02,
     )
     cfg.architectures = ["LlamaForCausalLM"]
     return cfg
@@ -95,7 +107,9 @@ class ResidualMLP(nn.Module):
             nn.init.normal_(block.weight, std=0.02 / math.sqrt(2 * cfg.depth))
             nn.init.zeros_(block.bias)
 
-    def forward(self, ids: Int[torch.Tensor, "B T"], positions: Int[torch.Tensor, "K"]) -> Float[torch.Tensor, "B K vocab"]:
+    def forward(
+        self, ids: Int[torch.Tensor, "B T"], positions: Int[torch.Tensor, " K"]
+    ) -> Float[torch.Tensor, "B K vocab"]:
         """Logits at every position in ``positions``: row b, prediction k sees ids[b, :positions[k]+1]."""
         B, T = ids.shape
         if T > self.cfg.seq_len:
@@ -113,8 +127,9 @@ class ResidualMLP(nn.Module):
         return self.head(self.norm_f(h)).reshape(B, K, -1)
 
 
-def matched_mlp_config(target_params: int, vocab_size: int, seq_len: int, depth: int = 18,
-                       d_embed: int = 16) -> MLPConfig:
+def matched_mlp_config(
+    target_params: int, vocab_size: int, seq_len: int, depth: int = 18, d_embed: int = 16
+) -> MLPConfig:
     """The MLP of ``depth`` blocks whose parameter count is within 1 % of ``target_params``:
     the width is solved for, trying token embedding sizes near ``d_embed`` until one fits."""
     v, t, d = vocab_size, seq_len, depth
@@ -132,8 +147,10 @@ def matched_mlp_config(target_params: int, vocab_size: int, seq_len: int, depth:
                     best = m
         if best is not None and abs(best.n_params() - target_params) <= 0.01 * target_params:
             return best
-    raise ValueError(f"no MLP of depth {depth} matches {target_params} parameters within 1 % "
-                     f"(closest {best.n_params() if best else 'none'}); lower the depth")
+    raise ValueError(
+        f"no MLP of depth {depth} matches {target_params} parameters within 1 % "
+        f"(closest {best.n_params() if best else 'none'}); lower the depth"
+    )
 
 
 def build_mlp(cfg: MLPConfig, seed: int) -> ResidualMLP:
@@ -152,8 +169,9 @@ def word_tokenizer(vocab: Sequence[str]) -> Any:
     tok = Tokenizer(WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<pad>"))
     tok.pre_tokenizer = WhitespaceSplit()
     tok.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", pad_token="<pad>",
-                                   unk_token="<pad>", padding_side="right")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<bos>", pad_token="<pad>", unk_token="<pad>", padding_side="right"
+    )
 
 
 def to_text(ids: Sequence[int], vocab: Sequence[str]) -> str:

@@ -1,4 +1,5 @@
 """The papers' reference numbers (arXiv 2512.22471) and the issue's targets at the cpu scale."""
+
 from __future__ import annotations
 
 #: arXiv 2512.22471, entropy MAE in bits (transformer, MLP) by evaluation length K

@@ -1,6 +1,7 @@
 """The ``geoprobe windtunnel`` page: what a WindTunnelResult shows beyond its figures (the metrics
 against the analytic posterior, the targets, the paper's numbers, provenance), as
 :class:`~geoprobe.report.page.Section` objects."""
+
 from __future__ import annotations
 
 from html import escape
@@ -12,23 +13,25 @@ from geoprobe.windtunnel.paper import PAPER, paper_value
 
 CAPTIONS = {
     "entropy": "Mean predictive entropy at each prediction position (averaged over held-out sequences): the "
-               "analytic posterior, the transformer and the capacity-matched MLP. Panels beyond the first are "
-               "lengths the models were not trained on.",
+    "analytic posterior, the transformer and the capacity-matched MLP. Panels beyond the first are "
+    "lengths the models were not trained on.",
     "ablations": "Per-sample entropy MAE with one attention head zeroed (left; its slice of the input of W_O) "
-                 "and with a whole attention layer zeroed (right, log scale; dashed: intact model).",
+    "and with a whole attention layer zeroed (right, log scale; dashed: intact model).",
     "dynamics": "Over training: the frame (attention patterns' total-variation distance to the final checkpoint) "
-                "and the precision (per-sample entropy error, log scale) as fractions of their total change; the "
-                "right panel shows the raw measures, with key orthogonality and |ρ(value PC1, analytic entropy)|.",
+    "and the precision (per-sample entropy error, log scale) as fractions of their total change; the "
+    "right panel shows the raw measures, with key orthogonality and |ρ(value PC1, analytic entropy)|.",
     "focusing": "Attention focusing: the final token's attention entropy per layer (mean over heads and probe "
-                "prompts), one line per checkpoint from early (red) to final (blue).",
+    "prompts), one line per checkpoint from early (red) to final (blue).",
     "calibration": "Value vectors of the final transformer at the layer whose PC1 tracks the analytic entropy best "
-                   "(every layer's ρ is in windtunnel.json), one point per probe prompt: PC1 coordinate "
-                   "(standardised PCA) against the analytic predictive entropy; colour: the model's own entropy.",
+    "(every layer's ρ is in windtunnel.json), one point per probe prompt: PC1 coordinate "
+    "(standardised PCA) against the analytic predictive entropy; colour: the model's own entropy.",
 }
 
-_MAE_NOTE = ("MAE paper definition: entropy curves averaged over sequences first, then the mean |difference| over "
-             "positions (arXiv 2512.22471). Per sample: mean |H_model − H_Bayes| over every prediction. "
-             "KL(Bayes ‖ model) in bits. Intervals: 95 % percentile bootstrap over sequences. See docs/windtunnel.md.")
+_MAE_NOTE = (
+    "MAE paper definition: entropy curves averaged over sequences first, then the mean |difference| over "
+    "positions (arXiv 2512.22471). Per sample: mean |H_model − H_Bayes| over every prediction. "
+    "KL(Bayes ‖ model) in bits. Intervals: 95 % percentile bootstrap over sequences. See docs/windtunnel.md."
+)
 
 
 def metrics_table(result: Any) -> list[dict[str, str]]:
@@ -36,10 +39,17 @@ def metrics_table(result: Any) -> list[dict[str, str]]:
     rows = []
     for arch, ms in result.metrics.items():
         for m in ms:
-            rows.append({"learner": arch, "K": str(m.K), "MAE paper def. (bits)": f"{m.mae_paper:.4g}",
-                         "MAE per sample (bits)": f"{m.mae_sample:.4g}", "KL(Bayes‖model) (bits)": f"{m.kl:.4g}",
-                         "answer mass": f"{m.answer_mass:.4f}",
-                         "paper MAE (bits)": paper_value(result.name, arch, m.K)})
+            rows.append(
+                {
+                    "learner": arch,
+                    "K": str(m.K),
+                    "MAE paper def. (bits)": f"{m.mae_paper:.4g}",
+                    "MAE per sample (bits)": f"{m.mae_sample:.4g}",
+                    "KL(Bayes‖model) (bits)": f"{m.kl:.4g}",
+                    "answer mass": f"{m.answer_mass:.4f}",
+                    "paper MAE (bits)": paper_value(result.name, arch, m.K),
+                }
+            )
     return rows
 
 
@@ -52,15 +62,20 @@ def findings(result: Any) -> str:
     out = ""
     if result.geometry is not None:
         g = result.geometry
-        out += paragraph(f"Frame vs precision: the attention patterns reach 90 % of their change at step ≈ "
-                         f"{g.t90_frame:.0f}, the entropy error at step ≈ {g.t90_precision:.0f} "
-                         f"({'the frame stabilises first' if g.dissociation else 'no frame-first dissociation here'}).",
-                         muted=False)
+        out += paragraph(
+            f"Frame vs precision: the attention patterns reach 90 % of their change at step ≈ "
+            f"{g.t90_frame:.0f}, the entropy error at step ≈ {g.t90_precision:.0f} "
+            f"({'the frame stabilises first' if g.dissociation else 'no frame-first dissociation here'}).",
+            muted=False,
+        )
     if result.ablations is not None:
         a = result.ablations
-        out += paragraph(f"Hypothesis head: layer 0 head {a.hypothesis_head} (zeroing it gives a per-sample MAE of "
-                         f"{a.head_mae_sample[0][a.hypothesis_head]:.3g} bits, intact {a.baseline_sample:.3g}); it is "
-                         f"{'' if a.hypothesis_head_is_top else 'not '}the most damaging single head.", muted=False)
+        out += paragraph(
+            f"Hypothesis head: layer 0 head {a.hypothesis_head} (zeroing it gives a per-sample MAE of "
+            f"{a.head_mae_sample[0][a.hypothesis_head]:.3g} bits, intact {a.baseline_sample:.3g}); it is "
+            f"{'' if a.hypothesis_head_is_top else 'not '}the most damaging single head.",
+            muted=False,
+        )
     return out
 
 
@@ -69,32 +84,62 @@ def provenance_rows(result: Any) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [(f"weights: {k}", v) for k, v in (result.provenance.get("weights") or {}).items()]
     rows += [(f"task.{k}", v) for k, v in result.task.items()]
     for arch, spec in result.specs.items():
-        rows += [(f"{arch}: size", spec["size"]), (f"{arch}: parameters", result.n_params.get(arch, "?")),
-                 (f"{arch}: training", spec["train"])]
+        rows += [
+            (f"{arch}: size", spec["size"]),
+            (f"{arch}: parameters", result.n_params.get(arch, "?")),
+            (f"{arch}: training", spec["train"]),
+        ]
         log = result.training.get(arch) or {}
         if log:
-            rows.append((f"{arch}: trained", f"{log.get('steps')} steps in {log.get('seconds', 0):.0f} s, "
-                                             f"{log.get('tokens_per_second', 0):,.0f} tokens/s"))
+            rows.append(
+                (
+                    f"{arch}: trained",
+                    f"{log.get('steps')} steps in {log.get('seconds', 0):.0f} s, "
+                    f"{log.get('tokens_per_second', 0):,.0f} tokens/s",
+                )
+            )
     return rows
 
 
 def sections(result: Any) -> list[Section]:
     """Metrics, targets, the paper's numbers, findings, differences from the authors, figures, provenance."""
-    checks = html_table([{"check": c["check"], "target": c["target"], "measured": f"{c['measured']:.4g}",
-                          "result": "pass" if c["pass"] else "FAIL"} for c in result.checks()])
-    paper = html_table([{"K": K, "transformer MAE (bits)": f"{t:g}", "MLP MAE (bits)": f"{m:g}"}
-                        for K, (t, m) in PAPER[result.name].items()])
+    checks = html_table(
+        [
+            {
+                "check": c["check"],
+                "target": c["target"],
+                "measured": f"{c['measured']:.4g}",
+                "result": "pass" if c["pass"] else "FAIL",
+            }
+            for c in result.checks()
+        ]
+    )
+    paper = html_table(
+        [
+            {"K": K, "transformer MAE (bits)": f"{t:g}", "MLP MAE (bits)": f"{m:g}"}
+            for K, (t, m) in PAPER[result.name].items()
+        ]
+    )
     notes = next(iter(result.specs.values())).get("notes", [])
     prov = {k: v for k, v in result.provenance.items() if k != "weights"}
-    out = [Section("Entropy error against the analytic posterior",
-                   html_table(metrics_table(result)) + "\n" + paragraph(_MAE_NOTE)),
-           Section("Targets", checks, level=3),
-           Section("The paper's numbers (arXiv 2512.22471)", paper, level=3)]
+    out = [
+        Section(
+            "Entropy error against the analytic posterior",
+            html_table(metrics_table(result)) + "\n" + paragraph(_MAE_NOTE),
+        ),
+        Section("Targets", checks, level=3),
+        Section("The paper's numbers (arXiv 2512.22471)", paper, level=3),
+    ]
     extra = findings(result)
     if extra:
         out.append(Section("", extra))
-    out += [Section("Where this run differs from the authors' settings",
-                    "<ul>" + "".join(f"<li>{escape(str(n))}</li>" for n in notes) + "</ul>", level=3),
-            figures_section(result.figures()),
-            provenance_section(prov, extra=provenance_rows(result))]
+    out += [
+        Section(
+            "Where this run differs from the authors' settings",
+            "<ul>" + "".join(f"<li>{escape(str(n))}</li>" for n in notes) + "</ul>",
+            level=3,
+        ),
+        figures_section(result.figures()),
+        provenance_section(prov, extra=provenance_rows(result)),
+    ]
     return out

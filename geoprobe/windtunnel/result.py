@@ -1,4 +1,5 @@
 """The wind-tunnel result: metrics, ablations and training geometry, with figures made from them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -64,8 +65,9 @@ class WindTunnelResult(Result, Page):
     def checks(self) -> list[dict[str, Any]]:
         """The issue's targets against what was measured (paper-definition MAE, training length)."""
         t_max, m_min = TARGETS[self.name]
-        rows = [{"check": "transformer MAE (bits) ≤", "target": t_max,
-                 "measured": self.at("transformer").mae_paper.value}]
+        rows = [
+            {"check": "transformer MAE (bits) ≤", "target": t_max, "measured": self.at("transformer").mae_paper.value}
+        ]
         rows[-1]["pass"] = rows[-1]["measured"] <= t_max
         if "mlp" in self.metrics:
             v = self.at("mlp").mae_paper.value
@@ -73,9 +75,15 @@ class WindTunnelResult(Result, Page):
         if self.geometry is not None and self.name == "bijection":
             g = self.geometry
             v = g.calibration.value
-            rows.append({"check": f"|ρ(value PC1, analytic entropy)| at layer {g.calibration_layer} (best of "
-                                  f"{len(g.final_layer_rho)}; last layer {abs(g.final_layer_rho[-1]):.3f}) ≥",
-                         "target": CALIBRATION_TARGET, "measured": v, "pass": v >= CALIBRATION_TARGET})
+            rows.append(
+                {
+                    "check": f"|ρ(value PC1, analytic entropy)| at layer {g.calibration_layer} (best of "
+                    f"{len(g.final_layer_rho)}; last layer {abs(g.final_layer_rho[-1]):.3f}) ≥",
+                    "target": CALIBRATION_TARGET,
+                    "measured": v,
+                    "pass": v >= CALIBRATION_TARGET,
+                }
+            )
         return rows
 
     # -- page -------------------------------------------------------------------------------
@@ -100,12 +108,32 @@ class WindTunnelResult(Result, Page):
         for c, K in enumerate(lengths, start=1):
             ref = self.at("transformer", K)
             x = list(range(1, K + 1))
-            fig.add_trace(go.Scatter(x=x, y=list(ref.curve_bayes), name="analytic (Bayes)", mode="lines",
-                                     line=dict(color="black", dash="dash"), showlegend=c == 1), row=1, col=c)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=list(ref.curve_bayes),
+                    name="analytic (Bayes)",
+                    mode="lines",
+                    line=dict(color="black", dash="dash"),
+                    showlegend=c == 1,
+                ),
+                row=1,
+                col=c,
+            )
             for arch in self.metrics:
                 m = self.at(arch, K)
-                fig.add_trace(go.Scatter(x=x, y=list(m.curve_model), name=arch, mode="lines+markers",
-                                         line=dict(color=colours.get(arch)), showlegend=c == 1), row=1, col=c)
+                fig.add_trace(
+                    go.Scatter(
+                        x=x,
+                        y=list(m.curve_model),
+                        name=arch,
+                        mode="lines+markers",
+                        line=dict(color=colours.get(arch)),
+                        showlegend=c == 1,
+                    ),
+                    row=1,
+                    col=c,
+                )
             fig.update_xaxes(title_text="prediction position t", row=1, col=c)
         fig.update_yaxes(title_text="mean predictive entropy (bits)", row=1, col=1)
         fig.update_layout(title=f"{self.name}: model vs analytic entropy", template="plotly_white")
@@ -120,18 +148,38 @@ class WindTunnelResult(Result, Page):
         if a is None:
             raise ValueError("no ablations in this result")
         heads = np.array(a.head_mae_sample)
-        fig = make_subplots(rows=1, cols=2, subplot_titles=["one head zeroed", "whole attention layer zeroed"],
-                            column_widths=[0.6, 0.4])
-        fig.add_trace(go.Heatmap(z=heads.tolist(), x=[f"h{h}" for h in range(heads.shape[1])],
-                                 y=[f"L{l}" for l in range(heads.shape[0])], colorscale="Viridis",
-                                 colorbar=dict(title="MAE (bits)", x=0.55)), row=1, col=1)
-        fig.add_trace(go.Bar(x=[f"L{l}" for l in range(len(a.layer_mae_sample))], y=list(a.layer_mae_sample),
-                             name="layer zeroed", marker_color="rgb(31,119,180)"), row=1, col=2)
+        fig = make_subplots(
+            rows=1, cols=2, subplot_titles=["one head zeroed", "whole attention layer zeroed"], column_widths=[0.6, 0.4]
+        )
+        fig.add_trace(
+            go.Heatmap(
+                z=heads.tolist(),
+                x=[f"h{h}" for h in range(heads.shape[1])],
+                y=[f"L{layer}" for layer in range(heads.shape[0])],
+                colorscale="Viridis",
+                colorbar=dict(title="MAE (bits)", x=0.55),
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Bar(
+                x=[f"L{layer}" for layer in range(len(a.layer_mae_sample))],
+                y=list(a.layer_mae_sample),
+                name="layer zeroed",
+                marker_color="rgb(31,119,180)",
+            ),
+            row=1,
+            col=2,
+        )
         fig.add_hline(y=a.baseline_sample, line_dash="dash", annotation_text="intact", row=1, col=2)
         fig.update_yaxes(autorange="reversed", row=1, col=1)
         fig.update_yaxes(title_text="per-sample entropy MAE (bits)", type="log", row=1, col=2)
-        fig.update_layout(title=f"{self.name}: ablations (hypothesis head: layer 0 head {a.hypothesis_head})",
-                          template="plotly_white", showlegend=False)
+        fig.update_layout(
+            title=f"{self.name}: ablations (hypothesis head: layer 0 head {a.hypothesis_head})",
+            template="plotly_white",
+            showlegend=False,
+        )
         return fig
 
     def dynamics_figure(self) -> Any:
@@ -143,25 +191,45 @@ class WindTunnelResult(Result, Page):
         if g is None:
             raise ValueError("no training geometry in this result")
         x = [max(s, 1) for s in g.steps]
-        fig = make_subplots(rows=1, cols=2, subplot_titles=["progress fraction (0 = init, 1 = final)",
-                                                            "raw measures"])
-        fig.add_trace(go.Scatter(x=x, y=list(g.frame_progress), name="frame: attention patterns",
-                                 mode="lines+markers"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=list(g.precision_progress), name="precision: entropy error (log)",
-                                 mode="lines+markers"), row=1, col=1)
+        fig = make_subplots(rows=1, cols=2, subplot_titles=["progress fraction (0 = init, 1 = final)", "raw measures"])
+        fig.add_trace(
+            go.Scatter(x=x, y=list(g.frame_progress), name="frame: attention patterns", mode="lines+markers"),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(x=x, y=list(g.precision_progress), name="precision: entropy error (log)", mode="lines+markers"),
+            row=1,
+            col=1,
+        )
         fig.add_hline(y=0.9, line_dash="dot", row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=list(g.mae_sample), name="per-sample MAE (bits)", mode="lines+markers"),
-                      row=1, col=2)
-        fig.add_trace(go.Scatter(x=x, y=[abs(r) for r in g.value_rho], name="|ρ(value PC1, Bayes H)|",
-                                 mode="lines+markers"), row=1, col=2)
-        fig.add_trace(go.Scatter(x=x, y=list(g.frame_tv), name="attention TV to final", mode="lines+markers"),
-                      row=1, col=2)
-        fig.add_trace(go.Scatter(x=x, y=[float(np.mean(r)) for r in g.key_orth], name="key orthogonality (mean |cos|)",
-                                 mode="lines+markers"), row=1, col=2)
+        fig.add_trace(
+            go.Scatter(x=x, y=list(g.mae_sample), name="per-sample MAE (bits)", mode="lines+markers"), row=1, col=2
+        )
+        fig.add_trace(
+            go.Scatter(x=x, y=[abs(r) for r in g.value_rho], name="|ρ(value PC1, Bayes H)|", mode="lines+markers"),
+            row=1,
+            col=2,
+        )
+        fig.add_trace(
+            go.Scatter(x=x, y=list(g.frame_tv), name="attention TV to final", mode="lines+markers"), row=1, col=2
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[float(np.mean(r)) for r in g.key_orth],
+                name="key orthogonality (mean |cos|)",
+                mode="lines+markers",
+            ),
+            row=1,
+            col=2,
+        )
         fig.update_xaxes(type="log", title_text="training step")
         fig.update_yaxes(type="log", row=1, col=2)
-        fig.update_layout(title=f"{self.name}: frame (t90 ≈ step {g.t90_frame:.0f}) vs precision (t90 ≈ step {g.t90_precision:.0f})",
-                          template="plotly_white")
+        fig.update_layout(
+            title=f"{self.name}: frame (t90 ≈ step {g.t90_frame:.0f}) vs precision (t90 ≈ step {g.t90_precision:.0f})",
+            template="plotly_white",
+        )
         return fig
 
     def focusing_figure(self) -> Any:
@@ -175,10 +243,21 @@ class WindTunnelResult(Result, Page):
         n = len(g.steps)
         for i, (step, row) in enumerate(zip(g.steps, g.attn_entropy)):
             shade = int(40 + 180 * i / max(1, n - 1))
-            fig.add_trace(go.Scatter(x=list(range(len(row))), y=list(row), mode="lines+markers", name=f"step {step}",
-                                     line=dict(color=f"rgb({255 - shade},{shade // 2},{shade})")))
-        fig.update_layout(title=f"{self.name}: attention entropy by layer over training (mean over heads and probes)",
-                          xaxis_title="layer", yaxis_title="attention entropy (bits)", template="plotly_white")
+            fig.add_trace(
+                go.Scatter(
+                    x=list(range(len(row))),
+                    y=list(row),
+                    mode="lines+markers",
+                    name=f"step {step}",
+                    line=dict(color=f"rgb({255 - shade},{shade // 2},{shade})"),
+                )
+            )
+        fig.update_layout(
+            title=f"{self.name}: attention entropy by layer over training (mean over heads and probes)",
+            xaxis_title="layer",
+            yaxis_title="attention entropy (bits)",
+            template="plotly_white",
+        )
         return fig
 
     def calibration_figure(self) -> Any:
@@ -189,13 +268,26 @@ class WindTunnelResult(Result, Page):
         if g is None:
             raise ValueError("no training geometry in this result")
         c = g.calibration
-        fig = go.Figure(go.Scatter(x=list(g.analytic_entropy), y=list(g.final_pc1), mode="markers",
-                                   marker=dict(color=list(g.final_model_entropy), colorscale="Viridis", size=6,
-                                               colorbar=dict(title="model H (bits)")), name="probe prompt"))
-        fig.update_layout(title=f"{self.name}: value PC1 vs analytic entropy, |ρ| = {c:.3f}",
-                          xaxis_title="analytic predictive entropy (bits)",
-                          yaxis_title=f"value PC1, layer {g.calibration_layer}",
-                          template="plotly_white")
+        fig = go.Figure(
+            go.Scatter(
+                x=list(g.analytic_entropy),
+                y=list(g.final_pc1),
+                mode="markers",
+                marker=dict(
+                    color=list(g.final_model_entropy),
+                    colorscale="Viridis",
+                    size=6,
+                    colorbar=dict(title="model H (bits)"),
+                ),
+                name="probe prompt",
+            )
+        )
+        fig.update_layout(
+            title=f"{self.name}: value PC1 vs analytic entropy, |ρ| = {c:.3f}",
+            xaxis_title="analytic predictive entropy (bits)",
+            yaxis_title=f"value PC1, layer {g.calibration_layer}",
+            template="plotly_white",
+        )
         return fig
 
     def figures(self) -> list[Figure]:
@@ -204,9 +296,11 @@ class WindTunnelResult(Result, Page):
         if self.ablations is not None:
             out.append(Figure("ablations", report.CAPTIONS["ablations"], self.ablation_figure()))
         if self.geometry is not None:
-            out += [Figure("dynamics", report.CAPTIONS["dynamics"], self.dynamics_figure()),
-                    Figure("focusing", report.CAPTIONS["focusing"], self.focusing_figure()),
-                    Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure())]
+            out += [
+                Figure("dynamics", report.CAPTIONS["dynamics"], self.dynamics_figure()),
+                Figure("focusing", report.CAPTIONS["focusing"], self.focusing_figure()),
+                Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure()),
+            ]
         return out
 
 

@@ -1,4 +1,5 @@
 """Train, evaluate and probe one wind tunnel: ``OUT/transformer``, ``OUT/mlp``, ``OUT/windtunnel.json``."""
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,20 @@ from geoprobe.windtunnel.train import (
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-def train_tunnel(task: str, scale: str, out: Path, *, arch: ArchChoice = "both", seed: int = 0,
-                 steps: int | None = None, resume: bool = True, threads: int | None = None,
-                 task_params: dict[str, Any] | None = None, device: str = "cpu",
-                 progress: Progress | None = None) -> dict[str, Any]:
+def train_tunnel(
+    task: str,
+    scale: str,
+    out: Path,
+    *,
+    arch: ArchChoice = "both",
+    seed: int = 0,
+    steps: int | None = None,
+    resume: bool = True,
+    threads: int | None = None,
+    task_params: dict[str, Any] | None = None,
+    device: str = "cpu",
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Train the transformer and/or its capacity-matched MLP into ``out/<arch>``."""
     check_arch(arch)
     tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params)
@@ -56,13 +67,25 @@ def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:
     old = json.loads(path.read_text()) if rep.resumed_from is not None and path.exists() else {}
     sessions = list(old.get("sessions", []))
     if rep.steps_done > first:
-        sessions.append({"from_step": first, "to_step": rep.steps_done, "seconds": rep.seconds,
-                         "tokens_per_second": rep.tokens_per_second})
+        sessions.append(
+            {
+                "from_step": first,
+                "to_step": rep.steps_done,
+                "seconds": rep.seconds,
+                "tokens_per_second": rep.tokens_per_second,
+            }
+        )
     seconds = sum(x["seconds"] for x in sessions)
     tokens = sum(x["seconds"] * x["tokens_per_second"] for x in sessions)
-    log = {"seconds": seconds, "steps": rep.steps_done, "resumed_from": rep.resumed_from,
-           "final_loss": rep.final_loss, "tokens_per_second": tokens / seconds if seconds else None,
-           "n_params": rep.n_params, "sessions": sessions}
+    log = {
+        "seconds": seconds,
+        "steps": rep.steps_done,
+        "resumed_from": rep.resumed_from,
+        "final_loss": rep.final_loss,
+        "tokens_per_second": tokens / seconds if seconds else None,
+        "n_params": rep.n_params,
+        "sessions": sessions,
+    }
     atomic_write_text(path, json.dumps(log, indent=1))
     return log
 
@@ -71,13 +94,22 @@ def _final(run: Path, spec: RunSpec) -> Path:
     steps = list_checkpoints(run)
     if not steps or steps[-1] != spec.train.steps:
         have = steps[-1] if steps else "none"
-        raise TrainingError(f"run {str(run)!r} is not finished (last checkpoint {have} of {spec.train.steps} steps); "
-                            f"resume it with 'geoprobe windtunnel train --out {run.parent}'")
+        raise TrainingError(
+            f"run {str(run)!r} is not finished (last checkpoint {have} of {spec.train.steps} steps); "
+            f"resume it with 'geoprobe windtunnel train --out {run.parent}'"
+        )
     return checkpoint_dir(run, steps[-1])
 
 
-def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | None = None, geometry: bool = True,
-                    ablate: bool = True, progress: Progress | None = None) -> WindTunnelResult:
+def evaluate_tunnel(
+    out: Path,
+    *,
+    n_eval: int | None = None,
+    n_probes: int | None = None,
+    geometry: bool = True,
+    ablate: bool = True,
+    progress: Progress | None = None,
+) -> WindTunnelResult:
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
     from geoprobe.models.loading import load_model, local_weights_hash
 
@@ -119,12 +151,26 @@ def evaluate_tunnel(out: Path, *, n_eval: int | None = None, n_probes: int | Non
     if geometry:
         cb = (lambda d, n: progress("probe checkpoints", d, n)) if progress else None
         geo = training_geometry(t_run, tf, n_probes=n_probes, eval_n=min(n_eval, 512), progress=cb)
-    prov = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": tf.train.seed,
-            "eval_data": f"{n_eval} fresh sequences per length from seed {tf.train.seed} + {EVAL_SEED_OFFSET}",
-            "probe_prompts_sha256": prompts_hash(probe_prompts(task, n_probes, tf.train.seed)[0]),
-            "weights": {a: local_weights_hash(path) for a, path in finals.items()},
-            "run_dir": str(out), "eval_seconds": time.perf_counter() - t0, "n_eval": n_eval, "n_probes": n_probes,
-            "versions": package_versions()}
-    return WindTunnelResult(task=dict(tf.task), scale=tf.scale, specs={a: s.to_json() for a, s in specs.items()},
-                            n_params=sizes, metrics=result_metrics, ablations=abl, geometry=geo, training=training,
-                            provenance=prov)
+    prov = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seed": tf.train.seed,
+        "eval_data": f"{n_eval} fresh sequences per length from seed {tf.train.seed} + {EVAL_SEED_OFFSET}",
+        "probe_prompts_sha256": prompts_hash(probe_prompts(task, n_probes, tf.train.seed)[0]),
+        "weights": {a: local_weights_hash(path) for a, path in finals.items()},
+        "run_dir": str(out),
+        "eval_seconds": time.perf_counter() - t0,
+        "n_eval": n_eval,
+        "n_probes": n_probes,
+        "versions": package_versions(),
+    }
+    return WindTunnelResult(
+        task=dict(tf.task),
+        scale=tf.scale,
+        specs={a: s.to_json() for a, s in specs.items()},
+        n_params=sizes,
+        metrics=result_metrics,
+        ablations=abl,
+        geometry=geo,
+        training=training,
+        provenance=prov,
+    )

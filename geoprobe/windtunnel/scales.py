@@ -6,6 +6,7 @@ learned positions, batch 128, lr 3e-4, 100k steps; HMM: 9 layers, 8 heads, d = 2
 instances × 50 epochs, batch 64, lr 3e-4, dropout 0.1) the ``notes`` of the scale say so; every
 scale draws fresh sequences each step instead of cycling a fixed training set.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
@@ -33,51 +34,92 @@ class ScaleSpec:
     notes: tuple[str, ...]
 
 
-_COMMON_NOTES = ("rotary positions instead of learned ones (LlamaForCausalLM)",
-                 "fresh sequences every step instead of a fixed training set")
+_COMMON_NOTES = (
+    "rotary positions instead of learned ones (LlamaForCausalLM)",
+    "fresh sequences every step instead of a fixed training set",
+)
 
 _TABLE: dict[tuple[str, str], ScaleSpec] = {
     ("bijection", "tiny"): ScaleSpec(
-        task=dict(V=6, K=6), size=TransformerSize(2, 2, 32, 64),
+        task=dict(V=6, K=6),
+        size=TransformerSize(2, 2, 32, 64),
         train=TrainConfig(steps=40, batch_size=32, lr=3e-3, warmup=5, target="posterior", n_checkpoints=4),
         mlp_train=TrainConfig(steps=40, batch_size=32, lr=3e-3, warmup=5, target="posterior", n_checkpoints=2),
-        mlp_depth=4, eval_lengths=(6,), n_eval=128, n_probes=64, notes=("tiny: for tests only",)),
+        mlp_depth=4,
+        eval_lengths=(6,),
+        n_eval=128,
+        n_probes=64,
+        notes=("tiny: for tests only",),
+    ),
     ("bijection", "cpu"): ScaleSpec(
-        task=dict(V=20, K=20), size=TransformerSize(4, 4, 128, 256),
+        task=dict(V=20, K=20),
+        size=TransformerSize(4, 4, 128, 256),
         train=TrainConfig(steps=5000, batch_size=128, lr=1e-3, warmup=200, target="posterior", n_checkpoints=12),
         mlp_train=TrainConfig(steps=5000, batch_size=128, lr=1e-3, warmup=200, target="posterior", n_checkpoints=4),
-        mlp_depth=18, eval_lengths=(20,), n_eval=2000, n_probes=512,
-        notes=("cpu: 4 layers, 4 heads, d = 128 (0.66M parameters) and 5,000 steps of batch 128",
-               "posterior targets (soft cross-entropy against the analytic predictive) instead of sampled outputs",
-               "keys repeat an earlier key with probability 0.25, otherwise are new")),
+        mlp_depth=18,
+        eval_lengths=(20,),
+        n_eval=2000,
+        n_probes=512,
+        notes=(
+            "cpu: 4 layers, 4 heads, d = 128 (0.66M parameters) and 5,000 steps of batch 128",
+            "posterior targets (soft cross-entropy against the analytic predictive) instead of sampled outputs",
+            "keys repeat an earlier key with probability 0.25, otherwise are new",
+        ),
+    ),
     ("bijection", "paper"): ScaleSpec(
-        task=dict(V=20, K=20), size=TransformerSize(6, 6, 192, 512),
+        task=dict(V=20, K=20),
+        size=TransformerSize(6, 6, 192, 512),
         train=TrainConfig(steps=100_000, batch_size=128, lr=3e-4, warmup=1000, target="sample", n_checkpoints=16),
         mlp_train=TrainConfig(steps=100_000, batch_size=128, lr=3e-4, warmup=1000, target="sample", n_checkpoints=6),
-        mlp_depth=20, eval_lengths=(20,), n_eval=5000, n_probes=1024,
-        notes=("keys repeat an earlier key with probability 0.25, otherwise are new",)),
+        mlp_depth=20,
+        eval_lengths=(20,),
+        n_eval=5000,
+        n_probes=1024,
+        notes=("keys repeat an earlier key with probability 0.25, otherwise are new",),
+    ),
     ("hmm", "tiny"): ScaleSpec(
-        task=dict(S=3, V=3, K=6), size=TransformerSize(2, 2, 32, 64),
+        task=dict(S=3, V=3, K=6),
+        size=TransformerSize(2, 2, 32, 64),
         train=TrainConfig(steps=40, batch_size=32, lr=3e-3, warmup=5, target="posterior", n_checkpoints=4),
         mlp_train=TrainConfig(steps=40, batch_size=32, lr=3e-3, warmup=5, target="posterior", n_checkpoints=2),
-        mlp_depth=4, eval_lengths=(6, 9), n_eval=128, n_probes=64, notes=("tiny: for tests only",)),
+        mlp_depth=4,
+        eval_lengths=(6, 9),
+        n_eval=128,
+        n_probes=64,
+        notes=("tiny: for tests only",),
+    ),
     ("hmm", "cpu"): ScaleSpec(
-        task=dict(S=5, V=5, K=20), size=TransformerSize(6, 4, 128, 256),
+        task=dict(S=5, V=5, K=20),
+        size=TransformerSize(6, 4, 128, 256),
         train=TrainConfig(steps=6000, batch_size=64, lr=5e-4, warmup=500, target="posterior", n_checkpoints=12),
         mlp_train=TrainConfig(steps=4000, batch_size=64, lr=1e-3, warmup=200, target="posterior", n_checkpoints=4),
-        mlp_depth=18, eval_lengths=(20, 30, 50), n_eval=2000, n_probes=512,
-        notes=("cpu: 6 layers, 4 heads, d = 128 and 6,000 steps of batch 64, lr 5e-4, warmup 500 (4 layers, "
-               "lr 1e-3 plateaued at 0.031 bits)",
-               "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
-               "Dirichlet α = 0.5 (not stated by the authors)")),
+        mlp_depth=18,
+        eval_lengths=(20, 30, 50),
+        n_eval=2000,
+        n_probes=512,
+        notes=(
+            "cpu: 6 layers, 4 heads, d = 128 and 6,000 steps of batch 64, lr 5e-4, warmup 500 (4 layers, "
+            "lr 1e-3 plateaued at 0.031 bits)",
+            "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
+            "Dirichlet α = 0.5 (not stated by the authors)",
+        ),
+    ),
     ("hmm", "paper"): ScaleSpec(
-        task=dict(S=5, V=5, K=20), size=TransformerSize(9, 8, 256, 512),
+        task=dict(S=5, V=5, K=20),
+        size=TransformerSize(9, 8, 256, 512),
         train=TrainConfig(steps=7813, batch_size=64, lr=3e-4, warmup=400, target="posterior", n_checkpoints=16),
         mlp_train=TrainConfig(steps=7813, batch_size=64, lr=3e-4, warmup=400, target="posterior", n_checkpoints=6),
-        mlp_depth=20, eval_lengths=(20, 30, 50), n_eval=5000, n_probes=1024,
-        notes=("no dropout (the authors use 0.1)", "d_ff = 512 (SwiGLU)",
-               "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
-               "Dirichlet α = 0.5 (not stated by the authors)")),
+        mlp_depth=20,
+        eval_lengths=(20, 30, 50),
+        n_eval=5000,
+        n_probes=1024,
+        notes=(
+            "no dropout (the authors use 0.1)",
+            "d_ff = 512 (SwiGLU)",
+            "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
+            "Dirichlet α = 0.5 (not stated by the authors)",
+        ),
+    ),
 }
 
 
@@ -94,8 +136,9 @@ def eval_lengths(sc: ScaleSpec, K: int) -> tuple[int, ...]:
     return (K, *(k for k in sc.eval_lengths[1:] if k > K))
 
 
-def run_specs(task_name: str, scale: str, *, seed: int = 0, steps: int | None = None,
-              task_params: dict[str, Any] | None = None) -> tuple[RunSpec, RunSpec]:
+def run_specs(
+    task_name: str, scale: str, *, seed: int = 0, steps: int | None = None, task_params: dict[str, Any] | None = None
+) -> tuple[RunSpec, RunSpec]:
     """The transformer and its capacity-matched MLP for a task at a scale."""
     sc = scale_spec(task_name, scale)
     params = {**sc.task, **(task_params or {})}

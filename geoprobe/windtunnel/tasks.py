@@ -25,9 +25,11 @@ define the posterior), and they are written into a header as tokens ``p0``..``p1
 initial state is uniform. The sequence is ``<bos> T(row-major) E(row-major) <sep> o1 … oK``;
 with the default ``header="indexed"`` every value is preceded by a token naming its entry
 (``t{i}_{j} p37 … e{i}_{o} p12 …``), so reading an entry is a lookup by content, not by absolute
-position (``header="plain"`` writes the values alone, as the authors do). The prediction at ``o_t`` is the filtering posterior P(s_t | o_1..o_t) from the forward
+position (``header="plain"`` writes the values alone, as the authors do). The prediction at ``o_t`` is the
+filtering posterior P(s_t | o_1..o_t) from the forward
 algorithm over answer tokens ``s0``..``s{S-1}`` (which never occur in the input).
 """
+
 from __future__ import annotations
 
 import math
@@ -61,14 +63,16 @@ class Batch:
 
     ids: Int[np.ndarray, "n T"]
     targets: Float[np.ndarray, "n K A"]
-    positions: Int[np.ndarray, "K"]
+    positions: Int[np.ndarray, " K"]
     labels: Int[np.ndarray, "n K"]  # the realised answer (bijection output, HMM hidden state)
 
     def __post_init__(self) -> None:
         n, T = self.ids.shape
         if self.targets.shape[:2] != (n, len(self.positions)) or self.positions.max() >= T:
-            raise ValueError(f"inconsistent batch: ids {self.ids.shape}, targets {self.targets.shape}, "
-                             f"positions up to {self.positions.max()}")
+            raise ValueError(
+                f"inconsistent batch: ids {self.ids.shape}, targets {self.targets.shape}, "
+                f"positions up to {self.positions.max()}"
+            )
 
     @property
     def entropy(self) -> Float[np.ndarray, "n K"]:
@@ -103,7 +107,7 @@ class BijectionTask:
         return ("<pad>", "<bos>", *(f"k{i}" for i in range(self.V)), *(f"v{i}" for i in range(self.V)))
 
     @property
-    def answer_ids(self) -> Int[np.ndarray, "A"]:
+    def answer_ids(self) -> Int[np.ndarray, " A"]:
         return np.arange(2 + self.V, 2 + 2 * self.V)
 
     @property
@@ -152,7 +156,8 @@ class BijectionTask:
         return out
 
     def describe(self) -> str:
-        return f"bijection V={self.V} K={self.K} repeat={self.repeat} ({math.lgamma(self.V + 1) / math.log(10):.1f} log10 hypotheses)"
+        log10 = math.lgamma(self.V + 1) / math.log(10)
+        return f"bijection V={self.V} K={self.K} repeat={self.repeat} ({log10:.1f} log10 hypotheses)"
 
 
 @dataclass(frozen=True)
@@ -176,17 +181,26 @@ class HMMTask:
         if self.header not in ("indexed", "plain"):
             raise TaskError(f"header {self.header!r} is not indexed|plain")
         if not 0 <= self.floor * max(self.S, self.V) < 1:
-            raise TaskError(f"probability floor {self.floor} times {max(self.S, self.V)} must be below 1; "
-                            "lower the floor or the number of states/emissions")
+            raise TaskError(
+                f"probability floor {self.floor} times {max(self.S, self.V)} must be below 1; "
+                "lower the floor or the number of states/emissions"
+            )
 
     @cached_property
     def vocab(self) -> tuple[str, ...]:
-        return ("<pad>", "<bos>", "<sep>", *(f"p{i}" for i in range(101)), *(f"o{i}" for i in range(self.V)),
-                *(f"s{i}" for i in range(self.S)), *(f"t{i}_{j}" for i in range(self.S) for j in range(self.S)),
-                *(f"e{i}_{o}" for i in range(self.S) for o in range(self.V)))
+        return (
+            "<pad>",
+            "<bos>",
+            "<sep>",
+            *(f"p{i}" for i in range(101)),
+            *(f"o{i}" for i in range(self.V)),
+            *(f"s{i}" for i in range(self.S)),
+            *(f"t{i}_{j}" for i in range(self.S) for j in range(self.S)),
+            *(f"e{i}_{o}" for i in range(self.S) for o in range(self.V)),
+        )
 
     @property
-    def answer_ids(self) -> Int[np.ndarray, "A"]:
+    def answer_ids(self) -> Int[np.ndarray, " A"]:
         start = 3 + 101 + self.V
         return np.arange(start, start + self.S)
 
@@ -198,9 +212,9 @@ class HMMTask:
     def header_len(self) -> int:
         return 1 + self._per_entry * (self.S * self.S + self.S * self.V) + 1
 
-    def decode_header(self, ids: Int[np.ndarray, "T"]) -> tuple[np.ndarray, np.ndarray]:
+    def decode_header(self, ids: Int[np.ndarray, " T"]) -> tuple[np.ndarray, np.ndarray]:
         """(T, E) as probabilities from one sequence's header."""
-        vals = (np.asarray(ids[1:self.header_len - 1])[self._per_entry - 1::self._per_entry] - 3) / 100.0
+        vals = (np.asarray(ids[1 : self.header_len - 1])[self._per_entry - 1 :: self._per_entry] - 3) / 100.0
         n_t = self.S * self.S
         return vals[:n_t].reshape(self.S, self.S), vals[n_t:].reshape(self.S, self.V)
 
@@ -239,25 +253,28 @@ class HMMTask:
         values = 3 + np.concatenate([T.reshape(n, -1), E.reshape(n, -1)], axis=1)
         if self.header == "indexed":  # each value preceded by the token naming its entry
             first_index = 3 + 101 + V + S
-            ids[:, 1:self.header_len - 1:2] = first_index + np.arange(S * S + S * V)
-            ids[:, 2:self.header_len - 1:2] = values
+            ids[:, 1 : self.header_len - 1 : 2] = first_index + np.arange(S * S + S * V)
+            ids[:, 2 : self.header_len - 1 : 2] = values
         else:
-            ids[:, 1:self.header_len - 1] = values
+            ids[:, 1 : self.header_len - 1] = values
         ids[:, self.header_len - 1] = 2
-        ids[:, self.header_len:] = 3 + 101 + obs
+        ids[:, self.header_len :] = 3 + 101 + obs
         return Batch(ids, forward_posterior(Tp, Ep, obs), self.header_len + np.arange(K), states)
 
     def describe(self) -> str:
-        return f"HMM S={self.S} V={self.V} K={self.K} (Dirichlet α={self.alpha}, floor {self.floor}, {self.header} header)"
+        return (
+            f"HMM S={self.S} V={self.V} K={self.K} (Dirichlet α={self.alpha}, floor {self.floor}, {self.header} header)"
+        )
 
 
-def _draw(p: Float[np.ndarray, "n C"], rng: np.random.Generator) -> Int[np.ndarray, "n"]:
+def _draw(p: Float[np.ndarray, "n C"], rng: np.random.Generator) -> Int[np.ndarray, " n"]:
     u = rng.random((p.shape[0], 1))
     return np.minimum((u > np.cumsum(p, axis=1)).sum(1), p.shape[1] - 1)
 
 
-def forward_posterior(T: Float[np.ndarray, "n S S"], E: Float[np.ndarray, "n S V"],
-                      obs: Int[np.ndarray, "n K"]) -> Float[np.ndarray, "n K S"]:
+def forward_posterior(
+    T: Float[np.ndarray, "n S S"], E: Float[np.ndarray, "n S V"], obs: Int[np.ndarray, "n K"]
+) -> Float[np.ndarray, "n K S"]:
     """Filtering posteriors P(s_t | o_1..o_t) by the normalised forward algorithm (uniform start)."""
     n, S, _ = T.shape
     K = obs.shape[1]

@@ -13,6 +13,7 @@ directory with its tokenizer; every checkpoint has ``trainer.pt``, the optimiser
 schedule state, read back with ``torch.load(weights_only=True)``). A NaN or infinite loss
 stops the run; the last good checkpoint stays, and the error says which it is.
 """
+
 from __future__ import annotations
 
 import json
@@ -116,11 +117,15 @@ class RunSpec(Record):
     @classmethod
     def from_json(cls, d: dict[str, Any], where: str) -> "RunSpec":
         if d.get("kind") != RUN_KIND:
-            raise TrainingError(f"{where} is not a wind-tunnel run (kind {d.get('kind')!r}); pass a directory made by "
-                                "'geoprobe windtunnel train'")
+            raise TrainingError(
+                f"{where} is not a wind-tunnel run (kind {d.get('kind')!r}); pass a directory made by "
+                "'geoprobe windtunnel train'"
+            )
         if d.get("version") != RUN_VERSION:
-            raise TrainingError(f"{where} has run format {d.get('version')}, this geoprobe reads {RUN_VERSION}; "
-                                "retrain with --out NEW_DIR")
+            raise TrainingError(
+                f"{where} has run format {d.get('version')}, this geoprobe reads {RUN_VERSION}; "
+                "retrain with --out NEW_DIR"
+            )
         return cls.from_dict(d)
 
     def differences(self, other: "RunSpec") -> list[str]:
@@ -187,8 +192,9 @@ def list_checkpoints(run: Path) -> list[int]:
     return sorted(int(p.name.removeprefix("step-")) for p in root.glob("step-*") if (p / "DONE").exists())
 
 
-def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any,
-                    losses: list[float]) -> Path:
+def save_checkpoint(
+    run: Path, step: int, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any, losses: list[float]
+) -> Path:
     from safetensors.torch import save_model
 
     target = checkpoint_dir(run, step)
@@ -199,8 +205,15 @@ def save_checkpoint(run: Path, step: int, spec: RunSpec, model: torch.nn.Module,
         word_tokenizer(spec.task_obj.vocab).save_pretrained(tmp)
     else:
         save_model(model, str(tmp / "model.safetensors"))
-    torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "step": step,
-                "losses": torch.tensor(losses, dtype=torch.float64)}, tmp / "trainer.pt")
+    torch.save(
+        {
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "step": step,
+            "losses": torch.tensor(losses, dtype=torch.float64),
+        },
+        tmp / "trainer.pt",
+    )
     (tmp / "spec.json").write_text(spec.json_text())
     (tmp / "DONE").write_text("")
     _publish(tmp)
@@ -235,8 +248,10 @@ def load_weights(spec: RunSpec, ckpt: Path) -> torch.nn.Module:
     weights = ckpt / "model.safetensors"
     damage = safetensors_damage(weights) if weights.exists() else "the file is missing"
     if damage is not None:
-        raise TrainingError(f"checkpoint file {str(weights)!r} is damaged ({damage}); delete {str(ckpt)!r} to resume "
-                            "from the checkpoint before it, or retrain into a fresh --out")
+        raise TrainingError(
+            f"checkpoint file {str(weights)!r} is damaged ({damage}); delete {str(ckpt)!r} to resume "
+            "from the checkpoint before it, or retrain into a fresh --out"
+        )
     if spec.arch == "transformer":
         from transformers import LlamaForCausalLM
 
@@ -253,20 +268,26 @@ def _load_trainer_state(ckpt: Path) -> dict[str, Any]:
     try:
         return torch.load(path, weights_only=True)
     except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
-        raise TrainingError(f"checkpoint file {str(path)!r} is damaged ({type(exc).__name__}); delete {str(ckpt)!r} "
-                            "to resume from the checkpoint before it, or retrain into a fresh --out") from None
+        raise TrainingError(
+            f"checkpoint file {str(path)!r} is damaged ({type(exc).__name__}); delete {str(ckpt)!r} "
+            "to resume from the checkpoint before it, or retrain into a fresh --out"
+        ) from None
 
 
 def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
     path = ckpt / "spec.json"
     if not path.exists():
-        raise TrainingError(f"{str(ckpt)!r} is not a wind-tunnel checkpoint (no spec.json); pass a run directory "
-                            "made by 'geoprobe windtunnel train'")
+        raise TrainingError(
+            f"{str(ckpt)!r} is not a wind-tunnel checkpoint (no spec.json); pass a run directory "
+            "made by 'geoprobe windtunnel train'"
+        )
     theirs = _read_spec_file(path)
     diff = spec.differences(theirs)
     if diff:
-        raise TrainingError(f"checkpoint {str(ckpt)!r} belongs to another task or config ({'; '.join(diff)}); "
-                            "pass a fresh --out or the matching --task/--scale")
+        raise TrainingError(
+            f"checkpoint {str(ckpt)!r} belongs to another task or config ({'; '.join(diff)}); "
+            "pass a fresh --out or the matching --task/--scale"
+        )
 
 
 # -- the loop ----------------------------------------------------------------------------------
@@ -276,12 +297,16 @@ def _write_spec(run: Path, spec: RunSpec) -> None:
         theirs = _read_spec_file(path)
         diff = spec.differences(theirs)
         if diff:
-            raise TrainingError(f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
-                                "pass another --out or the matching --task/--scale")
+            raise TrainingError(
+                f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
+                "pass another --out or the matching --task/--scale"
+            )
         if theirs.train.steps != spec.train.steps and list_checkpoints(run):
-            raise TrainingError(f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
-                                f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
-                                "or another --out")
+            raise TrainingError(
+                f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
+                f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
+                "or another --out"
+            )
     run.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, spec.json_text())
 
@@ -297,8 +322,14 @@ class TrainReport:
     tokens_per_second: float
 
 
-def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
-          progress: Callable[[int, int, float], None] | None = None) -> TrainReport:
+def train(
+    spec: RunSpec,
+    run: Path,
+    *,
+    resume: bool = True,
+    device: str = "cpu",
+    progress: Callable[[int, int, float], None] | None = None,
+) -> TrainReport:
     """Train ``spec`` into ``run`` (resuming from its last checkpoint when ``resume``) on ``device``
     (``cpu``, ``cuda``, …; the device is not part of the spec: a run may move between machines)."""
     from geoprobe.models.loaded import quiet_libraries
@@ -338,14 +369,17 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
     for step in range(start, cfg.steps):
         batch = task.sample(cfg.batch_size, step_rng(cfg.seed, step))
         ids = torch.as_tensor(batch.ids, device=device)
-        loss = loss_fn(predict_logits(model, ids, torch.as_tensor(batch.positions, device=device)), batch, answers,
-                       cfg.target)
+        loss = loss_fn(
+            predict_logits(model, ids, torch.as_tensor(batch.positions, device=device)), batch, answers, cfg.target
+        )
         value = float(loss.detach())
         if not math.isfinite(value):
             good = list_checkpoints(run)
-            raise TrainingError(f"loss became {value} at step {step + 1} (lr {cfg.lr}); training stopped, the last good "
-                                f"checkpoint is step {good[-1] if good else 'none'} in {str(run)!r}: lower --lr and "
-                                "retrain into a fresh --out")
+            raise TrainingError(
+                f"loss became {value} at step {step + 1} (lr {cfg.lr}); training stopped, the last good "
+                f"checkpoint is step {good[-1] if good else 'none'} in {str(run)!r}: lower --lr and "
+                "retrain into a fresh --out"
+            )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
@@ -358,15 +392,24 @@ def train(spec: RunSpec, run: Path, *, resume: bool = True, device: str = "cpu",
         if progress is not None:
             progress(step + 1, cfg.steps, value)
     seconds = time.perf_counter() - t0
-    return TrainReport(run, cfg.steps, resumed, seconds, losses[-1] if losses else float("nan"), n_params(model),
-                       tokens / seconds if seconds > 0 else float("nan"))
+    return TrainReport(
+        run,
+        cfg.steps,
+        resumed,
+        seconds,
+        losses[-1] if losses else float("nan"),
+        n_params(model),
+        tokens / seconds if seconds > 0 else float("nan"),
+    )
 
 
 def read_spec(run: Path) -> RunSpec:
     path = Path(run) / "run.json"
     if not path.exists():
-        raise TrainingError(f"{str(run)!r} is not a wind-tunnel run directory (no run.json); train one with "
-                            "'geoprobe windtunnel train --out DIR'")
+        raise TrainingError(
+            f"{str(run)!r} is not a wind-tunnel run directory (no run.json); train one with "
+            "'geoprobe windtunnel train --out DIR'"
+        )
     return _read_spec_file(path)
 
 
@@ -378,5 +421,16 @@ def _read_spec_file(path: Path) -> RunSpec:
         raise TrainingError(f"{str(path)!r} is damaged ({type(exc).__name__}); retrain with another --out") from exc
 
 
-__all__ = ["TrainConfig", "RunSpec", "TrainReport", "TrainingError", "train", "build", "load_weights",
-           "list_checkpoints", "checkpoint_dir", "read_spec", "n_params"]
+__all__ = [
+    "TrainConfig",
+    "RunSpec",
+    "TrainReport",
+    "TrainingError",
+    "train",
+    "build",
+    "load_weights",
+    "list_checkpoints",
+    "checkpoint_dir",
+    "read_spec",
+    "n_params",
+]

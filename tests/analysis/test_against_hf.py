@@ -15,6 +15,7 @@ GGUF, and
 
 Prompts run one at a time, unpadded; the capture runs them in padded batches.
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,8 +70,10 @@ def _raw_final_token(plain, ids: list[int]) -> tuple[list[np.ndarray], list[np.n
     values: dict[int, torch.Tensor] = {}
     handles = []
     for i, layer in enumerate(plain.model.layers):
+
         def hook(module, args, out, i=i):
             values[i] = out[0, -1].detach().clone()
+
         handles.append(layer.self_attn.v_proj.register_forward_hook(hook))
     try:
         with torch.inference_mode():

@@ -1,4 +1,5 @@
 """geoprobe.analysis.alignment on planted entropy axes (seeded, fast)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -92,8 +93,9 @@ def test_profile_layers_equal_single_fits_and_bonferroni(profile):
     for i, layer in enumerate(profile.layers):
         one = EntropyAlignment(random_state=0, **FAST).fit(coords[i], h)
         for batched, single in ((profile.spearman[i], one.spearman_), (profile.pearson[i], one.pearson_)):
-            assert (batched.value, batched.low, batched.high) == pytest.approx((single.value, single.low, single.high),
-                                                                                rel=1e-12, nan_ok=True)
+            assert (batched.value, batched.low, batched.high) == pytest.approx(
+                (single.value, single.low, single.high), rel=1e-12, nan_ok=True
+            )
         assert profile.p_value[i] == one.p_value_ and profile.orientation[i] == one.orientation_
     assert profile.orientation[:2] == (1, -1)
     np.testing.assert_allclose(profile.p_bonferroni, np.minimum(1, 3 * np.array(profile.p_value)))
@@ -103,19 +105,26 @@ def test_profile_layers_equal_single_fits_and_bonferroni(profile):
 def test_profile_json_round_trip_is_exact(profile):
     back = AlignmentProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
     assert back == profile and back.to_dict() == profile.to_dict()
-    nan = dataclasses.replace(profile, spearman=(Estimate(math.nan, math.nan, math.nan),) + profile.spearman[1:],
-                              p_value=(math.nan,) + profile.p_value[1:], p_bonferroni=(math.nan,) + profile.p_bonferroni[1:])
+    nan = dataclasses.replace(
+        profile,
+        spearman=(Estimate(math.nan, math.nan, math.nan),) + profile.spearman[1:],
+        p_value=(math.nan,) + profile.p_value[1:],
+        p_bonferroni=(math.nan,) + profile.p_bonferroni[1:],
+    )
     assert AlignmentProfile.from_dict(json.loads(json.dumps(nan.to_dict()))) == nan
 
 
-@pytest.mark.parametrize("change", [
-    dict(orientation=(1, 0, 1)),
-    dict(spearman=(Estimate(-0.5, -0.6, -0.4),) * 3),
-    dict(p_bonferroni=(0.0, 0.0, 0.0)),
-    dict(p_value=(0.1, 0.2)),
-    dict(layers=(2, 2, 9)),
-    dict(n=2),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(orientation=(1, 0, 1)),
+        dict(spearman=(Estimate(-0.5, -0.6, -0.4),) * 3),
+        dict(p_bonferroni=(0.0, 0.0, 0.0)),
+        dict(p_value=(0.1, 0.2)),
+        dict(layers=(2, 2, 9)),
+        dict(n=2),
+    ],
+)
 def test_profile_rejects_inconsistent_fields(profile, change):
     with pytest.raises(ValueError):
         dataclasses.replace(profile, **change)
@@ -126,7 +135,9 @@ def test_figure_shows_rho_with_ci_and_significant_layers(profile):
     assert isinstance(fig, go.Figure) and len(fig.data) == 2
     rho = [e.value for e in profile.spearman]
     np.testing.assert_allclose(fig.data[0].y, rho)
-    np.testing.assert_allclose(np.asarray(fig.data[0].error_y.arrayminus), np.array(rho) - [e.low for e in profile.spearman])
+    np.testing.assert_allclose(
+        np.asarray(fig.data[0].error_y.arrayminus), np.array(rho) - [e.low for e in profile.spearman]
+    )
     assert list(fig.data[1].x) == [2, 5]
     np.testing.assert_allclose(fig.data[1].y, rho[:2])
     assert "toy" in fig.layout.title.text

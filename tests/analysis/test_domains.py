@@ -1,5 +1,6 @@
 """geoprobe.analysis.contrast, geoprobe.analysis.token_match and geoprobe.domains on planted structure
 (seeded, fast)."""
+
 from __future__ import annotations
 
 import json
@@ -213,10 +214,15 @@ def _inputs(extra_domain: bool = True) -> dict:
     kinds = {"mixed": "mixed", "math": "restricted", "math-control": "control", "code": "restricted"}
     domain_of = {"mixed": None, "math": "math", "math-control": "math", "code": "code"}
     rng = np.random.default_rng(0)
-    return dict(values=values, kinds={k: kinds[k] for k in values}, domain_of={k: domain_of[k] for k in values},
-                entropies={k: rng.uniform(1, 5, N) for k in values}, n_tokens={k: rng.integers(5, 30, N) for k in values},
-                prompts_hash={k: f"sha256:{k}" for k in values},
-                balance={"math": {"n_tokens": 0.02, "mean_log10_freq": -0.04, "sd_log10_freq": 0.3}})
+    return dict(
+        values=values,
+        kinds={k: kinds[k] for k in values},
+        domain_of={k: domain_of[k] for k in values},
+        entropies={k: rng.uniform(1, 5, N) for k in values},
+        n_tokens={k: rng.integers(5, 30, N) for k in values},
+        prompts_hash={k: f"sha256:{k}" for k in values},
+        balance={"math": {"n_tokens": 0.02, "mean_log10_freq": -0.04, "sd_log10_freq": 0.3}},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -240,8 +246,7 @@ def test_compare_domains_contrasts_and_bonferroni(comparison):
     alone = compare_domains(**_inputs(extra_domain=False), **CMP)
     c_alone = alone.versus_mixed("math")
     assert c_alone.diff == math_c.diff and c_alone.p_value == math_c.p_value
-    direct = contrast(_inputs()["values"]["mixed"], _inputs()["values"]["math"], label_a="mixed",
-                      label_b="math", **CMP)
+    direct = contrast(_inputs()["values"]["mixed"], _inputs()["values"]["math"], label_a="mixed", label_b="math", **CMP)
     assert direct.diff == math_c.diff and direct.p_value == math_c.p_value
     assert any("no matched control for ['code']" in s for s in cmp.notes)
     assert any("imbalanced" in s and "sd_log10_freq" in s for s in cmp.notes)
@@ -259,8 +264,10 @@ def test_compare_domains_bad_input():
     with pytest.raises(ValueError, match="entropies covers"):
         compare_domains(**bad, **CMP)
     values = {("math-ctl" if k == "math-control" else k): v for k, v in base["values"].items()}
-    ren = {name: {("math-ctl" if k == "math-control" else k): v for k, v in base[name].items()}
-           for name in ("kinds", "domain_of", "entropies", "n_tokens", "prompts_hash")}
+    ren = {
+        name: {("math-ctl" if k == "math-control" else k): v for k, v in base[name].items()}
+        for name in ("kinds", "domain_of", "entropies", "n_tokens", "prompts_hash")
+    }
     with pytest.raises(ValueError, match="must be named '<domain>-control'"):
         compare_domains(values, **ren, **CMP)
 
@@ -303,8 +310,11 @@ def test_table_and_figures(comparison):
     assert len(fig.layout.shapes) == 3  # the mixed reference line per panel
     diff = comparison.difference_figure()
     assert isinstance(diff, go.Figure) and "layer 11" in diff.layout.title.text
-    assert [t.name for t in diff.data] == ["restricted − mixed (95 % CI)", "control − mixed (95 % CI)",
-                                          "restricted − control (95 % CI)"] * 3
+    assert [t.name for t in diff.data] == [
+        "restricted − mixed (95 % CI)",
+        "control − mixed (95 % CI)",
+        "restricted − control (95 % CI)",
+    ] * 3
     assert len(diff.data[0].x) == 2 and len(diff.data[1].x) == 1
     assert diff.data[0].x[0] == pytest.approx(100 * c.diff["pc1"].value)
 
@@ -312,10 +322,14 @@ def test_table_and_figures(comparison):
 def test_domains_report_escapes_user_strings_and_refuses_overwrite(tmp_path):
     from geoprobe.errors import OutputExistsError
 
-    cmp = compare_domains(**_inputs(extra_domain=False), model="<script>alert(1)</script>", layer=3,
-                          provenance={"sets": {"mixed": {"name": "mixed", "hash": "ab" * 32, "n": N,
-                                                         "domain_counts": {"<i>x</i>": N}}}},
-                          notes=["note with <b>markup</b>"], **CMP)
+    cmp = compare_domains(
+        **_inputs(extra_domain=False),
+        model="<script>alert(1)</script>",
+        layer=3,
+        provenance={"sets": {"mixed": {"name": "mixed", "hash": "ab" * 32, "n": N, "domain_counts": {"<i>x</i>": N}}}},
+        notes=["note with <b>markup</b>"],
+        **CMP,
+    )
     path = cmp.report(tmp_path / "d.html")
     html = path.read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -1,4 +1,5 @@
 """Attention focusing on planted entropies: exact means, reduction and its test, Jensen, round trip."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """geoprobe.analysis.manifold on planted structure (seeded, fast)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -109,8 +110,15 @@ def test_profile_is_deterministic_and_gaussian_null_is_shared(profile):
     rng = np.random.default_rng(1)
     noise = rng.standard_normal((N, D))
     x, t = planted(strength=1.5, seed=2)
-    again = value_manifold(np.stack([noise, x, -x]), (0, 3, 7), profile.next_entropy, model="toy",
-                           scatter_layers=(3,), random_state=0, **FAST)
+    again = value_manifold(
+        np.stack([noise, x, -x]),
+        (0, 3, 7),
+        profile.next_entropy,
+        model="toy",
+        scatter_layers=(3,),
+        random_state=0,
+        **FAST,
+    )
     assert again == profile
     g = value_manifold(np.stack([noise, x]), (0, 1), t, null_kind="gaussian", random_state=0, **FAST)
     assert g.null[0] == g.null[1] and g.null[0].kind == "gaussian"
@@ -124,18 +132,21 @@ def test_profile_json_round_trip_is_exact(profile):
     assert back.orientation == profile.orientation and set(back.coords) == {3, 7}
 
 
-@pytest.mark.parametrize("change", [
-    dict(beats_null_pc1=(True, True, True)),
-    dict(orientation={0: 1, 3: 0, 7: 1}),
-    dict(orientation={0: 1, 3: 1}),
-    dict(pc1=(Estimate(1.2, 1.1, 1.3),) * 3),
-    dict(pr=(Estimate(0.5, 0.4, 0.6),) * 3),
-    dict(coords={7: np.zeros((N, 3))}),
-    dict(coords={5: np.zeros((N, 2))}),
-    dict(next_entropy=np.zeros(N - 1)),
-    dict(pc1_coords=np.zeros((2, N))),
-    dict(layers=(0, 3, 3)),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(beats_null_pc1=(True, True, True)),
+        dict(orientation={0: 1, 3: 0, 7: 1}),
+        dict(orientation={0: 1, 3: 1}),
+        dict(pc1=(Estimate(1.2, 1.1, 1.3),) * 3),
+        dict(pr=(Estimate(0.5, 0.4, 0.6),) * 3),
+        dict(coords={7: np.zeros((N, 3))}),
+        dict(coords={5: np.zeros((N, 2))}),
+        dict(next_entropy=np.zeros(N - 1)),
+        dict(pc1_coords=np.zeros((2, N))),
+        dict(layers=(0, 3, 3)),
+    ],
+)
 def test_profile_rejects_inconsistent_fields(profile, change):
     fields = {f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}
     with pytest.raises(ValueError):

@@ -1,12 +1,13 @@
 """Key orthogonality on planted structure: exact values, baselines, round trip, validation, figure."""
+
 from __future__ import annotations
 
 import json
 import math
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from geoprobe.analysis.orthogonality import (
     KeyOrthogonality,
@@ -161,8 +162,9 @@ def result() -> KeyOrthogonality:
     w = rng.standard_normal((4, 3, 48, 8)) + 0.3 * rng.standard_normal((4, 3, 48, 1))  # shared direction
     init = rng.standard_normal((4, 3, 48, 8))
     keys = rng.standard_normal((4, 10, 3, 8))
-    return key_orthogonality(w, [0, 3, 7, 11], 48, model="planted <b>&", init_w_k=init,
-                             init_label="twin seed=0", keys=keys)
+    return key_orthogonality(
+        w, [0, 3, 7, 11], 48, model="planted <b>&", init_w_k=init, init_label="twin seed=0", keys=keys
+    )
 
 
 def test_result_numbers(result):

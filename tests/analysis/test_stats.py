@@ -1,4 +1,5 @@
 """geoprobe.analysis.stats on data with known answers (seeded, fast)."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,17 @@ import warnings
 import numpy as np
 import pytest
 
-from geoprobe.analysis.stats import (Estimate, NullBand, bonferroni, bootstrap_ci, matched_null, participation_ratio,
-                                     permutation_pvalue, spectrum, zscore)
+from geoprobe.analysis.stats import (
+    Estimate,
+    NullBand,
+    bonferroni,
+    bootstrap_ci,
+    matched_null,
+    participation_ratio,
+    permutation_pvalue,
+    spectrum,
+    zscore,
+)
 
 
 def equicorrelated(n: int, d: int, rho: float, seed: int = 0) -> np.ndarray:
@@ -72,7 +82,9 @@ def test_bootstrap_ci_degenerate_data_gives_point_interval_without_warnings():
     try:
         e = bootstrap_ci(np.full(50, 2.5), random_state=0)
         one = bootstrap_ci(np.array([7.0]), random_state=0)
-        r = bootstrap_ci((np.ones(30), np.arange(30.0)), lambda x, y, axis=-1: np.corrcoef(x, y)[0, 1] + 0 * x.sum(axis))
+        r = bootstrap_ci(
+            (np.ones(30), np.arange(30.0)), lambda x, y, axis=-1: np.corrcoef(x, y)[0, 1] + 0 * x.sum(axis)
+        )
     finally:
         ctx.__exit__(None, None, None)
     assert (e.value, e.low, e.high) == (2.5, 2.5, 2.5)
@@ -101,8 +113,9 @@ def test_permutation_pvalue_detects_association_and_not_noise():
     assert p_greater == pytest.approx(1 / 1001)  # nothing in the null reaches it (scipy counts the data once)
     assert p_assoc == pytest.approx(2 / 1001)  # two-sided doubles the smaller tail
     assert p_noise > 0.05
-    batched = permutation_pvalue((np.stack([x, x]), np.stack([x, rng.normal(size=80)])), r,
-                                 permutation_type="pairings", random_state=0, axis=-1)
+    batched = permutation_pvalue(
+        (np.stack([x, x]), np.stack([x, rng.normal(size=80)])), r, permutation_type="pairings", random_state=0, axis=-1
+    )
     assert batched.shape == (2,) and batched[0] < 0.01
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -13,6 +13,7 @@ torch forward hooks, mirroring each family's ``modeling_*.py`` attention code:
 * ln1: the output of the layer's ``input_layernorm``.
 * pattern: ``output_attentions=True`` (eager attention), final query row.
 """
+
 from __future__ import annotations
 
 import sys
@@ -93,6 +94,7 @@ def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
                 store[(layer, name)] = x[0, :, -1].detach().clone()
             else:  # (B, T, H*d)
                 store[(layer, name)] = x[0, -1].detach().reshape(-1, d).clone()
+
         return fn
 
     def qkv_hook(layer: int):
@@ -101,17 +103,23 @@ def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
             qkv = out.view(1, t, -1, 3 * d)  # exactly GPTNeoXAttention: (B, T, heads, 3*d_head)
             q, k, v = qkv.chunk(3, dim=-1)
             store[(layer, "q")], store[(layer, "k")], store[(layer, "v")] = (
-                q[0, -1].detach().clone(), k[0, -1].detach().clone(), v[0, -1].detach().clone())
+                q[0, -1].detach().clone(),
+                k[0, -1].detach().clone(),
+                v[0, -1].detach().clone(),
+            )
+
         return fn
 
     def z_hook(layer: int):
         def fn(module, args):
             store[(layer, "z")] = args[0][0, -1].detach().reshape(-1, d).clone()
+
         return fn
 
     def ln_hook(layer: int):
         def fn(module, args, out):
             store[(layer, "ln1")] = out[0, -1].detach().clone()
+
         return fn
 
     try:
@@ -145,7 +153,11 @@ def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
         return [store[(i, name)].float().numpy() for i in range(n_layers)]
 
     return FinalToken(
-        q=per_layer("q"), k=per_layer("k"), v=per_layer("v"), z=per_layer("z"), ln1=per_layer("ln1"),
+        q=per_layer("q"),
+        k=per_layer("k"),
+        v=per_layer("v"),
+        z=per_layer("z"),
+        ln1=per_layer("ln1"),
         pattern=[a[0, :, -1, :].float().numpy() for a in out.attentions],
         logits=out.logits[0, -1].double().numpy(),
     )

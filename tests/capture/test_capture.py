@@ -60,8 +60,11 @@ def test_long_prompts_keep_their_final_tokens_and_warn(twin_factory):
     m = twin_factory("llama-3.2-1b")
     long = "one two three four five six seven eight nine ten eleven twelve"
     ids = m.tokenizer(long)["input_ids"]
-    with pytest.warns(UserWarning, match=r"1 of 1 prompt\(s\) longer than 5 tokens .* \(\d+ tokens dropped in all, "
-                                         r"up to \d+ from one prompt\); the cap is --max-tokens 5"):
+    with pytest.warns(
+        UserWarning,
+        match=r"1 of 1 prompt\(s\) longer than 5 tokens .* \(\d+ tokens dropped in all, "
+        r"up to \d+ from one prompt\); the cap is --max-tokens 5",
+    ):
         cut = capture(m, [long], CaptureConfig(max_tokens=5))
     tail = m.tokenizer.decode(ids[-5:])
     with warnings.catch_warnings():
@@ -112,8 +115,19 @@ def test_save_load_is_lossless_and_never_overwrites(tmp_path, twin_factory, prom
     c = capture(m, prompts, CaptureConfig(attention="distribution", queries=True), seed=7)
     path = c.save(tmp_path / "cap")
     back = Capture.load(path)
-    for name in ("values", "keys", "queries", "attn_pattern", "attn_entropy", "next_entropy", "next_top_ids",
-                 "next_top_probs", "n_tokens", "n_truncated", "w_k"):
+    for name in (
+        "values",
+        "keys",
+        "queries",
+        "attn_pattern",
+        "attn_entropy",
+        "next_entropy",
+        "next_top_ids",
+        "next_top_probs",
+        "n_tokens",
+        "n_truncated",
+        "w_k",
+    ):
         np.testing.assert_array_equal(getattr(back, name), getattr(c, name), err_msg=name)
         assert getattr(back, name).dtype == getattr(c, name).dtype
     assert back.prompts == c.prompts and back.layout == c.layout and back.provenance == c.provenance

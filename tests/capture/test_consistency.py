@@ -13,6 +13,7 @@ Tolerances (float32 everywhere):
 * next-token probabilities: relative 1e-4 (absolute 1e-9), because a random twin spreads its
   mass over 49k tokens, so its top probabilities are ~1e-4 and an absolute 1e-4 would pass anything.
 """
+
 from __future__ import annotations
 
 import functools
@@ -109,8 +110,9 @@ def test_capture_matches_plain_hugging_face(subject, side):
     ids = subject.ids(prompts)
     lengths = [len(s) for s in ids]
     assert len(set(lengths)) > 1  # the batches really are padded
-    cfg = CaptureConfig(queries=True, attn_out=True, attention="distribution", batch_size=4, padding_side=side,
-                        top_k=10)
+    cfg = CaptureConfig(
+        queries=True, attn_out=True, attention="distribution", batch_size=4, padding_side=side, top_k=10
+    )
     assert cfg.batch_size < len(prompts)  # several batches run
     c = capture(subject.model, prompts, cfg)
     np.testing.assert_array_equal(c.n_tokens, lengths)
@@ -121,37 +123,57 @@ def test_capture_matches_plain_hugging_face(subject, side):
         for layer in range(lay.n_layers):
             where = f"{subject.name} {side}-padded prompt #{i} layer {layer}"
             for field, ref_list in (("queries", ref.q), ("keys", ref.k), ("values", ref.v), ("attn_out", ref.z)):
-                np.testing.assert_allclose(getattr(c, field)[layer, i], ref_list[layer], rtol=0, atol=ATOL,
-                                           err_msg=f"{field} {where}")
-            np.testing.assert_allclose(c.attn_pattern[layer, i, :, :n], ref.pattern[layer], rtol=0, atol=ATOL,
-                                       err_msg=f"attn_pattern {where}")
+                np.testing.assert_allclose(
+                    getattr(c, field)[layer, i], ref_list[layer], rtol=0, atol=ATOL, err_msg=f"{field} {where}"
+                )
+            np.testing.assert_allclose(
+                c.attn_pattern[layer, i, :, :n], ref.pattern[layer], rtol=0, atol=ATOL, err_msg=f"attn_pattern {where}"
+            )
             np.testing.assert_array_equal(c.attn_pattern[layer, i, :, n:], 0.0, err_msg=f"pattern padding {where}")
-            np.testing.assert_allclose(c.attn_entropy[layer, i], _entropy_bits(ref.pattern[layer]), rtol=0,
-                                       atol=ATOL, err_msg=f"attn_entropy {where}")
+            np.testing.assert_allclose(
+                c.attn_entropy[layer, i],
+                _entropy_bits(ref.pattern[layer]),
+                rtol=0,
+                atol=ATOL,
+                err_msg=f"attn_entropy {where}",
+            )
         # next token: HF's full logits at the final position
         p = _softmax64(ref.logits)
-        np.testing.assert_allclose(c.next_entropy[i], _entropy_bits(p), rtol=0, atol=ATOL,
-                                   err_msg=f"next_entropy {subject.name} {side} #{i}")
+        np.testing.assert_allclose(
+            c.next_entropy[i], _entropy_bits(p), rtol=0, atol=ATOL, err_msg=f"next_entropy {subject.name} {side} #{i}"
+        )
         k = c.next_top_ids.shape[1]
         order = np.argsort(-p, kind="stable")
         top_ref = order[:k]
-        np.testing.assert_allclose(c.next_top_probs[i], p[top_ref], rtol=PROB_RTOL, atol=1e-9,
-                                   err_msg=f"top-k probabilities {subject.name} {side} #{i}")
-        np.testing.assert_allclose(p[c.next_top_ids[i]], c.next_top_probs[i], rtol=PROB_RTOL, atol=1e-9,
-                                   err_msg=f"probability of the captured top-k ids {subject.name} {side} #{i}")
+        np.testing.assert_allclose(
+            c.next_top_probs[i],
+            p[top_ref],
+            rtol=PROB_RTOL,
+            atol=1e-9,
+            err_msg=f"top-k probabilities {subject.name} {side} #{i}",
+        )
+        np.testing.assert_allclose(
+            p[c.next_top_ids[i]],
+            c.next_top_probs[i],
+            rtol=PROB_RTOL,
+            atol=1e-9,
+            err_msg=f"probability of the captured top-k ids {subject.name} {side} #{i}",
+        )
         # ids must match exactly wherever the reference ranks are not a near-tie
         ranked = p[order[: k + 1]]
         gap_before = np.r_[np.inf, ranked[:-2] - ranked[1:-1]]
         gap_after = ranked[:-1] - ranked[1:]
         clear = (gap_before > PROB_RTOL * ranked[:-1]) & (gap_after > PROB_RTOL * ranked[:-1])
         assert clear.sum() >= k // 2, "reference top-k is nearly all ties; the id check would be vacuous"
-        np.testing.assert_array_equal(c.next_top_ids[i][clear], top_ref[clear],
-                                      err_msg=f"top-k ids {subject.name} {side} #{i}")
+        np.testing.assert_array_equal(
+            c.next_top_ids[i][clear], top_ref[clear], err_msg=f"top-k ids {subject.name} {side} #{i}"
+        )
 
 
 # -- 2. self-consistency: attention recomputed from captured q, k, v --------------------------
-def _attention(q: np.ndarray, k: np.ndarray, kv_group: np.ndarray, t: int, scale: float,
-               window: int | None) -> np.ndarray:
+def _attention(
+    q: np.ndarray, k: np.ndarray, kv_group: np.ndarray, t: int, scale: float, window: int | None
+) -> np.ndarray:
     """Attention of query position t (q: (H, n, d)) over keys k (Hkv, n, d): (H, n), zero where masked."""
     n = k.shape[1]
     pos = np.arange(n)
@@ -173,8 +195,11 @@ def test_attention_recomputed_from_captured_qkv(subject):
     prefixes = [tok.decode(ids[: t + 1]) for t in range(n)]
     for t, text in enumerate(prefixes):  # prefix t's final token is position t of the full prompt
         assert subject.ids([text])[0] == ids[: t + 1], f"prefix {t} {text!r} does not re-tokenize to itself"
-    c = capture(subject.model, prefixes, CaptureConfig(queries=True, attn_out=True, attention="distribution",
-                                                       batch_size=8, padding_side="left"))
+    c = capture(
+        subject.model,
+        prefixes,
+        CaptureConfig(queries=True, attn_out=True, attention="distribution", batch_size=8, padding_side="left"),
+    )
     kv_group = np.asarray(lay.kv_group)
     per = R.n_kv_groups(plain)
     np.testing.assert_array_equal(kv_group, np.arange(lay.n_heads) // per)  # HF repeat_kv convention
@@ -199,8 +224,9 @@ def test_attention_recomputed_from_captured_qkv(subject):
             got = c.attn_pattern[layer, t, :, : t + 1]
             np.testing.assert_allclose(got, p[:, : t + 1], rtol=0, atol=ATOL, err_msg=f"pattern {where}")
             np.testing.assert_allclose(c.attn_out[layer, t], z, rtol=0, atol=ATOL, err_msg=f"attn_out {where}")
-            np.testing.assert_allclose(c.attn_entropy[layer, t], _entropy_bits(p), rtol=0, atol=ATOL,
-                                       err_msg=f"attn_entropy {where}")
+            np.testing.assert_allclose(
+                c.attn_entropy[layer, t], _entropy_bits(p), rtol=0, atol=ATOL, err_msg=f"attn_entropy {where}"
+            )
             # controls: the same check with one ingredient wrong must be far off
             wrong = _attention(q.double().numpy(), k.double().numpy(), kv_group, t, scale, window)
             control["no rotary"] = max(control["no rotary"], np.abs(wrong[:, : t + 1] - got).max())
@@ -239,10 +265,16 @@ def test_key_weights_reproduce_captured_keys(subject):
     for i, seq in enumerate(subject.ids(prompts)):
         ref = _reference(subject.name, subject.plain, tuple(seq))
         for layer in range(lay.n_layers):
-            pred = _keys_from_weights(subject.plain, layer, ref.ln1[layer], c.w_k[layer],
-                                      R.key_bias(subject.plain, layer))
-            np.testing.assert_allclose(pred, c.keys[layer, i], rtol=0, atol=ATOL,
-                                       err_msg=f"ln1 @ W_K vs captured keys, {subject.name} prompt #{i} layer {layer}")
+            pred = _keys_from_weights(
+                subject.plain, layer, ref.ln1[layer], c.w_k[layer], R.key_bias(subject.plain, layer)
+            )
+            np.testing.assert_allclose(
+                pred,
+                c.keys[layer, i],
+                rtol=0,
+                atol=ATOL,
+                err_msg=f"ln1 @ W_K vs captured keys, {subject.name} prompt #{i} layer {layer}",
+            )
 
 
 def test_wrong_neox_layout_does_not_reproduce_keys(twin_factory):
@@ -272,11 +304,17 @@ def test_wrong_neox_layout_does_not_reproduce_keys(twin_factory):
 def test_batched_equals_one_prompt_at_a_time(subject, side):
     prompts = list(PROMPTS)
     single = capture(subject.model, prompts, CaptureConfig(batch_size=1, key_weights=False))
-    batched = capture(subject.model, prompts, CaptureConfig(batch_size=4, padding_side=side, sort_by_length=False,
-                                                            key_weights=False))
+    batched = capture(
+        subject.model, prompts, CaptureConfig(batch_size=4, padding_side=side, sort_by_length=False, key_weights=False)
+    )
     lengths = np.asarray([len(s) for s in subject.ids(prompts)])
     assert len(set(lengths[:4])) > 1 and len(set(lengths[4:])) > 1  # both unsorted batches are padded
     for field in ("values", "keys", "attn_entropy", "next_entropy"):
-        np.testing.assert_allclose(getattr(batched, field), getattr(single, field), rtol=0, atol=ATOL,
-                                   err_msg=f"{field}, {subject.name} {side}-padded batches vs one at a time")
+        np.testing.assert_allclose(
+            getattr(batched, field),
+            getattr(single, field),
+            rtol=0,
+            atol=ATOL,
+            err_msg=f"{field}, {subject.name} {side}-padded batches vs one at a time",
+        )
     np.testing.assert_array_equal(batched.n_tokens, single.n_tokens)

@@ -1,4 +1,5 @@
 """A damaged saved capture is named in one line, never a bare SafetensorError (issue 17)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ def saved(tmp_path, twin_factory, prompts):
 def test_a_damaged_arrays_file_names_the_file(saved, how):
     f = saved / "arrays.safetensors"
     raw = f.read_bytes()
-    f.write_bytes({"truncated": raw[: len(raw) // 2], "garbled header": raw[:8] + b"{not json" + raw[17:],
-                   "empty": b"", "huge header length": (2**40).to_bytes(8, "little") + raw[8:]}[how])
+    f.write_bytes(
+        {
+            "truncated": raw[: len(raw) // 2],
+            "garbled header": raw[:8] + b"{not json" + raw[17:],
+            "empty": b"",
+            "huge header length": (2**40).to_bytes(8, "little") + raw[8:],
+        }[how]
+    )
     with pytest.raises(ResultsError) as e:
         Capture.load(saved)
     msg = str(e.value)

@@ -1,4 +1,5 @@
 """The default cap on prompt tokens and how over-long prompts are cut (issue 17)."""
+
 from __future__ import annotations
 
 import warnings
@@ -14,8 +15,8 @@ from geoprobe.errors import CaptureError
 def _long_prompt(m, n_tokens: int) -> str:
     """A prompt of at least ``n_tokens`` tokens (and not many more)."""
     words = [f"word{i % 89}" for i in range(n_tokens)]
-    k = next(k for k in range(1, n_tokens + 1) if len(m.tokenizer(" ".join(words[:k * 64]))["input_ids"]) >= n_tokens)
-    return " ".join(words[:k * 64])
+    k = next(k for k in range(1, n_tokens + 1) if len(m.tokenizer(" ".join(words[: k * 64]))["input_ids"]) >= n_tokens)
+    return " ".join(words[: k * 64])
 
 
 def test_the_default_cap_is_2048_tokens_and_cuts_with_a_counted_warning(twin_factory):
@@ -27,9 +28,11 @@ def test_the_default_cap_is_2048_tokens_and_cuts_with_a_counted_warning(twin_fac
         ids, cut = tokenize(m, [long, "short one", long], CaptureConfig().max_tokens)
     msg = str(rec[0].message)
     dropped = n_long - 2048
-    assert msg == (f"2 of 3 prompt(s) longer than 2048 tokens were cut to their final 2048 tokens ({2 * dropped} tokens "
-                   f"dropped in all, up to {dropped} from one prompt); the cap is --max-tokens 2048 (default 2048); "
-                   "raise it, up to the model's context window of 131072 tokens, to keep more")
+    assert msg == (
+        f"2 of 3 prompt(s) longer than 2048 tokens were cut to their final 2048 tokens ({2 * dropped} tokens "
+        f"dropped in all, up to {dropped} from one prompt); the cap is --max-tokens 2048 (default 2048); "
+        "raise it, up to the model's context window of 131072 tokens, to keep more"
+    )
     assert [len(s) for s in ids] == [2048, len(ids[1]), 2048] and cut.tolist() == [dropped, 0, dropped]
     assert ids[0] == m.tokenizer(long)["input_ids"][-2048:]  # the final tokens are kept
 
@@ -44,8 +47,11 @@ def test_max_tokens_lifts_the_cap_up_to_the_context_window(twin_factory):
     assert len(ids[0]) == n_long > DEFAULT_MAX_TOKENS and cut[0] == 0
     pythia = twin_factory("pythia-410m")  # context window 2048
     long = _long_prompt(pythia, 2100)
-    with pytest.warns(UserWarning, match=r"1 of 1 prompt\(s\) longer than 2048 tokens .*; 2048 tokens is the model's "
-                                         r"context window, the most it reads"):
+    with pytest.warns(
+        UserWarning,
+        match=r"1 of 1 prompt\(s\) longer than 2048 tokens .*; 2048 tokens is the model's "
+        r"context window, the most it reads",
+    ):
         ids, _ = tokenize(pythia, [long], 100_000)
     assert len(ids[0]) == 2048
 

@@ -1,4 +1,5 @@
 """The memory check before a capture's first forward pass (issue 17), with planted available memory."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ def planted(monkeypatch):
 
     def plant(n: int) -> None:
         monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=n))
+
     return plant
 
 
@@ -38,8 +40,11 @@ def _forwards(m):
 
     @contextmanager
     def counting():
-        handle = m.hf_model.get_decoder().layers[0].register_forward_pre_hook(
-            lambda module, args: calls.append(args[0].shape))
+        handle = (
+            m.hf_model.get_decoder()
+            .layers[0]
+            .register_forward_pre_hook(lambda module, args: calls.append(args[0].shape))
+        )
         try:
             yield
         finally:
@@ -98,8 +103,14 @@ def test_the_message_names_the_batch_size_that_fits(twin_factory, prompts, plant
     per = forward_peak_bytes(m, 2, ids_len)  # room for exactly two such prompts
     planted(int((per + 1) / SAFETY_FRACTION) + 1)
     calls, counting = _forwards(m)
-    with counting(), pytest.raises(CaptureError, match=r"batch of 6 prompt\(s\) of 2048 tokens .* pass --batch-size 2 "
-                                                     r"\(or less\), or a lower --max-tokens"):
+    with (
+        counting(),
+        pytest.raises(
+            CaptureError,
+            match=r"batch of 6 prompt\(s\) of 2048 tokens .* pass --batch-size 2 "
+            r"\(or less\), or a lower --max-tokens",
+        ),
+    ):
         capture(m, [long + f" {i}" for i in range(6)], CaptureConfig(batch_size=6))
     assert calls == []
     with counting():  # what the message says works (the planted figure still applies)

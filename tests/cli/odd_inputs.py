@@ -1,5 +1,6 @@
 """Planted files for the issue-17 error cases ("runaway and odd inputs") in error_cases.py: each
 helper makes, in a case's working directory, the damaged or unusual input that case feeds the CLI."""
+
 from __future__ import annotations
 
 import functools
@@ -11,9 +12,11 @@ from typing import Callable
 
 def sparse_file(name: str, size: int) -> Callable[[Path], None]:
     """A setup writing a file of ``size`` bytes that takes no disk and no time (a hole, read back as zeros)."""
+
     def make(d: Path) -> None:
         with open(d / name, "wb") as f:
             f.truncate(size)
+
     return make
 
 
@@ -42,8 +45,9 @@ def damaged_tunnel(d: Path) -> None:
 
 def long_prompts(d: Path) -> None:
     """``d/long.txt``: 12 prompts of about 1900 tokens each (under the default cap of 2048)."""
-    (d / "long.txt").write_text("".join(" ".join(f"w{i + j}" for i in range(500)) + "\n" for j in range(12)),
-                                encoding="utf-8")
+    (d / "long.txt").write_text(
+        "".join(" ".join(f"w{i + j}" for i in range(500)) + "\n" for j in range(12)), encoding="utf-8"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,6 +63,8 @@ def scan_results_json() -> str:
 
 def edited_results(**changes: object) -> Callable[[Path], None]:
     """A setup writing ``results.json``: a real scan result with ``changes`` over its top-level fields."""
+
     def make(d: Path) -> None:
         (d / "results.json").write_text(json.dumps({**json.loads(scan_results_json()), **changes}), encoding="utf-8")
+
     return make

@@ -1,4 +1,5 @@
 """The CLI end to end: real runs on tiny twins, and one-line errors for bad input."""
+
 import json
 import os
 import subprocess
@@ -32,9 +33,30 @@ def prompt_file(tmp_path):
 def test_capture_end_to_end_in_a_subprocess(tmp_path, prompt_file):
     out = tmp_path / "run"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "geoprobe.cli", "capture", "--model", "twin:llama-3.2-1b",
-                        "--prompts", str(prompt_file), "--out", str(out), "--layers", "0,-1", "--batch-size", "2",
-                        "--attention", "distribution"], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "geoprobe.cli",
+            "capture",
+            "--model",
+            "twin:llama-3.2-1b",
+            "--prompts",
+            str(prompt_file),
+            "--out",
+            str(out),
+            "--layers",
+            "0,-1",
+            "--batch-size",
+            "2",
+            "--attention",
+            "distribution",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     cap = Capture.load(out)
     assert cap.n_prompts == 3 and cap.layers == (0, 2) and cap.attn_pattern is not None
@@ -51,8 +73,9 @@ def test_scan_on_a_twin_writes_results_report_and_capture(tmp_path, capsys, monk
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"Prompt number {i} says that the weather" for i in range(12)), encoding="utf-8")
     out_dir = tmp_path / "scan"
-    code, out, err = run_cli(["scan", "--model", "twin:pythia-410m", "--prompts", str(prompts),
-                              "--out", str(out_dir)], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["scan", "--model", "twin:pythia-410m", "--prompts", str(prompts), "--out", str(out_dir)], capsys, monkeypatch
+    )
     assert code == 0, err
     results = json.loads((out_dir / "results.json").read_text())
     assert results["layers"] == [0, 1, 2] and results["n_prompts"] == 12
@@ -80,19 +103,53 @@ def _write(tmp_path, name, data: bytes):
 
 BAD = [
     ("unknown alias", ["capture", "--model", "pythia-41m", "--out", "{tmp}/o"], "closest aliases: pythia-410m"),
-    ("non-UTF-8 prompts", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{latin1}", "--out", "{tmp}/o"], "not UTF-8"),
-    ("empty prompt file", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{empty}", "--out", "{tmp}/o"], "holds no prompts"),
-    ("missing prompt file", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{tmp}/nope.txt", "--out", "{tmp}/o"], "does not exist"),
-    ("directory as prompts", ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{tmp}", "--out", "{tmp}/o"], "is a directory"),
+    (
+        "non-UTF-8 prompts",
+        ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{latin1}", "--out", "{tmp}/o"],
+        "not UTF-8",
+    ),
+    (
+        "empty prompt file",
+        ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{empty}", "--out", "{tmp}/o"],
+        "holds no prompts",
+    ),
+    (
+        "missing prompt file",
+        ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{tmp}/nope.txt", "--out", "{tmp}/o"],
+        "does not exist",
+    ),
+    (
+        "directory as prompts",
+        ["capture", "--model", "twin:llama-3.2-1b", "--prompts", "{tmp}", "--out", "{tmp}/o"],
+        "is a directory",
+    ),
     ("bad layers", ["capture", "--model", "twin:llama-3.2-1b", "--layers", "a,b", "--out", "{tmp}/o"], "--layers"),
-    ("layer out of range", ["capture", "--model", "twin:llama-3.2-1b", "--layers", "9", "--out", "{tmp}/o"], "out of range"),
-    ("batch size zero", ["capture", "--model", "twin:llama-3.2-1b", "--batch-size", "0", "--out", "{tmp}/o"], "--batch-size"),
-    ("padding side", ["capture", "--model", "twin:llama-3.2-1b", "--padding-side", "middle", "--out", "{tmp}/o"], "--padding-side"),
+    (
+        "layer out of range",
+        ["capture", "--model", "twin:llama-3.2-1b", "--layers", "9", "--out", "{tmp}/o"],
+        "out of range",
+    ),
+    (
+        "batch size zero",
+        ["capture", "--model", "twin:llama-3.2-1b", "--batch-size", "0", "--out", "{tmp}/o"],
+        "--batch-size",
+    ),
+    (
+        "padding side",
+        ["capture", "--model", "twin:llama-3.2-1b", "--padding-side", "middle", "--out", "{tmp}/o"],
+        "--padding-side",
+    ),
     ("dtype", ["capture", "--model", "twin:llama-3.2-1b", "--dtype", "float8", "--out", "{tmp}/o"], "--dtype"),
-    ("foreign directory as output", ["capture", "--model", "twin:llama-3.2-1b", "--out", "{tmp}"],
-     "which geoprobe did not write"),
-    ("foreign directory with --overwrite", ["capture", "--model", "twin:llama-3.2-1b", "--out", "{tmp}", "--overwrite"],
-     "which geoprobe did not write"),
+    (
+        "foreign directory as output",
+        ["capture", "--model", "twin:llama-3.2-1b", "--out", "{tmp}"],
+        "which geoprobe did not write",
+    ),
+    (
+        "foreign directory with --overwrite",
+        ["capture", "--model", "twin:llama-3.2-1b", "--out", "{tmp}", "--overwrite"],
+        "which geoprobe did not write",
+    ),
     ("missing gguf", ["capture", "--model", "{tmp}/x.gguf", "--out", "{tmp}/o"], "does not exist"),
     ("bad revision", ["capture", "--model", "pythia-410m", "--revision", "step7", "--out", "{tmp}/o"], "--revision"),
     ("unknown option", ["capture", "--frobnicate"], "No such option"),
@@ -117,7 +174,9 @@ def test_bad_input_gets_one_line_and_nonzero_exit(name, args, needle, tmp_path, 
 
 
 def test_debug_flag_shows_the_traceback(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["geoprobe", "capture", "--model", "pythia-41m", "--out", str(tmp_path / "o"), "--debug"])
+    monkeypatch.setattr(
+        sys, "argv", ["geoprobe", "capture", "--model", "pythia-41m", "--out", str(tmp_path / "o"), "--debug"]
+    )
     from geoprobe.errors import UnknownModelError
 
     with pytest.raises(UnknownModelError):
@@ -127,8 +186,21 @@ def test_debug_flag_shows_the_traceback(tmp_path, capsys, monkeypatch):
 def test_too_long_prompt_warns_with_the_count(tmp_path, capsys, monkeypatch):
     p = tmp_path / "long.txt"
     p.write_text("word " * 50 + "\nshort prompt\n", encoding="utf-8")
-    code, out, err = run_cli(["capture", "--model", "twin:mistral-7b", "--prompts", str(p), "--max-tokens", "8",
-                              "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    code, out, err = run_cli(
+        [
+            "capture",
+            "--model",
+            "twin:mistral-7b",
+            "--prompts",
+            str(p),
+            "--max-tokens",
+            "8",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert "warning: 1 of 2 prompt(s) longer than 8 tokens were cut to their final 8 tokens" in err
     cap = Capture.load(tmp_path / "o")
@@ -201,14 +273,20 @@ def test_a_prompt_over_the_default_cap_is_cut_with_a_one_line_warning(tmp_path, 
     p = tmp_path / "long.txt"
     p.write_text(" ".join(f"word{i % 89}" for i in range(1000)) + "\nshort prompt\n", encoding="utf-8")
     monkeypatch.setenv("COLUMNS", "60")
-    code, out, err = run_cli(["capture", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out", str(tmp_path / "o")],
-                             capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["capture", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out", str(tmp_path / "o")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("warning: 1 of 2 prompt(s) longer than 2048 tokens were cut to "
-                                                   "their final 2048 tokens ("), err
-    assert lines[0].endswith("the cap is --max-tokens 2048 (default 2048); raise it, up to the model's context window "
-                             "of 131072 tokens, to keep more")
+    assert len(lines) == 1 and lines[0].startswith(
+        "warning: 1 of 2 prompt(s) longer than 2048 tokens were cut to their final 2048 tokens ("
+    ), err
+    assert lines[0].endswith(
+        "the cap is --max-tokens 2048 (default 2048); raise it, up to the model's context window "
+        "of 131072 tokens, to keep more"
+    )
     cap = Capture.load(tmp_path / "o")
     assert cap.n_tokens[0] == 2048 and cap.n_truncated[0] > 300 and cap.n_truncated[1] == 0
 
@@ -235,8 +313,13 @@ def test_models_format_json_and_its_alias(capsys, monkeypatch):
     assert code == 0 and json.loads(out2) == json.loads(out)
 
 
-@pytest.mark.parametrize("args, needle", [(["--format", "xml"], "--format 'xml' is not one of table, json"),
-                                          (["--json", "--format", "table"], "--json and --format table")])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--format", "xml"], "--format 'xml' is not one of table, json"),
+        (["--json", "--format", "table"], "--json and --format table"),
+    ],
+)
 def test_models_bad_format_is_one_line(args, needle, capsys, monkeypatch):
     code, out, err = run_cli(["models", *args], capsys, monkeypatch)
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
@@ -247,8 +330,11 @@ def test_capture_a_twin_of_any_model_type(tmp_path, prompt_file, capsys, monkeyp
     """twin:MODEL_TYPE builds the tiny twin of a transformers model type no alias names; capture reads
     its attention through the AttentionInterface (Bloom, Falcon: the hand-written exceptions)."""
     out = tmp_path / "run"
-    code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
-                            "--out", str(out)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file), "--out", str(out)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     cap = Capture.load(out)
     assert cap.n_prompts == 3 and cap.provenance.model_id == f"twin:{model_type}:tiny"
@@ -258,8 +344,11 @@ def test_capture_a_twin_of_any_model_type(tmp_path, prompt_file, capsys, monkeyp
 
 @pytest.mark.parametrize("model_type,why", [("mamba", "no attention layers")])
 def test_capture_refuses_what_it_cannot_read_in_one_line(tmp_path, prompt_file, capsys, monkeypatch, model_type, why):
-    code, _, err = run_cli(["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file),
-                            "--out", str(tmp_path / "run")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file), "--out", str(tmp_path / "run")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and why in err and len(err.strip().splitlines()) == 1
 
 
@@ -267,8 +356,11 @@ def test_capture_of_multi_head_latent_attention_keeps_all_but_w_k(tmp_path, prom
     """DeepSeek-V3 (MLA): keys are a compressed latent, not x·W_K. Entropies, values and the keys as the
     scores use them (d_key 24 ≠ d_head 16) are captured; W_K is left out with a warning naming why."""
     out = tmp_path / "run"
-    code, _, err = run_cli(["capture", "--model", "twin:deepseek_v3", "--prompts", str(prompt_file),
-                            "--out", str(out)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["capture", "--model", "twin:deepseek_v3", "--prompts", str(prompt_file), "--out", str(out)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert "no W_K saved" in err and "multi-head latent attention" in err
     cap = Capture.load(out)
@@ -281,8 +373,9 @@ def test_scan_of_multi_head_latent_attention_runs_all_but_key_orthogonality(tmp_
     prompts = tmp_path / "p.txt"
     prompts.write_text("".join(f"Prompt number {i} is about the cat and the dog\n" for i in range(12)))
     out = tmp_path / "run"
-    code, _, err = run_cli(["scan", "--model", "twin:deepseek_v3", "--prompts", str(prompts), "--out", str(out)],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["scan", "--model", "twin:deepseek_v3", "--prompts", str(prompts), "--out", str(out)], capsys, monkeypatch
+    )
     assert code == 0, err
     assert "key orthogonality not measured" in err and "multi-head latent attention" in err
     res = json.loads((out / "results.json").read_text())

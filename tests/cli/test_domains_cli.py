@@ -1,4 +1,5 @@
 """Corpus prompt sets, `compare-domains`, `sample` and `compare` end to end, and their bad input."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import pytest
 
 from geoprobe.domains import DomainComparison
 from geoprobe.scan import ScanResult
-
 from tests.cli.test_cli import run_cli
 from tests.conftest import requires_smollm2
 
@@ -39,8 +39,23 @@ def test_prompts_lists_every_set_with_availability(capsys, monkeypatch):
 
 def test_scan_domain_on_a_twin_records_the_sampled_set(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
-    code, stdout, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--domain", "code", *SMALL, *FAST_SCAN,
-                                 "--seed", "3", "--out", str(out)], capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        [
+            "scan",
+            "--model",
+            "twin:llama-3.2-1b",
+            "--domain",
+            "code",
+            *SMALL,
+            *FAST_SCAN,
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     res = ScanResult.load(out / "results.json")
     ps = res.prompt_set
@@ -53,8 +68,23 @@ def test_scan_domain_on_a_twin_records_the_sampled_set(tmp_path, capsys, monkeyp
 def test_capture_of_a_corpus_set_records_it(tmp_path, capsys, monkeypatch):
     from geoprobe.capture import Capture
 
-    code, _, err = run_cli(["capture", "--model", "twin:llama-3.2-1b", "--prompts", "news", "--layers", "-1",
-                            "--seed", "5", "--out", str(tmp_path / "cap")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "capture",
+            "--model",
+            "twin:llama-3.2-1b",
+            "--prompts",
+            "news",
+            "--layers",
+            "-1",
+            "--seed",
+            "5",
+            "--out",
+            str(tmp_path / "cap"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     cap = Capture.load(tmp_path / "cap")
     ps = cap.extra["prompt_set"]
@@ -64,16 +94,22 @@ def test_capture_of_a_corpus_set_records_it(tmp_path, capsys, monkeypatch):
 
 def test_sample_then_scan_two_models_on_the_same_prompts_then_compare(tmp_path, capsys, monkeypatch):
     pfile = tmp_path / "p.jsonl"
-    code, out, err = run_cli(["sample", "--model", "twin:llama-3.2-1b", "--prompts", "mixed", *SMALL, "--out",
-                              str(pfile)], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["sample", "--model", "twin:llama-3.2-1b", "--prompts", "mixed", *SMALL, "--out", str(pfile)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     rows = [json.loads(line) for line in pfile.read_text(encoding="utf-8").splitlines()]
-    assert len(rows) == 20 and {r["quintile"] for r in rows} == {1, 2, 3, 4, 5} and len({r["domain"] for r in rows}) >= 3
+    assert (
+        len(rows) == 20 and {r["quintile"] for r in rows} == {1, 2, 3, 4, 5} and len({r["domain"] for r in rows}) >= 3
+    )
     runs = []
     for model in ("twin:llama-3.2-1b", "twin:pythia-410m"):
         runs.append(tmp_path / model.replace(":", "-"))
-        code, out, err = run_cli(["scan", "--model", model, "--prompts", str(pfile), *FAST_SCAN, "--out", str(runs[-1])],
-                                 capsys, monkeypatch)
+        code, out, err = run_cli(
+            ["scan", "--model", model, "--prompts", str(pfile), *FAST_SCAN, "--out", str(runs[-1])], capsys, monkeypatch
+        )
         assert code == 0, err
     hashes = {ScanResult.load(r / "results.json").provenance["prompts_hash"] for r in runs}
     assert len(hashes) == 1  # both models saw exactly the sampled prompts
@@ -96,8 +132,9 @@ def test_compare_warns_when_models_saw_different_prompts(tmp_path, capsys, monke
         p = tmp_path / f"p{i}.txt"
         p.write_text("\n".join(f"Prompt {i}-{j} says that the weather" for j in range(12)), encoding="utf-8")
         runs.append(tmp_path / f"run{i}")
-        code, out, err = run_cli(["scan", "--model", model, "--prompts", str(p), *FAST_SCAN, "--out", str(runs[-1])],
-                                 capsys, monkeypatch)
+        code, out, err = run_cli(
+            ["scan", "--model", model, "--prompts", str(p), *FAST_SCAN, "--out", str(runs[-1])], capsys, monkeypatch
+        )
         assert code == 0, err
     hashes = [ScanResult.load(r / "results.json").provenance["prompts_hash"][:12] for r in runs]
     code, out, err = run_cli(["compare", *map(str, runs), "--out", str(tmp_path / "cmp")], capsys, monkeypatch)
@@ -108,13 +145,32 @@ def test_compare_warns_when_models_saw_different_prompts(tmp_path, capsys, monke
 
 def test_compare_domains_on_a_twin_writes_table_report_and_prompts(tmp_path, capsys, monkeypatch):
     out = tmp_path / "dom"
-    args = ["compare-domains", "--model", "twin:llama-3.2-1b", "--domains", "math,code", "--domain-candidates", "40",
-            *SMALL, "--n-resamples", "50", "--n-permutations", "50", "--out", str(out)]
+    args = [
+        "compare-domains",
+        "--model",
+        "twin:llama-3.2-1b",
+        "--domains",
+        "math,code",
+        "--domain-candidates",
+        "40",
+        *SMALL,
+        "--n-resamples",
+        "50",
+        "--n-permutations",
+        "50",
+        "--out",
+        str(out),
+    ]
     code, stdout, err = run_cli(args, capsys, monkeypatch)
     assert code == 0, err
     cmp = DomainComparison.load(out / "domains.json")
-    assert cmp.domains == ("math", "code") and set(cmp.sets) == {"mixed", "math", "math-control", "code",
-                                                                  "code-control"}
+    assert cmp.domains == ("math", "code") and set(cmp.sets) == {
+        "mixed",
+        "math",
+        "math-control",
+        "code",
+        "code-control",
+    }
     assert {s.n for s in cmp.sets.values()} == {20}
     assert cmp.versus_mixed("math") is not None and cmp.get("math-control", "math") is not None
     rows = [json.loads(line) for line in (out / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -138,8 +194,11 @@ def test_too_few_candidates_in_a_domain_says_how_many(tmp_path, capsys, monkeypa
 
     real = corpora.candidates
     monkeypatch.setattr(corpora, "candidates", lambda domains, n, **k: real(domains, min(n, 12), **k))
-    code, _, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--domain", "math", *SMALL, "--out",
-                            str(tmp_path / "o")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["scan", "--model", "twin:llama-3.2-1b", "--domain", "math", *SMALL, "--out", str(tmp_path / "o")],
+        capsys,
+        monkeypatch,
+    )
     line = _one_error_line(err)
     assert code == 2 and "yields 12 candidate passage(s)" in line and "--per-quintile" in line
     assert not (tmp_path / "o").exists()
@@ -149,22 +208,28 @@ def test_equal_entropies_make_quintiles_impossible(tmp_path, capsys, monkeypatch
     import geoprobe.sampling as sampling
 
     monkeypatch.setattr(sampling, "candidate_entropies", lambda model, texts, **k: np.full(len(texts), 0.5))
-    code, _, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--prompts", "mixed", *SMALL, "--out",
-                            str(tmp_path / "o")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["scan", "--model", "twin:llama-3.2-1b", "--prompts", "mixed", *SMALL, "--out", str(tmp_path / "o")],
+        capsys,
+        monkeypatch,
+    )
     line = _one_error_line(err)
     assert code == 2 and "1 distinct" in line and "impossible" in line
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["scan", "--domain", "poetry"], "unknown prompt set or domain 'poetry'; available: builtin, mixed,"),
-    (["scan", "--prompts", "poetry"], "unknown prompt set or domain 'poetry'"),
-    (["compare-domains", "--domains", "math,poetry"], "'poetry'"),
-    (["scan", "--prompts", "math", "--domain", "code"], "disagree"),
-    (["scan", "--domain", "math", "--per-quintile", "0"], "--per-quintile"),
-    (["compare-domains", "--domain-candidates", "10"], "--domain-candidates 10 is below the 75"),
-    (["sample", "--prompts", "builtin", "--out", "{tmp}/p.jsonl"], "not a corpus set"),
-    (["compare", "{tmp}/nothing"], "compare"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["scan", "--domain", "poetry"], "unknown prompt set or domain 'poetry'; available: builtin, mixed,"),
+        (["scan", "--prompts", "poetry"], "unknown prompt set or domain 'poetry'"),
+        (["compare-domains", "--domains", "math,poetry"], "'poetry'"),
+        (["scan", "--prompts", "math", "--domain", "code"], "disagree"),
+        (["scan", "--domain", "math", "--per-quintile", "0"], "--per-quintile"),
+        (["compare-domains", "--domain-candidates", "10"], "--domain-candidates 10 is below the 75"),
+        (["sample", "--prompts", "builtin", "--out", "{tmp}/p.jsonl"], "not a corpus set"),
+        (["compare", "{tmp}/nothing"], "compare"),
+    ],
+)
 def test_bad_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatch):
     argv = [a.format(tmp=tmp_path) for a in args]
     if argv[0] in ("scan", "compare-domains", "sample"):
@@ -182,9 +247,26 @@ def test_bad_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatch):
 def test_compare_domains_on_smollm2_end_to_end(tmp_path, capsys, monkeypatch):
     """Real weights: the math set's sampled entropies span the quintiles, the table is complete."""
     out = tmp_path / "dom"
-    code, stdout, err = run_cli(["compare-domains", "--model", "smollm2-135m", "--domains", "math", "--domain-candidates",
-                                 "60", *SMALL, "--n-resamples", "100", "--n-permutations", "100", "--out", str(out)],
-                                capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        [
+            "compare-domains",
+            "--model",
+            "smollm2-135m",
+            "--domains",
+            "math",
+            "--domain-candidates",
+            "60",
+            *SMALL,
+            "--n-resamples",
+            "100",
+            "--n-permutations",
+            "100",
+            "--out",
+            str(out),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     cmp = DomainComparison.load(out / "domains.json")
     assert cmp.model == "smollm2-135m" and cmp.layer == 29
@@ -197,32 +279,42 @@ def test_compare_domains_on_smollm2_end_to_end(tmp_path, capsys, monkeypatch):
 
 def test_run_a_domains_recipe(tmp_path, capsys, monkeypatch):
     recipe = tmp_path / "d.toml"
-    recipe.write_text('[probe]\ncommand = "compare-domains"\n[domains]\nrun = ["code"]\ndomain_candidates = 30\n'
-                      '[sampling]\ncandidates = 60\nper_quintile = 4\nmin_tokens = 8\nmax_tokens = 32\n'
-                      '[analyses]\nn_resamples = 50\nn_permutations = 50\n', encoding="utf-8")
+    recipe.write_text(
+        '[probe]\ncommand = "compare-domains"\n[domains]\nrun = ["code"]\ndomain_candidates = 30\n'
+        "[sampling]\ncandidates = 60\nper_quintile = 4\nmin_tokens = 8\nmax_tokens = 32\n"
+        "[analyses]\nn_resamples = 50\nn_permutations = 50\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "run"
-    code, _, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--seed", "2", "--out", str(out)],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["run", str(recipe), "--model", "twin:llama-3.2-1b", "--seed", "2", "--out", str(out)], capsys, monkeypatch
+    )
     assert code == 0, err
     cmp = DomainComparison.load(out / "domains.json")
     assert cmp.domains == ("code",) and cmp.provenance["config"]["seed"] == 2
-    code, _, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--layers", "0", "--out",
-                            str(tmp_path / "o2")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["run", str(recipe), "--model", "twin:llama-3.2-1b", "--layers", "0", "--out", str(tmp_path / "o2")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "--layers is not used by recipe" in _one_error_line(err)
 
 
 def test_compare_models_recipe_scans_every_model_on_the_same_prompts(tmp_path, capsys, monkeypatch):
-    from geoprobe.recipes import load_probe
     from geoprobe.compare.config import CompareModelsConfig
+    from geoprobe.recipes import load_probe
 
     shipped = load_probe(__import__("pathlib").Path(__file__).resolve().parents[2] / "probes" / "compare.toml")
     assert shipped.command == "compare-models" and shipped.config.sampler == "smollm2-135m"
     assert isinstance(shipped.config, CompareModelsConfig) and shipped.config.sets == ("mixed", "math")
     recipe = tmp_path / "c.toml"
-    recipe.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["twin:llama-3.2-1b", "twin:phi-2"]\n'
-                      'sets = ["mixed", "code"]\n[sampling]\ncandidates = 60\nper_quintile = 4\nmin_tokens = 8\n'
-                      'max_tokens = 32\n[analyses]\ninit_baseline = false\nn_resamples = 50\npca_resamples = 20\n'
-                      'null_draws = 20\nn_permutations = 50\n', encoding="utf-8")
+    recipe.write_text(
+        '[probe]\ncommand = "compare-models"\n[models]\nrun = ["twin:llama-3.2-1b", "twin:phi-2"]\n'
+        'sets = ["mixed", "code"]\n[sampling]\ncandidates = 60\nper_quintile = 4\nmin_tokens = 8\n'
+        "max_tokens = 32\n[analyses]\ninit_baseline = false\nn_resamples = 50\npca_resamples = 20\n"
+        "null_draws = 20\nn_permutations = 50\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "cmp"
     code, stdout, err = run_cli(["run", str(recipe), "--out", str(out)], capsys, monkeypatch)
     assert code == 0, err
@@ -230,7 +322,9 @@ def test_compare_models_recipe_scans_every_model_on_the_same_prompts(tmp_path, c
     assert len(doc["rows"]) == 2 and doc["global_pca"] is not None and "warning" not in err
     res = ScanResult.load(out / "twin-phi-2-code" / "results.json")
     assert res.prompt_set["domain"] == "code" and res.prompt_set["sampled_set"] == "code"
-    mixed = {ScanResult.load(out / f"{m}-mixed").provenance["prompts_hash"] for m in ("twin-llama-3.2-1b", "twin-phi-2")}
+    mixed = {
+        ScanResult.load(out / f"{m}-mixed").provenance["prompts_hash"] for m in ("twin-llama-3.2-1b", "twin-phi-2")
+    }
     assert len(mixed) == 1
     bad = tmp_path / "bad.toml"
     bad.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["twin:phi-2"]\n', encoding="utf-8")
@@ -244,7 +338,12 @@ def test_corpus_commands_exist_when_run_as_a_module(module):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", module, "prompts", "--json"], capture_output=True, text=True,
-                       env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", module, "prompts", "--json"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert {row["set"] for row in json.loads(r.stdout)} >= {"mixed", "builtin", "math"}

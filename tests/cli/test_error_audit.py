@@ -1,5 +1,6 @@
 """Every bad input in tests/cli/error_cases.py gets exactly one stderr line `error: …` naming what
 to fix, exit status 2, no traceback, and writes nothing; docs/errors.md is the table of those lines."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,13 +55,38 @@ def test_cases_cover_every_subcommand_and_the_required_inputs():
     assert wt <= used_wt, wt - used_wt
     assert len(CASES) >= 30 and len({c.id for c in CASES}) == len(CASES)
     ids = {c.id for c in CASES}
-    for required in ("unknown-alias", "missing-local-dir", "not-gguf", "layers-syntax", "layer-out-of-range",
-                     "batch-size-zero", "dtype", "device-cuda", "prompt-file-missing", "prompt-file-empty",
-                     "too-few-prompts", "unknown-prompt-set", "prompts-and-domain", "scan-out-exists",
-                     "report-wrong-kind", "windtunnel-report-wrong-kind", "compare-wrong-kind", "report-corrupt",
-                     "recipe-unknown-key", "recipe-wrong-type", "recipe-unknown-command", "wt-vocab", "wt-length",
-                     "denoise-task", "denoise-L", "positional-decreasing", "sula-k-negative", "intervene-strength",
-                     "remote-code-without-flag", "pickle-without-flag"):
+    for required in (
+        "unknown-alias",
+        "missing-local-dir",
+        "not-gguf",
+        "layers-syntax",
+        "layer-out-of-range",
+        "batch-size-zero",
+        "dtype",
+        "device-cuda",
+        "prompt-file-missing",
+        "prompt-file-empty",
+        "too-few-prompts",
+        "unknown-prompt-set",
+        "prompts-and-domain",
+        "scan-out-exists",
+        "report-wrong-kind",
+        "windtunnel-report-wrong-kind",
+        "compare-wrong-kind",
+        "report-corrupt",
+        "recipe-unknown-key",
+        "recipe-wrong-type",
+        "recipe-unknown-command",
+        "wt-vocab",
+        "wt-length",
+        "denoise-task",
+        "denoise-L",
+        "positional-decreasing",
+        "sula-k-negative",
+        "intervene-strength",
+        "remote-code-without-flag",
+        "pickle-without-flag",
+    ):
         assert required in ids, required
 
 
@@ -81,7 +107,8 @@ def test_docs_errors_md_is_the_generated_table(tmp_path):
     fresh = markdown(outcomes)
     assert DOCS.read_text(encoding="utf-8") == fresh, (
         "docs/errors.md differs from what the CLI prints; regenerate it with "
-        "`HF_HUB_OFFLINE=1 python -m tests.cli.error_cases --markdown > docs/errors.md`")
+        "`HF_HUB_OFFLINE=1 python -m tests.cli.error_cases --markdown > docs/errors.md`"
+    )
 
 
 @pytest.mark.parametrize("argv", [(), ("windtunnel",)], ids=["geoprobe", "geoprobe windtunnel"])

@@ -1,4 +1,5 @@
 """`geoprobe intervene` end to end on a twin, the result file, and bad input."""
+
 from __future__ import annotations
 
 import math
@@ -6,7 +7,6 @@ import math
 import pytest
 
 from geoprobe.intervene import InterventionResult, paper_experiments
-
 from tests.cli.test_cli import run_cli
 
 SMALL = ["--n-per-k", "4", "--controls", "2", "--n-resamples", "50"]
@@ -26,8 +26,22 @@ def test_paper_layers_at_the_same_relative_depth():
 
 def test_intervene_on_a_twin_end_to_end(tmp_path, capsys, monkeypatch):
     out = tmp_path / "iv"
-    code, stdout, err = run_cli(["intervene", "--model", "twin:llama-3.2-1b", "--layers", "1", "--strength", "0.5,1",
-                                 *SMALL, "--out", str(out)], capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        [
+            "intervene",
+            "--model",
+            "twin:llama-3.2-1b",
+            "--layers",
+            "1",
+            "--strength",
+            "0.5,1",
+            *SMALL,
+            "--out",
+            str(out),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     res = InterventionResult.load(out / "intervene.json")
     assert res.experiments() == [((1,), 0.5), ((1,), 1.0)] and len(res.rows) == 2 * 3
@@ -41,21 +55,27 @@ def test_intervene_on_a_twin_end_to_end(tmp_path, capsys, monkeypatch):
     html = (out / "intervene.html").read_text(encoding="utf-8")
     assert "0.27 → 0.07" in html and 'id="fig-dose-response"' in html
     assert InterventionResult.from_dict(res.to_dict()).to_dict() == res.to_dict()
-    code, _, err = run_cli(["intervene", "--model", "twin:llama-3.2-1b", *SMALL, "--out", str(out)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["intervene", "--model", "twin:llama-3.2-1b", *SMALL, "--out", str(out)], capsys, monkeypatch
+    )
     assert code == 2 and "--force" in _one_error_line(err)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--strength", "1.5"], "outside [0, 1]; pass --strength"),
-    (["--layers", "7"], "--layers"),
-    (["--op", "flip"], "--op cut|only|shift"),
-    (["--controls", "0"], "--controls 0"),
-    (["--n-per-k", "1"], "too few SULA prompts"),
-    (["--strength", "a"], "--strength 'a'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--strength", "1.5"], "outside [0, 1]; pass --strength"),
+        (["--layers", "7"], "--layers"),
+        (["--op", "flip"], "--op cut|only|shift"),
+        (["--controls", "0"], "--controls 0"),
+        (["--n-per-k", "1"], "too few SULA prompts"),
+        (["--strength", "a"], "--strength 'a'"),
+    ],
+)
 def test_bad_intervene_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["intervene", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["intervene", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args], capsys, monkeypatch
+    )
     line = _one_error_line(err)
     assert code == 2 and needle in line, line
     assert not (tmp_path / "o").exists()
@@ -66,15 +86,21 @@ def test_recipes_run_through_geoprobe_run(tmp_path, capsys, monkeypatch):
 
     s = tmp_path / "s.toml"
     s.write_text('[probe]\ncommand = "sula"\n[sula]\nk_values = [0, 2]\nn_per_k = 4\n[analyses]\nn_resamples = 50\n')
-    code, _, err = run_cli(["run", str(s), "--model", "twin:llama-3.2-1b", "--seed", "3", "--out", str(tmp_path / "a")],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["run", str(s), "--model", "twin:llama-3.2-1b", "--seed", "3", "--out", str(tmp_path / "a")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert SulaResult.load(tmp_path / "a" / "sula.json").config.seed == 3
     i = tmp_path / "i.toml"
-    i.write_text('[probe]\ncommand = "intervene"\n[intervene]\nexperiments = [[1]]\nstrengths = [1.0]\n'
-                 'n_controls = 2\nn_per_k = 4\n[analyses]\nn_resamples = 50\n')
-    code, _, err = run_cli(["run", str(i), "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "b")],
-                           capsys, monkeypatch)
+    i.write_text(
+        '[probe]\ncommand = "intervene"\n[intervene]\nexperiments = [[1]]\nstrengths = [1.0]\n'
+        "n_controls = 2\nn_per_k = 4\n[analyses]\nn_resamples = 50\n"
+    )
+    code, _, err = run_cli(
+        ["run", str(i), "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "b")], capsys, monkeypatch
+    )
     assert code == 0, err
     assert InterventionResult.load(tmp_path / "b").experiments() == [((1,), 1.0)]
 
@@ -82,9 +108,27 @@ def test_recipes_run_through_geoprobe_run(tmp_path, capsys, monkeypatch):
 def test_intervene_on_a_qwen2_type_twin_end_to_end(tmp_path, capsys, monkeypatch):
     """An architecture without a TransformerBridge adapter: edits run in geoprobe's attention function."""
     out = tmp_path / "q"
-    code, _, err = run_cli(["intervene", "--model", "twin:qwen2", "--layers", "1", "--strength", "1",
-                            "--n-per-k", "4", "--controls", "1", "--n-resamples", "20", "--out", str(out)],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "intervene",
+            "--model",
+            "twin:qwen2",
+            "--layers",
+            "1",
+            "--strength",
+            "1",
+            "--n-per-k",
+            "4",
+            "--controls",
+            "1",
+            "--n-resamples",
+            "20",
+            "--out",
+            str(out),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     res = InterventionResult.load(out / "intervene.json")
     assert res.experiments() == [((1,), 1.0)] and len(res.rows) == 2

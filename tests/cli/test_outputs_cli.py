@@ -1,6 +1,7 @@
 """Nothing lost, nothing silent, end to end through the CLI: --overwrite/--force replace only what
 geoprobe wrote; a write that fails says where and why and the same command then finishes the run; a
 second process on the same --out is refused; files follow the umask; `geoprobe report` finishes any run."""
+
 import errno
 import json
 import os
@@ -32,8 +33,11 @@ def test_overwrite_never_deletes_a_project_directory(tmp_path, capsys, monkeypat
     (proj / "other_run").mkdir(parents=True)
     (proj / "important.txt").write_text("x\n")
     before = _tree(proj)
-    code, out, err = run_cli(["capture", "--model", TWIN, "--prompts", str(_prompts(tmp_path)), "--out", str(proj),
-                              "--overwrite"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["capture", "--model", TWIN, "--prompts", str(_prompts(tmp_path)), "--out", str(proj), "--overwrite"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "holds 'important.txt', which geoprobe did not write" in err
     assert _tree(proj) == before
 
@@ -99,8 +103,11 @@ def test_too_little_free_space_is_found_before_the_model_loads(tmp_path, capsys,
 
     monkeypatch.setattr("geoprobe.outputs.shutil.disk_usage", lambda p: Usage)
     monkeypatch.setattr(geoprobe.models.loading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
-    code, _, err = run_cli(["scan", "--model", TWIN, "--prompts", str(_prompts(tmp_path)), "--out",
-                            str(tmp_path / "run")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["scan", "--model", TWIN, "--prompts", str(_prompts(tmp_path)), "--out", str(tmp_path / "run")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "only 1.0 MiB free" in err and not (tmp_path / "run").exists()
 
 
@@ -113,17 +120,22 @@ _HOLD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("argv", [
-    ["scan", "--model", TWIN, "--prompts", "{p}", "--out", "{run}"],
-    ["capture", "--model", TWIN, "--prompts", "{p}", "--out", "{run}"],
-    ["sula", "--model", TWIN, "--out", "{run}"],
-], ids=["scan", "capture", "sula"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scan", "--model", TWIN, "--prompts", "{p}", "--out", "{run}"],
+        ["capture", "--model", TWIN, "--prompts", "{p}", "--out", "{run}"],
+        ["sula", "--model", TWIN, "--out", "{run}"],
+    ],
+    ids=["scan", "capture", "sula"],
+)
 def test_a_second_process_on_the_same_out_is_refused_at_once(argv, tmp_path, capsys, monkeypatch):
     import geoprobe.models.loading
 
     run = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         monkeypatch.setattr(geoprobe.models.loading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
@@ -137,8 +149,11 @@ def test_a_second_process_on_the_same_out_is_refused_at_once(argv, tmp_path, cap
 
 def test_report_finishes_a_sula_run_killed_between_its_writes(tmp_path, capsys, monkeypatch):
     run = tmp_path / "sula"
-    code, _, err = run_cli(["sula", "--model", TWIN, "--k", "0,2", "--n-per-k", "4", "--n-resamples", "50",
-                            "--out", str(run)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["sula", "--model", TWIN, "--k", "0,2", "--n-per-k", "4", "--n-resamples", "50", "--out", str(run)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     (run / "sula.html").unlink()  # as if killed after sula.json
     code, out, err = run_cli(["report", str(run)], capsys, monkeypatch)
@@ -150,10 +165,34 @@ def test_report_finishes_a_sula_run_killed_between_its_writes(tmp_path, capsys, 
 
 def test_report_finishes_a_compare_domains_run(tmp_path, capsys, monkeypatch):
     run = tmp_path / "dom"
-    code, _, err = run_cli(["compare-domains", "--model", TWIN, "--domains", "code", "--candidates", "60",
-                            "--domain-candidates", "30", "--per-quintile", "4", "--min-tokens", "8",
-                            "--max-prompt-tokens", "32", "--n-resamples", "50", "--n-permutations", "50", "--no-controls",
-                            "--out", str(run)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "compare-domains",
+            "--model",
+            TWIN,
+            "--domains",
+            "code",
+            "--candidates",
+            "60",
+            "--domain-candidates",
+            "30",
+            "--per-quintile",
+            "4",
+            "--min-tokens",
+            "8",
+            "--max-prompt-tokens",
+            "32",
+            "--n-resamples",
+            "50",
+            "--n-permutations",
+            "50",
+            "--no-controls",
+            "--out",
+            str(run),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert (run / "prompts.jsonl").exists()
     (run / "domains.html").unlink()

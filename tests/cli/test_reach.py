@@ -10,6 +10,7 @@ soft-capping + sliding window (gemma2), mixture of experts (qwen3_moe), multi-qu
 Correctness per type (entropy vs eager, values vs the V projection, W_K) is in
 tests/models/test_attention.py; this file checks that every command reaches them.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,26 @@ import pytest
 
 from tests.cli.test_cli import run_cli
 
-TYPES = ("gpt2", "opt", "gpt_neo", "bloom", "gptj", "stablelm", "cohere", "gpt_bigcode", "falcon", "phi3", "qwen3",
-         "olmo2", "qwen2", "gemma", "gemma2", "starcoder2", "qwen3_moe", "olmoe")
+TYPES = (
+    "gpt2",
+    "opt",
+    "gpt_neo",
+    "bloom",
+    "gptj",
+    "stablelm",
+    "cohere",
+    "gpt_bigcode",
+    "falcon",
+    "phi3",
+    "qwen3",
+    "olmo2",
+    "qwen2",
+    "gemma",
+    "gemma2",
+    "starcoder2",
+    "qwen3_moe",
+    "olmoe",
+)
 ALL_COMMANDS = ("gpt2", "bloom", "falcon", "gemma2", "qwen3_moe", "gpt_bigcode")
 SCAN = ["--batch-size", "6"]
 
@@ -28,8 +47,12 @@ SCAN = ["--batch-size", "6"]
 @pytest.fixture(scope="module")
 def prompts(tmp_path_factory):
     p = tmp_path_factory.mktemp("reach") / "p.txt"
-    p.write_text("".join(f"Sentence {i}: the {w} walked to the market and bought\n"
-                         for i, w in enumerate("cat dog fox owl bee ant elk yak emu cow hen pig".split())))
+    p.write_text(
+        "".join(
+            f"Sentence {i}: the {w} walked to the market and bought\n"
+            for i, w in enumerate("cat dog fox owl bee ant elk yak emu cow hen pig".split())
+        )
+    )
     return p
 
 
@@ -43,8 +66,22 @@ def reference(prompts, tmp_path_factory):
     try:
         import sys
 
-        mp.setattr(sys, "argv", ["geoprobe", "scan", "--model", "twin:llama", "--prompts", str(prompts), *SCAN,
-                                 "--no-init-baseline", "--out", str(out)])
+        mp.setattr(
+            sys,
+            "argv",
+            [
+                "geoprobe",
+                "scan",
+                "--model",
+                "twin:llama",
+                "--prompts",
+                str(prompts),
+                *SCAN,
+                "--no-init-baseline",
+                "--out",
+                str(out),
+            ],
+        )
         from geoprobe.cli.main import main
 
         try:
@@ -60,8 +97,9 @@ def reference(prompts, tmp_path_factory):
 def test_every_command_reaches_the_architecture(model_type, prompts, reference, tmp_path, capsys, monkeypatch):
     model = f"twin:{model_type}"
     scan_dir = tmp_path / "scan"
-    code, _, err = run_cli(["scan", "--model", model, "--prompts", str(prompts), *SCAN, "--out", str(scan_dir)],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["scan", "--model", model, "--prompts", str(prompts), *SCAN, "--out", str(scan_dir)], capsys, monkeypatch
+    )
     assert code == 0, err
     res = json.loads((scan_dir / "results.json").read_text())
     assert res["provenance"]["model_id"] == f"{model}:tiny" and res["n_prompts"] == 12
@@ -69,25 +107,76 @@ def test_every_command_reaches_the_architecture(model_type, prompts, reference, 
     assert orth is not None and orth["init_label"], "no random-init W_K baseline"
     assert (scan_dir / "report.html").stat().st_size > 10_000
 
-    code, _, err = run_cli(["intervene", "--model", model, "--layers", "1", "--strength", "1", "--n-per-k", "4",
-                            "--controls", "1", "--n-resamples", "20", "--out", str(tmp_path / "iv")],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "intervene",
+            "--model",
+            model,
+            "--layers",
+            "1",
+            "--strength",
+            "1",
+            "--n-per-k",
+            "4",
+            "--controls",
+            "1",
+            "--n-resamples",
+            "20",
+            "--out",
+            str(tmp_path / "iv"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     rows = json.loads((tmp_path / "iv" / "intervene.json").read_text())["rows"]
     assert any(r["metrics"]["kl"]["value"] > 0 for r in rows)
 
     if model_type not in ALL_COMMANDS:
         return
-    code, _, err = run_cli(["sula", "--model", model, "--k", "0,1,2", "--n-per-k", "4", "--n-resamples", "50",
-                            "--out", str(tmp_path / "sula")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "sula",
+            "--model",
+            model,
+            "--k",
+            "0,1,2",
+            "--n-per-k",
+            "4",
+            "--n-resamples",
+            "50",
+            "--out",
+            str(tmp_path / "sula"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
-    code, _, err = run_cli(["positional", "--model", model, "--lengths", "8,16", "--n-prompts", "4",
-                            "--n-resamples", "10", "--layers", "-1", "--out", str(tmp_path / "pos")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "positional",
+            "--model",
+            model,
+            "--lengths",
+            "8,16",
+            "--n-prompts",
+            "4",
+            "--n-resamples",
+            "10",
+            "--layers",
+            "-1",
+            "--out",
+            str(tmp_path / "pos"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     d = json.loads((tmp_path / "pos" / "positional.json").read_text())
     assert d["provenance"]["model_id"] == f"{model}:tiny"
-    code, _, err = run_cli(["compare", str(reference), str(scan_dir), "--out", str(tmp_path / "cmp")],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["compare", str(reference), str(scan_dir), "--out", str(tmp_path / "cmp")], capsys, monkeypatch
+    )
     assert code == 0, err
     doc = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     assert doc["kind"] == "geoprobe.compare" and math.isfinite(len(doc["global_pca"]["prompts"]))

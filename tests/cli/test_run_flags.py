@@ -1,5 +1,6 @@
 """``geoprobe run RECIPE --flag``: every flag is honoured by every shipped recipe whose command uses it, and
 refused in one line naming the flag and the recipe by every other: never accepted and then ignored."""
+
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,10 @@ CASES = {
     "per_quintile": (["--per-quintile", "3"], lambda c, ld: c.sampling.per_stratum == 3),
     "min_tokens": (["--min-tokens", "5"], lambda c, ld: c.sampling.min_tokens == 5),
     "max_prompt_tokens": (["--max-prompt-tokens", "40"], lambda c, ld: c.sampling.max_tokens == 40),
-    "layer_spec": (["--layers", "0,-1"], lambda c, ld: (c.experiments == ((0, -1),) if hasattr(c, "experiments")
-                                                        else c.layers == (0, -1))),
+    "layer_spec": (
+        ["--layers", "0,-1"],
+        lambda c, ld: c.experiments == ((0, -1),) if hasattr(c, "experiments") else c.layers == (0, -1),
+    ),
     "batch_size": (["--batch-size", "3"], lambda c, ld: c.batch_size == 3),
     "max_tokens": (["--max-tokens", "50"], lambda c, ld: c.max_tokens == 50),
     "scatter_layers": (["--scatter-layers", "0"], lambda c, ld: c.scatter_layers == (0,)),
@@ -50,17 +53,27 @@ EXECUTORS = {  # module attribute -> (argument positions of config, load, output
 
 def test_every_flag_of_run_is_covered():
     assert set(CASES) == set(FLAGS)
-    assert {p.stem for p in RECIPE_FILES} >= {"scan", "domains", "compare", "sula", "intervene", "positional",
-                                              "windtunnel", "denoise"}
+    assert {p.stem for p in RECIPE_FILES} >= {
+        "scan",
+        "domains",
+        "compare",
+        "sula",
+        "intervene",
+        "positional",
+        "windtunnel",
+        "denoise",
+    }
 
 
 @pytest.fixture
 def calls(monkeypatch):
     seen = []
     for target, names in EXECUTORS.items():
+
         def fake(*args, _names=names, _target=target, **kwargs):
             got = dict(zip(_names, args), **kwargs)
             seen.append((_target, got))
+
         monkeypatch.setattr(target, fake)
     return seen
 
@@ -98,8 +111,10 @@ def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tm
 @pytest.mark.parametrize("flag", ["device_map", "trust_remote_code", "allow_pickle"])
 def test_compare_models_passes_the_loading_flags_to_each_hub_model(flag, calls, tmp_path, capsys, monkeypatch):
     recipe = tmp_path / "c.toml"
-    recipe.write_text('[probe]\ncommand = "compare-models"\n[models]\nrun = ["pythia-160m", "pythia-410m"]\n'
-                      'sets = ["mixed"]\n', encoding="utf-8")
+    recipe.write_text(
+        '[probe]\ncommand = "compare-models"\n[models]\nrun = ["pythia-160m", "pythia-410m"]\nsets = ["mixed"]\n',
+        encoding="utf-8",
+    )
     argv, arrived = CASES[flag]
     code, out, err = run_cli(["run", str(recipe), *argv[2:]], capsys, monkeypatch)
     assert code == 0, err

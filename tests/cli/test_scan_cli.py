@@ -1,4 +1,5 @@
 """`geoprobe scan`, `run` and `report` end to end on the embedded SmolLM2 and on twins."""
+
 import json
 import os
 import subprocess
@@ -8,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from geoprobe.scan import ScanResult
-
-from tests.conftest import requires_smollm2
 from tests.cli.test_cli import run_cli
+from tests.conftest import requires_smollm2
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,8 +20,13 @@ def smollm2_scan(tmp_path_factory):
     """One real scan of the embedded model with the default prompts, in a subprocess (as a user runs it)."""
     out = tmp_path_factory.mktemp("scan") / "run"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "geoprobe.cli", "scan", "--out", str(out), "--scatter-layers", "10"],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "geoprobe.cli", "scan", "--out", str(out), "--scatter-layers", "10"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     return out, r
 
 
@@ -53,19 +58,38 @@ def test_existing_run_is_refused_and_report_rebuilds_without_the_model(smollm2_s
     assert r.returncode == 0, r.stderr[-2000:]
     before = (out / "results.json").read_bytes()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    again = subprocess.run([sys.executable, "-m", "geoprobe.cli", "scan", "--out", str(out)],
-                           capture_output=True, text=True, env=env, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "geoprobe.cli", "scan", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert again.returncode == 2 and "--force" in again.stderr and "Traceback" not in again.stderr
     assert (out / "results.json").read_bytes() == before
     # report: refuses to overwrite, rebuilds with --force or to a new file; no model is loaded
-    code = subprocess.run([sys.executable, "-m", "geoprobe.cli", "report", str(out / "results.json")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    code = subprocess.run(
+        [sys.executable, "-m", "geoprobe.cli", "report", str(out / "results.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert code.returncode == 2 and "already exists" in code.stderr
     new = tmp_path / "again.html"
-    code = subprocess.run([sys.executable, "-c", "import sys; from geoprobe.cli import main; sys.argv=['geoprobe',"
-                           f"'report',{str(out / 'results.json')!r},'--out',{str(new)!r}]; main();"
-                           "import sys as s; assert 'transformer_lens' not in s.modules, 'loaded a model'"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    code = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from geoprobe.cli import main; sys.argv=['geoprobe',"
+            f"'report',{str(out / 'results.json')!r},'--out',{str(new)!r}]; main();"
+            "import sys as s; assert 'transformer_lens' not in s.modules, 'loaded a model'",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert code.returncode == 0, code.stderr
     assert new.stat().st_size > 1_000_000  # plotly.js embedded
 
@@ -74,28 +98,37 @@ def test_run_probe_recipe_on_a_twin(tmp_path, capsys, monkeypatch):
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"Line {i}: the quick brown fox" for i in range(10)), encoding="utf-8")
     recipe = tmp_path / "r.toml"
-    recipe.write_text(f'[probe]\nname = "mini"\ncommand = "scan"\n[prompts]\nfile = "{prompts.name}"\n[analyses]\n'
-                      'run = ["manifold", "alignment", "focusing"]\nnull_draws = 20\npca_resamples = 20\n')
-    code, out, err = run_cli(["run", str(recipe), "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"),
-                              "--layers", "0,-1"], capsys, monkeypatch)
+    recipe.write_text(
+        f'[probe]\nname = "mini"\ncommand = "scan"\n[prompts]\nfile = "{prompts.name}"\n[analyses]\n'
+        'run = ["manifold", "alignment", "focusing"]\nnull_draws = 20\npca_resamples = 20\n'
+    )
+    code, out, err = run_cli(
+        ["run", str(recipe), "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), "--layers", "0,-1"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     res = ScanResult.load(tmp_path / "o")
     assert res.layers == (0, 2) and res.orthogonality is None and res.config.null_draws == 20
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--prompts", "{few}"], "needs at least 10"),
-    (["--prompts", "{ok}", "--layers", "0,7"], "layer 7 is out of range for a model with 3 layers (0..2)"),
-    (["--prompts", "{ok}", "--batch-size", "0"], "batch size 0 must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--prompts", "{few}"], "needs at least 10"),
+        (["--prompts", "{ok}", "--layers", "0,7"], "layer 7 is out of range for a model with 3 layers (0..2)"),
+        (["--prompts", "{ok}", "--batch-size", "0"], "batch size 0 must be at least 1"),
+    ],
+)
 def test_scan_bad_input_one_line_errors(tmp_path, capsys, monkeypatch, args, needle):
     few = tmp_path / "few.txt"
     few.write_text("a b c\nd e f\nthe cat\n", encoding="utf-8")
     ok = tmp_path / "ok.txt"
     ok.write_text("\n".join(f"sentence {i} is here" for i in range(10)), encoding="utf-8")
     args = [a.format(few=few, ok=ok) for a in args]
-    code, out, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args],
-                             capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["scan", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args], capsys, monkeypatch
+    )
     assert code == 2 and needle in err, err
     assert err.strip().count("\n") == 0 and "Traceback" not in err
     assert not (tmp_path / "o" / "results.json").exists()
@@ -104,8 +137,22 @@ def test_scan_bad_input_one_line_errors(tmp_path, capsys, monkeypatch, args, nee
 def test_duplicate_prompts_warn_with_the_count(tmp_path, capsys, monkeypatch):
     p = tmp_path / "dup.txt"
     p.write_text("\n".join([f"unique prompt {i} goes" for i in range(10)] + ["unique prompt 3 goes"] * 2))
-    code, out, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out",
-                              str(tmp_path / "o"), "--layers", "-1", "--no-init-baseline"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        [
+            "scan",
+            "--model",
+            "twin:llama-3.2-1b",
+            "--prompts",
+            str(p),
+            "--out",
+            str(tmp_path / "o"),
+            "--layers",
+            "-1",
+            "--no-init-baseline",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert "2 duplicate prompt(s) dropped" in err
     res = ScanResult.load(tmp_path / "o" / "results.json")
@@ -123,14 +170,33 @@ def test_permutation_null_and_cis_on_every_layer(tmp_path, capsys, monkeypatch):
     p = tmp_path / "p.txt"
     words = "apple river music stone cloud paper tiger light engine garden silver window".split()
     p.write_text("\n".join(f"Sentence {i} is about the {w}" for i, w in enumerate(words)))  # distinct final tokens
-    code, out, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out", str(tmp_path / "o"),
-                              "--null", "permute", "--ci-layers", "all", "--no-init-baseline"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        [
+            "scan",
+            "--model",
+            "twin:llama-3.2-1b",
+            "--prompts",
+            str(p),
+            "--out",
+            str(tmp_path / "o"),
+            "--null",
+            "permute",
+            "--ci-layers",
+            "all",
+            "--no-init-baseline",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     res = ScanResult.load(tmp_path / "o")
     assert res.config.null_kind == "permute" and res.config.ci_layers == "all"
     assert all(b.kind == "permute" for b in res.manifold.null)
     assert all(e.low <= e.value <= e.high for e in res.manifold.pc1)  # finite CIs on every layer
     assert all(e.low == e.low for e in res.alignment.spearman)  # not NaN
-    code, out, err = run_cli(["scan", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out",
-                              str(tmp_path / "o2"), "--null", "bogus"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["scan", "--model", "twin:llama-3.2-1b", "--prompts", str(p), "--out", str(tmp_path / "o2"), "--null", "bogus"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "pass --null gaussian|permute" in err and "\n" not in err.strip()

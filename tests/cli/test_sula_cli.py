@@ -1,10 +1,10 @@
 """`geoprobe sula` end to end on a twin and on SmolLM2, and its bad input."""
+
 from __future__ import annotations
 
 import pytest
 
 from geoprobe.sula import SulaResult
-
 from tests.cli.test_cli import run_cli
 from tests.conftest import requires_smollm2
 
@@ -19,8 +19,9 @@ def _one_error_line(err: str) -> str:
 
 def test_sula_on_a_twin_writes_results_and_report(tmp_path, capsys, monkeypatch):
     out = tmp_path / "s"
-    code, stdout, err = run_cli(["sula", "--model", "twin:llama-3.2-1b", *SMALL, "--seed", "2", "--out", str(out)],
-                                capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        ["sula", "--model", "twin:llama-3.2-1b", *SMALL, "--seed", "2", "--out", str(out)], capsys, monkeypatch
+    )
     assert code == 0, err
     res = SulaResult.load(out / "sula.json")
     assert set(res.conditions) == {"main", "lexical_remap", "shuffled", "ablated"}
@@ -31,17 +32,21 @@ def test_sula_on_a_twin_writes_results_and_report(tmp_path, capsys, monkeypatch)
     assert code == 2 and "--force" in _one_error_line(err)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--labels", "zorb,bip"], "tokenises as"),
-    (["--labels", "bip"], "two different labels"),
-    (["--agreement", "1.5"], "--agreement"),
-    (["--k", "0,x"], "--k '0,x'"),
-    (["--k", "40000", "--n-per-k", "1"], "lower --k"),
-    (["--n-per-k", "0"], "--n-per-k"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--labels", "zorb,bip"], "tokenises as"),
+        (["--labels", "bip"], "two different labels"),
+        (["--agreement", "1.5"], "--agreement"),
+        (["--k", "0,x"], "--k '0,x'"),
+        (["--k", "40000", "--n-per-k", "1"], "lower --k"),
+        (["--n-per-k", "0"], "--n-per-k"),
+    ],
+)
 def test_bad_sula_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["sula", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["sula", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path / "o"), *args], capsys, monkeypatch
+    )
     line = _one_error_line(err)
     assert code == 2 and needle in line, line
     assert not (tmp_path / "o").exists()
@@ -50,8 +55,23 @@ def test_bad_sula_input_gets_one_line(args, needle, tmp_path, capsys, monkeypatc
 @requires_smollm2
 @pytest.mark.slow
 def test_sula_on_smollm2_is_better_than_chance_at_tracking_the_posterior(tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["sula", "--model", "smollm2-135m", "--k", "0,2,4", "--n-per-k", "4", "--n-resamples", "100",
-                            "--out", str(tmp_path / "s")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "sula",
+            "--model",
+            "smollm2-135m",
+            "--k",
+            "0,2,4",
+            "--n-per-k",
+            "4",
+            "--n-resamples",
+            "100",
+            "--out",
+            str(tmp_path / "s"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     main = SulaResult.load(tmp_path / "s" / "sula.json").main
     assert 0 <= main.metrics.mae.value < 1 and main.metrics.label_mass.value > 0.01

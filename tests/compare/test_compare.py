@@ -1,5 +1,6 @@
 """geoprobe.compare on scans written without a model: Table-2 numbers, grouping, the global PCA
 on planted structure, bad input, persistence and the HTML report."""
+
 import json
 import math
 import shutil
@@ -65,8 +66,14 @@ def test_rows_carry_the_inputs_numbers(runs, comp_ab):
     assert row.key_cos_gaussian == pytest.approx(o.gaussian)
     assert row.focusing == a.focusing.reduction and row.focusing_set == "mixed"
     arch = row.architecture
-    assert (arch.n_layers, arch.n_heads, arch.n_kv_heads, arch.d_head, arch.attention, arch.source) == \
-        (6, 4, 2, 8, "GQA 4:2", "capture")
+    assert (arch.n_layers, arch.n_heads, arch.n_kv_heads, arch.d_head, arch.attention, arch.source) == (
+        6,
+        4,
+        2,
+        8,
+        "GQA 4:2",
+        "capture",
+    )
     assert comp_ab.row("model-b").architecture.attention == "MHA"
 
 
@@ -75,8 +82,11 @@ def test_mixed_and_restricted_grouping(comp_ab):
     assert a.mixed.set_name == "mixed" and [e.domain for e in a.restricted] == ["math", "code"]
     assert b.mixed is not None and b.restricted == ()
     table = comp_ab.table()
-    assert [(r["model"], r["restricted set"]) for r in table] == [("model-a", "math"), ("model-a", "code"),
-                                                                    ("model-b", "n/a")]
+    assert [(r["model"], r["restricted set"]) for r in table] == [
+        ("model-a", "math"),
+        ("model-a", "code"),
+        ("model-b", "n/a"),
+    ]
     assert table[2]["restricted PC1 %"] == "n/a"
     assert table[0]["mixed PC1 %"].startswith(f"{100 * a.mixed.pc1.value:.1f} [")
 
@@ -165,8 +175,11 @@ def test_bad_input(runs, tmp_path):
         compare_results([p["a"]])
     junk = tmp_path / "notes.txt"
     junk.write_text("hello")
-    for bad, expect in ((junk, "not valid JSON"), (tmp_path / "missing.json", "results.json"),
-                        (tmp_path, "results.json")):
+    for bad, expect in (
+        (junk, "not valid JSON"),
+        (tmp_path / "missing.json", "results.json"),
+        (tmp_path, "results.json"),
+    ):
         with pytest.raises(GeoprobeError) as exc:
             compare_results([p["a"], bad])
         msg = str(exc.value)
@@ -195,10 +208,17 @@ def test_other_layer(runs):
 
 def test_prompt_set_field_and_fallbacks():
     def fake(prompts_name, prompt_set=None, h="ab" * 32):
-        return SimpleNamespace(model="m", provenance={"prompts_hash": h, "seed": 3}, n_prompts=20, capture_dir=None,
-                               config=ScanConfig(prompts=prompts_name), prompt_set=prompt_set)
+        return SimpleNamespace(
+            model="m",
+            provenance={"prompts_hash": h, "seed": 3},
+            n_prompts=20,
+            capture_dir=None,
+            config=ScanConfig(prompts=prompts_name),
+            prompt_set=prompt_set,
+        )
 
     from pathlib import Path
+
     s = describe(Path("r.json"), fake("builtin"))
     assert (s.role, s.set_kind, s.domain, s.set_hash, s.seed) == ("mixed", "builtin", None, "ab" * 32, 3)
     assert describe(Path("r.json"), fake("/tmp/my prompts.txt")).role == "mixed"

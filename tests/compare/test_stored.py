@@ -1,4 +1,5 @@
 """A comparison.json written by geoprobe 0.1.0 still loads, and re-encodes to the same bytes."""
+
 from __future__ import annotations
 
 import json

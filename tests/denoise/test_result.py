@@ -1,4 +1,5 @@
 """A tiny end-to-end run in-process: JSON round trip, damaged files, checks, energy section, escaped report."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from geoprobe.denoise.result import DenoiseResult
 from geoprobe.denoise.config import DenoiseConfig, tiny_config
+from geoprobe.denoise.result import DenoiseResult
 from geoprobe.denoise.run import run_denoise
 from geoprobe.errors import GeoprobeError, ResultsError
 from geoprobe.report.page import render

@@ -1,5 +1,6 @@
 """A denoise.json written by geoprobe 0.1.0 still loads, and re-encodes to the same bytes
 (``geoprobe denoise --tiny --task linear --warp --steps 20 --n-resamples 50 --seed 1``)."""
+
 import json
 from pathlib import Path
 

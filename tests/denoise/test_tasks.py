@@ -1,4 +1,5 @@
 """Denoising tasks: shapes, orthonormal bases, unit centres, the sphere's radius, seeding, warping, validation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,15 +61,18 @@ def test_warp_applies_to_every_token_and_noise_is_added_before():
     assert np.allclose(warped.noisy - warped.clean, (plain.noisy - plain.clean) @ A.T)
 
 
-@pytest.mark.parametrize("kw, needle", [
-    (dict(name="linear", d=8, context_length=8), "pass --context-length 9"),
-    (dict(name="sphere", d=5, n=4), "--dim"),
-    (dict(name="linear", noise_var=0.0), "--noise-var"),
-    (dict(name="mixture", signal_var=-1.0), "--signal-var"),
-    (dict(name="mixture", k=0), "--clusters"),
-    (dict(name="sphere", radius=0.0), "--radius"),
-    (dict(name="circle"), "--task"),
-])
+@pytest.mark.parametrize(
+    "kw, needle",
+    [
+        (dict(name="linear", d=8, context_length=8), "pass --context-length 9"),
+        (dict(name="sphere", d=5, n=4), "--dim"),
+        (dict(name="linear", noise_var=0.0), "--noise-var"),
+        (dict(name="mixture", signal_var=-1.0), "--signal-var"),
+        (dict(name="mixture", k=0), "--clusters"),
+        (dict(name="sphere", radius=0.0), "--radius"),
+        (dict(name="circle"), "--task"),
+    ],
+)
 def test_bad_values_are_one_line_errors(kw, needle):
     with pytest.raises(GeoprobeError) as e:
         make_task(**kw)

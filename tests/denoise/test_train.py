@@ -1,5 +1,6 @@
 """Short training runs: well below the trivial baselines, the predicted weight structure on the linear task,
 and bit-identical repeats with the same seed."""
+
 from __future__ import annotations
 
 import numpy as np

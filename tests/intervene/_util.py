@@ -1,5 +1,6 @@
 """Shared helpers for the intervention tests: prompts, axis fitting, full-tensor capture at one
 attention layer (a probe that keeps what the attention function received)."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -51,12 +52,17 @@ class FullProbe(Probe):
     full_layer: int = -1
     full: dict = field(default_factory=dict)
 
-    def record(self, module, query, key, value, mask, out, scaling, softcap=None, sinks=None, bias=None,
-               window=None):
+    def record(self, module, query, key, value, mask, out, scaling, softcap=None, sinks=None, bias=None, window=None):
         if self.layer(module) == self.full_layer:
-            self.full.update(q=query.detach().clone(), k=key.detach().clone(), v=value.detach().clone(),
-                             z=out.detach().clone(), attn_mask=None if mask is None else mask.detach().clone(),
-                             scaling=scaling, softcap=softcap)
+            self.full.update(
+                q=query.detach().clone(),
+                k=key.detach().clone(),
+                v=value.detach().clone(),
+                z=out.detach().clone(),
+                attn_mask=None if mask is None else mask.detach().clone(),
+                scaling=scaling,
+                softcap=softcap,
+            )
         super().record(module, query, key, value, mask, out, scaling, softcap, sinks, bias, window)
 
 
@@ -106,14 +112,21 @@ def run_full(model: Any, probe: Any, prompts: list[str], layer: int) -> dict[str
     try:
         with torch.inference_mode():
             probe.new_batch(mask.shape[1] - 1 - mask.flip(1).argmax(1))
-            logits = model.hf_model(tok, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0),
-                                    use_cache=False).logits
+            logits = model.hf_model(
+                tok, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0), use_cache=False
+            ).logits
     finally:
         for h in handles:
             h.remove()
     full = dict(probe.full)
-    out = {"below": below, "q": full["q"], "k": full["k"], "v": full["v"].transpose(1, 2),
-           "z": full["z"], "pattern": pattern(full, model.layout.kv_group)}
+    out = {
+        "below": below,
+        "q": full["q"],
+        "k": full["k"],
+        "v": full["v"].transpose(1, 2),
+        "z": full["z"],
+        "pattern": pattern(full, model.layout.kv_group),
+    }
     out["logits"] = logits.detach().clone()
     out["mask"] = mask
     return out

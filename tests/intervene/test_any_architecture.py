@@ -11,6 +11,7 @@
 * Zeroing a head's attention output (``zeroed_heads``, an out-edit) equals zeroing its slice of
   the output projection's input with a pre-hook.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,7 +57,8 @@ def test_edit_in_the_attention_function_equals_edit_of_the_v_projection(name, tw
         a, va = final_logprobs(model, PROMPTS, batch_size=4, value_layers=[layer])
     spec = model.arch.v_specs[ml]
     handle = spec.linear(model.arch.modules[ml]).register_forward_hook(
-        lambda mod, args, out: spec.edit_output(out, edit.apply))
+        lambda mod, args, out: spec.edit_output(out, edit.apply)
+    )
     try:
         b, vb = final_logprobs(model, PROMPTS, batch_size=4, value_layers=[layer])
     finally:
@@ -67,8 +69,9 @@ def test_edit_in_the_attention_function_equals_edit_of_the_v_projection(name, tw
     np.testing.assert_allclose(va[layer], vb[layer], atol=1e-5)
 
 
-@pytest.mark.parametrize("name, out_proj", [("qwen2", "o_proj"), ("gemma2", "o_proj"), ("bloom", "dense"),
-                                            ("falcon", "dense")])
+@pytest.mark.parametrize(
+    "name, out_proj", [("qwen2", "o_proj"), ("gemma2", "o_proj"), ("bloom", "dense"), ("falcon", "dense")]
+)
 def test_zeroed_heads_equals_zeroing_the_output_projection_input(name, out_proj, twin_factory):
     model = twin_factory(name)
     layer, head = 1, 2
@@ -79,7 +82,7 @@ def test_zeroed_heads_equals_zeroing_the_output_projection_input(name, out_proj,
 
     def pre(mod, args):
         x = args[0].clone()
-        x[..., head * d:(head + 1) * d] = 0
+        x[..., head * d : (head + 1) * d] = 0
         return (x, *args[1:])
 
     handle = getattr(model.arch.modules[ml], out_proj).register_forward_pre_hook(pre)
@@ -122,4 +125,4 @@ def test_text_nll_is_the_models_own_loss(name, twin_factory):
         ref.append((float(loss), ids.shape[1] - 1))
     n = [k for _, k in ref]
     assert len(nll) == sum(n)
-    np.testing.assert_allclose([nll[: n[0]].mean(), nll[n[0]:].mean()], [r for r, _ in ref], rtol=1e-5)
+    np.testing.assert_allclose([nll[: n[0]].mean(), nll[n[0] :].mean()], [r for r, _ in ref], rtol=1e-5)

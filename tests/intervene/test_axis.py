@@ -1,4 +1,5 @@
 """The entropy axis: PC1 of the z-scored values, oriented by entropy, mapped to raw space per KV head."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Behaviour and geometry metrics: identities for null edits, effects for real ones, controls."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,10 @@ from geoprobe.intervene import Edit, axis_entropy_correlation, baseline, compare
 from geoprobe.intervene.metrics import entropy_bits_of, kl_bits
 from tests.intervene._util import CALIBRATION, axis_for
 
-TEXTS = ["The quick brown fox jumps over the lazy dog. It was a sunny day.",
-         "def add(a, b):\n    return a + b\n\nprint(add(2, 3))"]
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. It was a sunny day.",
+    "def add(a, b):\n    return a + b\n\nprint(add(2, 3))",
+]
 
 
 def test_kl_and_entropy_helpers():
@@ -28,14 +31,16 @@ def test_null_edit_has_null_effects_and_cut_has_effects(twin_factory):
     model = twin_factory("llama-3.2-1b")
     axis = axis_for(model, 1)
     base = baseline(model, CALIBRATION, TEXTS, geometry_layer=1, batch_size=4)
-    null = evaluate(model, CALIBRATION, {1: Edit(axis, "cut", 0.0)}, base, TEXTS, geometry_axis=axis,
-                    batch_size=4, n_resamples=200)
+    null = evaluate(
+        model, CALIBRATION, {1: Edit(axis, "cut", 0.0)}, base, TEXTS, geometry_axis=axis, batch_size=4, n_resamples=200
+    )
     assert null.kl.value == 0.0 and null.delta_entropy.value == 0.0 and null.top1_agreement.value == 1.0
     assert null.perplexity_ratio.value == pytest.approx(1.0, abs=1e-12)
     assert null.axis_entropy_rho.value == pytest.approx(null.axis_entropy_rho_base.value)
     assert null.perplexity_base > 1
-    cut = evaluate(model, CALIBRATION, {1: Edit(axis, "cut", 1.0)}, base, TEXTS, geometry_axis=axis,
-                   batch_size=4, n_resamples=200)
+    cut = evaluate(
+        model, CALIBRATION, {1: Edit(axis, "cut", 1.0)}, base, TEXTS, geometry_axis=axis, batch_size=4, n_resamples=200
+    )
     assert cut.kl.value > 0 and cut.kl.low <= cut.kl.value <= cut.kl.high
     assert cut.perplexity_ratio.value != 1.0
     assert math.isnan(cut.axis_entropy_rho.value)  # the axis coordinate is constant after a full cut
@@ -53,8 +58,9 @@ def test_axis_entropy_correlation_on_calibration_matches_the_fit(twin_factory):
 def test_compare_with_controls_reports_both_sides(twin_factory):
     model = twin_factory("llama-3.2-1b")
     axes = {1: axis_for(model, 1), -1: axis_for(model, 2)}
-    cmp = compare_with_controls(model, CALIBRATION, axes, op="shift", strength=1.0, n_controls=3, texts=TEXTS,
-                                batch_size=4, n_resamples=200)
+    cmp = compare_with_controls(
+        model, CALIBRATION, axes, op="shift", strength=1.0, n_controls=3, texts=TEXTS, batch_size=4, n_resamples=200
+    )
     assert cmp.layers == (1, 2) and len(cmp.controls) == 3
     mean, sd = cmp.control_summary("kl")
     assert mean > 0 and sd >= 0

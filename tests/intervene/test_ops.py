@@ -12,6 +12,7 @@ and compares with the unperturbed run: blocks below ℓ bit-identical, q and k a
 the component along the axis / its orthogonal complement as the operation defines them, and
 the final logits changed.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,7 +71,8 @@ def _below_identical(base, pert):
 OPS = [("cut", 1.0), ("cut", 0.5), ("only", 1.0), ("shift", 2.0), ("shift", -1.5)]
 # every op on every twin; on the real model (slow) the full cut and a shift, the others being the same code path
 EDIT_CASES = [(t, *o) for t in TWINS for o in OPS] + [
-    pytest.param("smollm2-135m", *o, marks=pytest.mark.slow) for o in (("cut", 1.0), ("shift", 2.0))]
+    pytest.param("smollm2-135m", *o, marks=pytest.mark.slow) for o in (("cut", 1.0), ("shift", 2.0))
+]
 
 
 @pytest.mark.parametrize("name,op,strength", EDIT_CASES)

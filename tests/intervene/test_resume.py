@@ -1,5 +1,6 @@
 """Resuming from the residual stream gives the full intervened forward's logits (every
 architecture in RESUMABLE: the family twins and tiny twins of gpt2, qwen2, gemma2, bloom, gpt_neo)."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,8 +30,11 @@ def test_resumed_sweep_equals_full_intervened_forward(subject):
     axis = axis_for(model, layer)
     top = axis_for(model, L - 1)
     edit_sets = [{layer: Edit(axis, "cut", s)} for s in (0.25, 1.0)]
-    edit_sets += [{layer: Edit(axis, "shift", -2.0)}, {layer: Edit(random_axes(axis, 1, 3)[0], "only", 1.0)},
-                  {layer: Edit(axis, "cut", 1.0), L - 1: Edit(top, "cut", 1.0)}]  # multi-layer
+    edit_sets += [
+        {layer: Edit(axis, "shift", -2.0)},
+        {layer: Edit(random_axes(axis, 1, 3)[0], "only", 1.0)},
+        {layer: Edit(axis, "cut", 1.0), L - 1: Edit(top, "cut", 1.0)},
+    ]  # multi-layer
     res = sweep(model, CALIBRATION, edit_sets, batch_size=4)
     assert res.resumed and res.layer == layer
     base, _ = final_logprobs(model, CALIBRATION, batch_size=4)

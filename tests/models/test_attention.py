@@ -8,6 +8,7 @@ left; the recorded values equal the output of the model's own V projection at th
 (q/k norms off). Refusals: a model without attention, one whose attention bypasses the
 interface, MLA's W_K.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,10 +23,36 @@ from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.projections import qk_norms_off
 from geoprobe.models.tiny import VOCAB, same_weights, tiny_model
 
-ARCHS = ("gpt2", "opt", "gpt_neo", "bloom", "gptj", "stablelm", "cohere", "gpt_bigcode", "falcon", "falcon/mq",
-         "falcon/alibi", "phi3", "qwen3", "olmo2",
-         "qwen2", "gemma", "gemma2", "starcoder2", "qwen3_moe", "olmoe", "llama", "mistral", "mixtral", "phi",
-         "gemma3_text", "gpt_neox", "gpt_oss", "jamba")
+ARCHS = (
+    "gpt2",
+    "opt",
+    "gpt_neo",
+    "bloom",
+    "gptj",
+    "stablelm",
+    "cohere",
+    "gpt_bigcode",
+    "falcon",
+    "falcon/mq",
+    "falcon/alibi",
+    "phi3",
+    "qwen3",
+    "olmo2",
+    "qwen2",
+    "gemma",
+    "gemma2",
+    "starcoder2",
+    "qwen3_moe",
+    "olmoe",
+    "llama",
+    "mistral",
+    "mixtral",
+    "phi",
+    "gemma3_text",
+    "gpt_neox",
+    "gpt_oss",
+    "jamba",
+)
 LENGTHS = (13, 9, 5)  # the tiny twins' windows are 6 tokens: the longer prompts cross them
 ENTROPY_TOL = 1e-4  # bits
 VALUE_RTOL = 1e-5
@@ -77,7 +104,7 @@ def eager_entropies(model_type: str, seq: torch.Tensor) -> list[torch.Tensor]:
 
     original = modeling_falcon.build_alibi_tensor
     halved = mock.patch.object(modeling_falcon, "build_alibi_tensor", lambda *a, **k: 0.5 * original(*a, **k))
-    with torch.no_grad(), (halved if model_type == "falcon/alibi" else contextlib.nullcontext()):
+    with torch.no_grad(), halved if model_type == "falcon/alibi" else contextlib.nullcontext():
         out = eager(model_type)(seq[None], output_attentions=True, use_cache=False)
     return [entropy_bits(a[0, :, -1].float()) for a in out.attentions if a is not None]
 
@@ -114,6 +141,7 @@ def test_values_equal_the_models_own_value_projection(model_type):
         def hook(mod, args, out, _layer=layer, _spec=spec):
             rows = out[torch.arange(out.shape[0]), last]  # (batch, out_features), the projection's own output
             seen[_layer] = _spec._rows(rows.T.contiguous()).permute(2, 0, 1)  # (batch, head, d)
+
         handles.append(lin.register_forward_hook(hook))
     try:
         probe = run(model, arch, Probe(), ids, mask)
@@ -134,9 +162,11 @@ def test_pre_rotary_keys_are_x_times_the_reported_key_weights(model_type):
     xs: dict[int, torch.Tensor] = {}
     handles = []
     for layer, module in arch.modules.items():
+
         def pre(mod, args, kwargs, _layer=layer):
             x = args[0] if args else kwargs["hidden_states"]
             xs[_layer] = x[torch.arange(x.shape[0]), last].detach()
+
         handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
     try:
         with qk_norms_off(list(arch.modules.values())):

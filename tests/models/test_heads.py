@@ -6,6 +6,7 @@ the first with a multi-line config-validation error and builds the second, faili
 forward pass; geoprobe checks config.json first (and every booted model's config), and turns
 transformers' validation error into one line where its own check is bypassed.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,18 @@ from geoprobe.models.tiny import tiny_model
 from tests.cli.test_cli import run_cli
 
 BAD = [
-    ("llama", {"num_attention_heads": 5}, "LlamaForCausalLM", "hidden_size 64 does not divide into num_attention_heads 5"),
-    ("llama", {"num_key_value_heads": 3}, "LlamaForCausalLM",
-     "num_attention_heads 4 does not divide into num_key_value_heads 3"),
+    (
+        "llama",
+        {"num_attention_heads": 5},
+        "LlamaForCausalLM",
+        "hidden_size 64 does not divide into num_attention_heads 5",
+    ),
+    (
+        "llama",
+        {"num_key_value_heads": 3},
+        "LlamaForCausalLM",
+        "num_attention_heads 4 does not divide into num_key_value_heads 3",
+    ),
     ("qwen2", {"num_key_value_heads": 3}, "Qwen2ForCausalLM", "does not divide into num_key_value_heads 3"),
     ("gpt2", {"n_head": 5}, "GPT2LMHeadModel", "n_embd 64 does not divide into n_head 5"),
 ]
@@ -54,7 +64,8 @@ def test_head_problem_on_config_dicts():
 
 @pytest.mark.parametrize("model_type,edit,arch,why", BAD)
 def test_local_directory_with_heads_that_do_not_divide_exits_2_in_one_line(
-        model_type, edit, arch, why, tmp_path, capsys, monkeypatch):
+    model_type, edit, arch, why, tmp_path, capsys, monkeypatch
+):
     d = _saved(tmp_path, model_type, edit)
     capsys.readouterr()  # save_pretrained's progress bars
     code, _, err = run_cli(["capture", "--model", d, "--out", str(tmp_path / "o")], capsys, monkeypatch)
@@ -72,7 +83,11 @@ def test_the_python_api_refuses_too_and_boot_checks_built_models(tmp_path):
         load_model(_saved(tmp_path, "llama", {"num_key_value_heads": 3}))
     built = tiny_model("llama", num_key_value_heads=3)  # transformers builds it; its forward pass would fail
     with pytest.raises(UnsupportedArchitectureError, match="does not divide"):
-        boot(built, embedded_tokenizer(), Provenance(model_id="built", source="twin", weights="x", tokenizer="t", dtype="float32"))
+        boot(
+            built,
+            embedded_tokenizer(),
+            Provenance(model_id="built", source="twin", weights="x", tokenizer="t", dtype="float32"),
+        )
 
 
 def test_transformers_config_validation_becomes_one_line(tmp_path, monkeypatch):

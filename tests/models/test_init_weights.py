@@ -1,4 +1,5 @@
 """The random-init W_K baseline of key orthogonality, for any architecture (issue 18, part 2)."""
+
 import numpy as np
 import pytest
 import torch

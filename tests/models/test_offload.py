@@ -7,6 +7,7 @@ to a temporary ``geoprobe-offload-*`` folder that geoprobe creates and removes w
 Capture (values, keys, entropies, W_K read through accelerate's hooks) equals the undispatched
 model's within 1e-6, through the Python API and the CLI (``--device-map`` as a JSON object).
 """
+
 from __future__ import annotations
 
 import gc
@@ -25,10 +26,22 @@ from tests.cli.test_cli import run_cli
 
 PROMPTS = ["The capital of France is", "One two three four five six seven eight", "A short one"]
 TOL = 1e-6
-LAYERS_ON_DISK = {"model.embed_tokens": "cpu", "model.layers.0": "cpu", "model.layers.1": "disk",
-                  "model.layers.2": "disk", "model.norm": "cpu", "model.rotary_emb": "cpu", "lm_head": "cpu"}
-EMBEDDINGS_ON_DISK = {**LAYERS_ON_DISK, "model.embed_tokens": "disk", "model.layers.0": "disk",
-                      "model.layers.1": "cpu", "lm_head": "disk"}
+LAYERS_ON_DISK = {
+    "model.embed_tokens": "cpu",
+    "model.layers.0": "cpu",
+    "model.layers.1": "disk",
+    "model.layers.2": "disk",
+    "model.norm": "cpu",
+    "model.rotary_emb": "cpu",
+    "lm_head": "cpu",
+}
+EMBEDDINGS_ON_DISK = {
+    **LAYERS_ON_DISK,
+    "model.embed_tokens": "disk",
+    "model.layers.0": "disk",
+    "model.layers.1": "cpu",
+    "lm_head": "disk",
+}
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +93,10 @@ def test_weights_that_must_be_resaved_go_to_a_folder_removed_with_the_model(save
     off = load_model(d, device_map=LAYERS_ON_DISK)
     new = _offload_folders() - before
     assert len(new) == 1 and os.listdir(os.path.join(tempfile.gettempdir(), *new))
-    _same(capture(load_model(d), PROMPTS[:2], CaptureConfig(batch_size=2)),
-          capture(off, PROMPTS[:2], CaptureConfig(batch_size=2)))
+    _same(
+        capture(load_model(d), PROMPTS[:2], CaptureConfig(batch_size=2)),
+        capture(off, PROMPTS[:2], CaptureConfig(batch_size=2)),
+    )
     del off
     gc.collect()
     assert not (_offload_folders() - before)
@@ -91,15 +106,32 @@ def test_cli_device_map_json_with_disk_offload(saved, tmp_path, capsys, monkeypa
     d = saved("llama")
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(PROMPTS), encoding="utf-8")
-    code, _, err = run_cli(["capture", "--model", d, "--prompts", str(prompts), "--out", str(tmp_path / "plain")],
-                           capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["capture", "--model", d, "--prompts", str(prompts), "--out", str(tmp_path / "plain")], capsys, monkeypatch
+    )
     assert code == 0, err
-    code, _, err = run_cli(["capture", "--model", d, "--prompts", str(prompts), "--device-map",
-                            json.dumps(LAYERS_ON_DISK), "--out", str(tmp_path / "off")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        [
+            "capture",
+            "--model",
+            d,
+            "--prompts",
+            str(prompts),
+            "--device-map",
+            json.dumps(LAYERS_ON_DISK),
+            "--out",
+            str(tmp_path / "off"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     _same(Capture.load(tmp_path / "plain"), Capture.load(tmp_path / "off"))
-    code, _, err = run_cli(["capture", "--model", d, "--device-map", '{"model.layers.1": disk}',
-                            "--out", str(tmp_path / "bad")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["capture", "--model", d, "--device-map", '{"model.layers.1": disk}', "--out", str(tmp_path / "bad")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "not valid JSON" in err
 
 

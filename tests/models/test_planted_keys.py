@@ -1,7 +1,8 @@
 """Planted orthonormal W_K, per architecture (issue 18): written through the ProjSpec's location.
 
 For every architecture of ``tests/models/test_attention.py`` (all of them have W_K; MLA is not
-among ARCHS; one without would be skipped saying why), its tiny twin (restored afterwards) gets, in every attention layer, a W_K
+among ARCHS; one without would be skipped saying why), its tiny twin (restored afterwards) gets, in every attention
+layer, a W_K
 whose columns are orthonormal in each KV head (QR of a seeded Gaussian), written with
 :meth:`ProjSpec.set_weight` into the projection the architecture probe located (separate
 ``k_proj``, fused ``[q|k|v]``, per-head interleave, legacy modules). Then:
@@ -13,6 +14,7 @@ whose columns are orthonormal in each KV head (QR of a seeded Gaussian), written
 * probing the planted model again finds the same key projection (the keys the attention
   function receives are reproduced by the planted W_K).
 """
+
 from __future__ import annotations
 
 import copy
@@ -55,7 +57,7 @@ def _plant_and_check(model, arch) -> None:
         w = orthonormal(spec.n_heads, arch.layout.d_model, spec.d_head, seed=i)
         spec.set_weight(attn, w)
         planted.append(w)
-        changed = (linear.weight.detach() != before)
+        changed = linear.weight.detach() != before
         rows = changed.t() if spec.transposed else changed
         touched = set(rows.any(dim=1).nonzero().flatten().tolist())
         assert touched <= set(spec.row_index().flatten().tolist())  # q/v rows of a fused map untouched

@@ -16,6 +16,7 @@ with ``scaling``/``softcap``/``window`` read from the attention module and the c
 equal the probe's ``Probe(distribution=True)`` record and Hugging Face's eager
 ``output_attentions`` final row, within 1e-5.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -51,9 +52,11 @@ def final_records(model, arch, ids: torch.Tensor) -> Probe:
 def test_recorded_distribution_is_softmax_of_captured_q_and_rotated_k(model_type):
     model, arch = twin(model_type)
     if arch.mechanism == "legacy":
-        pytest.skip(f"{model_type}: ALiBi (a per-head linear position bias inside its legacy attention, not "
-                    "rotary) would have to be rebuilt here; its distribution is checked against eager entropy in "
-                    "test_attention.py")
+        pytest.skip(
+            f"{model_type}: ALiBi (a per-head linear position bias inside its legacy attention, not "
+            "rotary) would have to be rebuilt here; its distribution is checked against eager entropy in "
+            "test_attention.py"
+        )
     ids = torch.randint(3, 512, (T,), generator=torch.Generator().manual_seed(1))
     full = final_records(model, arch, ids)
     per_pos = [final_records(model, arch, ids[: t + 1]) for t in range(T)]

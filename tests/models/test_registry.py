@@ -16,11 +16,34 @@ from geoprobe.models.registry import (
     parameter_count,
 )
 
-ISSUE_ALIASES = [f"pythia-{s}{d}" for s in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b") for d in ("", "-deduped")] + [
-    "phi-2", "llama-3.2-1b", "llama-3.2-3b", "llama-3-8b", "llama-3.1-8b", "mistral-7b", "mistral-7b-instruct",
-    "mixtral-8x7b", "smollm2-135m", "gemma-3-270m",
-    "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b",
-    "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "gemma-2-2b", "gemma-2-9b", "olmo-2-1b", "olmo-2-7b",
+ISSUE_ALIASES = [
+    f"pythia-{s}{d}" for s in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b") for d in ("", "-deduped")
+] + [
+    "phi-2",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "llama-3-8b",
+    "llama-3.1-8b",
+    "mistral-7b",
+    "mistral-7b-instruct",
+    "mixtral-8x7b",
+    "smollm2-135m",
+    "gemma-3-270m",
+    "gpt2",
+    "gpt2-medium",
+    "gpt2-large",
+    "gpt2-xl",
+    "qwen2.5-0.5b",
+    "qwen2.5-1.5b",
+    "qwen2.5-7b",
+    "qwen3-0.6b",
+    "qwen3-1.7b",
+    "qwen3-4b",
+    "qwen3-8b",
+    "gemma-2-2b",
+    "gemma-2-9b",
+    "olmo-2-1b",
+    "olmo-2-7b",
     "phi-3-mini",
 ]
 
@@ -73,9 +96,24 @@ def test_closest_aliases_for_a_typo():
 
 # --- issue 18: the aliases people study -------------------------------------------------------
 
-NEW_ALIASES = ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b",
-               "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "gemma-2-2b", "gemma-2-9b", "olmo-2-1b",
-               "olmo-2-7b", "phi-3-mini"]
+NEW_ALIASES = [
+    "gpt2",
+    "gpt2-medium",
+    "gpt2-large",
+    "gpt2-xl",
+    "qwen2.5-0.5b",
+    "qwen2.5-1.5b",
+    "qwen2.5-7b",
+    "qwen3-0.6b",
+    "qwen3-1.7b",
+    "qwen3-4b",
+    "qwen3-8b",
+    "gemma-2-2b",
+    "gemma-2-9b",
+    "olmo-2-1b",
+    "olmo-2-7b",
+    "phi-3-mini",
+]
 
 #: published parameter counts of the real checkpoints, each with its source: an independent check of
 #: the packaged configs (within 2%: cards round, the Gemma 2 report counts a 256,128-token vocabulary)

@@ -4,26 +4,39 @@ from geoprobe.errors import GeoprobeError
 from geoprobe.models.twins import twin_config
 
 
-@pytest.mark.parametrize("alias", ["pythia-410m", "phi-2", "llama-3.2-1b", "mistral-7b", "mixtral-8x7b", "gemma-3-270m"])
+@pytest.mark.parametrize(
+    "alias", ["pythia-410m", "phi-2", "llama-3.2-1b", "mistral-7b", "mixtral-8x7b", "gemma-3-270m"]
+)
 def test_tiny_twins_keep_family_features(alias, twin_factory):
     m = twin_factory(alias)
     full = twin_config(alias, "full")
     lay = m.layout
     assert type(m.hf_model.config).__name__ == type(full).__name__
     assert lay.n_layers == 3 and lay.d_model == 64
-    gqa = (full.num_key_value_heads if hasattr(full, "num_key_value_heads") else full.num_attention_heads) != full.num_attention_heads
+    gqa = (
+        full.num_key_value_heads if hasattr(full, "num_key_value_heads") else full.num_attention_heads
+    ) != full.num_attention_heads
     assert (lay.n_kv_heads < lay.n_heads) == gqa
     assert m.provenance.source == "twin" and m.provenance.seed == 0
 
 
 def test_full_pythia_410m_twin_config_is_the_real_architecture():
     cfg = twin_config("pythia-410m", "full")
-    assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size) == (24, 1024, 16, 4096)
+    assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size) == (
+        24,
+        1024,
+        16,
+        4096,
+    )
     assert cfg.use_parallel_residual
 
 
 def test_twins_are_seeded(twin_factory):
-    a, b, c = twin_factory("llama-3.2-1b", "tiny", 0), twin_factory("llama-3.2-1b", "tiny", 0), twin_factory("llama-3.2-1b", "tiny", 1)
+    a, b, c = (
+        twin_factory("llama-3.2-1b", "tiny", 0),
+        twin_factory("llama-3.2-1b", "tiny", 0),
+        twin_factory("llama-3.2-1b", "tiny", 1),
+    )
     assert a is b  # cached fixture; compare weights of independently built twins below
     from geoprobe.models.twins import twin
 
@@ -57,8 +70,7 @@ def test_tiny_twins_of_the_new_registry_families_capture(alias):
 
     m = twin(alias)
     assert m.hf_model.config.model_type == alias_family(alias)
-    cap = capture(m, ["The capital of France is", "One two three four five six seven"],
-                  CaptureConfig(batch_size=2))
+    cap = capture(m, ["The capital of France is", "One two three four five six seven"], CaptureConfig(batch_size=2))
     T = cap.n_tokens.max()
     assert np.isfinite(cap.attn_entropy).all() and (cap.attn_entropy >= -1e-9).all()
     assert (cap.attn_entropy <= np.log2(T) + 1e-6).all() and cap.attn_entropy.max() > 0

@@ -1,6 +1,7 @@
 """wrap(): a model the user already holds, plain Hugging Face or a TransformerLens TransformerBridge,
 captures the same arrays as geoprobe's own loaded twin of the same weights (exactly: same modules,
 same attention function), with provenance naming a hash of its parameters."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,12 +30,14 @@ def test_wrapping_a_plain_model_captures_what_geoprobe_loads(ours):
 
 
 def test_wrapping_a_transformer_bridge_captures_the_same_arrays(ours):
+    import copy
+
     from transformer_lens.model_bridge import TransformerBridge
 
-    import copy
     hf = copy.deepcopy(ours.hf_model)
-    bridge = TransformerBridge.boot_transformers("llama-twin", hf_model=hf, tokenizer=ours.tokenizer, device="cpu",
-                                                 dtype=torch.float32)
+    bridge = TransformerBridge.boot_transformers(
+        "llama-twin", hf_model=hf, tokenizer=ours.tokenizer, device="cpu", dtype=torch.float32
+    )
     # TransformerLens may set up its own copy of the tokenizer (BOS handling): pass ours, so that both
     # sides read the same token ids; wrap(bridge) alone takes bridge.tokenizer
     assert wrap(bridge).tokenizer is bridge.tokenizer

@@ -1,4 +1,5 @@
 """The BAM prior and the generalised-Gaussian fit on planted structure, with bootstrap CIs."""
+
 import math
 
 import numpy as np
@@ -6,8 +7,15 @@ import pytest
 
 from geoprobe.positional.bootstrap import linearised_refit, percentile_ci, resample_weights
 from geoprobe.positional.heads import classify, fit_heads
-from geoprobe.positional.prior import (bam_bias, bam_from_gg, bam_logit_bias, bam_prior, fit_generalised_gaussian,
-                                       gg_prior, rope_decay)
+from geoprobe.positional.prior import (
+    bam_bias,
+    bam_from_gg,
+    bam_logit_bias,
+    bam_prior,
+    fit_generalised_gaussian,
+    gg_prior,
+    rope_decay,
+)
 
 D = np.arange(48, dtype=float)
 

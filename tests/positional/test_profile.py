@@ -1,4 +1,5 @@
 """Distance profiles from capture against Hugging Face's own attention weights; exact-length prompts."""
+
 import numpy as np
 import pytest
 import torch

@@ -1,4 +1,5 @@
 """Stability over prompt length: the critical-length rule, and the analyser end to end on a tiny twin."""
+
 import math
 
 import numpy as np

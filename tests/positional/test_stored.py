@@ -1,5 +1,6 @@
 """positional.json files written by geoprobe 0.1.0 (a model's priors, a wind-tunnel length curve)
 still load, and re-encode to the same bytes."""
+
 import json
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from geoprobe.positional import PositionalResult, TunnelLengthCurve, load_positi
 STORED = Path(__file__).parents[1] / "fixtures" / "v0_1_0"
 
 
-@pytest.mark.parametrize("name, cls", [("positional.json", PositionalResult),
-                                       ("positional-windtunnel.json", TunnelLengthCurve)])
+@pytest.mark.parametrize(
+    "name, cls", [("positional.json", PositionalResult), ("positional-windtunnel.json", TunnelLengthCurve)]
+)
 def test_a_0_1_0_positional_file_loads_and_re_encodes_byte_identical(name, cls):
     text = (STORED / name).read_text(encoding="utf-8")
     res = load_positional(STORED / name)

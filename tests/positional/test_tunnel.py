@@ -1,4 +1,5 @@
 """Wind-tunnel error vs sequence length on a tiny trained HMM tunnel (function and CLI)."""
+
 import numpy as np
 import pytest
 
@@ -41,11 +42,29 @@ def test_length_curve_matches_the_windtunnel_evaluation(tiny_hmm, tmp_path):
 def test_length_curve_through_the_cli(tiny_hmm, tmp_path, capsys, monkeypatch):
     from tests.positional.test_cli import run_cli
 
-    code, out, err = run_cli(["positional", "--windtunnel", str(tiny_hmm), "--lengths", "6,9", "--n-eval", "16",
-                              "--n-resamples", "20", "--out", str(tmp_path)], capsys, monkeypatch)
+    code, out, err = run_cli(
+        [
+            "positional",
+            "--windtunnel",
+            str(tiny_hmm),
+            "--lengths",
+            "6,9",
+            "--n-eval",
+            "16",
+            "--n-resamples",
+            "20",
+            "--out",
+            str(tmp_path),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert (tmp_path / "positional.json").exists() and (tmp_path / "positional.html").exists()
     assert "critical length" in out
-    code, _, err = run_cli(["positional", "--windtunnel", str(tiny_hmm), "--lengths", "6,6", "--out",
-                            str(tmp_path / "x")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["positional", "--windtunnel", str(tiny_hmm), "--lengths", "6,6", "--out", str(tmp_path / "x")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "increasing" in err and len(err.strip().splitlines()) == 1

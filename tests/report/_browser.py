@@ -1,6 +1,7 @@
 """Headless Chromium (the system package, driven by playwright; no browser download) and what a
 report looks like once rendered: console errors, every plotly figure's drawn traces, the page
 text, injected elements, and a full-page screenshot."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,13 @@ from typing import Any
 
 import pytest
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 
 
@@ -117,14 +123,19 @@ def render(browser: Any, html: Path, name: str) -> Rendered:
     try:
         page.goto(html.resolve().as_uri(), wait_until="load", timeout=60_000)
         # plotly draws synchronously on load; wait until every figure div has its svg
-        page.wait_for_function("() => Array.from(document.querySelectorAll('div.plotly-graph-div'))"
-                               ".every(gd => gd._fullLayout && gd.querySelector('svg.main-svg'))", timeout=30_000)
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('div.plotly-graph-div'))"
+            ".every(gd => gd._fullLayout && gd.querySelector('svg.main-svg'))",
+            timeout=30_000,
+        )
         out.figures = page.evaluate(_FIGURES_JS)
         inj = page.evaluate(_INJECTED_JS)
         out.pwned, out.scripts, out.imgs, out.text = inj["pwned"], inj["scripts"], inj["imgs"], inj["text"]
-        out.hover_texts = page.evaluate("() => Array.from(document.querySelectorAll('div.plotly-graph-div'))"
-                                        ".flatMap(gd => (gd._fullData || []).flatMap(t => Array.isArray(t.text) ? "
-                                        "t.text.map(String) : []))")
+        out.hover_texts = page.evaluate(
+            "() => Array.from(document.querySelectorAll('div.plotly-graph-div'))"
+            ".flatMap(gd => (gd._fullData || []).flatMap(t => Array.isArray(t.text) ? "
+            "t.text.map(String) : []))"
+        )
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         out.screenshot = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(out.screenshot), full_page=True)

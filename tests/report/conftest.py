@@ -3,6 +3,7 @@ scales, few resamples), all under a directory whose name carries HTML/JS/templat
 strings, with a scan of a prompt file whose prompts carry them too; and a headless Chromium.
 
 Builders mirror the CLI tests (tests/cli/*, tests/windtunnel, tests/denoise, tests/positional)."""
+
 from __future__ import annotations
 
 import io
@@ -78,8 +79,10 @@ def prompt_file(evil_root) -> Path:
 
 
 # a scan recipe with few resamples: `geoprobe run` (the plain scan has no resampling flags)
-_SCAN_RECIPE = ('[probe]\nname = "browser"\ncommand = "scan"\n'
-                '[analyses]\nn_resamples = 50\npca_resamples = 20\nnull_draws = 20\nn_permutations = 50\n')
+_SCAN_RECIPE = (
+    '[probe]\nname = "browser"\ncommand = "scan"\n'
+    "[analyses]\nn_resamples = 50\npca_resamples = 20\nnull_draws = 20\nn_permutations = 50\n"
+)
 
 
 def _scan(evil_root: Path, prompt_file: Path, model: str, name: str) -> Path:
@@ -119,9 +122,29 @@ def compare_report(scan_run, evil_root, prompt_file) -> Path:
 @pytest.fixture(scope="session")
 def domains_report(evil_root) -> Path:
     out = evil_root / "domains"
-    cli("compare-domains", "--model", TWIN, "--domains", "math", "--domain-candidates", "40", "--candidates", "60",
-        "--per-quintile", "4", "--min-tokens", "8", "--max-prompt-tokens", "32", "--n-resamples", "50",
-        "--n-permutations", "50", "--out", out)
+    cli(
+        "compare-domains",
+        "--model",
+        TWIN,
+        "--domains",
+        "math",
+        "--domain-candidates",
+        "40",
+        "--candidates",
+        "60",
+        "--per-quintile",
+        "4",
+        "--min-tokens",
+        "8",
+        "--max-prompt-tokens",
+        "32",
+        "--n-resamples",
+        "50",
+        "--n-permutations",
+        "50",
+        "--out",
+        out,
+    )
     return out / "domains.html"
 
 
@@ -135,8 +158,23 @@ def sula_report(evil_root) -> Path:
 @pytest.fixture(scope="session")
 def intervene_report(evil_root) -> Path:
     out = evil_root / "intervene"
-    cli("intervene", "--model", TWIN, "--layers", "1", "--strength", "0.5,1", "--n-per-k", "4", "--controls", "2",
-        "--n-resamples", "50", "--out", out)
+    cli(
+        "intervene",
+        "--model",
+        TWIN,
+        "--layers",
+        "1",
+        "--strength",
+        "0.5,1",
+        "--n-per-k",
+        "4",
+        "--controls",
+        "2",
+        "--n-resamples",
+        "50",
+        "--out",
+        out,
+    )
     return out / "intervene.html"
 
 
@@ -162,8 +200,23 @@ def denoise_report(evil_root) -> Path:
 @pytest.fixture(scope="session")
 def positional_report(evil_root) -> Path:
     out = evil_root / "positional"
-    cli("positional", "--model", TWIN, "--lengths", "8,16", "--n-prompts", "5", "--n-resamples", "20", "--layers",
-        "0,-1", "--batch-size", "3", "--out", out)
+    cli(
+        "positional",
+        "--model",
+        TWIN,
+        "--lengths",
+        "8,16",
+        "--n-prompts",
+        "5",
+        "--n-resamples",
+        "20",
+        "--layers",
+        "0,-1",
+        "--batch-size",
+        "3",
+        "--out",
+        out,
+    )
     return out / "positional.html"
 
 
@@ -171,8 +224,19 @@ def positional_report(evil_root) -> Path:
 def tunnel_length_report(windtunnel_run, evil_root) -> Path:
     """``geoprobe positional --windtunnel``: the other page positional.html can be."""
     out = evil_root / "positional-windtunnel"
-    cli("positional", "--windtunnel", windtunnel_run, "--lengths", "6,9", "--n-eval", "32", "--n-resamples", "20",
-        "--out", out)
+    cli(
+        "positional",
+        "--windtunnel",
+        windtunnel_run,
+        "--lengths",
+        "6,9",
+        "--n-eval",
+        "32",
+        "--n-resamples",
+        "20",
+        "--out",
+        out,
+    )
     return out / "positional.html"
 
 

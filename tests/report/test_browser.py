@@ -2,6 +2,7 @@
 figure draws every visible trace, nothing is fetched from the network, a full-page screenshot is
 saved to test-artifacts/screenshots/<report>.png, and no user string (prompts, paths) injects
 markup or script."""
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,11 @@ def seen(request, browser, _seen):
 def problems(page: Rendered, source: str) -> list[str]:
     """Everything wrong with a rendered report (empty: it rendered fully)."""
     out = list(page.errors)
-    out += [f"fetched {u} (must open offline)" for u in page.requests
-            if not u.startswith(("file:", "data:", "blob:", "about:"))]
+    out += [
+        f"fetched {u} (must open offline)"
+        for u in page.requests
+        if not u.startswith(("file:", "data:", "blob:", "about:"))
+    ]
     n_figs = source.count('class="plotly-graph-div"')
     if n_figs == 0 or len(page.figures) != n_figs:
         out.append(f"{n_figs} figure divs in the source, {len(page.figures)} figures in the page")
@@ -129,8 +133,10 @@ def test_compare_hover_shows_the_prompts_as_text(seen, browser, compare_report):
             i = next(k for k, t in enumerate(prompts) if escape(target, quote=False) in t)  # as compare escapes it
             pg.evaluate("() => Plotly.Fx.unhover(document.getElementById('fig-global-pca'))")
             pg.wait_for_timeout(120)  # plotly throttles hover events
-            pg.evaluate("(i) => Plotly.Fx.hover(document.getElementById('fig-global-pca'),"
-                        " [{curveNumber: 0, pointNumber: i}])", i)
+            pg.evaluate(
+                "(i) => Plotly.Fx.hover(document.getElementById('fig-global-pca'), [{curveNumber: 0, pointNumber: i}])",
+                i,
+            )
             pg.wait_for_selector("#fig-global-pca .hoverlayer .hovertext", state="attached", timeout=5_000)
             label = pg.evaluate("() => document.querySelector('#fig-global-pca .hoverlayer .hovertext').textContent")
             shown.append(label)
@@ -146,11 +152,13 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
     """A page with a script error, a console error and a figure whose trace was never drawn."""
     from plotly.offline import get_plotlyjs
 
-    source = (f'<!DOCTYPE html><html><head><script>{get_plotlyjs()}</script></head><body>'
-              '<div id="a" class="plotly-graph-div" style="width:600px;height:400px"></div><script>'
-              "Plotly.newPlot('a', [{x: [1, 2], y: [3, 1]}, {type: 'bar', x: [1, 2], y: [2, 2]}]);"
-              "document.querySelector('#a .barlayer .trace').remove(); console.error('boom');"
-              "undefinedFunction();</script></body></html>")
+    source = (
+        f"<!DOCTYPE html><html><head><script>{get_plotlyjs()}</script></head><body>"
+        '<div id="a" class="plotly-graph-div" style="width:600px;height:400px"></div><script>'
+        "Plotly.newPlot('a', [{x: [1, 2], y: [3, 1]}, {type: 'bar', x: [1, 2], y: [2, 2]}]);"
+        "document.querySelector('#a .barlayer .trace').remove(); console.error('boom');"
+        "undefinedFunction();</script></body></html>"
+    )
     html = tmp_path / "broken.html"
     html.write_text(source, encoding="utf-8")
     found = problems(render(browser, html, "_broken"), source)

@@ -1,6 +1,7 @@
 """Static figure export (``--figures png|svg|pdf``): kaleido + the system Chromium.
 
 Skipped with the reason where no Chromium is installed, except on CI (CI=true), where that fails."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from geoprobe.errors import GeoprobeError, OutputExistsError
-from geoprobe.report.export import export_figures, find_browser, figure_list
+from geoprobe.report.export import export_figures, figure_list, find_browser
 from tests.cli.test_cli import run_cli
 
 
@@ -40,7 +41,9 @@ def _anchors(html: str) -> set[str]:
 def exported(tmp_path_factory):
     _need_chromium()
     out = tmp_path_factory.mktemp("export")
-    return {fmt: export_figures([("small", "a caption", _figure())], out / fmt, fmt)[0] for fmt in ("png", "svg", "pdf")}
+    return {
+        fmt: export_figures([("small", "a caption", _figure())], out / fmt, fmt)[0] for fmt in ("png", "svg", "pdf")
+    }
 
 
 def test_png_has_the_magic_bytes_and_the_layout_size_at_scale_2(exported):
@@ -78,7 +81,9 @@ def test_no_temporary_files_are_left_and_existing_files_need_force(exported):
 
 
 def test_bad_format_and_bad_anchor_are_one_line_errors(tmp_path):
-    with pytest.raises(GeoprobeError, match=r"^--figures gif is not one of png, svg, pdf; pass --figures png\|svg\|pdf$"):
+    with pytest.raises(
+        GeoprobeError, match=r"^--figures gif is not one of png, svg, pdf; pass --figures png\|svg\|pdf$"
+    ):
         export_figures({"a": _figure()}, tmp_path, "gif")
     with pytest.raises(GeoprobeError, match="not a plain file name"):
         export_figures({"../escape": _figure()}, tmp_path, "svg")
@@ -86,6 +91,7 @@ def test_bad_format_and_bad_anchor_are_one_line_errors(tmp_path):
 
 
 # --- the CLI ---------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def scan_dir(tmp_path_factory):
@@ -97,8 +103,21 @@ def scan_dir(tmp_path_factory):
     out_dir = tmp / "scan"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr("sys.argv", ["geoprobe", "scan", "--model", "twin:pythia-410m", "--prompts", str(prompts),
-                                "--out", str(out_dir), "--figures", "svg"])
+        mp.setattr(
+            "sys.argv",
+            [
+                "geoprobe",
+                "scan",
+                "--model",
+                "twin:pythia-410m",
+                "--prompts",
+                str(prompts),
+                "--out",
+                str(out_dir),
+                "--figures",
+                "svg",
+            ],
+        )
         from geoprobe.cli import main
 
         try:
@@ -115,15 +134,17 @@ def test_scan_writes_one_svg_per_report_figure_named_by_its_anchor(scan_dir):
     files = sorted(p for p in (scan_dir / "figures").iterdir() if not p.name.startswith("."))
     assert len(anchors) >= 4 and {p.stem for p in files} == anchors and all(p.suffix == ".svg" for p in files)
     assert [a for a, _, _ in figure_list(ScanResult.load(scan_dir))] == [
-        a for a in re.findall(r'<figure id="([^"]+)"', (scan_dir / "report.html").read_text(encoding="utf-8"))]
+        a for a in re.findall(r'<figure id="([^"]+)"', (scan_dir / "report.html").read_text(encoding="utf-8"))
+    ]
     for p in files:
         assert ET.parse(p).getroot().tag.endswith("svg")
 
 
 def test_report_rebuild_writes_png_figures_beside_the_html(scan_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "rebuilt" / "report.html"
-    code, stdout, err = run_cli(["report", str(scan_dir / "results.json"), "--out", str(out), "--figures", "png"],
-                                capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        ["report", str(scan_dir / "results.json"), "--out", str(out), "--figures", "png"], capsys, monkeypatch
+    )
     assert code == 0, err
     pngs = sorted((out.parent / "figures").glob("*.png"))
     assert {p.stem for p in pngs} == _anchors(out.read_text(encoding="utf-8"))
@@ -142,8 +163,9 @@ def test_existing_figure_is_kept_without_force(scan_dir, tmp_path, capsys, monke
     assert code == 2
     assert err.strip().count("\n") == 0 and "--force" in err
     assert fig.read_text(encoding="utf-8") == "<svg>edited</svg>" and out.read_bytes() == page
-    code, stdout, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "svg", "--force"],
-                                capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        ["report", str(scan_dir), "--out", str(out), "--figures", "svg", "--force"], capsys, monkeypatch
+    )
     assert code == 0, err
     assert "edited" not in fig.read_text(encoding="utf-8") and "<svg" in fig.read_text(encoding="utf-8")
 
@@ -154,8 +176,9 @@ def test_a_figure_file_geoprobe_did_not_write_is_never_replaced(scan_dir, tmp_pa
     mine.parent.mkdir(parents=True)
     mine.write_text("<svg>my own drawing</svg>", encoding="utf-8")
     for extra in ([], ["--force"]):
-        code, _, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "svg", *extra],
-                               capsys, monkeypatch)
+        code, _, err = run_cli(
+            ["report", str(scan_dir), "--out", str(out), "--figures", "svg", *extra], capsys, monkeypatch
+        )
         assert code == 2 and err.strip().count("\n") == 0
         assert "entropy-scatter.svg" in err and "not written by geoprobe" in err
     assert mine.read_text(encoding="utf-8") == "<svg>my own drawing</svg>" and not out.exists()
@@ -173,7 +196,9 @@ def test_no_chromium_is_a_one_line_error_before_anything_is_written(scan_dir, tm
     code, stdout, err = run_cli(["report", str(scan_dir), "--out", str(out), "--figures", "png"], capsys, monkeypatch)
     assert code == 2 and err.strip().count("\n") == 0
     assert err.startswith("error: --figures png needs Chromium")
-    assert ("no-such-chromium" in err) if how == "missing BROWSER_PATH" else ("install the Debian package chromium" in err)
+    assert (
+        ("no-such-chromium" in err) if how == "missing BROWSER_PATH" else ("install the Debian package chromium" in err)
+    )
     assert not out.parent.exists()
 
 
@@ -181,13 +206,16 @@ def _refuse(*_a, **_k):
     raise AssertionError("work started before --figures was checked")
 
 
-@pytest.mark.parametrize("args, patch", [
-    (["scan", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
-    (["sula", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
-    (["denoise", "--tiny", "--figures", "GIF"], "geoprobe.denoise.run.run_denoise"),
-    (["windtunnel", "run", "--scale", "tiny", "--figures", "gif"], "geoprobe.cli.windtunnel._train"),
-    (["positional", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
-])
+@pytest.mark.parametrize(
+    "args, patch",
+    [
+        (["scan", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
+        (["sula", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
+        (["denoise", "--tiny", "--figures", "GIF"], "geoprobe.denoise.run.run_denoise"),
+        (["windtunnel", "run", "--scale", "tiny", "--figures", "gif"], "geoprobe.cli.windtunnel._train"),
+        (["positional", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
+    ],
+)
 def test_bad_format_fails_fast_with_exit_2(args, patch, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(patch, _refuse)
     code, stdout, err = run_cli([*args, "--out", str(tmp_path / "run")], capsys, monkeypatch)

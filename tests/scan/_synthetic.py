@@ -1,4 +1,5 @@
 """Synthetic captures with planted geometry (no model): the scan pipeline's ground truth."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,17 @@ from geoprobe.models.layout import Layout
 from geoprobe.provenance import Provenance, prompts_hash
 
 
-def synthetic_capture(structured: bool, n: int = 80, L: int = 4, H: int = 4, Hkv: int = 2, d: int = 16,
-                      D: int = 64, seed: int = 0, model_id: str = "synthetic") -> tuple[Capture, np.ndarray]:
+def synthetic_capture(
+    structured: bool,
+    n: int = 80,
+    L: int = 4,
+    H: int = 4,
+    Hkv: int = 2,
+    d: int = 16,
+    D: int = 64,
+    seed: int = 0,
+    model_id: str = "synthetic",
+) -> tuple[Capture, np.ndarray]:
     """A capture and the W_K of a matching 'random init'.
 
     structured=True plants: value vectors on a rank-1 axis driven by next-token entropy (plus 5 %
@@ -33,14 +43,39 @@ def synthetic_capture(structured: bool, n: int = 80, L: int = 4, H: int = 4, Hkv
         level = np.full(L, 3.0)
     attn = level[:, None, None] + rng.normal(0, 0.1, size=(L, n, H))
     prompts = tuple(f"synthetic prompt {i}" for i in range(n))
-    layout = Layout(n_layers=L, n_heads=H, n_kv_heads=Hkv, d_head=d, d_model=D, vocab_size=100, rotary_dim=d,
-                    sliding_window=(None,) * L)
-    prov = Provenance(model_id=model_id, source="twin", weights=f"planted seed={seed}", tokenizer="none",
-                      dtype="float32", prompts_hash=prompts_hash(prompts), seed=seed)
+    layout = Layout(
+        n_layers=L,
+        n_heads=H,
+        n_kv_heads=Hkv,
+        d_head=d,
+        d_model=D,
+        vocab_size=100,
+        rotary_dim=d,
+        sliding_window=(None,) * L,
+    )
+    prov = Provenance(
+        model_id=model_id,
+        source="twin",
+        weights=f"planted seed={seed}",
+        tokenizer="none",
+        dtype="float32",
+        prompts_hash=prompts_hash(prompts),
+        seed=seed,
+    )
     cap = Capture(
-        layers=tuple(range(L)), layout=layout, provenance=prov, prompts=prompts, config={},
-        n_tokens=np.full(n, 40), n_truncated=np.zeros(n, dtype=np.int64), next_entropy=entropy.astype(np.float32),
-        next_top_ids=np.zeros((n, 1), dtype=np.int64), next_top_probs=np.ones((n, 1), dtype=np.float32),
-        attn_entropy=attn.astype(np.float32), values=values.reshape(L, n, Hkv, d).astype(np.float32),
-        keys=rng.normal(size=(L, n, Hkv, d)).astype(np.float32), w_k=w_k.astype(np.float32))
+        layers=tuple(range(L)),
+        layout=layout,
+        provenance=prov,
+        prompts=prompts,
+        config={},
+        n_tokens=np.full(n, 40),
+        n_truncated=np.zeros(n, dtype=np.int64),
+        next_entropy=entropy.astype(np.float32),
+        next_top_ids=np.zeros((n, 1), dtype=np.int64),
+        next_top_probs=np.ones((n, 1), dtype=np.float32),
+        attn_entropy=attn.astype(np.float32),
+        values=values.reshape(L, n, Hkv, d).astype(np.float32),
+        keys=rng.normal(size=(L, n, Hkv, d)).astype(np.float32),
+        w_k=w_k.astype(np.float32),
+    )
     return cap, gauss.astype(np.float32)

@@ -1,11 +1,11 @@
 """Two `geoprobe scan` runs with the same seed on CPU, in separate processes, agree bit for bit:
 every number of results.json except the wall-clock keys (WALL_CLOCK_KEYS), and every capture array."""
+
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-
 
 from tests.scan.test_resume import comparable  # drops geoprobe.scan.run.WALL_CLOCK_KEYS
 
@@ -18,8 +18,13 @@ def _diff(a, b, where: str = "") -> list[str]:
         return [f"{where}: {type(a).__name__} vs {type(b).__name__}"]
     if isinstance(a, dict):
         keys = list(dict.fromkeys([*a, *b]))
-        return [d for k in keys for d in (_diff(a.get(k), b.get(k), f"{where}.{k}") if k in a and k in b
-                                          else [f"{where}.{k}: only in one run"])]
+        return [
+            d
+            for k in keys
+            for d in (
+                _diff(a.get(k), b.get(k), f"{where}.{k}") if k in a and k in b else [f"{where}.{k}: only in one run"]
+            )
+        ]
     if isinstance(a, list):
         if len(a) != len(b):
             return [f"{where}: {len(a)} vs {len(b)} items"]
@@ -29,14 +34,38 @@ def _diff(a, b, where: str = "") -> list[str]:
 
 def test_two_scans_with_one_seed_are_bit_identical(tmp_path):
     prompts = tmp_path / "prompts.txt"
-    prompts.write_text("\n".join(f"Line {i}: the river that runs past the old mill in town {3 * i} is"
-                                 for i in range(16)), encoding="utf-8")
+    prompts.write_text(
+        "\n".join(f"Line {i}: the river that runs past the old mill in town {3 * i} is" for i in range(16)),
+        encoding="utf-8",
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     runs = [tmp_path / "a", tmp_path / "b"]
-    procs = [subprocess.Popen([sys.executable, "-m", "geoprobe.cli", "scan", "--model", "twin:llama-3.2-1b",
-                               "--prompts", str(prompts), "--out", str(out), "--batch-size", "4", "--seed", "7"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for out in runs]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "geoprobe.cli",
+                "scan",
+                "--model",
+                "twin:llama-3.2-1b",
+                "--prompts",
+                str(prompts),
+                "--out",
+                str(out),
+                "--batch-size",
+                "4",
+                "--seed",
+                "7",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for out in runs
+    ]
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-2000:]

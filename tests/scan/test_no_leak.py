@@ -1,6 +1,7 @@
 """A scan leaves nothing behind: no hooks on the model, and the model is freed once the caller
 drops it (no module-level cache, result or capture keeps a reference). The RSS side of this
 (five models in one process) is benchmarks/bench_load.py."""
+
 from __future__ import annotations
 
 import gc
@@ -21,9 +22,9 @@ def _n_hooks(bridge) -> int:
 
 @pytest.mark.parametrize("alias", ["phi-2", "mistral-7b"])
 def test_scan_removes_its_hooks_and_the_model_is_freed_afterwards(alias, tmp_path):
-    from geoprobe.models import twin
-
     import torch
+
+    from geoprobe.models import twin
 
     m = twin(alias, "tiny", seed=3)  # a fresh model, not the session-cached fixture
     m.bridge(torch.tensor([[1, 2, 3]]))  # TransformerBridge wires its own pre-hooks on the first forward

@@ -1,5 +1,6 @@
 """analyse() on synthetic captures with planted geometry: the scorecard must find what was planted
 and must not find it in noise."""
+
 import json
 
 import numpy as np
@@ -67,11 +68,14 @@ def test_results_round_trip_through_json(planted, tmp_path):
     assert back.to_dict()["version"] == 1 and "geoprobe" in back.provenance["versions"]
 
 
-@pytest.mark.parametrize("edit, needle", [
-    (lambda d: d.update(version=99), "scan results file version 99"),
-    (lambda d: d.update(kind="something.else"), "not a geoprobe scan results file"),
-    (lambda d: d.pop("scorecard"), "is damaged"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda d: d.update(version=99), "scan results file version 99"),
+        (lambda d: d.update(kind="something.else"), "not a geoprobe scan results file"),
+        (lambda d: d.pop("scorecard"), "is damaged"),
+    ],
+)
 def test_incompatible_results_get_clear_errors(planted, tmp_path, edit, needle):
     _, r = planted
     d = r.to_dict()
@@ -83,16 +87,19 @@ def test_incompatible_results_get_clear_errors(planted, tmp_path, edit, needle):
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("edit, needle", [
-    (lambda d: d.update(n_prompts=10**30), "holds the integer 1000000000000000000000000000000 (beyond 64 bits)"),
-    (lambda d: d.update(n_prompts=-(2**64)), "holds the integer -18446744073709551616 (beyond 64 bits)"),
-    (lambda d: d.update(n_prompts="NINES"), "holds the integer 99999999999999999999… (5000 digits)"),
-    (lambda d: d.update(n_prompts=2**60), f"n_prompts is {2**60} but manifold.n holds 80 prompts"),
-    (lambda d: d.update(n_prompts=81), "n_prompts is 81 but manifold.n holds 80 prompts"),
-    (lambda d: d["alignment"].update(n=79), "n_prompts is 80 but alignment.n holds 79 prompts"),
-    (lambda d: d["timings"].update(capture_s=float("nan")), "holds NaN (results are strict JSON"),
-    (lambda d: d["timings"].update(capture_s=float("inf")), "holds Infinity"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda d: d.update(n_prompts=10**30), "holds the integer 1000000000000000000000000000000 (beyond 64 bits)"),
+        (lambda d: d.update(n_prompts=-(2**64)), "holds the integer -18446744073709551616 (beyond 64 bits)"),
+        (lambda d: d.update(n_prompts="NINES"), "holds the integer 99999999999999999999… (5000 digits)"),
+        (lambda d: d.update(n_prompts=2**60), f"n_prompts is {2**60} but manifold.n holds 80 prompts"),
+        (lambda d: d.update(n_prompts=81), "n_prompts is 81 but manifold.n holds 80 prompts"),
+        (lambda d: d["alignment"].update(n=79), "n_prompts is 80 but alignment.n holds 79 prompts"),
+        (lambda d: d["timings"].update(capture_s=float("nan")), "holds NaN (results are strict JSON"),
+        (lambda d: d["timings"].update(capture_s=float("inf")), "holds Infinity"),
+    ],
+)
 def test_implausible_counts_and_numbers_are_damage(planted, tmp_path, edit, needle):
     """A results.json whose n_prompts is 10^30 (or disagrees with the per-prompt data) used to render."""
     _, r = planted

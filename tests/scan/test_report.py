@@ -1,4 +1,5 @@
 """The HTML report: self-contained, every user string escaped, never overwritten silently."""
+
 import dataclasses
 
 import pytest
@@ -14,8 +15,12 @@ EVIL = '<script>alert("x")</script>'
 @pytest.fixture(scope="module")
 def result():
     cap, init = synthetic_capture(structured=True, model_id=f"evil/{EVIL}")
-    r = analyse(cap, ScanConfig(n_resamples=100, pca_resamples=20, null_draws=20, n_permutations=100,
-                                scatter_layers=(1,)), init_w_k=init, notes=(f"prompt {EVIL} was truncated",))
+    r = analyse(
+        cap,
+        ScanConfig(n_resamples=100, pca_resamples=20, null_draws=20, n_permutations=100, scatter_layers=(1,)),
+        init_w_k=init,
+        notes=(f"prompt {EVIL} was truncated",),
+    )
     return r
 
 
@@ -23,16 +28,23 @@ def test_report_is_self_contained_and_escapes_user_strings(result, tmp_path):
     path = result.report(tmp_path / "report.html")
     html = path.read_text(encoding="utf-8")
     assert html.count("<script") == 1 + len(result.figures())  # plotly.js once + one per figure (scorecard is a table)
-    assert EVIL not in html and "alert(\"x\")</script>" not in html
+    assert EVIL not in html and 'alert("x")</script>' not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html  # the model id and the note, escaped
     # opens offline: plotly.js is inline (no <script src=...>), and nothing outside it loads a URL
     # (plotly.js's own source mentions CDNs for map tiles, which these figures do not use)
     assert "<script src" not in html and "<link" not in html
     start = html.index("<script")
-    outside = html[:start] + html[html.index("</script>", start):]
+    outside = html[:start] + html[html.index("</script>", start) :]
     assert "http://" not in outside and "https://" not in outside
-    for anchor in ("manifold-scatter-3", "manifold-scatter-1", "manifold-profile", "entropy-scatter",
-                   "alignment-profile", "key-orthogonality", "attention-focusing"):
+    for anchor in (
+        "manifold-scatter-3",
+        "manifold-scatter-1",
+        "manifold-profile",
+        "entropy-scatter",
+        "alignment-profile",
+        "key-orthogonality",
+        "attention-focusing",
+    ):
         assert f'id="{anchor}"' in html
     assert "Scorecard" in html and result.provenance["prompts_hash"] in html
 
@@ -92,13 +104,17 @@ def test_written_files_get_ordinary_permissions(result, tmp_path):
 def test_report_names_the_prompt_set_escaped(tmp_path):
     import dataclasses
 
-    from tests.scan._synthetic import synthetic_capture
     from geoprobe.scan import ScanConfig, analyse
+    from tests.scan._synthetic import synthetic_capture
 
     cap, _ = synthetic_capture(structured=True, n=12)
-    res = analyse(cap, ScanConfig(n_resamples=50, pca_resamples=20, null_draws=20, n_permutations=50,
-                                  analyses=("manifold", "focusing")),
-                  prompt_set={"name": "<b>mine</b>", "kind": "file", "hash": "ab" * 32, "seed": 0, "n": 12})
+    res = analyse(
+        cap,
+        ScanConfig(
+            n_resamples=50, pca_resamples=20, null_draws=20, n_permutations=50, analyses=("manifold", "focusing")
+        ),
+        prompt_set={"name": "<b>mine</b>", "kind": "file", "hash": "ab" * 32, "seed": 0, "n": 12},
+    )
     html = res.report(tmp_path / "r.html").read_text(encoding="utf-8")
     assert "set &lt;b&gt;mine&lt;/b&gt;, sha256 abababababab" in html and "<b>mine</b>" not in html
     assert dataclasses.replace(res, prompt_set=None).report(tmp_path / "r2.html").exists()

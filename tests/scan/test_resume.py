@@ -1,5 +1,6 @@
 """Resumable scans: a real SIGKILL mid-capture, then the same command finishes the run with the
 numbers of an uninterrupted one; settings that changed refuse to resume; --force discards."""
+
 import json
 import os
 import signal
@@ -13,7 +14,6 @@ import pytest
 from geoprobe.capture import CaptureConfig, capture, checkpoint
 from geoprobe.capture.checkpoint import PARTIAL_DIR, CaptureCheckpoint
 from geoprobe.scan.run import WALL_CLOCK_KEYS
-
 from tests.cli.test_cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,14 +22,27 @@ N_PROMPTS, BATCH = 40, 2  # 20 batches of ~0.1-0.3 s each on a tiny twin: the ki
 
 def _prompt_file(tmp_path: Path, n: int = N_PROMPTS) -> Path:
     p = tmp_path / "prompts.txt"
-    p.write_text("\n".join(f"Prompt number {i} says that the weather in city {7 * i} is" for i in range(n)),
-                 encoding="utf-8")
+    p.write_text(
+        "\n".join(f"Prompt number {i} says that the weather in city {7 * i} is" for i in range(n)), encoding="utf-8"
+    )
     return p
 
 
 def _scan_args(prompts: Path, out: Path, *extra: str) -> list[str]:
-    return ["scan", "--model", "twin:pythia-410m", "--prompts", str(prompts), "--out", str(out),
-            "--batch-size", str(BATCH), "--seed", "0", *extra]
+    return [
+        "scan",
+        "--model",
+        "twin:pythia-410m",
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        "--batch-size",
+        str(BATCH),
+        "--seed",
+        "0",
+        *extra,
+    ]
 
 
 def _drop(d: dict, dotted: str) -> None:
@@ -58,14 +71,21 @@ def test_sigkill_mid_capture_then_the_same_command_resumes(tmp_path, capsys, mon
     partial = out / PARTIAL_DIR
     args = _scan_args(prompts, out)
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "geoprobe.cli", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geoprobe.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 300
     try:
         while not _batch_files(partial):
             if proc.poll() is not None:
-                pytest.fail(f"the scan exited ({proc.returncode}) before any batch was checkpointed: "
-                            f"{proc.stderr.read().decode()[-1500:]}")
+                pytest.fail(
+                    f"the scan exited ({proc.returncode}) before any batch was checkpointed: "
+                    f"{proc.stderr.read().decode()[-1500:]}"
+                )
             if time.monotonic() > deadline:
                 pytest.fail("no batch checkpointed within 300 s")
             time.sleep(0.01)
@@ -79,15 +99,18 @@ def test_sigkill_mid_capture_then_the_same_command_resumes(tmp_path, capsys, mon
     before = _batch_files(partial)
     total = N_PROMPTS // BATCH
     if len(before) >= total:
-        pytest.fail(f"the kill came too late: all {total} batches were already captured; the test needs a "
-                    "slower capture (more prompts or a smaller --batch-size)")
+        pytest.fail(
+            f"the kill came too late: all {total} batches were already captured; the test needs a "
+            "slower capture (more prompts or a smaller --batch-size)"
+        )
     assert not (out / "results.json").exists() and not (out / "capture").exists()
     assert 1 <= len(before) < total
 
     computed: list[int] = []
     save = CaptureCheckpoint.save
-    monkeypatch.setattr(CaptureCheckpoint, "save", lambda self, i, rows, arrays: (computed.append(i),
-                                                                                   save(self, i, rows, arrays))[1])
+    monkeypatch.setattr(
+        CaptureCheckpoint, "save", lambda self, i, rows, arrays: (computed.append(i), save(self, i, rows, arrays))[1]
+    )
     code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 0, err
     lines = [ln for ln in err.splitlines() if ln.startswith("resuming:")]
@@ -102,7 +125,10 @@ def test_sigkill_mid_capture_then_the_same_command_resumes(tmp_path, capsys, mon
     assert comparable(out / "results.json") == comparable(ref / "results.json")
     from safetensors.numpy import load_file
 
-    a, b = load_file(str(out / "capture" / "arrays.safetensors")), load_file(str(ref / "capture" / "arrays.safetensors"))
+    a, b = (
+        load_file(str(out / "capture" / "arrays.safetensors")),
+        load_file(str(ref / "capture" / "arrays.safetensors")),
+    )
     assert sorted(a) == sorted(b) and all(a[k].tobytes() == b[k].tobytes() for k in a)
 
     # a finished run is refused as before
@@ -115,9 +141,14 @@ def _interrupt_after_first_batch(args: list[str], partial: Path, signum: int) ->
     returns (exit code, stderr, batches on disk)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     # a shell's background jobs inherit SIGINT ignored, and Python then installs no handler: restore it
-    proc = subprocess.Popen([sys.executable, "-m", "geoprobe.cli", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geoprobe.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 300
     try:
         while not _batch_files(partial):
@@ -136,8 +167,9 @@ def _interrupt_after_first_batch(args: list[str], partial: Path, signum: int) ->
 
 
 @pytest.mark.parametrize("signum, name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
-def test_an_interrupt_says_so_exits_128_plus_signal_and_keeps_the_checkpoint(tmp_path, capsys, monkeypatch,
-                                                                               signum, name):
+def test_an_interrupt_says_so_exits_128_plus_signal_and_keeps_the_checkpoint(
+    tmp_path, capsys, monkeypatch, signum, name
+):
     """Was: SIGINT mid-scan exited 0 and printed nothing (typer returned 130 and main() dropped it)."""
     prompts = _prompt_file(tmp_path)
     out = tmp_path / "run"
@@ -191,8 +223,9 @@ def test_force_discards_the_unfinished_scan(unfinished, capsys, monkeypatch):
     prompts, out = unfinished
     computed: list[int] = []
     save = CaptureCheckpoint.save
-    monkeypatch.setattr(CaptureCheckpoint, "save", lambda self, i, rows, arrays: (computed.append(i),
-                                                                                   save(self, i, rows, arrays))[1])
+    monkeypatch.setattr(
+        CaptureCheckpoint, "save", lambda self, i, rows, arrays: (computed.append(i), save(self, i, rows, arrays))[1]
+    )
     code, _, err = run_cli(_scan_args(prompts, out)[:-2] + ["--seed", "1", "--force"], capsys, monkeypatch)
     assert code == 0, err
     assert "resuming:" not in err and sorted(computed) == list(range(12 // BATCH))  # everything recomputed
@@ -227,13 +260,25 @@ def test_half_written_and_damaged_batch_files_are_recomputed(tmp_path, twin_fact
 
     CaptureCheckpoint.save = spy
     try:
-        got = capture(model, texts, cfg, seed=3, checkpoint_dir=ckdir, on_resume=lambda d, n, where: seen.append((d, n)))
+        got = capture(
+            model, texts, cfg, seed=3, checkpoint_dir=ckdir, on_resume=lambda d, n, where: seen.append((d, n))
+        )
     finally:
         CaptureCheckpoint.save = save
     assert seen == [(4, 6)] and sorted(computed) == [2, 5]
     assert not list(ckdir.glob("*.tmp"))
-    for name in ("values", "keys", "queries", "attn_entropy", "attn_pattern", "next_entropy", "next_top_ids",
-                 "next_top_probs", "w_k", "n_tokens"):
+    for name in (
+        "values",
+        "keys",
+        "queries",
+        "attn_entropy",
+        "attn_pattern",
+        "next_entropy",
+        "next_top_ids",
+        "next_top_probs",
+        "w_k",
+        "n_tokens",
+    ):
         assert getattr(got, name).tobytes() == getattr(ref, name).tobytes(), name
 
 
@@ -265,5 +310,7 @@ def test_a_drawn_corpus_set_is_kept_and_reused_by_the_resumed_scan(tmp_path, twi
     monkeypatch.setattr(geoprobe.prompts, "resolve_prompt_set", no_sampling)
     again, notes2, pset2 = resolve_prompts(config, None, model, checkpoint_dir=ckdir)
     assert again == texts and notes2 == notes and pset2 == pset and pset2.record() == pset.record()
-    with pytest.raises(checkpoint.CheckpointMismatch, match=r"unfinished scan with different settings \(seed: was 0, now 5\)"):
+    with pytest.raises(
+        checkpoint.CheckpointMismatch, match=r"unfinished scan with different settings \(seed: was 0, now 5\)"
+    ):
         resolve_prompts(config.updated(seed=5), None, model, checkpoint_dir=ckdir)

@@ -5,6 +5,7 @@
 byte for byte, (b) write the same bytes when it runs the same command (after masking the fields
 that differ between any two runs, listed in :data:`MASKED`), and (c) rebuild its page.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ MASKED = {
     "prompt_set.path": "absolute path of the prompt file: depends on where the checkout lives",
     "geoprobe": "the package version in the envelope: 0.1.0 today, moves with a release, not with behaviour",
     "provenance.versions.*": "the environment's package versions (geoprobe's own, plotly, ...); the keys are "
-                             "compared, and the test runs only where NUMERIC_LIBRARIES match the fixture's",
+    "compared, and the test runs only where NUMERIC_LIBRARIES match the fixture's",
 }
 #: libraries whose builds decide the floats; part (b) needs the fixture's versions of them
 NUMERIC_LIBRARIES = ("python", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn")
@@ -80,8 +81,14 @@ def test_the_same_scan_today_writes_the_bytes_0_1_0_wrote(tmp_path):
         pytest.skip(f"the fixture's floats came from other library builds: {changed}")
     out = tmp_path / "run"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "geoprobe", *COMMAND, "--out", str(out)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "geoprobe", *COMMAND, "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert _masked_text((out / "results.json").read_text(encoding="utf-8")) == _masked_text(text)
 
@@ -98,8 +105,14 @@ def test_the_0_1_0_results_file_rebuilds_its_page(tmp_path, capsys, monkeypatch)
     for c in r.scorecard.criteria:
         assert c.label in html
     anchors = [f.anchor for f in r.figures()]  # the scorecard is a table on the page, not a figure
-    assert anchors == ["manifold-scatter-2", "manifold-profile", "entropy-scatter", "alignment-profile",
-                       "key-orthogonality", "attention-focusing"]
+    assert anchors == [
+        "manifold-scatter-2",
+        "manifold-profile",
+        "entropy-scatter",
+        "alignment-profile",
+        "key-orthogonality",
+        "attention-focusing",
+    ]
     for a in anchors:
         assert f'<figure id="{a}">' in html
     assert "<h2>By layer</h2>" in html and "<h2>Provenance</h2>" in html

@@ -2,6 +2,7 @@
 create_connection is blocked and recorded (the ``no_network`` fixture of tests/conftest.py) while
 real commands run end to end. The fresh .gguf parse and dequantisation runs under the same blocker
 in tests/models/test_loading.py (test_gguf_cache_makes_the_second_load_use_safetensors)."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,11 @@ def test_scan_on_a_twin_end_to_end_offline(no_network, tmp_path, capsys, monkeyp
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"Prompt {i} says that the river" for i in range(12)), encoding="utf-8")
     out_dir = tmp_path / "scan"
-    code, out, err = run_cli(["scan", "--model", "twin:pythia-410m", "--prompts", str(prompts), "--out", str(out_dir),
-                              "--seed", "0"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["scan", "--model", "twin:pythia-410m", "--prompts", str(prompts), "--out", str(out_dir), "--seed", "0"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert json.loads((out_dir / "results.json").read_text())["n_prompts"] == 12
     assert (out_dir / "report.html").is_file()
@@ -55,8 +59,21 @@ def test_smollm2_capture_offline(no_network, tmp_path, capsys, monkeypatch):
     """The embedded real model through the CLI (from the dequantised cache when it is warm)."""
     prompts = tmp_path / "p.txt"
     prompts.write_text("The capital of France is\nOne, two, three,\n", encoding="utf-8")
-    code, out, err = run_cli(["capture", "--model", "smollm2-135m", "--prompts", str(prompts), "--layers", "0,-1",
-                              "--out", str(tmp_path / "cap")], capsys, monkeypatch)
+    code, out, err = run_cli(
+        [
+            "capture",
+            "--model",
+            "smollm2-135m",
+            "--prompts",
+            str(prompts),
+            "--layers",
+            "0,-1",
+            "--out",
+            str(tmp_path / "cap"),
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     from geoprobe.capture import Capture
 
@@ -85,8 +102,14 @@ def test_importing_geoprobe_without_the_offline_flag_opens_no_connection(tmp_pat
     """)
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     env["HF_HOME"] = str(tmp_path / "hf")  # an empty cache: nothing to read instead of asking the hub
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
-                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout.strip().splitlines()[-1])
     assert report["offline"] is False  # the flag really was unset in the child

@@ -1,5 +1,6 @@
 """Model code and pickled weights are refused unless the user opts in, and opting in to pickles
 still unpickles tensors only (torch.load(weights_only=True))."""
+
 from __future__ import annotations
 
 import runpy

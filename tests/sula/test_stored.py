@@ -1,4 +1,5 @@
 """A sula.json written by geoprobe 0.1.0 still loads, and re-encodes to the same bytes."""
+
 import json
 from pathlib import Path
 

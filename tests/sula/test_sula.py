@@ -1,4 +1,5 @@
 """SULA: closed forms, generator, controls, tokenisation, evaluation on planted fakes, end to end."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,9 +14,24 @@ import scipy.stats
 import torch
 
 from geoprobe.errors import GeoprobeError, ResultsError
-from geoprobe.sula import (CARRIER_WORDS, SulaConfig, SulaError, SulaResult, binary_entropy_bits, calibration_metrics,
-                           check_context, choose_labels, generate, generate_all, label_distribution, label_logprobs,
-                           label_tokens, posterior_l1, predictive_l1, run_sula)
+from geoprobe.sula import (
+    CARRIER_WORDS,
+    SulaConfig,
+    SulaError,
+    SulaResult,
+    binary_entropy_bits,
+    calibration_metrics,
+    check_context,
+    choose_labels,
+    generate,
+    generate_all,
+    label_distribution,
+    label_logprobs,
+    label_tokens,
+    posterior_l1,
+    predictive_l1,
+    run_sula,
+)
 from geoprobe.sula.config import DEFAULT_LABELS, DEFAULT_REMAP_LABELS
 from geoprobe.sula.task import NEGATIVE_WORDS, POSITIVE_WORDS
 from tests.conftest import requires_smollm2
@@ -81,8 +97,7 @@ def test_generator_deterministic_and_counts():
 
 
 def test_format_is_a_parameter():
-    cfg = SulaConfig(k_values=(2,), n_per_k=1, example_format="{word} is {label}", separator=". ",
-                     query="test is")
+    cfg = SulaConfig(k_values=(2,), n_per_k=1, example_format="{word} is {label}", separator=". ", query="test is")
     p = generate(cfg)[0]
     assert p.text.endswith(". test is") and " is bip" in p.text or " is pim" in p.text
 
@@ -109,8 +124,13 @@ def test_controls():
     assert len({p.n1 for p in shuf if p.k == 8}) >= 3  # labels still vary, but carry no evidence
     for m, r, s, b in zip(main, remap, shuf, abl):
         assert (m.k, m.y) == (r.k, r.y) == (s.k, s.y) == (b.k, b.y)
-        assert (b.n1, b.n2, b.posterior, b.predictive, b.entropy_bits) == (m.n1, m.n2, m.posterior, m.predictive,
-                                                                          m.entropy_bits)
+        assert (b.n1, b.n2, b.posterior, b.predictive, b.entropy_bits) == (
+            m.n1,
+            m.n2,
+            m.posterior,
+            m.predictive,
+            m.entropy_bits,
+        )
         assert (r.n1, r.posterior, r.entropy_bits) == (m.n1, m.posterior, m.entropy_bits)
         assert r.text.count(": kel") == m.n1 and r.text.count(": pom") == m.n2
         assert not any(w in b.text.replace("item", "").split(": ")[0] for w in CARRIER_WORDS if len(w) > 3)
@@ -118,9 +138,17 @@ def test_controls():
         assert b.text == m.text if m.k == 0 else b.text != m.text
 
 
-@pytest.mark.parametrize("kw, flag", [(dict(k_values=(0, -1)), "--k"), (dict(n_per_k=0), "--n-per-k"),
-                                      (dict(agreement=0.5), "--agreement"), (dict(agreement=1.0), "--agreement"),
-                                      (dict(labels=("bip", "bip")), "--labels"), (dict(condition="x"), "main")])
+@pytest.mark.parametrize(
+    "kw, flag",
+    [
+        (dict(k_values=(0, -1)), "--k"),
+        (dict(n_per_k=0), "--n-per-k"),
+        (dict(agreement=0.5), "--agreement"),
+        (dict(agreement=1.0), "--agreement"),
+        (dict(labels=("bip", "bip")), "--labels"),
+        (dict(condition="x"), "main"),
+    ],
+)
 def test_config_errors(kw, flag):
     with pytest.raises(SulaError) as e:
         SulaConfig(**kw)
@@ -173,8 +201,10 @@ def _fake_model(tokenizer, prompts, label_ids, predictive=None):
     """A model whose next-token distribution puts ``predictive`` on L1 and the rest on L2 (or,
     with ``predictive=None``, a uniform distribution over the whole vocabulary)."""
     V = len(tokenizer)
-    table = {tuple(tokenizer(p.text)["input_ids"]): q for p, q in
-             zip(prompts, predictive if predictive is not None else [None] * len(prompts))}
+    table = {
+        tuple(tokenizer(p.text)["input_ids"]): q
+        for p, q in zip(prompts, predictive if predictive is not None else [None] * len(prompts))
+    }
 
     def hf_model(tok, attention_mask, position_ids, logits_to_keep, use_cache):
         assert logits_to_keep == 1
@@ -188,8 +218,7 @@ def _fake_model(tokenizer, prompts, label_ids, predictive=None):
                 out[b, 0, label_ids[1]] = math.log(1 - q)
         return SimpleNamespace(logits=out)
 
-    return SimpleNamespace(tokenizer=tokenizer, hf_model=hf_model, context_length=4096,
-                           device=torch.device("cpu"))
+    return SimpleNamespace(tokenizer=tokenizer, hf_model=hf_model, context_length=4096, device=torch.device("cpu"))
 
 
 def test_planted_model_is_calibrated(tokenizer):

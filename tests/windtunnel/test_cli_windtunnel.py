@@ -1,4 +1,5 @@
 """`geoprobe windtunnel` end to end at the tiny scale, results file and report, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,25 @@ def tiny_tunnel(tmp_path_factory):
     """One full tiny HMM tunnel through the CLI in a subprocess (train, eval, report)."""
     out = tmp_path_factory.mktemp("wt") / "hmm"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "geoprobe.cli", "windtunnel", "run", "--task", "hmm", "--scale", "tiny",
-                        "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "geoprobe.cli",
+            "windtunnel",
+            "run",
+            "--task",
+            "hmm",
+            "--scale",
+            "tiny",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     return out, r.stdout
 
@@ -45,8 +63,9 @@ def test_run_writes_checkpoints_results_and_report(tiny_tunnel):
 def test_existing_results_are_not_overwritten(tiny_tunnel, capsys, monkeypatch):
     out, _ = tiny_tunnel
     before = (out / "windtunnel.json").read_bytes()
-    code, _, err = run_cli(["windtunnel", "run", "--task", "hmm", "--scale", "tiny", "--out", str(out)], capsys,
-                           monkeypatch)
+    code, _, err = run_cli(
+        ["windtunnel", "run", "--task", "hmm", "--scale", "tiny", "--out", str(out)], capsys, monkeypatch
+    )
     assert code == 2 and "already exists" in err and "--force" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["windtunnel", "eval", str(out)], capsys, monkeypatch)
     assert code == 2 and "--force" in err
@@ -60,8 +79,9 @@ def test_report_escapes_and_rewrites(tiny_tunnel, tmp_path, capsys, monkeypatch)
     d = json.loads((out / "windtunnel.json").read_text())
     d["provenance"]["run_dir"] = "<script>alert(1)</script>"
     (tmp_path / "windtunnel.json").write_text(json.dumps(d))
-    code, _, err = run_cli(["windtunnel", "report", str(tmp_path), "--out", str(tmp_path / "r.html")], capsys,
-                           monkeypatch)
+    code, _, err = run_cli(
+        ["windtunnel", "report", str(tmp_path), "--out", str(tmp_path / "r.html")], capsys, monkeypatch
+    )
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -73,34 +93,41 @@ def test_results_of_another_kind_are_refused(tmp_path):
         WindTunnelResult.load(tmp_path)
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--task", "sudoku"], "--task bijection"),
-    (["--scale", "huge"], "--scale tiny"),
-    (["--vocab", "1"], "--vocab"),
-    (["--length", "0"], "--length"),
-    (["--task", "hmm", "--states", "40"], "--states"),
-    (["--states", "3"], "--task hmm"),
-    (["--arch", "cnn"], "--arch"),
-    (["--device", "tpu9"], "--device"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--task", "sudoku"], "--task bijection"),
+        (["--scale", "huge"], "--scale tiny"),
+        (["--vocab", "1"], "--vocab"),
+        (["--length", "0"], "--length"),
+        (["--task", "hmm", "--states", "40"], "--states"),
+        (["--states", "3"], "--task hmm"),
+        (["--arch", "cnn"], "--arch"),
+        (["--device", "tpu9"], "--device"),
+    ],
+)
 def test_bad_input_is_one_line(args, needle, tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["windtunnel", "train", "--scale", "tiny", "--out", str(tmp_path / "x"), *args], capsys,
-                           monkeypatch)
+    code, _, err = run_cli(
+        ["windtunnel", "train", "--scale", "tiny", "--out", str(tmp_path / "x"), *args], capsys, monkeypatch
+    )
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
 
 
 def test_training_into_a_run_of_another_task_is_refused(tiny_tunnel, capsys, monkeypatch):
     out, _ = tiny_tunnel
-    code, _, err = run_cli(["windtunnel", "train", "--task", "bijection", "--scale", "tiny", "--out", str(out)], capsys,
-                           monkeypatch)
+    code, _, err = run_cli(
+        ["windtunnel", "train", "--task", "bijection", "--scale", "tiny", "--out", str(out)], capsys, monkeypatch
+    )
     assert code == 2 and "another task or config" in err and len(err.strip().splitlines()) == 1
 
 
 def test_recipe_runs_through_geoprobe_run(tmp_path, capsys, monkeypatch):
     recipe = tmp_path / "wt.toml"
-    recipe.write_text('[probe]\ncommand = "windtunnel"\n[windtunnel]\ntask = "bijection"\nscale = "tiny"\n'
-                      'geometry = false\nablations = false\n')
+    recipe.write_text(
+        '[probe]\ncommand = "windtunnel"\n[windtunnel]\ntask = "bijection"\nscale = "tiny"\n'
+        "geometry = false\nablations = false\n"
+    )
     code, stdout, err = run_cli(["run", str(recipe), "--out", str(tmp_path / "o")], capsys, monkeypatch)
     assert code == 0, err
     res = WindTunnelResult.load(tmp_path / "o")

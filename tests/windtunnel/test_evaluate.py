@@ -1,5 +1,6 @@
 """Evaluation metrics on planted predictions, and head ablation (an out-edit of geoprobe's attention function) against a
 direct zeroing of the Hugging Face module's input."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from geoprobe.windtunnel.evaluate import (TunnelMetrics, ablations, probed_predictive, kl_bits, metrics,
-                                          model_predictive, paper_mae, zeroed_heads)
+from geoprobe.windtunnel.evaluate import (
+    TunnelMetrics,
+    ablations,
+    kl_bits,
+    metrics,
+    model_predictive,
+    paper_mae,
+    probed_predictive,
+    zeroed_heads,
+)
 from geoprobe.windtunnel.tasks import Batch, BijectionTask, entropy_bits
 
 
@@ -110,7 +119,7 @@ def test_head_ablation_matches_zeroing_the_output_projection_input(tiny_run):
 
     def pre(module, args):
         x = args[0].clone()
-        x[..., head * d_head:(head + 1) * d_head] = 0
+        x[..., head * d_head : (head + 1) * d_head] = 0
         return (x,)
 
     handle = hf.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(pre)
@@ -136,7 +145,8 @@ def test_ablation_table_shape_and_baseline(tiny_run):
     a = ablations(load_model(str(ckpt)), task, b)
     L, H = spec.size["n_layers"], spec.size["n_heads"]
     assert len(a.layer_mae) == L and all(len(r) == H for r in a.head_mae)
-    p, _ = model_predictive(__import__("geoprobe.windtunnel.train", fromlist=["x"]).load_weights(spec, ckpt), b,
-                            task.answer_ids)
+    p, _ = model_predictive(
+        __import__("geoprobe.windtunnel.train", fromlist=["x"]).load_weights(spec, ckpt), b, task.answer_ids
+    )
     assert a.baseline == pytest.approx(paper_mae(entropy_bits(p), b.entropy), abs=1e-6)
     assert 0 <= a.hypothesis_head < H

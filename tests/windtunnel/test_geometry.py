@@ -1,4 +1,5 @@
 """Probes on wind-tunnel checkpoints: prompts, capture against the plain model, frame vs precision."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,10 +33,21 @@ def test_pc1_recovers_a_planted_axis():
 def _geometry(frame_tv, mae):
     C = len(frame_tv)
     return TrainingGeometry(
-        steps=tuple(range(0, 10 * C, 10)), n_probes=3, key_orth=((0.1,),) * C, attn_entropy=((1.0,),) * C,
-        frame_tv=tuple(frame_tv), value_pc1=(0.5,) * C, value_rho=(0.9,) * C, mae_paper=tuple(mae),
-        mae_sample=tuple(mae), final_layer_rho=(0.9,), calibration=Estimate(0.9, 0.8, 0.95),
-        final_pc1=(0.0, 1.0, 2.0), analytic_entropy=(2.0, 1.0, 0.0), final_model_entropy=(2.0, 1.0, 0.0))
+        steps=tuple(range(0, 10 * C, 10)),
+        n_probes=3,
+        key_orth=((0.1,),) * C,
+        attn_entropy=((1.0,),) * C,
+        frame_tv=tuple(frame_tv),
+        value_pc1=(0.5,) * C,
+        value_rho=(0.9,) * C,
+        mae_paper=tuple(mae),
+        mae_sample=tuple(mae),
+        final_layer_rho=(0.9,),
+        calibration=Estimate(0.9, 0.8, 0.95),
+        final_pc1=(0.0, 1.0, 2.0),
+        analytic_entropy=(2.0, 1.0, 0.0),
+        final_model_entropy=(2.0, 1.0, 0.0),
+    )
 
 
 def test_frame_first_dissociation_on_planted_curves():

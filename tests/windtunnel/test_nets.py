@@ -1,4 +1,5 @@
 """The learners: capacity matching, the MLP's causal input, the word tokenizer."""
+
 from __future__ import annotations
 
 import numpy as np

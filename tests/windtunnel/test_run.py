@@ -1,4 +1,5 @@
 """train_tunnel / evaluate_tunnel: the training log across sessions, unfinished runs, config checks."""
+
 from __future__ import annotations
 
 import json

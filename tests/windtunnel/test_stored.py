@@ -1,5 +1,6 @@
 """A windtunnel.json and a run.json written by geoprobe 0.1.0 still load, and re-encode to the same bytes
 (``geoprobe windtunnel train --task hmm --scale tiny --seed 1`` then ``eval --n-eval 16 --n-probes 8``)."""
+
 import json
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Wind-tunnel tasks: the analytic posteriors against brute-force enumeration."""
+
 from __future__ import annotations
 
 import itertools
@@ -74,7 +75,7 @@ def test_hmm_forward_posterior_matches_enumeration(header):
         T, E = task.decode_header(b.ids[i])
         np.testing.assert_allclose(T.sum(1), 1.0)
         np.testing.assert_allclose(E.sum(1), 1.0)
-        obs = b.ids[i, task.header_len:] - 3 - 101
+        obs = b.ids[i, task.header_len :] - 3 - 101
         np.testing.assert_allclose(b.targets[i], _brute_hmm(T, E, obs), atol=1e-12)
 
 
@@ -88,11 +89,13 @@ def test_hmm_header_is_the_generating_hmm():
     b = task.sample(3, rng)
     assert b.ids.shape == (3, task.seq_len)
     words = [task.vocab[i] for i in b.ids[0, :7]]
-    assert words[0] == "<bos>" and words[1::2] == ["t0_0", "t0_1", "t0_2"] and all(w.startswith("p") for w in words[2::2])
+    assert (
+        words[0] == "<bos>" and words[1::2] == ["t0_0", "t0_1", "t0_2"] and all(w.startswith("p") for w in words[2::2])
+    )
     T, E = task.decode_header(b.ids[0])
     assert T.shape == (task.S, task.S) and E.shape == (task.S, task.V) and np.allclose(E.sum(1), 1)
     assert [task.vocab[i] for i in b.ids[0, [0, task.header_len - 1]]] == ["<bos>", "<sep>"]
-    assert set(np.unique(b.ids[:, task.header_len:])) <= set(range(104, 104 + task.V))
+    assert set(np.unique(b.ids[:, task.header_len :])) <= set(range(104, 104 + task.V))
     assert not np.isin(task.answer_ids, b.ids).any()  # answer tokens never occur in the input
 
 
@@ -115,11 +118,18 @@ def test_sampling_is_seeded():
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.targets, b.targets)
 
 
-@pytest.mark.parametrize("name,params,flag", [
-    ("bijection", dict(V=1), "--vocab"), ("bijection", dict(V=101), "--vocab"), ("bijection", dict(K=0), "--length"),
-    ("hmm", dict(S=11), "--states"), ("hmm", dict(V=1), "--vocab"), ("hmm", dict(K=501), "--length"),
-    ("bijection", dict(repeat=1.5), "--repeat"),
-])
+@pytest.mark.parametrize(
+    "name,params,flag",
+    [
+        ("bijection", dict(V=1), "--vocab"),
+        ("bijection", dict(V=101), "--vocab"),
+        ("bijection", dict(K=0), "--length"),
+        ("hmm", dict(S=11), "--states"),
+        ("hmm", dict(V=1), "--vocab"),
+        ("hmm", dict(K=501), "--length"),
+        ("bijection", dict(repeat=1.5), "--repeat"),
+    ],
+)
 def test_out_of_range_parameters_are_one_line_errors(name, params, flag):
     with pytest.raises(GeoprobeError) as e:
         make_task(name, **params)

@@ -1,4 +1,5 @@
 """Training: seeded and resumable, checkpoints safe to load, bad runs stopped with one line."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,15 @@ import torch
 
 from geoprobe.windtunnel import train as train_mod
 from geoprobe.windtunnel.scales import run_specs
-from geoprobe.windtunnel.train import (RunSpec, TrainConfig, TrainingError, checkpoint_dir, list_checkpoints,
-                                       load_weights, train)
+from geoprobe.windtunnel.train import (
+    RunSpec,
+    TrainConfig,
+    TrainingError,
+    checkpoint_dir,
+    list_checkpoints,
+    load_weights,
+    train,
+)
 
 
 def _spec(arch="transformer", steps=12, task="bijection", **kw):
