@@ -292,17 +292,6 @@ RECIPES: dict[str, Recipe] = {
             "its [intervene] table (geoprobe intervene --help)",
         ),
         Recipe(
-            "positional",
-            "geoprobe.positional.config:PositionalConfig",
-            "geoprobe.positional.run:run_positional",
-            {
-                "geoprobe.positional": "geoprobe.positional.result:PositionalResult",
-                "geoprobe.positional.windtunnel": "geoprobe.positional.result:TunnelLengthCurve",
-            },
-            flat_tables("positional"),
-            "its [positional] table (geoprobe positional --help)",
-        ),
-        Recipe(
             "windtunnel",
             "geoprobe.windtunnel.config:WindTunnelConfig",
             "geoprobe.windtunnel.run:train_tunnel",
@@ -317,6 +306,17 @@ RECIPES: dict[str, Recipe] = {
             {"geoprobe.denoise": "geoprobe.denoise.result:DenoiseResult"},
             flat_tables("denoise"),
             "its [denoise] table (geoprobe denoise --help)",
+        ),
+        Recipe(
+            "positional",
+            "geoprobe.positional.config:PositionalConfig",
+            "geoprobe.positional.run:run_positional",
+            {
+                "geoprobe.positional": "geoprobe.positional.result:PositionalResult",
+                "geoprobe.positional.windtunnel": "geoprobe.positional.result:TunnelLengthCurve",
+            },
+            flat_tables("positional"),
+            "its [positional] table (geoprobe positional --help)",
         ),
     )
 }

@@ -35,7 +35,7 @@ import math
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from jaxtyping import Float
@@ -312,19 +312,6 @@ class DomainContrast(Record):
         ):
             raise ValueError(f"null bands must be NullBands with n = {self.n_a} and {self.n_b}")
         object.__setattr__(self, "p_adjusted", {m: float(bonferroni([p[m]], self.n_tests)[0]) for m in METRICS})
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "DomainContrast":
-        # Estimate and NullBand (analysis/stats.py) are not Records yet: their fields are read here
-        est = {side: {m: Estimate.from_dict(e) for m, e in d[side].items()} for side in ("a", "b", "diff")}
-        return cls(
-            **{
-                **cls.field_values(d),
-                **est,
-                "null_a": NullBand.from_dict(d["null_a"]),
-                "null_b": NullBand.from_dict(d["null_b"]),
-            }
-        )
 
 
 def contrast(

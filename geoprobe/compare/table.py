@@ -54,13 +54,6 @@ class SetEntry(Record):
     def label(self) -> str:
         return self.domain or self.set_name
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SetEntry":
-        # Estimate (analysis/stats.py) is not a Record yet: its fields are read here
-        return cls(
-            **{**cls.field_values(d), "pc1": Estimate.from_dict(d["pc1"]), "pc12": Estimate.from_dict(d["pc12"])}
-        )
-
 
 def set_entry(source: Source, result: Any, layer: int) -> SetEntry:
     m = result.manifold
@@ -125,12 +118,6 @@ class ComparisonRow(Record):
     @property
     def entries(self) -> tuple[SetEntry, ...]:
         return ((self.mixed,) if self.mixed is not None else ()) + self.restricted
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ComparisonRow":
-        # Estimate (analysis/stats.py) is not a Record yet: focusing is read here
-        focusing = d.get("focusing")
-        return cls(**{**cls.field_values(d), "focusing": None if focusing is None else Estimate.from_dict(focusing)})
 
 
 def build_row(

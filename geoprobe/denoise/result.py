@@ -25,17 +25,6 @@ class Score(Record):
     mse: Estimate
     ratio: Estimate | None = None
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Score":  # Estimate is not a Record yet: read it by hand
-        ratio = d.get("ratio")
-        return cls(
-            **{
-                **cls.field_values(d),
-                "mse": Estimate.from_dict(d["mse"]),
-                "ratio": None if ratio is None else Estimate.from_dict(ratio),
-            }
-        )
-
 
 @dataclass(frozen=True, eq=False)
 class Block(Record):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from geoprobe.analysis.contrast import METRICS, DomainContrast, check_ratio
+from geoprobe.analysis.contrast import DomainContrast, check_ratio
 from geoprobe.analysis.stats import Estimate, NullBand
 from geoprobe.domains import figures, report
 from geoprobe.domains.config import CONTROL_SUFFIX, KINDS, SetKind
@@ -59,17 +59,6 @@ class SetSummary(Record):
     @property
     def beats_null_pc1(self) -> bool:
         return bool(self.pc1.value > self.null.pc1.high)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SetSummary":
-        # Estimate and NullBand (analysis/stats.py) are not Records yet: their fields are read here
-        return cls(
-            **{
-                **cls.field_values(d),
-                **{m: Estimate.from_dict(d[m]) for m in METRICS},
-                "null": NullBand.from_dict(d["null"]),
-            }
-        )
 
 
 def _fmt_ci(e: Estimate, scale: float = 1.0, sign: bool = False) -> str:

@@ -26,11 +26,6 @@ class InterventionRow(Record):
     axis: str  # "entropy" or "random-<i>"
     metrics: dict[str, Estimate]
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "InterventionRow":  # Estimate is not a Record: metrics read by hand
-        kw = cls.field_values(d)
-        return cls(**{**kw, "metrics": {k: Estimate.from_dict(v) for k, v in d["metrics"].items()}})
-
 
 @dataclass(frozen=True, eq=False)
 class InterventionResult(Result, Page):
@@ -83,11 +78,6 @@ class InterventionResult(Result, Page):
                     }
                 )
         return out
-
-    @classmethod
-    def from_body(cls, d: dict[str, Any]) -> "InterventionResult":  # Estimate is not a Record: baseline by hand
-        kw = cls.field_values(d)
-        return cls(**{**kw, "baseline": {k: Estimate.from_dict(v) for k, v in d["baseline"].items()}})
 
     # -- page -------------------------------------------------------------------------------
     def title(self) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 from jaxtyping import Float
@@ -70,11 +70,6 @@ class HeadPrior(Record):
     @property
     def converged(self) -> bool:
         return self.beta is not None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "HeadPrior":  # Estimate is not a Record: mu, sigma, beta by hand
-        fits = {k: None if d[k] is None else Estimate.from_dict(d[k]) for k in ("mu", "sigma", "beta")}
-        return cls(**{**cls.field_values(d), **fits})
 
 
 def classify(sink_mass: float, kl_uniform: float, local_mass: float, beta: Estimate | None) -> tuple[str, bool]:

@@ -326,10 +326,6 @@ class TunnelLengthCurve(Result, Page):
         provenance = d.pop("provenance")
         return {**d, "critical_length": self.critical_length, "provenance": provenance}
 
-    @classmethod
-    def from_body(cls, d: dict[str, Any]) -> "TunnelLengthCurve":  # TunnelMetrics is not a Record: read by hand
-        return cls(**{**cls.field_values(d), "metrics": tuple(TunnelMetrics.from_dict(m) for m in d["metrics"])})
-
     # -- page ----------------------------------------------------------------------------------
     def title(self) -> str:
         return f"Wind-tunnel length generalisation: {self.task.get('name')}"

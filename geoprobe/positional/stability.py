@@ -64,11 +64,6 @@ class LengthPoint(Record):
         if any(x < -1e-9 or x > math.log2(self.T) + 1e-6 for x in self.attn_entropy):
             raise ValueError(f"attention entropies {self.attn_entropy} outside [0, log2 {self.T}]")
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LengthPoint":  # Estimate is not a Record: pc1, alignment by hand
-        ests = {k: tuple(Estimate.from_dict(e) for e in d[k]) for k in ("pc1", "alignment")}
-        return cls(**{**cls.field_values(d), **ests})
-
 
 @dataclass(frozen=True, eq=False)
 class Stability(Record):

@@ -94,19 +94,6 @@ class SulaMetrics(Record):
                 f"{len(self.bayes_per_k)} per-k estimates"
             )
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SulaMetrics":  # Estimate is not a Record: read by hand
-        return cls(
-            n=int(d["n"]),
-            mae=Estimate.from_dict(d["mae"]),
-            spearman=Estimate.from_dict(d["spearman"]),
-            pearson=Estimate.from_dict(d["pearson"]),
-            label_mass=Estimate.from_dict(d["label_mass"]),
-            k_values=tuple(d["k_values"]),
-            model_per_k=tuple(Estimate.from_dict(e) for e in d["model_per_k"]),
-            bayes_per_k=tuple(Estimate.from_dict(e) for e in d["bayes_per_k"]),
-        )
-
 
 def _mean_ci(x: np.ndarray, confidence: float, n_resamples: int, rng: np.random.Generator) -> Estimate:
     if x.size == 0:

@@ -76,16 +76,6 @@ class SulaGeometry(Record):
         if len(self.k_values) != len(self.pc1_per_k):
             raise ValueError(f"{len(self.k_values)} values of k but {len(self.pc1_per_k)} per-k PC1 means")
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SulaGeometry":  # Estimate is not a Record: read by hand
-        return cls(
-            rho_pc1_bayes=Estimate.from_dict(d["rho_pc1_bayes"]),
-            rho_k_pc1=Estimate.from_dict(d["rho_k_pc1"]),
-            r_k_pc1=Estimate.from_dict(d["r_k_pc1"]),
-            k_values=tuple(d["k_values"]),
-            pc1_per_k=tuple(Estimate.from_dict(e) for e in d["pc1_per_k"]),
-        )
-
 
 def _k_correlation(
     k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float, n_resamples: int, rng: np.random.Generator

@@ -123,11 +123,6 @@ class TunnelMetrics(Record):
     def mae_curve(self) -> tuple[float, ...]:
         return tuple(abs(a - b) for a, b in zip(self.curve_model, self.curve_bayes))
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TunnelMetrics":  # Estimate is not a Record yet: read it by hand
-        estimates = {k: Estimate.from_dict(d[k]) for k in ("mae_paper", "mae_sample", "kl")}
-        return cls(**{**cls.field_values(d), **estimates})
-
 
 def metrics(
     label: str,

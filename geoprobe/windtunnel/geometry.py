@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from jaxtyping import Float
@@ -186,10 +186,6 @@ class TrainingGeometry(Record):
     @property
     def dissociation(self) -> bool:
         return self.t90_frame < self.t90_precision
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainingGeometry":  # Estimate is not a Record yet: read it by hand
-        return cls(**{**cls.field_values(d), "calibration": Estimate.from_dict(d["calibration"])})
 
 
 def training_geometry(
