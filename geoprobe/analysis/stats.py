@@ -30,9 +30,7 @@ import scipy.linalg
 import scipy.stats
 from jaxtyping import Bool, Float
 
-# json_float / from_json_float: re-exported for the modules that still import them from here
-# (compare, denoise, analysis.domains); their home is geoprobe.serial: import them from there
-from geoprobe.serial import Record, from_json_float, json_float  # noqa: F401
+from geoprobe.serial import Record
 
 RandomState = int | np.random.Generator | None
 _QUIET = (scipy.stats.DegenerateDataWarning, scipy.stats.ConstantInputWarning, RuntimeWarning)
