@@ -22,20 +22,24 @@ import math
 import numpy as np
 from jaxtyping import Float
 
-from geoprobe.positional.prior import gg_log_prior
+from geoprobe.positional.prior import FIT_SMOOTH, gg_log_prior
 
 _H = 1e-4  # finite-difference step in (μ, log σ, β)
 
 
 def _jacobian(delta: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """∂ log q(Δ) / ∂(μ, log σ, β) at ``theta``: (D, 3), central differences."""
+    """∂ log q(Δ) / ∂(μ, log σ, β) at ``theta``: (D, 3), central differences, of the fit's own
+    (smoothed) objective, so that the linearised refit moves the optimum the fit found."""
     cols = []
     for k in range(3):
         e = np.zeros(3)
         e[k] = _H
         hi, lo = theta + e, theta - e
         cols.append(
-            (gg_log_prior(delta, hi[0], math.exp(hi[1]), hi[2]) - gg_log_prior(delta, lo[0], math.exp(lo[1]), lo[2]))
+            (
+                gg_log_prior(delta, hi[0], math.exp(hi[1]), hi[2], FIT_SMOOTH)
+                - gg_log_prior(delta, lo[0], math.exp(lo[1]), lo[2], FIT_SMOOTH)
+            )
             / (2 * _H)
         )
     return np.stack(cols, axis=-1)

@@ -42,13 +42,16 @@ BOUND_TOL = 1e-3
 DEGENERATE_MASS = 0.99
 #: a fit whose largest and smallest q(Δ) differ by less than this fraction is flat: likewise
 FLAT_RATIO = 0.05
-#: smoothing of |Δ − μ| so the objective is differentiable in μ at Δ = μ
-_SMOOTH = 1e-3
+#: smoothing of |Δ − μ| inside the optimiser's objective only (differentiable in μ at Δ = μ); every
+#: reported q(Δ) and KL uses the exact family (at β < 1 the smoothing moves q(0) by up to ~0.04)
+FIT_SMOOTH = 1e-3
+#: ε of the BAM bias, as in BAM's released code (issue 20: 1e-6 moved attention weights by up to 7e-3)
+BAM_EPS = 1e-5
 
 
 # -- the prior ----------------------------------------------------------------------------------
 def bam_bias(
-    delta: Float[np.ndarray, "*d"], theta_alpha: float, theta_beta: float, mu: float = 0.0, eps: float = 1e-6
+    delta: Float[np.ndarray, "*d"], theta_alpha: float, theta_beta: float, mu: float = 0.0, eps: float = BAM_EPS
 ) -> Float[np.ndarray, "*d"]:
     """BAM's logit bias b(Δ) = −exp(θα)·(|Δ − μ| + ε)^θβ at distances ``delta``."""
     d = np.abs(np.asarray(delta, dtype=np.float64) - mu) + eps
@@ -56,7 +59,7 @@ def bam_bias(
 
 
 def bam_prior(
-    delta: Float[np.ndarray, " D"], theta_alpha: float, theta_beta: float, mu: float = 0.0, eps: float = 1e-6
+    delta: Float[np.ndarray, " D"], theta_alpha: float, theta_beta: float, mu: float = 0.0, eps: float = BAM_EPS
 ) -> Float[np.ndarray, " D"]:
     """The normalised prior softmax(b(Δ)) over the given distances."""
     b = bam_bias(delta, theta_alpha, theta_beta, mu, eps)
@@ -69,7 +72,7 @@ def bam_logit_bias(
     theta_alpha: Float[np.ndarray, "*h"] | float,
     theta_beta: Float[np.ndarray, "*h"] | float,
     mu: Float[np.ndarray, "*h"] | float = 0.0,
-    eps: float = 1e-6,
+    eps: float = BAM_EPS,
 ) -> Float[np.ndarray, "*h T T"]:
     """A (…, T, T) bias to add to causal attention scores: entry [i, j] is b(i − j) for keys j ≤ i
     and −inf above the diagonal (the causal mask). Per-head parameters broadcast over leading axes."""
@@ -92,15 +95,19 @@ def gg_log_prior(
     mu: Float[np.ndarray, "*b"] | float,
     sigma: Float[np.ndarray, "*b"] | float,
     beta: Float[np.ndarray, "*b"] | float,
+    smooth: float = 0.0,
 ) -> Float[np.ndarray, "*b D"]:
-    """log q(Δ) of the generalised Gaussian, normalised over ``delta``; parameters broadcast."""
+    """log q(Δ) of the generalised Gaussian, normalised over ``delta``; parameters broadcast.
+    ``smooth`` > 0 replaces |Δ − μ| by sqrt((Δ − μ)² + smooth²) (the fit's objective only)."""
     mu, sigma, beta = (np.asarray(x, dtype=np.float64)[..., None] for x in (mu, sigma, beta))
-    z = -((np.sqrt((np.asarray(delta, dtype=np.float64) - mu) ** 2 + _SMOOTH**2) / sigma) ** beta)
+    diff = np.asarray(delta, dtype=np.float64) - mu
+    dist = np.sqrt(diff**2 + smooth**2) if smooth else np.abs(diff)
+    z = -((dist / sigma) ** beta)
     return z - _logsumexp(z)
 
 
 def gg_prior(delta: Float[np.ndarray, " D"], mu: float, sigma: float, beta: float) -> Float[np.ndarray, " D"]:
-    """The generalised Gaussian q(Δ) ∝ exp(−(|Δ − μ|/σ)^β), normalised over ``delta``."""
+    """The generalised Gaussian q(Δ) ∝ exp(−(|Δ − μ|/σ)^β), normalised over ``delta`` (exact: no smoothing)."""
     return np.exp(gg_log_prior(delta, mu, sigma, beta))
 
 
@@ -151,7 +158,7 @@ def _grid_start(p: np.ndarray, delta: np.ndarray) -> np.ndarray:
     lsig = np.linspace(ls_lo + 0.5, ls_hi - 0.5, 14)
     betas = np.array([0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0])
     M, S, B = np.meshgrid(mus, lsig, betas, indexing="ij")
-    logq = gg_log_prior(delta, M.ravel(), np.exp(S.ravel()), B.ravel())
+    logq = gg_log_prior(delta, M.ravel(), np.exp(S.ravel()), B.ravel(), FIT_SMOOTH)
     ce = -(logq @ p)
     k = int(np.argmin(ce))
     return np.array([M.ravel()[k], S.ravel()[k], B.ravel()[k]])
@@ -172,7 +179,7 @@ def fit_generalised_gaussian(profile: Float[np.ndarray, " D"], *, max_iter: int 
     bounds = _bounds(p.size - 1)
 
     def objective(x: np.ndarray) -> float:
-        return float(-(gg_log_prior(delta, x[0], math.exp(x[1]), x[2]) @ p))
+        return float(-(gg_log_prior(delta, x[0], math.exp(x[1]), x[2], FIT_SMOOTH) @ p))
 
     x0 = _grid_start(p, delta)
     res = minimize(objective, x0, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter})
@@ -236,12 +243,12 @@ def fit_fixed_shape(profile: Float[np.ndarray, " D"], beta: float) -> tuple[floa
     best = None
     for mu0 in np.unique([0.0, float(np.argmax(p))]):
         for ls0 in np.linspace(s_b[0] + 0.5, s_b[1] - 0.5, 6):
-            val = float(-(gg_log_prior(delta, mu0, math.exp(ls0), beta) @ p))
+            val = float(-(gg_log_prior(delta, mu0, math.exp(ls0), beta, FIT_SMOOTH) @ p))
             if best is None or val < best[0]:
                 best = (val, mu0, ls0)
     assert best is not None
     res = minimize(
-        lambda x: float(-(gg_log_prior(delta, x[0], math.exp(x[1]), beta) @ p)),
+        lambda x: float(-(gg_log_prior(delta, x[0], math.exp(x[1]), beta, FIT_SMOOTH) @ p)),
         np.array(best[1:]),
         method="L-BFGS-B",
         bounds=(m_b, s_b),

@@ -83,7 +83,7 @@ def test_bam_bias_shapes_and_causal_mask():
     b = bam_logit_bias(5, np.array([0.0, 1.0]), np.array([1.0, 2.0]))
     assert b.shape == (2, 5, 5)
     assert np.isneginf(b[:, 0, 1:]).all() and np.isfinite(np.tril(b[0])).all()
-    assert b[1, 3, 1] == pytest.approx(-math.e * (2 + 1e-6) ** 2)
+    assert b[1, 3, 1] == pytest.approx(-math.e * (2 + 1e-5) ** 2)  # ε = BAM_EPS, the default
     assert bam_bias(np.arange(4), 0.0, 0.0) == pytest.approx(-np.ones(4))  # θβ = 0: flat
 
 
@@ -148,3 +148,33 @@ def test_rope_decay_equals_an_explicit_rotation():
         c, s = np.cos(delta * freqs), np.sin(delta * freqs)
         rot = np.stack([c * x[:, 0] - s * x[:, 1], s * x[:, 0] + c * x[:, 1]], 1)
         assert (x * rot).sum() / (d // 2) == pytest.approx(r[delta], abs=1e-12)
+
+
+def test_gg_prior_is_exact_below_shape_one():
+    """q(Δ) ∝ exp(−(|Δ − μ|/σ)^β) with no smoothing, against the formula written out: at β = 0.3,
+    σ = 0.5 over Δ = 0..64 the fit's 1e-3 smoothing would give q(0) = 0.2104 instead of 0.2373."""
+    import numpy as np
+
+    from geoprobe.positional.prior import FIT_SMOOTH, gg_log_prior, gg_prior
+
+    delta = np.arange(65.0)
+    w = np.exp(-((np.abs(delta - 0.0) / 0.5) ** 0.3))
+    np.testing.assert_allclose(gg_prior(delta, 0.0, 0.5, 0.3), w / w.sum(), rtol=1e-12, atol=0)
+    assert gg_prior(delta, 0.0, 0.5, 0.3)[0] == pytest.approx(0.2373, abs=1e-4)
+    assert np.exp(gg_log_prior(delta, 0.0, 0.5, 0.3, FIT_SMOOTH))[0] == pytest.approx(0.2104, abs=1e-4)
+
+
+def test_bam_bias_defaults_to_bams_epsilon():
+    """ε = 1e-5 as in BAM's code, written out against the formula b(Δ) = −exp(θα)(|Δ − μ| + ε)^θβ."""
+    import math
+
+    import numpy as np
+
+    from geoprobe.positional.prior import BAM_EPS, bam_bias, bam_logit_bias
+
+    delta = np.arange(6.0)
+    assert BAM_EPS == 1e-5
+    np.testing.assert_allclose(bam_bias(delta, 0.7, 0.4), -math.exp(0.7) * (delta + 1e-5) ** 0.4, rtol=1e-14)
+    lower = bam_logit_bias(6, 0.7, 0.4)[np.tril_indices(6)]
+    i, j = np.tril_indices(6)
+    np.testing.assert_allclose(lower, -math.exp(0.7) * ((i - j) + 1e-5) ** 0.4, rtol=1e-14)
