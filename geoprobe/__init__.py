@@ -54,6 +54,9 @@ PUBLIC: dict[str, str] = {
     "evaluate_tunnel": "geoprobe.windtunnel.run:evaluate_tunnel",
     "WindTunnelConfig": "geoprobe.windtunnel.config:WindTunnelConfig",
     "WindTunnelResult": "geoprobe.windtunnel.result:WindTunnelResult",
+    "run_dynamics": "geoprobe.dynamics.run:run_dynamics",
+    "DynamicsConfig": "geoprobe.dynamics.config:DynamicsConfig",
+    "DynamicsResult": "geoprobe.dynamics.result:DynamicsResult",
 }
 
 __all__ = ["__version__", *PUBLIC]

@@ -318,6 +318,14 @@ RECIPES: dict[str, Recipe] = {
             flat_tables("positional"),
             "its [positional] table (geoprobe positional --help)",
         ),
+        Recipe(
+            "dynamics",
+            "geoprobe.dynamics.config:DynamicsConfig",
+            "geoprobe.dynamics.run:run_dynamics",
+            {"geoprobe.dynamics": "geoprobe.dynamics.result:DynamicsResult"},
+            flat_tables("dynamics"),
+            "its [dynamics] table (geoprobe dynamics --help)",
+        ),
     )
 }
 COMMANDS: tuple[str, ...] = tuple(RECIPES)

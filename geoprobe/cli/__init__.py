@@ -6,7 +6,7 @@ One module per command; the options several commands share are declared once in
 fix print one line (``error: ...``) and exit 2; ``--debug`` anywhere shows the traceback instead.
 """
 
-from geoprobe.cli import capture, corpus, denoise, listing, positional, report, run, scan, sula, windtunnel  # noqa: F401
+from geoprobe.cli import capture, corpus, denoise, dynamics, listing, positional, report, run, scan, sula, windtunnel  # noqa: F401
 from geoprobe.cli.app import app
 from geoprobe.cli.main import main
 

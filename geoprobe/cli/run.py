@@ -173,6 +173,12 @@ def _denoise(config: Any, v: Mapping[str, Any], load: LoadOptions, output: Outpu
     return execute_denoise(_changed(config, seed=v.get("seed"), batch_size=v.get("batch_size")), output)
 
 
+def _dynamics(config: Any, v: Mapping[str, Any], load: LoadOptions, output: OutputOptions) -> Any:
+    from geoprobe.cli.dynamics import execute_dynamics
+
+    return execute_dynamics(_changed(config, seed=v.get("seed")), output)
+
+
 #: per command of the registry: the flags it honours and how it runs
 RUNNERS: dict[str, Runner] = {
     "scan": Runner(_LOAD | _SCAN, _scan),
@@ -183,6 +189,7 @@ RUNNERS: dict[str, Runner] = {
     "positional": Runner(_LOAD | {"layer_spec", "batch_size", "seed"}, _positional),
     "windtunnel": Runner(frozenset({"device", "seed"}), _windtunnel),
     "denoise": Runner(frozenset({"batch_size", "seed"}), _denoise),
+    "dynamics": Runner(frozenset({"seed"}), _dynamics),
 }
 
 

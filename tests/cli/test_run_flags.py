@@ -48,6 +48,7 @@ EXECUTORS = {  # module attribute -> (argument positions of config, load, output
     "geoprobe.cli.positional.execute_positional": ("load", "config", "output"),
     "geoprobe.cli.windtunnel.execute_tunnel": ("config", "output"),
     "geoprobe.cli.denoise.execute_denoise": ("config", "output"),
+    "geoprobe.cli.dynamics.execute_dynamics": ("config", "output"),
 }
 
 
@@ -62,6 +63,7 @@ def test_every_flag_of_run_is_covered():
         "positional",
         "windtunnel",
         "denoise",
+        "dynamics",
     }
 
 
