@@ -39,13 +39,27 @@ class DynamicsConfig(Record):
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a dynamics recipe)")
         for name in ("n_symbols", "d_x", "d_k", "d_v", "length", "steps", "seeds"):
-            if getattr(self, name) < (2 if name in ("n_symbols", "length") else 1):
-                raise DynamicsError(
-                    f"{name} {getattr(self, name)} is too small; set {name} >= "
-                    f"{2 if name in ('n_symbols', 'length') else 1} (geoprobe dynamics --help)"
-                )
+            least, value = (2 if name in ("n_symbols", "length") else 1), getattr(self, name)
+            if value < least:
+                raise DynamicsError(f"{name} {value} is below {least}; {_fix(name, least)}")
         if not 0.0 <= self.self_prob < 1.0:
-            raise DynamicsError(f"self_prob {self.self_prob} must be in [0, 1); set self_prob in the recipe")
+            raise DynamicsError(f"self_prob {self.self_prob} must be in [0, 1); set self_prob in the dynamics recipe")
         for name in ("lr", "lr_routing", "lr_value"):
             if not getattr(self, name) > 0:
-                raise DynamicsError(f"{name} {getattr(self, name)} must be positive; set {name} in the recipe")
+                raise DynamicsError(f"{name} {getattr(self, name)} must be positive; {_fix(name, 'a positive value')}")
+
+
+#: settings with a flag of their own (the others are set in a recipe's [dynamics] table)
+FLAGS = {
+    "length": "--length",
+    "steps": "--steps",
+    "seeds": "--seeds",
+    "lr": "--lr",
+    "lr_routing": "--lr-routing",
+    "lr_value": "--lr-value",
+}
+
+
+def _fix(name: str, least: object) -> str:
+    where = f"pass {FLAGS[name]} {least}" + (" or more" if isinstance(least, int) else "") if name in FLAGS else ""
+    return (where + " (or " if where else "set ") + f"{name} in the dynamics recipe" + (")" if where else "")

@@ -868,6 +868,9 @@ CASES: tuple[Case, ...] = (
         "--force",
         setup=("denoise_run",),
     ),
+    # dynamics
+    _c("dynamics-steps", "dynamics --steps 0 --out dy", "--steps 0", "steps 0 is below 1", "--steps"),
+    _c("dynamics-lr", "dynamics --lr-value -1 --out dy", "negative --lr-value", "lr_value -1.0", "--lr-value"),
     # positional
     _c(
         "positional-decreasing",

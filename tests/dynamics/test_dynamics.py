@@ -91,10 +91,16 @@ def test_steps_to_threshold_and_mean_ci():
 
 
 def test_bad_settings_are_one_line_errors():
-    with pytest.raises(DynamicsError, match="steps 0 is too small; set steps >= 1"):
+    with pytest.raises(
+        DynamicsError, match=r"steps 0 is below 1; pass --steps 1 or more \(or steps in the dynamics recipe\)"
+    ):
         DynamicsConfig(steps=0)
     with pytest.raises(DynamicsError, match="self_prob 1.0 must be in"):
         DynamicsConfig(self_prob=1.0)
+    with pytest.raises(DynamicsError, match="d_k 0 is below 1; set d_k in the dynamics recipe"):
+        DynamicsConfig(d_k=0)
+    with pytest.raises(DynamicsError, match="lr_value -1.0 must be positive; pass --lr-value a positive value"):
+        DynamicsConfig(lr_value=-1.0)
 
 
 def test_cli_end_to_end(tmp_path):
