@@ -34,7 +34,6 @@ __all__ = [
     "find_results",
     "load_probe",
     "load_result",
-    "recipe",
     "resolve",
     "result_class",
     "result_files",
@@ -331,11 +330,6 @@ RECIPES: dict[str, Recipe] = {
 COMMANDS: tuple[str, ...] = tuple(RECIPES)
 #: results kind -> "module:Class" of the result class that reads it
 KINDS: dict[str, str] = {kind: ref for r in RECIPES.values() for kind, ref in r.results.items()}
-
-
-def recipe(command: str) -> Recipe:
-    """The registry entry of ``command``."""
-    return RECIPES[command]
 
 
 def load_probe(path: str | os.PathLike) -> Probe:

@@ -9,8 +9,6 @@ plain mean over rows is the stationary average)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from jaxtyping import Float
@@ -48,8 +46,3 @@ def sample(P: Float[np.ndarray, "S S"], length: int, d_x: int, seed: int) -> tup
     y = torch.from_numpy(seq)
     noise = torch.randn(length - 1, d_x, generator=torch.Generator().manual_seed(seed))
     return means[y[:-1]] + noise, y[1:]
-
-
-def floor_bits(P: Float[np.ndarray, "S S"]) -> float:
-    """The same floor in bits (for reading beside entropies elsewhere in geoprobe)."""
-    return conditional_entropy_nats(P) / math.log(2)
