@@ -63,8 +63,10 @@ def sphere() -> None:
 
 
 def mixture(n_prompts: int = 40_000, chunk: int = 2000) -> None:
-    print("| context length (theirs) | L | prompts | Bayes MSE | leaky (released) − Bayes | in SE | "
-          "context-only counts − Bayes | in SE |")
+    print(
+        "| context length (theirs) | L | prompts | Bayes MSE | leaky (released) − Bayes | in SE | "
+        "context-only counts − Bayes | in SE |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for L in (19, 99, 499):
         t = make_task("mixture", context_length=L)
@@ -78,8 +80,9 @@ def mixture(n_prompts: int = 40_000, chunk: int = 2000) -> None:
         b, lk, cx = (np.concatenate(v) for v in (bayes, leaky, ctx))
         dl, zl = paired(lk, b)
         dc, zc = paired(cx, b)
-        print(f"| {L + 1} | {L} | {len(b)} | {b.mean():.5f} | {dl:+.2e} | {zl:+.1f} | {dc:+.2e} | {zc:+.1f} |",
-              flush=True)
+        print(
+            f"| {L + 1} | {L} | {len(b)} | {b.mean():.5f} | {dl:+.2e} | {zl:+.1f} | {dc:+.2e} | {zc:+.1f} |", flush=True
+        )
 
 
 if __name__ == "__main__":

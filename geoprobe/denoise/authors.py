@@ -20,7 +20,9 @@ from scipy.special import ive
 from geoprobe.denoise.bayes import mixture_oracle
 
 
-def authors_bessel_ratio(m: int | Float[np.ndarray, "..."], kappa: Float[np.ndarray, "..."]) -> Float[np.ndarray, "..."]:
+def authors_bessel_ratio(
+    m: int | Float[np.ndarray, "..."], kappa: Float[np.ndarray, "..."]
+) -> Float[np.ndarray, "..."]:
     """The released sphere shrinkage I_{m−3/2}(κ)/I_{m−5/2}(κ) for a sphere in an m-dim subspace (exact at m = 3
     only; :func:`geoprobe.denoise.bayes.vmf_mean_length` is the correct I_{m/2}/I_{m/2−1})."""
     m = np.asarray(m, dtype=np.float64)

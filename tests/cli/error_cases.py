@@ -860,7 +860,9 @@ CASES: tuple[Case, ...] = (
     _c("denoise-task", "denoise --task spiral --tiny --out dn", "unknown task", "'spiral'", "--task"),
     _c("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
     _c("denoise-lengths", "denoise --lengths 20,x --tiny --out dn", "--lengths not integers", "--lengths '20,x'"),
-    _c("denoise-convention", "denoise --convention paper --tiny --out dn", "unknown --convention", "'paper'", "authors"),
+    _c(
+        "denoise-convention", "denoise --convention paper --tiny --out dn", "unknown --convention", "'paper'", "authors"
+    ),
     _c(
         "denoise-authors-dim",
         "denoise --task sphere --convention authors --dim 6 --tiny --out dn",

@@ -30,7 +30,9 @@ def baselines(task, prompts) -> dict[str, np.ndarray]:
         "finite-context": per_prompt_mse(finite_context(task, prompts), prompts.clean),
         "predict 0": per_prompt_mse(np.zeros_like(prompts.clean), prompts.clean),
         "predict x̃": per_prompt_mse(prompts.noisy, prompts.clean),
-        "released": per_prompt_mse(authors_sphere_baseline(prompts.context, prompts.noisy, task.noise_var), prompts.clean),
+        "released": per_prompt_mse(
+            authors_sphere_baseline(prompts.context, prompts.noisy, task.noise_var), prompts.clean
+        ),
     }
 
 
@@ -110,7 +112,9 @@ def test_the_flag_is_honoured_end_to_end_and_recorded():
 def test_the_cli_and_a_recipe_take_the_convention(tmp_path, capsys, monkeypatch):
     args = ["--tiny", "--task", "sphere", "--steps", "10", "--lengths", "none", "--transfer-dims", "none"]
     args += ["--no-energy", "--n-resamples", "20"]
-    code, _, err = run_cli(["denoise", *args, "--convention", "authors", "--out", str(tmp_path / "c")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["denoise", *args, "--convention", "authors", "--out", str(tmp_path / "c")], capsys, monkeypatch
+    )
     assert code == 0, err
     cli = DenoiseResult.load(tmp_path / "c")
     assert cli.config["convention"] == "authors" and cli.task["d"] == 3  # tiny --dim 2 read as S^2
@@ -133,12 +137,13 @@ def test_the_cli_and_a_recipe_take_the_convention(tmp_path, capsys, monkeypatch)
 
 
 def quadrature_mean_length(m: int, kappa: float) -> float:
-    """E[cos θ] for the posterior on the sphere in an m-dim subspace: density ∝ exp(κt)(1 − t²)^{(m−3)/2}, t ∈ [−1, 1]."""
+    """E[cos θ] of the posterior on the sphere in an m-dim subspace: density ∝ exp(κt)(1 − t²)^{(m−3)/2} on [−1, 1]."""
     a = (m - 3) / 2
     kw = dict(weight="alg", wvar=(a, a), epsabs=0.0, epsrel=1e-12, limit=200)
-    return quad(lambda t: t * np.exp(kappa * (t - 1)), -1, 1, **kw)[0] / quad(
-        lambda t: np.exp(kappa * (t - 1)), -1, 1, **kw
-    )[0]
+    return (
+        quad(lambda t: t * np.exp(kappa * (t - 1)), -1, 1, **kw)[0]
+        / quad(lambda t: np.exp(kappa * (t - 1)), -1, 1, **kw)[0]
+    )
 
 
 def test_the_released_bessel_ratio_is_exact_only_on_the_2_sphere():
@@ -153,7 +158,10 @@ def test_the_released_bessel_ratio_is_exact_only_on_the_2_sphere():
         else:
             assert np.max(np.abs(theirs - q)) > 0.03, (m, theirs - q)
     # at the paper's sphere (d = 8, m = 9) and the reference κ ≈ √(1 + 9σZ²)/σZ² ≈ 13.8: 0.605 instead of 0.744
-    assert abs(quadrature_mean_length(9, 13.8) - 0.7436) < 1e-4 and abs(float(authors_bessel_ratio(9, 13.8)) - 0.6047) < 1e-4
+    assert (
+        abs(quadrature_mean_length(9, 13.8) - 0.7436) < 1e-4
+        and abs(float(authors_bessel_ratio(9, 13.8)) - 0.6047) < 1e-4
+    )
 
 
 def test_the_released_sphere_baseline_is_above_bayes_except_on_the_2_sphere():
