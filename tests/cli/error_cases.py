@@ -861,6 +861,16 @@ CASES: tuple[Case, ...] = (
     _c("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
     _c("denoise-lengths", "denoise --lengths 20,x --tiny --out dn", "--lengths not integers", "--lengths '20,x'"),
     _c(
+        "denoise-convention", "denoise --convention paper --tiny --out dn", "unknown --convention", "'paper'", "authors"
+    ),
+    _c(
+        "denoise-authors-dim",
+        "denoise --task sphere --convention authors --dim 6 --tiny --out dn",
+        "an authors' sphere dimension too large for n",
+        "S^6 in a 7-dim subspace",
+        "--dim between 1 and 5",
+    ),
+    _c(
         "denoise-out-exists",
         "denoise --tiny --out run",
         "existing denoise run",
