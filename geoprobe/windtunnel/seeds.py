@@ -251,7 +251,7 @@ class TunnelSeeds(Result, Page):
                             legendgroup=f"{arch}-{r.seed}",
                             showlegend=c == 1,
                             line=dict(
-                                color=f"rgba({palette.get(arch, '90,90,90')},{0.35 + 0.65 * (i + 1) / len(self.runs):.2f})"
+                                color=_rgba(palette.get(arch, "90,90,90"), 0.35 + 0.65 * (i + 1) / len(self.runs))
                             ),
                         ),
                         row=1,
@@ -271,3 +271,7 @@ CAPTION = (
 )
 
 __all__ = ["MAX_SEEDS", "SeedRun", "SeedSpread", "TunnelSeeds", "parse_seeds", "seed_dir_name", "seed_list"]
+
+
+def _rgba(rgb: str, alpha: float) -> str:
+    return f"rgba({rgb},{alpha:.2f})"
