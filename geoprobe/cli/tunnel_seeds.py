@@ -18,7 +18,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from geoprobe.cli.app import out
 from geoprobe.cli.common import execute_run, print_rows
@@ -26,6 +26,7 @@ from geoprobe.cli.options import OutputOptions
 from geoprobe.outputs import check_replaceable_dir, figures_dir
 from geoprobe.provenance import package_versions
 from geoprobe.rundir import RunOutputs, recorded_request
+from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.seeds import TunnelSeeds, seed_dir_name, seed_list
 
 #: what a seed directory may hold (an ordinary wind-tunnel run directory)
@@ -43,13 +44,12 @@ def default_seeds_dir(task: str, scale: str) -> Path:
 
 def _done(seed_dir: Path, request: dict[str, Any], figures: Optional[str]) -> bool:
     """The seed's results, page (and requested figures) are there, made by this very request."""
-    from geoprobe.cli.windtunnel import OUTPUTS
-
-    if not (seed_dir / OUTPUTS.result).is_file() or not (seed_dir / str(OUTPUTS.page)).is_file():
+    result, page = WindTunnelResult.FILE, str(WindTunnelResult.PAGE)
+    if not (seed_dir / result).is_file() or not (seed_dir / page).is_file():
         return False
     if figures and not any(figures_dir(seed_dir).glob(f"*.{figures}")):
         return False
-    return recorded_request(seed_dir, OUTPUTS.result) == json.loads(json.dumps(request, default=str))
+    return recorded_request(seed_dir, result) == json.loads(json.dumps(request, default=str))
 
 
 def print_spread(result: TunnelSeeds) -> None:
@@ -57,11 +57,18 @@ def print_spread(result: TunnelSeeds) -> None:
     print_rows(f"{result.name} ({result.scale}): entropy MAE across seeds {list(result.seeds)}", rows)
 
 
-def execute_seeds(config: Any, output: OutputOptions, threads: Optional[int] = None, device: str = "cpu") -> Any:
-    """Train, evaluate and report ``config`` once per seed of ``config.seeds``, then the spread."""
-    from geoprobe.cli.windtunnel import execute_tunnel, tunnel_request
-    from geoprobe.windtunnel.result import WindTunnelResult
-
+def execute_seeds(
+    config: Any,
+    output: OutputOptions,
+    threads: Optional[int],
+    device: str,
+    *,
+    run_one: Callable[[Any, OutputOptions, Optional[int], str], Any],
+    request_of: Callable[[Any, Optional[int], str], dict[str, Any]],
+) -> Any:
+    """Train, evaluate and report ``config`` once per seed of ``config.seeds``, then the spread:
+    ``run_one(config, output, threads, device)`` runs one seed (``execute_tunnel``), ``request_of`` is
+    what it records beside its windtunnel.json (``tunnel_request``)."""
     seeds = seed_list(config.seeds, config.seed)
     top = output.out or default_seeds_dir(config.task, config.scale)
     names = {s: seed_dir_name(s) for s in seeds}
@@ -86,12 +93,12 @@ def execute_seeds(config: Any, output: OutputOptions, threads: Optional[int] = N
             one = dataclasses.replace(config, seed=s, seeds=None)
             seed_dir = top / names[s]
             out.print(f"seed {s} ({i + 1} of {len(seeds)}): {seed_dir}", highlight=False)
-            if not output.force and _done(seed_dir, tunnel_request(one, threads, device), output.figures):
+            if not output.force and _done(seed_dir, request_of(one, threads, device), output.figures):
                 out.print(f"seed {s}: already evaluated with these settings, reading {seed_dir / 'windtunnel.json'}")
                 results[s] = WindTunnelResult.load(seed_dir)
                 continue
             sub = OutputOptions(out=seed_dir, force=output.force, figures=output.figures)
-            results[s] = execute_tunnel(one, sub, threads, device)
+            results[s] = run_one(one, sub, threads, device)
         prov = {
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "seeds": list(seeds),

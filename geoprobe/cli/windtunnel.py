@@ -274,7 +274,7 @@ def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = 
     if config.seeds is not None:
         from geoprobe.cli.tunnel_seeds import execute_seeds
 
-        return execute_seeds(config, output, threads, device)
+        return execute_seeds(config, output, threads, device, run_one=execute_tunnel, request_of=tunnel_request)
     run_dir = output.out or default_dir(config.task, config.scale)
     request = tunnel_request(config, threads, device)
 
