@@ -54,41 +54,59 @@ def random_permutations(n: int, S: int, rng: np.random.Generator) -> Int[np.ndar
     return perms
 
 
-def relabel_batch(task: HMMTask, batch: Batch, perm: Int[np.ndarray, "n S"]) -> Batch:
+def rename_states(
+    T: Float[np.ndarray, "n S S"], E: Float[np.ndarray, "n S V"], perm: Int[np.ndarray, "n S"]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(T', E') of the HMMs with state i renamed ``perm[b, i]``: T'[σ(i), σ(j)] = T[i, j], E'[σ(i), o] = E[i, o]."""
+    inv = np.argsort(np.asarray(perm), axis=1)  # new name -> old
+    T2 = np.take_along_axis(np.take_along_axis(np.asarray(T), inv[:, :, None], 1), inv[:, None, :], 2)
+    return T2, np.take_along_axis(np.asarray(E), inv[:, :, None], 1)
+
+
+def relabel_batch(task: Any, batch: Batch, perm: Int[np.ndarray, "n S"]) -> Batch:
     """The batch's HMMs with state i renamed ``perm[b, i]``: the header's values moved to their new
     entries, the same observations, the posteriors recomputed by the forward algorithm from the
-    relabelled header (and checked against the old ones relabelled, to 1e-12)."""
-    S, V = task.S, task.V
-    n = batch.ids.shape[0]
+    relabelled header (and checked against the old ones relabelled, to 1e-12). ``task``: geoprobe's
+    :class:`HMMTask` (either header), or a task with ``decode(ids) -> (T, E, obs)`` in hundredths and
+    ``encode(T, E, obs) -> ids`` (the authors' token format)."""
     perm = np.asarray(perm, dtype=np.int64)
+    if hasattr(task, "encode") and hasattr(task, "decode"):
+        T0, E0, obs = (np.stack(x) for x in zip(*(task.decode(r) for r in batch.ids)))
+        T2, E2 = rename_states(T0, E0, perm)
+        ids = task.encode(T2, E2, obs)
+        T, E, obs2 = (np.stack(x) for x in zip(*(task.decode(r) for r in ids)))
+        ok = np.array_equal(T, T2) and np.array_equal(E, E2) and np.array_equal(obs, obs2)
+        T, E = T / 100.0, E / 100.0
+    else:
+        ids, T, E, obs = _relabel_geoprobe(task, batch, perm)
+        ok = True
+    if not ok:
+        raise ValueError(f"relabelling does not round-trip through this task's tokens ({task.describe()})")
+    targets = forward_posterior(T, E, obs)
+    if not np.allclose(targets, relabel(batch.targets, perm), atol=1e-12, rtol=0):
+        raise ValueError(f"the relabelled posterior is not the old one relabelled ({task.describe()})")
+    return Batch(ids, targets, batch.positions, np.take_along_axis(perm, batch.labels, 1))
+
+
+def _relabel_geoprobe(task: HMMTask, batch: Batch, perm: np.ndarray) -> tuple[np.ndarray, ...]:
+    """geoprobe's header: move each value token to its renamed entry; (ids, T, E, observations)."""
+    S, V = task.S, task.V
     n_entries = S * S + S * V
     per_entry = (task.header_len - 2) // n_entries
     pos = 1 + per_entry * np.arange(n_entries) + (per_entry - 1)  # where each entry's value token sits
     i, j = np.divmod(np.arange(S * S), S)
     si, o = np.divmod(np.arange(S * V), V)
     src = np.concatenate([i * S + j, S * S + si * V + o])  # old flat entry
-    rows = np.arange(n)[:, None]
+    rows = np.arange(batch.ids.shape[0])[:, None]
     dst = np.concatenate([perm[:, i] * S + perm[:, j], S * S + perm[:, si] * V + o], axis=1)  # its new entry
     ids = batch.ids.copy()
     ids[rows, pos[dst]] = batch.ids[rows, pos[src]]
-    Ts, Es = zip(*(task.decode_header(r) for r in ids))
-    T, E = np.stack(Ts), np.stack(Es)
-    T0, E0 = zip(*(task.decode_header(r) for r in batch.ids))
-    inv = np.argsort(perm, axis=1)
-    want_T = np.take_along_axis(np.take_along_axis(np.stack(T0), inv[:, :, None], 1), inv[:, None, :], 2)
-    want_E = np.take_along_axis(np.stack(E0), inv[:, :, None], 1)
+    T, E = (np.stack(x) for x in zip(*(task.decode_header(r) for r in ids)))
+    T0, E0 = (np.stack(x) for x in zip(*(task.decode_header(r) for r in batch.ids)))
+    want_T, want_E = rename_states(T0, E0, perm)
     if not (np.array_equal(T, want_T) and np.array_equal(E, want_E)):
         raise ValueError(f"relabelling does not round-trip through this task's header ({task.describe()})")
-    targets = forward_posterior(T, E, _observations(task, batch))
-    if not np.allclose(targets, relabel(batch.targets, perm), atol=1e-12, rtol=0):
-        raise ValueError("the relabelled posterior is not the old one relabelled")
-    return Batch(ids, targets, batch.positions, np.take_along_axis(perm, batch.labels, 1))
-
-
-def _observations(task: HMMTask, batch: Batch) -> Int[np.ndarray, "n K"]:
-    """The emissions o_t as integers (token ``o{k}`` → k), read at the prediction positions."""
-    first = task.vocab.index("o0")
-    return batch.ids[:, batch.positions] - first
+    return ids, T, E, batch.ids[:, batch.positions] - task.vocab.index("o0")
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,7 +182,7 @@ def semantic_invariance(
 def tunnel_invariance(
     label: str,
     model: Any,
-    task: HMMTask,
+    task: Any,
     batch: Batch,
     before: Float[np.ndarray, "n K S"],
     seed: int,

@@ -147,3 +147,31 @@ def test_tunnel_invariance_of_an_exact_learner_is_zero_and_of_a_blind_one_is_not
     blind = tunnel_invariance("blind", _Oracle(task, originals), task, batch, batch.targets, seed=0)
     assert abs(blind.change.value) < 1e-9  # the same entropies ...
     assert blind.equivariance_tv.value > 0.1 and blind.kl_after > 0.1  # ... on the wrong states
+
+
+class _EncodedHMM(HMMTask):
+    """geoprobe's plain-header HMM exposing ``encode``/``decode`` in hundredths, the interface of the authors'
+    token format: relabel_batch must take that path and give the same HMMs as the header path."""
+
+    def decode(self, ids):
+        T, E = self.decode_header(ids)
+        obs = np.asarray(ids)[self.header_len :] - self.vocab.index("o0")
+        return np.rint(T * 100).astype(np.int64), np.rint(E * 100).astype(np.int64), obs
+
+    def encode(self, T, E, obs):
+        n = len(obs)
+        ids = np.empty((n, self.header_len + obs.shape[1]), dtype=np.int64)
+        ids[:, 0], ids[:, self.header_len - 1] = 1, 2
+        ids[:, 1 : self.header_len - 1] = 3 + np.concatenate([T.reshape(n, -1), E.reshape(n, -1)], axis=1)
+        ids[:, self.header_len :] = self.vocab.index("o0") + obs
+        return ids
+
+
+def test_a_task_with_encode_and_decode_is_relabelled_through_them():
+    plain, coded = HMMTask(S=4, V=3, K=5, header="plain"), _EncodedHMM(S=4, V=3, K=5, header="plain")
+    batch = plain.sample(30, np.random.default_rng(11))
+    assert (coded.encode(*map(np.stack, zip(*(coded.decode(r) for r in batch.ids)))) == batch.ids).all()
+    perm = random_permutations(30, 4, np.random.default_rng(12))
+    a, b = relabel_batch(plain, batch, perm), relabel_batch(coded, batch, perm)
+    assert (a.ids == b.ids).all() and np.allclose(a.targets, b.targets, atol=1e-15)
+    assert (a.labels == b.labels).all()
