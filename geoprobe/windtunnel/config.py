@@ -36,9 +36,8 @@ class WindTunnelConfig:
     length: int | None = None  # K
     states: int | None = None  # S (HMM)
     repeat: float | None = None  # bijection: probability that a key repeats
-    seeds: int | tuple[int, ...] | None = (
-        None  # several runs: a count (from seed) or a list (geoprobe.windtunnel.seeds)
-    )
+    # several runs: a count (seeds from ``seed``) or a list of seeds (geoprobe.windtunnel.seeds)
+    seeds: int | tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a probe recipe)")
