@@ -95,16 +95,27 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
 
 
 def _print_sula(result: Any) -> None:
+    from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
     from geoprobe.sula.report import summary_rows
 
     table = Table(
-        title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)"
+        title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits against the "
+        "posterior entropy, ρ(k, PC1) 0.86)"
     )
-    keep = ("condition", "MAE (bits)", "Spearman ρ(model H, Bayes H)", "label mass", "ρ(k, mean PC1)")
-    for col in keep:
+    rows = {t: summary_rows(result, t) for t in (PREDICTIVE, POSTERIOR)}
+    cols = ("condition", f"MAE vs {POSTERIOR} (bits)", f"MAE vs {PREDICTIVE} (bits)", "Spearman ρ(model H, target)")
+    cols += ("label mass", "ρ(k, mean PC1)")
+    for col in cols:
         table.add_column(col, no_wrap=col == "condition")
-    for r in summary_rows(result):
-        table.add_row(*(r[c] for c in keep))
+    for post, pred in zip(rows[POSTERIOR], rows[PREDICTIVE]):
+        table.add_row(
+            pred["condition"],
+            post["MAE (bits)"],
+            pred["MAE (bits)"],
+            pred["Spearman ρ(model H, target)"],
+            pred["label mass"],
+            pred["ρ(k, mean PC1)"],
+        )
     out.print(table)
 
 
