@@ -184,12 +184,14 @@ def execute_intervene(load: LoadOptions, config: Any, output: OutputOptions) -> 
             return run_interventions(m, config, progress=progress)
 
     def show(result: Any) -> None:
+        if result.verdict is not None:
+            out.print(result.verdict.line, soft_wrap=True, markup=False)
         table = Table(title=f"{result.model}: {result.op} along the entropy axis vs {config.n_controls} random axes")
         keep = ("layers", "strength", "metric", "entropy axis", "random axes mean ± sd")
         for col in keep:
             table.add_column(col)
         for r in result.summary():
-            if r["metric"] in ("axis_entropy_rho", "sula_mae", "kl"):
+            if r["metric"] in ("axis_entropy_rho", "sula_mae_posterior", "sula_mae", "kl"):
                 table.add_row(*(str(r[c]) for c in keep))
         out.print(table)
 
