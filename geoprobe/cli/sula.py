@@ -98,12 +98,17 @@ def _print_sula(result: Any) -> None:
     from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
     from geoprobe.sula.report import summary_rows
 
-    table = Table(
-        title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits against the "
-        "posterior entropy, ρ(k, PC1) 0.86)"
-    )
+    m = result.main
+    if m.posterior_metrics is not None:  # None only in files from 0.1.0
+        out.print(
+            f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
+            f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}",
+            soft_wrap=True,
+            markup=False,
+        )
+    table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: ρ(k, PC1) 0.86)")
     rows = {t: summary_rows(result, t) for t in (PREDICTIVE, POSTERIOR)}
-    cols = ("condition", f"MAE vs {POSTERIOR} (bits)", f"MAE vs {PREDICTIVE} (bits)", "Spearman ρ(model H, target)")
+    cols = ("condition", "MAE, posterior H (bits)", "MAE, predictive H (bits)", "Spearman ρ(model H, H)")
     cols += ("label mass", "ρ(k, mean PC1)")
     for col in cols:
         table.add_column(col, no_wrap=col == "condition")
