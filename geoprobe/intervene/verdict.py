@@ -42,12 +42,12 @@ MARGIN_BITS = 0.02
 OUTCOMES = ("reads out", "steers", "inconclusive")
 
 
-def _phrase(outcome: str, difference: Estimate, margin: float) -> str:
+def _phrase(outcome: str, difference: Estimate, margin: float, op: str = "cut") -> str:
     if outcome == "reads out":
         return f"no difference beyond ±{margin:g} bits: the axis reads out, it does not steer"
     if outcome == "steers":
         how = "worsens" if difference.value > 0 else "improves"
-        return f"the axis cut {how} calibration beyond random axes: the axis steers"
+        return f"the axis {op} {how} calibration beyond random axes: the axis steers"
     return f"inconclusive (the difference's CI holds 0 but reaches beyond ±{margin:g} bits)"
 
 
@@ -70,7 +70,7 @@ class TargetVerdict(Record):
         return (
             f"against the {self.target}, the entropy-axis {op} changes SULA MAE by {self.axis_change:+.3f} bits vs "
             f"{self.random_change:+.3f} for {self.n_controls} random axes (difference {self.difference:+.3f}): "
-            f"{_phrase(self.outcome, self.difference, margin)}"
+            f"{_phrase(self.outcome, self.difference, margin, op)}"
         )
 
 
