@@ -95,16 +95,32 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
 
 
 def _print_sula(result: Any) -> None:
+    from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
     from geoprobe.sula.report import summary_rows
 
-    table = Table(
-        title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: MAE 0.44 bits, ρ(k, PC1) 0.86)"
-    )
-    keep = ("condition", "MAE (bits)", "Spearman ρ(model H, Bayes H)", "label mass", "ρ(k, mean PC1)")
-    for col in keep:
+    m = result.main
+    if m.posterior_metrics is not None:  # None only in files from 0.1.0
+        out.print(
+            f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
+            f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}",
+            soft_wrap=True,
+            markup=False,
+        )
+    table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: ρ(k, PC1) 0.86)")
+    rows = {t: summary_rows(result, t) for t in (PREDICTIVE, POSTERIOR)}
+    cols = ("condition", "MAE, posterior H (bits)", "MAE, predictive H (bits)", "Spearman ρ(model H, H)")
+    cols += ("label mass", "ρ(k, mean PC1)")
+    for col in cols:
         table.add_column(col, no_wrap=col == "condition")
-    for r in summary_rows(result):
-        table.add_row(*(r[c] for c in keep))
+    for post, pred in zip(rows[POSTERIOR], rows[PREDICTIVE]):
+        table.add_row(
+            pred["condition"],
+            post["MAE (bits)"],
+            pred["MAE (bits)"],
+            pred["Spearman ρ(model H, target)"],
+            pred["label mass"],
+            pred["ρ(k, mean PC1)"],
+        )
     out.print(table)
 
 
@@ -173,12 +189,14 @@ def execute_intervene(load: LoadOptions, config: Any, output: OutputOptions) -> 
             return run_interventions(m, config, progress=progress)
 
     def show(result: Any) -> None:
+        if result.verdict is not None:
+            out.print(result.verdict.line, soft_wrap=True, markup=False)
         table = Table(title=f"{result.model}: {result.op} along the entropy axis vs {config.n_controls} random axes")
         keep = ("layers", "strength", "metric", "entropy axis", "random axes mean ± sd")
         for col in keep:
             table.add_column(col)
         for r in result.summary():
-            if r["metric"] in ("axis_entropy_rho", "sula_mae", "kl"):
+            if r["metric"] in ("axis_entropy_rho", "sula_mae_posterior", "sula_mae", "kl"):
                 table.add_row(*(str(r[c]) for c in keep))
         out.print(table)
 

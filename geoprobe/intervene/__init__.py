@@ -15,6 +15,7 @@ from geoprobe.intervene.ops import OPS, Edit, intervened, resolve_layer
 from geoprobe.intervene.result import InterventionResult, InterventionRow
 from geoprobe.intervene.resume import RESUMABLE, Resumable, SweepResult, sweep
 from geoprobe.intervene.run import run_interventions
+from geoprobe.intervene.verdict import MARGIN_BITS, CalibrationVerdict, TargetVerdict, calibration_verdict
 
 __all__ = [
     "Axis",
@@ -41,4 +42,8 @@ __all__ = [
     "InterventionRow",
     "paper_experiments",
     "run_interventions",
+    "MARGIN_BITS",
+    "CalibrationVerdict",
+    "TargetVerdict",
+    "calibration_verdict",
 ]

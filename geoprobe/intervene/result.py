@@ -10,11 +10,21 @@ import numpy as np
 
 from geoprobe.analysis.stats import Estimate
 from geoprobe.intervene import report
+from geoprobe.intervene.verdict import CalibrationVerdict
 from geoprobe.report.page import Figure, Page, Section
 from geoprobe.results import Result
 from geoprobe.serial import Record
 
-METRICS = ("axis_entropy_rho", "sula_mae", "sula_spearman", "delta_entropy", "kl", "top1_agreement", "perplexity_ratio")
+METRICS = (
+    "axis_entropy_rho",
+    "sula_mae",
+    "sula_mae_posterior",
+    "sula_spearman",
+    "delta_entropy",
+    "kl",
+    "top1_agreement",
+    "perplexity_ratio",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,7 +39,10 @@ class InterventionRow(Record):
 
 @dataclass(frozen=True, eq=False)
 class InterventionResult(Result, Page):
-    """An intervention sweep: per experiment, strength and axis (entropy or random control), the effects."""
+    """An intervention sweep: per experiment, strength and axis (entropy or random control), the
+    effects, and per experiment and strength the calibration verdict for both SULA targets
+    (``verdicts``; absent in files from 0.1.0, which hold ``sula_mae`` against the predictive
+    entropy only)."""
 
     KIND: ClassVar[str] = "geoprobe.intervene"
     FILE: ClassVar[str] = "intervene.json"
@@ -45,12 +58,22 @@ class InterventionResult(Result, Page):
     axes: dict[int, dict[str, float]]  # per layer: PC1 share of the calibration values, |ρ(axis, entropy)|
     rows: tuple[InterventionRow, ...]
     timings: dict[str, float] = field(default_factory=dict)
+    verdicts: tuple[CalibrationVerdict, ...] | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if not self.rows:
             raise ValueError("an intervention result needs rows")
         if not any(r.axis == "entropy" for r in self.rows) or not any(r.axis.startswith("random") for r in self.rows):
             raise ValueError("rows must hold the entropy axis and random-axis controls")
+        if self.verdicts is not None:
+            object.__setattr__(self, "verdicts", tuple(self.verdicts))
+            if sum(v.headline for v in self.verdicts) != 1:
+                raise ValueError("exactly one verdict must be the headline")
+
+    @property
+    def verdict(self) -> CalibrationVerdict | None:
+        """The verdict the report leads with (the multi-layer edit at its strongest); None in 0.1.0 files."""
+        return None if self.verdicts is None else next(v for v in self.verdicts if v.headline)
 
     def experiments(self) -> list[tuple[tuple[int, ...], float]]:
         return list(dict.fromkeys((r.layers, r.strength) for r in self.rows))
@@ -62,6 +85,8 @@ class InterventionResult(Result, Page):
             true = next(r for r in self.rows if (r.layers, r.strength, r.axis) == (layers, s, "entropy"))
             ctrl = [r for r in self.rows if (r.layers, r.strength) == (layers, s) and r.axis != "entropy"]
             for m in METRICS:
+                if m not in true.metrics:  # sula_mae_posterior: not in files from 0.1.0
+                    continue
                 e = true.metrics[m]
                 xs = np.array([c.metrics[m].value for c in ctrl], dtype=np.float64)
                 xs = xs[np.isfinite(xs)]

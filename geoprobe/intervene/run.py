@@ -6,8 +6,9 @@ strength) is measured on the SULA prompts and on held-out text:
 
 * geometry: ρ(axis coordinate of the edited values at the highest edited layer, the model's
   next-token entropy);
-* SULA behaviour: MAE (bits) and Spearman ρ of the model's label entropy against the analytic
-  posterior entropy;
+* SULA behaviour: MAE (bits) of the model's label entropy against each analytic target, the
+  predictive entropy (``sula_mae``) and the posterior entropy (``sula_mae_posterior``, the paper's
+  target; docs/sula.md), and their Spearman ρ (``sula_spearman``, the same for both targets);
 * next-token behaviour: Δ entropy (bits), KL(unperturbed ‖ edited) in bits, top-1 agreement;
 * perplexity ratio on held-out encyclopedic text (corpus passages).
 
@@ -16,13 +17,17 @@ oriented by its correlation with the model's next-token entropy (:func:`fit_entr
 Each experiment resumes from the residual stream at its lowest layer
 (:class:`~geoprobe.intervene.resume.Resumable`, where the architecture is tested resumable; full
 forwards otherwise), so a sweep never recomputes the layers below.
+
+Per experiment and strength, the change of SULA calibration under the axis edit is set against
+the change under the random edits, for both targets, and judged by a stated rule
+(:mod:`geoprobe.intervene.verdict`); the report leads with the verdict of the multi-layer edit.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -36,8 +41,9 @@ from geoprobe.intervene.metrics import axis_entropy_correlation, entropy_bits_of
 from geoprobe.intervene.ops import Edit, intervened, resolve_layer
 from geoprobe.intervene.result import InterventionResult, InterventionRow
 from geoprobe.intervene.resume import resumer
+from geoprobe.intervene.verdict import calibration_verdict, headline
 from geoprobe.sula.config import SulaConfig
-from geoprobe.sula.evaluate import calibration_metrics, label_distribution
+from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, calibration_metrics, label_distribution
 from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
 
 
@@ -84,20 +90,22 @@ def run_interventions(
     timings["baseline_s"] = time.perf_counter() - t
     kw = dict(n_resamples=config.n_resamples, random_state=config.seed)
 
-    def sula_metrics(lp: Any) -> tuple[Estimate, Estimate]:
-        dist = label_distribution(lp[:, list(labels.ids)].double().numpy())
-        m = calibration_metrics(
-            cols["k"],
-            cols["entropy_bits"],
-            dist["entropy"],
-            dist["mass"],
-            n_resamples=config.n_resamples,
-            random_state=config.seed,
-        )
-        return m.mae, m.spearman
+    targets = {POSTERIOR: cols["posterior_entropy_bits"], PREDICTIVE: cols["entropy_bits"]}  # the paper's first
 
-    mae0, rho_s0 = sula_metrics(lp0)
-    baseline: dict[str, Estimate] = {"sula_mae": mae0, "sula_spearman": rho_s0}
+    def sula_metrics(lp: Any) -> tuple[dict[str, Estimate], np.ndarray]:
+        dist = label_distribution(lp[:, list(labels.ids)].double().numpy())
+        m = {
+            t: calibration_metrics(
+                cols["k"], h, dist["entropy"], dist["mass"], n_resamples=config.n_resamples, random_state=config.seed
+            )
+            for t, h in targets.items()
+        }
+        # Spearman ρ: equal ranks and the same resamples make it the same for both targets
+        out = {"sula_mae": m[PREDICTIVE].mae, "sula_spearman": m[PREDICTIVE].spearman}
+        return out | {"sula_mae_posterior": m[POSTERIOR].mae}, dist["entropy"]
+
+    sula0, label_h0 = sula_metrics(lp0)
+    baseline: dict[str, Estimate] = dict(sula0)
     axis_info: dict[int, dict[str, float]] = {}
     for layer in all_layers:
         baseline[f"axis_entropy_rho@{layer}"] = axis_entropy_correlation(vals0[layer], h0, axes[layer], **kw)
@@ -109,6 +117,7 @@ def run_interventions(
     rng = np.random.default_rng(config.seed)
     controls = {layer: random_axes(axes[layer], config.n_controls, rng) for layer in all_layers}
     rows: list[InterventionRow] = []
+    label_h: dict[tuple[tuple[int, ...], float, str], np.ndarray] = {}
     total, done = len(exps) * len(strengths) * (1 + config.n_controls), 0
     t = time.perf_counter()
     for layers in exps:
@@ -121,7 +130,7 @@ def run_interventions(
                 edits = {x: Edit(a, config.op, s) for x, a in ax.items()}
                 lp, vals = resume.run(edits, [g])
                 h1 = entropy_bits_of(lp)
-                mae, rho_s = sula_metrics(lp)
+                sula, label_h[(layers, float(s), name)] = sula_metrics(lp)
                 if held:
                     with intervened(model, edits):
                         nll = text_nll(model, held)
@@ -136,8 +145,7 @@ def run_interventions(
                 agree = (lp0.argmax(-1) == lp.argmax(-1)).double().numpy()
                 metrics = {
                     "axis_entropy_rho": axis_entropy_correlation(vals[g], h1, axes[g], **kw),
-                    "sula_mae": mae,
-                    "sula_spearman": rho_s,
+                    **sula,
                     "delta_entropy": bootstrap_ci(h1 - h0, method="percentile", **kw),
                     "kl": bootstrap_ci(kl_bits(lp0, lp), method="percentile", **kw),
                     "top1_agreement": bootstrap_ci(agree, method="percentile", **kw),
@@ -148,6 +156,25 @@ def run_interventions(
                 if progress is not None:
                     progress("interventions", done, total)
     timings["interventions_s"] = time.perf_counter() - t
+    verdicts = []
+    for layers in exps:
+        for s in strengths:
+            ctrl = np.stack([label_h[(layers, float(s), f"random-{i}")] for i in range(config.n_controls)])
+            verdicts.append(
+                calibration_verdict(
+                    layers,
+                    s,
+                    config.op,
+                    targets,
+                    label_h0,
+                    label_h[(layers, float(s), "entropy")],
+                    ctrl,
+                    n_resamples=config.n_resamples,
+                    random_state=config.seed,
+                )
+            )
+    lead = headline(verdicts)
+    verdicts[lead] = replace(verdicts[lead], headline=True)
     prov = model.provenance.with_prompts(texts, config.seed).to_dict()
     cfg = asdict(config)
     cfg["experiments"] = [list(e) for e in exps]
@@ -163,4 +190,5 @@ def run_interventions(
         axes=axis_info,
         rows=tuple(rows),
         timings=timings,
+        verdicts=tuple(verdicts),
     )

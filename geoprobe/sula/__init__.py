@@ -4,7 +4,15 @@ See docs/sula.md. ``run_sula(model, SulaConfig())`` runs the main condition and 
 controls and returns a ``SulaResult``."""
 
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
-from geoprobe.sula.evaluate import SulaMetrics, calibration_metrics, label_distribution, label_logprobs
+from geoprobe.sula.evaluate import (
+    POSTERIOR,
+    PREDICTIVE,
+    TARGETS,
+    SulaMetrics,
+    calibration_metrics,
+    label_distribution,
+    label_logprobs,
+)
 from geoprobe.sula.geometry import SulaGeometry, fit_basis, geometry_stats
 from geoprobe.sula.result import SulaCondition, SulaResult
 from geoprobe.sula.run import run_sula
@@ -23,6 +31,9 @@ from geoprobe.sula.task import (
 )
 
 __all__ = [
+    "POSTERIOR",
+    "PREDICTIVE",
+    "TARGETS",
     "CARRIER_WORDS",
     "CONDITIONS",
     "LabelTokens",

@@ -7,17 +7,20 @@ runs them) give ``log P(L1)`` and ``log P(L2)`` over the whole vocabulary. Then
 * label mass ``m = P(L1) + P(L2)`` (how much of its next-token distribution the model puts on
   the two labels at all);
 * model predictive ``q̂ = P(L1) / m`` (renormalised over the two labels) and its entropy
-  ``Ĥ = h(q̂)`` in bits, compared with the analytic ``H_Bayes``.
+  ``Ĥ = h(q̂)`` in bits, compared with an analytic target H: the **predictive entropy**
+  h(a p + (1 − a)(1 − p)) or the **posterior entropy** h(p) (``TARGETS``; docs/sula.md).
 
 Metrics (paired bootstrap over prompts, ``scipy.stats.bootstrap`` BCa via
-``geoprobe.analysis.stats``): MAE = mean |Ĥ − H_Bayes| (bits), Spearman ρ and Pearson r of
-(Ĥ, H_Bayes), mean label mass, and per k the mean Ĥ and mean H_Bayes with CIs.
+``geoprobe.analysis.stats``): MAE = mean |Ĥ − H| (bits), Spearman ρ and Pearson r of
+(Ĥ, H), mean label mass, and per k the mean Ĥ and mean H with CIs. Both targets are
+increasing functions of |n1 − n2| for a fixed agreement, so their ranks are the same and
+every Spearman ρ is identical for the two; MAE, Pearson r and the per-k means differ.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -28,6 +31,11 @@ from geoprobe.analysis.stats import Estimate, bootstrap_ci
 from geoprobe.serial import Record
 from geoprobe.sula.config import SulaError
 from geoprobe.sula.task import binary_entropy_bits
+
+#: the two analytic targets, named as in sula.json, the report and docs/sula.md
+PREDICTIVE = "predictive entropy"  # h(a p + (1 − a)(1 − p)): the query label's predictive, label noise included
+POSTERIOR = "posterior entropy"  # h(p), p = P(y = L1 | examples): the paper's H_Bayes (§5.2), the authors' target
+TARGETS: tuple[str, str] = (PREDICTIVE, POSTERIOR)
 
 
 def label_logprobs(
@@ -73,7 +81,9 @@ def label_distribution(logprobs: Float[np.ndarray, "n 2"]) -> dict[str, np.ndarr
 
 @dataclass(frozen=True, eq=False)
 class SulaMetrics(Record):
-    """Calibration of the model's label entropy against the analytic one (bits)."""
+    """Calibration of the model's label entropy against one analytic target (bits): ``target``
+    is ``"predictive entropy"`` or ``"posterior entropy"`` (None in files from 0.1.0, which
+    hold the predictive entropy only)."""
 
     n: int
     mae: Estimate
@@ -83,11 +93,14 @@ class SulaMetrics(Record):
     k_values: tuple[int, ...]
     model_per_k: tuple[Estimate, ...]
     bayes_per_k: tuple[Estimate, ...]
+    target: str | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
         object.__setattr__(self, "model_per_k", tuple(self.model_per_k))
         object.__setattr__(self, "bayes_per_k", tuple(self.bayes_per_k))
+        if self.target is not None and self.target not in TARGETS:
+            raise ValueError(f"target {self.target!r} is not one of {TARGETS}")
         if not len(self.k_values) == len(self.model_per_k) == len(self.bayes_per_k):
             raise ValueError(
                 f"{len(self.k_values)} values of k but {len(self.model_per_k)} / "
@@ -110,8 +123,10 @@ def calibration_metrics(
     confidence: float = 0.95,
     n_resamples: int = 1000,
     random_state: int | np.random.Generator | None = 0,
+    target: str | None = None,
 ) -> SulaMetrics:
-    """MAE, correlations, mean label mass and per-k means, each with a bootstrap CI over prompts."""
+    """MAE, correlations, mean label mass and per-k means, each with a bootstrap CI over prompts;
+    ``bayes_entropy`` is the analytic target named by ``target`` (``PREDICTIVE`` / ``POSTERIOR``)."""
     k = np.asarray(k, dtype=np.int64)
     hb = np.asarray(bayes_entropy, dtype=np.float64)
     hm = np.asarray(model_entropy, dtype=np.float64)
@@ -144,4 +159,5 @@ def calibration_metrics(
         k_values=ks,
         model_per_k=model_k,
         bayes_per_k=bayes_k,
+        target=target,
     )

@@ -6,15 +6,19 @@ ONE basis; every condition's prompts are projected into it (``transform``), so t
 the controls share coordinates. PC1 is oriented (``geoprobe.analysis.alignment.orientation``)
 so that it grows with the model's label entropy on the main prompts.
 
-Reported per condition: ρ_S(PC1, H_Bayes) over prompts (paired BCa bootstrap CI), mean PC1 per k
-(bootstrap CI over that k's prompts: the trajectory), and ρ(k, mean PC1), Spearman and Pearson
-over the values of k, with a percentile CI from resampling prompts within each k.
+Reported per condition: ρ_S(PC1, H) over prompts (paired BCa bootstrap CI) for the predictive
+entropy (``rho_pc1_bayes``) and the posterior entropy (``rho_pc1_posterior``), which are equal
+(the two targets have the same ranks), and Pearson r(PC1, H) for each (``r_pc1_bayes``,
+``r_pc1_posterior``; the authors' pipeline reports Pearson against the posterior entropy); mean
+PC1 per k (bootstrap CI over that k's prompts: the trajectory), and ρ(k, mean PC1), Spearman
+and Pearson over the values of k, with a percentile CI from resampling prompts within each k.
 """
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -62,13 +66,17 @@ def fit_basis(values: Float[np.ndarray, "n D"], orient_by: Float[np.ndarray, " n
 
 @dataclass(frozen=True, eq=False)
 class SulaGeometry(Record):
-    """PC1 statistics of one condition in the shared basis."""
+    """PC1 statistics of one condition in the shared basis. The ``*_posterior`` fields and
+    ``r_pc1_bayes`` are absent (None) in files from 0.1.0."""
 
-    rho_pc1_bayes: Estimate  # Spearman over prompts
+    rho_pc1_bayes: Estimate  # Spearman over prompts, against the predictive entropy
     rho_k_pc1: Estimate  # Spearman over the values of k of the mean PC1
     r_k_pc1: Estimate  # Pearson over the values of k of the mean PC1
     k_values: tuple[int, ...]
     pc1_per_k: tuple[Estimate, ...]
+    rho_pc1_posterior: Estimate | None = field(default=None, metadata={"omit_none": True})  # Spearman, posterior H
+    r_pc1_bayes: Estimate | None = field(default=None, metadata={"omit_none": True})  # Pearson, predictive H
+    r_pc1_posterior: Estimate | None = field(default=None, metadata={"omit_none": True})  # Pearson, posterior H
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
@@ -106,20 +114,41 @@ def geometry_stats(
     confidence: float = 0.95,
     n_resamples: int = 1000,
     random_state: int | np.random.Generator | None = 0,
+    posterior_entropy: Sequence[float] | None = None,
 ) -> SulaGeometry:
-    """ρ_S(PC1, H_Bayes), ρ(k, mean PC1) and the per-k mean PC1 of one condition."""
+    """ρ_S(PC1, H), ρ(k, mean PC1) and the per-k mean PC1 of one condition; ``bayes_entropy`` is
+    the predictive entropy. With ``posterior_entropy`` also ρ_S(PC1, posterior H) and Pearson
+    r(PC1, H) for both targets."""
     k = np.asarray(k, dtype=np.int64)
     pc1 = np.asarray(pc1, dtype=np.float64)
     hb = np.asarray(bayes_entropy, dtype=np.float64)
     rng = np.random.default_rng(random_state)
     kw = dict(confidence=confidence, n_resamples=n_resamples)
-    if pc1.size >= 3:
-        rho = bootstrap_ci((pc1, hb), spearman, random_state=rng, **kw)
-    else:
-        rho = Estimate(math.nan, math.nan, math.nan, confidence)
+    nan = Estimate(math.nan, math.nan, math.nan, confidence)
+
+    def corr(stat: Any, h: np.ndarray) -> Estimate:
+        if pc1.size < 3 or np.ptp(h) == 0:
+            return nan
+        return bootstrap_ci((pc1, h), stat, random_state=rng, **kw)
+
+    rng_rho = copy.deepcopy(rng)  # the posterior's ρ resamples the same prompts: equal ranks give an equal CI
+    rho = bootstrap_ci((pc1, hb), spearman, random_state=rng, **kw) if pc1.size >= 3 else nan
     ks = tuple(int(x) for x in np.unique(k))
     per_k = tuple(bootstrap_ci(pc1[k == v], np.mean, random_state=rng, **kw) for v in ks)
     with quiet():
         rho_k = _k_correlation(k, pc1, spearman, confidence, n_resamples, rng)
         r_k = _k_correlation(k, pc1, pearson, confidence, n_resamples, rng)
-    return SulaGeometry(rho_pc1_bayes=rho, rho_k_pc1=rho_k, r_k_pc1=r_k, k_values=ks, pc1_per_k=per_k)
+    extra: dict[str, Estimate] = {}
+    if posterior_entropy is not None:
+        hp = np.asarray(posterior_entropy, dtype=np.float64)
+        if hp.shape != hb.shape:
+            raise ValueError(f"posterior entropy has shape {hp.shape}, the predictive entropy {hb.shape}")
+        with quiet():
+            extra = {
+                "rho_pc1_posterior": bootstrap_ci((pc1, hp), spearman, random_state=rng_rho, **kw)
+                if pc1.size >= 3
+                else nan,
+                "r_pc1_bayes": corr(pearson, hb),
+                "r_pc1_posterior": corr(pearson, hp),
+            }
+    return SulaGeometry(rho_pc1_bayes=rho, rho_k_pc1=rho_k, r_k_pc1=r_k, k_values=ks, pc1_per_k=per_k, **extra)

@@ -12,7 +12,7 @@ from geoprobe.results import Result
 from geoprobe.serial import Record
 from geoprobe.sula import report
 from geoprobe.sula.config import CONDITIONS, SulaConfig
-from geoprobe.sula.evaluate import SulaMetrics
+from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, TARGETS, SulaMetrics
 from geoprobe.sula.geometry import SulaGeometry
 from geoprobe.sula.task import LabelTokens
 
@@ -44,7 +44,13 @@ def _frozen(a: Any, n: int | None, name: str, dtype: Any) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class SulaCondition(Record):
     """One condition's prompts (as per-prompt arrays), model outputs, metrics and geometry.
-    ``pc1`` is the oriented PC1 coordinate in the run's shared basis."""
+    ``pc1`` is the oriented PC1 coordinate in the run's shared basis.
+
+    Two analytic targets (docs/sula.md): ``bayes_entropy`` is the **predictive entropy**
+    h(a p + (1 − a)(1 − p)) and ``metrics`` scores the model against it; ``posterior_entropy``
+    is the **posterior entropy** h(p), p = P(y = L1 | examples), the paper's H_Bayes, and
+    ``posterior_metrics`` scores the model against it. Files from 0.1.0 hold only the first
+    (the posterior fields are None)."""
 
     condition: str
     labels: LabelTokens
@@ -60,6 +66,8 @@ class SulaCondition(Record):
     pc1: np.ndarray
     metrics: SulaMetrics
     geometry: SulaGeometry
+    posterior_entropy: np.ndarray | None = field(default=None, metadata={"omit_none": True})
+    posterior_metrics: SulaMetrics | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.condition not in CONDITIONS:
@@ -69,6 +77,12 @@ class SulaCondition(Record):
             object.__setattr__(
                 self, name, _frozen(getattr(self, name), n, name, np.int64 if name in _INT_ARRAYS else np.float64)
             )
+        if self.posterior_entropy is not None:
+            object.__setattr__(
+                self, "posterior_entropy", _frozen(self.posterior_entropy, n, "posterior_entropy", np.float64)
+            )
+        if self.posterior_metrics is not None and self.posterior_metrics.n != n:
+            raise ValueError(f"posterior metrics over {self.posterior_metrics.n} prompts, arrays over {n}")
         if np.any(self.n1 + self.n2 != self.k):
             raise ValueError("n1 + n2 must equal k for every prompt")
         if self.metrics.n != n:
@@ -77,6 +91,19 @@ class SulaCondition(Record):
     @property
     def n(self) -> int:
         return int(self.k.shape[0])
+
+    @property
+    def predictive_entropy(self) -> np.ndarray:
+        """The analytic predictive entropy per prompt (stored as ``bayes_entropy``)."""
+        return self.bayes_entropy
+
+    def target(self, name: str) -> tuple[np.ndarray | None, SulaMetrics | None]:
+        """(analytic entropy per prompt, metrics) for ``"predictive entropy"`` or ``"posterior entropy"``."""
+        if name == PREDICTIVE:
+            return self.bayes_entropy, self.metrics
+        if name == POSTERIOR:
+            return self.posterior_entropy, self.posterior_metrics
+        raise ValueError(f"target {name!r} is not one of {TARGETS}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,18 +142,32 @@ class SulaResult(Result, Page):
         return self.main.metrics
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Point estimates per condition: MAE (bits), ρ(Ĥ, H_Bayes), label mass, ρ(PC1, H_Bayes), ρ(k, PC1)."""
-        return {
-            name: {
+        """Point estimates per condition: MAE (bits), ρ(Ĥ, H), label mass, ρ(PC1, H), ρ(k, PC1)
+        against the predictive entropy, and (``*_posterior``, NaN in files from 0.1.0) against
+        the posterior entropy, the paper's target."""
+        nan = float("nan")
+
+        def v(e: Any) -> float:
+            return nan if e is None else e.value
+
+        out = {}
+        for name, c in self.conditions.items():
+            pm, g = c.posterior_metrics, c.geometry
+            out[name] = {
                 "mae_bits": c.metrics.mae.value,
                 "spearman": c.metrics.spearman.value,
                 "label_mass": c.metrics.label_mass.value,
-                "rho_pc1_bayes": c.geometry.rho_pc1_bayes.value,
-                "rho_k_pc1": c.geometry.rho_k_pc1.value,
-                "r_k_pc1": c.geometry.r_k_pc1.value,
+                "rho_pc1_bayes": g.rho_pc1_bayes.value,
+                "rho_k_pc1": g.rho_k_pc1.value,
+                "r_k_pc1": g.r_k_pc1.value,
+                "mae_bits_posterior": v(None if pm is None else pm.mae),
+                "pearson": c.metrics.pearson.value,
+                "pearson_posterior": v(None if pm is None else pm.pearson),
+                "rho_pc1_posterior": v(g.rho_pc1_posterior),
+                "r_pc1_bayes": v(g.r_pc1_bayes),
+                "r_pc1_posterior": v(g.r_pc1_posterior),
             }
-            for name, c in self.conditions.items()
-        }
+        return out
 
     # -- page -------------------------------------------------------------------------------
     def title(self) -> str:
@@ -139,49 +180,79 @@ class SulaResult(Result, Page):
         return report.sections(self)
 
     # -- figures ------------------------------------------------------------------------
+    def targets(self) -> tuple[str, ...]:
+        """The analytic targets this result holds: the posterior entropy (the paper's) first, when present."""
+        return (POSTERIOR, PREDICTIVE) if self.main.posterior_metrics is not None else (PREDICTIVE,)
+
     def calibration_figure(self, condition: str = "main") -> Any:
-        """Model label entropy against the analytic entropy, one point per prompt, identity line."""
+        """Model label entropy against each analytic target (one panel per target: the posterior
+        entropy, the paper's, and the predictive entropy), one point per prompt, identity line."""
         import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
 
         c = self.conditions[condition]
-        m = c.metrics
-        fig = go.Figure(
-            [
+        targets = self.targets()
+        titles = []
+        for t in targets:
+            m = c.target(t)[1]
+            titles.append(f"vs {t}: MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
+        fig = make_subplots(rows=1, cols=len(targets), subplot_titles=titles)
+        for j, t in enumerate(targets):
+            h = c.target(t)[0]
+            fig.add_trace(
                 go.Scatter(
-                    x=c.bayes_entropy,
+                    x=h,
                     y=c.model_entropy,
                     mode="markers",
-                    name=condition,
+                    name=f"{condition} vs {t}",
                     marker=dict(
-                        color=c.k, colorscale="Viridis", size=7, opacity=0.75, colorbar=dict(title=dict(text="k"))
+                        color=c.k,
+                        colorscale="Viridis",
+                        size=7,
+                        opacity=0.75,
+                        colorbar=dict(title=dict(text="k")) if j == 0 else None,
+                        showscale=j == 0,
                     ),
-                    hovertemplate="H_Bayes %{x:.3f}<br>model %{y:.3f}<br>k %{marker.color}<extra></extra>",
+                    hovertemplate=f"{t} %{{x:.3f}}<br>model %{{y:.3f}}<br>k %{{marker.color}}<extra></extra>",
                 ),
-                go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", line=dict(color="grey", dash="dot")),
-            ]
-        )
+                row=1,
+                col=j + 1,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=[0, 1],
+                    y=[0, 1],
+                    mode="lines",
+                    name="identity",
+                    showlegend=j == 0,
+                    line=dict(color="grey", dash="dot"),
+                ),
+                row=1,
+                col=j + 1,
+            )
+            fig.update_xaxes(title_text=f"analytic {t} (bits)", range=[0, 1.02], row=1, col=j + 1)
+            fig.update_yaxes(
+                title_text="model label entropy (bits)" if j == 0 else None, range=[0, 1.02], row=1, col=j + 1
+            )
         fig.update_layout(
-            title=dict(
-                text=f"{self.model}, SULA {condition}: MAE {m.mae.value:.3f} bits "
-                f"[{m.mae.low:.3f}, {m.mae.high:.3f}], ρ = {m.spearman.value:.2f}"
-            ),
-            xaxis_title="analytic entropy H_Bayes (bits)",
-            yaxis_title="model label entropy (bits)",
-            xaxis=dict(range=[0, 1.02]),
-            yaxis=dict(range=[0, 1.02]),
+            title=dict(text=f"{self.model}, SULA {condition}: ρ_S(model, target) = {c.metrics.spearman.value:.2f}"),
             template="plotly_white",
             height=460,
         )
         return fig
 
     def per_k_figure(self) -> Any:
-        """Mean entropy against k: the model (solid) and Bayes (dashed), one colour per condition."""
+        """Mean entropy against k: the model (solid), the predictive entropy (dashed) and the
+        posterior entropy (dotted), one colour per condition."""
         import plotly.graph_objects as go
 
         fig = go.Figure()
         for name, c in self.conditions.items():
-            m = c.metrics
-            for ests, label, dash in ((m.model_per_k, "model", "solid"), (m.bayes_per_k, "Bayes", "dash")):
+            m, pm = c.metrics, c.posterior_metrics
+            lines = [(m.model_per_k, "model", "solid"), (m.bayes_per_k, PREDICTIVE, "dash")]
+            if pm is not None:
+                lines.append((pm.bayes_per_k, POSTERIOR, "dot"))
+            for ests, label, dash in lines:
                 y = np.array([e.value for e in ests])
                 fig.add_trace(
                     go.Scatter(

@@ -10,7 +10,7 @@ import numpy as np
 
 from geoprobe.provenance import prompts_hash
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
-from geoprobe.sula.evaluate import calibration_metrics, label_distribution, label_logprobs
+from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, calibration_metrics, label_distribution, label_logprobs
 from geoprobe.sula.geometry import final_values, fit_basis, geometry_stats
 from geoprobe.sula.result import SulaCondition, SulaResult
 from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
@@ -76,15 +76,21 @@ def run_sula(
     for i, c in enumerate(conditions):
         cols = prompt_arrays(prompts[c])
         pc1 = basis.pc1(values[c])
-        metrics = calibration_metrics(
-            cols["k"],
-            cols["entropy_bits"],
-            dist[c]["entropy"],
-            dist[c]["mass"],
-            confidence=config.confidence,
-            n_resamples=config.n_resamples,
-            random_state=seeds[2 * i],
-        )
+        # both targets resample the same prompts (one seed), so their equal-rank Spearman ρ agree exactly
+        targets = {PREDICTIVE: cols["entropy_bits"], POSTERIOR: cols["posterior_entropy_bits"]}
+        metrics = {
+            t: calibration_metrics(
+                cols["k"],
+                h,
+                dist[c]["entropy"],
+                dist[c]["mass"],
+                confidence=config.confidence,
+                n_resamples=config.n_resamples,
+                random_state=np.random.default_rng(seeds[2 * i].bit_generator.seed_seq),
+                target=t,
+            )
+            for t, h in targets.items()
+        }
         geometry = geometry_stats(
             cols["k"],
             pc1,
@@ -92,6 +98,7 @@ def run_sula(
             confidence=config.confidence,
             n_resamples=config.n_resamples,
             random_state=seeds[2 * i + 1],
+            posterior_entropy=cols["posterior_entropy_bits"],
         )
         out[c] = SulaCondition(
             condition=c,
@@ -106,8 +113,10 @@ def run_sula(
             model_entropy=dist[c]["entropy"],
             label_mass=dist[c]["mass"],
             pc1=pc1,
-            metrics=metrics,
+            metrics=metrics[PREDICTIVE],
             geometry=geometry,
+            posterior_entropy=cols["posterior_entropy_bits"],
+            posterior_metrics=metrics[POSTERIOR],
         )
     timings["analysis"] = time.perf_counter() - t0
     prov = model.provenance.with_prompts([p.text for p in prompts["main"]], config.seed).to_dict()

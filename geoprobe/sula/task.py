@@ -13,8 +13,13 @@ A prompt holds k labelled examples and a query, in one fixed, configurable forma
 * With n1 L1-labels and n2 L2-labels the posterior is, exactly,
   ``P(y = L1 | examples) = a^n1 (1−a)^n2 / (a^n1 (1−a)^n2 + (1−a)^n1 a^n2)``
   ``= 1 / (1 + ((1−a)/a)^(n1−n2))``, the predictive for the query's label is
-  ``P(label = L1) = a p + (1 − a)(1 − p)``, and its entropy in bits is the analytic target
-  ``H_Bayes = −q log2 q − (1 − q) log2 (1 − q)``.
+  ``P(label = L1) = a p + (1 − a)(1 − p)``.
+* Two analytic targets, both in bits (docs/sula.md): the **predictive entropy**
+  ``h(q) = −q log2 q − (1 − q) log2 (1 − q)`` of the query label's predictive q (label noise
+  included; ``SulaPrompt.entropy_bits``), and the **posterior entropy** ``h(p)`` of the posterior
+  over which label is the rule (``SulaPrompt.posterior_entropy_bits``), the paper's
+  "analytical posterior entropy H_Bayes(k)" (§5.2) and the authors' released pipeline's
+  ``bayes_entropy``.
 
 Controls (§5.2), each with its own analytic posterior:
 
@@ -165,7 +170,8 @@ def binary_entropy_bits(q: float | np.ndarray) -> Any:
 class SulaPrompt:
     """One prompt and its exact Bayesian quantities. ``y`` is 1 (L1) or 2 (L2); ``posterior``
     is P(y = L1 | examples), ``predictive`` P(query label = L1), ``entropy_bits`` the
-    predictive's entropy."""
+    predictive entropy h(predictive) and ``posterior_entropy_bits`` the posterior entropy
+    h(posterior) (the paper's target)."""
 
     text: str
     k: int
@@ -176,6 +182,7 @@ class SulaPrompt:
     predictive: float
     entropy_bits: float
     condition: str
+    posterior_entropy_bits: float = math.nan
 
 
 def _example(config: SulaConfig, word: str, label: str) -> str:
@@ -219,6 +226,10 @@ def generate(config: SulaConfig = SulaConfig()) -> tuple[SulaPrompt, ...]:
             else:
                 post = posterior_l1(n1, n2, a)
             pred = predictive_l1(post, a) if cond != "shuffled" else 0.5
+            # entropies from the majority side's posterior, so that prompts with the same |n1 − n2| get
+            # bit-identical entropies (h(expit(x)) and h(expit(−x)) differ in the last bits): exact ties
+            sure = 0.5 if cond == "shuffled" else posterior_l1(max(n1, n2), min(n1, n2), a)
+            sure_pred = 0.5 if cond == "shuffled" else predictive_l1(sure, a)
             out.append(
                 SulaPrompt(
                     text=render(config, words, labels),
@@ -228,8 +239,9 @@ def generate(config: SulaConfig = SulaConfig()) -> tuple[SulaPrompt, ...]:
                     y=y,
                     posterior=post,
                     predictive=pred,
-                    entropy_bits=binary_entropy_bits(pred),
+                    entropy_bits=binary_entropy_bits(sure_pred),
                     condition=cond,
+                    posterior_entropy_bits=binary_entropy_bits(sure),
                 )
             )
     return tuple(out)
@@ -323,8 +335,9 @@ def check_context(model: Any, prompts: Sequence[SulaPrompt] | Sequence[str]) -> 
 
 
 def prompt_arrays(prompts: Sequence[SulaPrompt]) -> dict[str, np.ndarray]:
-    """Per-prompt columns (k, n1, n2, y, posterior, predictive, entropy_bits) as arrays."""
-    cols = ("k", "n1", "n2", "y", "posterior", "predictive", "entropy_bits")
+    """Per-prompt columns (k, n1, n2, y, posterior, predictive, entropy_bits,
+    posterior_entropy_bits) as arrays."""
+    cols = ("k", "n1", "n2", "y", "posterior", "predictive", "entropy_bits", "posterior_entropy_bits")
     return {c: np.array([getattr(p, c) for p in prompts]) for c in cols}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -55,6 +56,21 @@ def test_intervene_on_a_twin_end_to_end(tmp_path, capsys, monkeypatch):
     html = (out / "intervene.html").read_text(encoding="utf-8")
     assert "0.27 → 0.07" in html and 'id="fig-dose-response"' in html
     assert InterventionResult.from_dict(res.to_dict()).to_dict() == res.to_dict()
+    # the verdict: one per strength, the full cut leads; the report and the terminal start with it
+    v = res.verdict
+    assert [x.strength for x in res.verdicts] == [0.5, 1.0] and v.strength == 1.0 and v.layers == (1,)
+    assert [t.target for t in v.targets] == ["posterior entropy", "predictive entropy"]
+    for t, key in zip(v.targets, ("sula_mae_posterior", "sula_mae")):
+        # mean change of |Ĥ − H| per prompt is the change of the MAE the rows report
+        assert t.axis_change.value == pytest.approx(full.metrics[key].value - res.baseline[key].value, abs=1e-12)
+        ctrl = [r.metrics[key].value for r in res.rows if r.strength == 1.0 and r.axis != "entropy"]
+        assert t.random_change.value == pytest.approx(sum(ctrl) / len(ctrl) - res.baseline[key].value, abs=1e-12)
+        assert t.outcome in ("reads out", "steers", "inconclusive") and t.n_controls == 2
+    assert [ln for ln in stdout.splitlines() if ln.strip()][0].startswith(
+        "Verdict (layers 1, cut 1): against the posterior"
+    )
+    assert html.index(v.line[:40]) < html.index("Effects: entropy axis vs random axes")
+    assert "verdicts" in json.loads((out / "intervene.json").read_text(encoding="utf-8"))
     code, _, err = run_cli(
         ["intervene", "--model", "twin:llama-3.2-1b", *SMALL, "--out", str(out)], capsys, monkeypatch
     )

@@ -28,6 +28,15 @@ def test_sula_on_a_twin_writes_results_and_report(tmp_path, capsys, monkeypatch)
     assert res.config.seed == 2 and res.config.k_values == (0, 1, 2) and res.main.n == 12
     html = (out / "sula.html").read_text(encoding="utf-8")
     assert "0.44" in html and html.count('class="plotly-graph-div"') == 3 and "main" in stdout
+    # both targets, and the paper's number beside the posterior entropy's
+    assert "Against the posterior entropy" in html and "Against the predictive entropy" in html
+    assert "The paper&#x27;s numbers (posterior entropy)" in html or "The paper's numbers (posterior entropy)" in html
+    m = res.main
+    assert (
+        f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the posterior entropy (the paper's target; "
+        f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the predictive entropy" in stdout
+    )
+    assert res.main.posterior_metrics.target == "posterior entropy"
     code, _, err = run_cli(["sula", "--model", "twin:llama-3.2-1b", *SMALL, "--out", str(out)], capsys, monkeypatch)
     assert code == 2 and "--force" in _one_error_line(err)
 

@@ -280,7 +280,8 @@ def test_run_sula_twin(twin_factory, tmp_path):
     assert SulaResult.load(tmp_path) == r and SulaResult.load(path) == r
     for fig in (r.calibration_figure(), r.per_k_figure(), r.trajectory_figure()):
         assert fig.data
-    assert len(r.per_k_figure().data) == 8 and len(r.trajectory_figure().data) == 4
+    # per condition: model, predictive entropy, posterior entropy
+    assert len(r.per_k_figure().data) == 12 and len(r.trajectory_figure().data) == 4
 
 
 def test_results_kind_and_version(tmp_path):
