@@ -195,7 +195,7 @@ class SulaResult(Result, Page):
         titles = []
         for t in targets:
             m = c.target(t)[1]
-            titles.append(f"vs {t}: MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
+            titles.append(f"vs {t}<br>MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
         fig = make_subplots(rows=1, cols=len(targets), subplot_titles=titles)
         for j, t in enumerate(targets):
             h = c.target(t)[0]
@@ -205,6 +205,7 @@ class SulaResult(Result, Page):
                     y=c.model_entropy,
                     mode="markers",
                     name=f"{condition} vs {t}",
+                    showlegend=False,  # the panel title names the target, the colour bar k
                     marker=dict(
                         color=c.k,
                         colorscale="Viridis",
@@ -237,7 +238,9 @@ class SulaResult(Result, Page):
         fig.update_layout(
             title=dict(text=f"{self.model}, SULA {condition}: ρ_S(model, target) = {c.metrics.spearman.value:.2f}"),
             template="plotly_white",
-            height=460,
+            height=480,
+            margin=dict(t=110),
+            legend=dict(orientation="h", y=-0.2, x=0),
         )
         return fig
 
