@@ -42,11 +42,18 @@ VocabOpt = typer.Option(None, "--vocab", help="task V: bijection symbols (2-100)
 LengthOpt = typer.Option(None, "--length", help="task K: predictions per sequence (bijection 1-200, HMM 1-500)")
 StatesOpt = typer.Option(None, "--states", help="HMM hidden states S (2-10)")
 RepeatOpt = typer.Option(None, "--repeat", help="bijection: probability that a key repeats an earlier one")
+ConventionOpt = typer.Option(
+    "geoprobe",
+    "--convention",
+    help="geoprobe | authors: the authors' exact task (bijection: 19 pairs, keys without replacement, "
+    "a repeated query, one token range, no BOS; HMM: Dirichlet(1) clipped at 0.05, K = 15, their tokens)",
+)
 DeviceOpt = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N (the paper scale wants a GPU)")
 
 
-def default_dir(task: str, scale: str) -> Path:
-    return Path("runs") / f"windtunnel-{task}-{scale}"
+def default_dir(task: str, scale: str, convention: str = "geoprobe") -> Path:
+    suffix = "-authors" if convention == "authors" else ""
+    return Path("runs") / f"windtunnel-{task}-{scale}{suffix}"
 
 
 def _config(
@@ -59,6 +66,7 @@ def _config(
     n_probes: Optional[int] = None,
     geometry: bool = True,
     ablations: bool = True,
+    convention: str = "geoprobe",
     **task_params: Any,
 ) -> Any:
     from geoprobe.windtunnel.config import WindTunnelConfig
@@ -73,6 +81,7 @@ def _config(
         n_probes=n_probes,
         geometry=geometry,
         ablations=ablations,
+        convention=convention,  # type: ignore[arg-type]
         **task_params,
     )
 
@@ -96,6 +105,7 @@ def _train(config: Any, run_dir: Path, resume: bool, threads: Optional[int], dev
             task_params=config.task_params(),
             device=device,
             progress=progress,
+            convention=config.convention,
         )
     for arch, log in logs.items():
         if log["resumed_from"] == log["steps"]:
@@ -159,12 +169,15 @@ def train_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory (default runs/windtunnel-TASK-SCALE)"),
     no_resume: bool = typer.Option(False, "--no-resume", help="refuse to continue an existing run"),
     device: str = DeviceOpt,
+    convention: str = ConventionOpt,
 ) -> None:
     """Train the transformer and its capacity-matched MLP; resumes from the last checkpoint."""
     from geoprobe.outputs import OutputLock, check_location
 
-    config = _config(task, scale, arch, seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
-    run_dir = out_dir or default_dir(task, scale)
+    config = _config(
+        task, scale, arch, seed, steps, convention=convention, vocab=vocab, length=length, states=states, repeat=repeat
+    )
+    run_dir = out_dir or default_dir(task, scale, convention)
     check_device(device)
     check_location(run_dir)
     with OutputLock(run_dir):
@@ -194,6 +207,7 @@ def eval_cmd(
         n_probes,
         not no_geometry,
         not no_ablations,
+        convention=spec.task.get("convention", "geoprobe"),
     )
     request = {
         "command": "windtunnel eval",
@@ -247,9 +261,21 @@ def run_cmd(
     states: Optional[int] = StatesOpt,
     repeat: Optional[float] = RepeatOpt,
     device: str = DeviceOpt,
+    convention: str = ConventionOpt,
 ) -> None:
     """train, eval and report in one go."""
-    config = _config(task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
+    config = _config(
+        task,
+        scale,
+        "both",
+        seed,
+        steps,
+        convention=convention,
+        vocab=vocab,
+        length=length,
+        states=states,
+        repeat=repeat,
+    )
     execute_tunnel(config, output, threads, device)
 
 
@@ -257,7 +283,7 @@ def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = 
     """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default
     runs/windtunnel-TASK-SCALE)."""
     check_device(device)
-    run_dir = output.out or default_dir(config.task, config.scale)
+    run_dir = output.out or default_dir(config.task, config.scale, config.convention)
     request = {"command": "windtunnel run", "config": dataclasses.asdict(config), "threads": threads, "device": device}
 
     def compute(run: Any) -> Any:

@@ -35,10 +35,11 @@ class WindTunnelConfig:
     length: int | None = None  # K
     states: int | None = None  # S (HMM)
     repeat: float | None = None  # bijection: probability that a key repeats
+    convention: Literal["geoprobe", "authors"] = "geoprobe"  # whose task: geoprobe's, or the authors' exactly
 
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a probe recipe)")
-        scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
+        scale_spec(self.task, self.scale, self.convention)  # one-line errors: unknown task, scale, convention
         self.task_params()  # and for out-of-range task parameters
         check_arch(self.arch)
         for name in ("n_eval", "n_probes"):
@@ -54,7 +55,8 @@ class WindTunnelConfig:
         if self.task == "hmm" and self.repeat is not None:
             raise GeoprobeError("--repeat is a bijection parameter; drop it or pass --task bijection")
         params = {k: v for k, v in given.items() if v is not None}
-        make_task(self.task, **{**scale_spec(self.task, self.scale).task, **params})
+        sc = scale_spec(self.task, self.scale, self.convention)
+        make_task(self.task, self.convention, **{**sc.task, **params})
         return params
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 import numpy as np
 from jaxtyping import Float, Int
@@ -74,6 +74,12 @@ class Batch:
                 f"positions up to {self.positions.max()}"
             )
 
+    def head(self, k: int) -> "Batch":
+        """The first ``k`` predictions (the scored ones; a task may train on more, e.g. the authors' query)."""
+        if k == len(self.positions):
+            return self
+        return Batch(self.ids, self.targets[:, :k], self.positions[:k], self.labels[:, :k])
+
     @property
     def entropy(self) -> Float[np.ndarray, "n K"]:
         """Analytic predictive entropy in bits at every prediction."""
@@ -94,6 +100,7 @@ class BijectionTask:
     K: int = 20
     repeat: float = 0.25
     name: Literal["bijection"] = "bijection"
+    bos: ClassVar[bool] = True  # sequences start with <bos> (the authors' convention has none)
 
     def __post_init__(self) -> None:
         _check_range("V (bijection symbols)", self.V, 2, 100, "--vocab")
@@ -171,6 +178,7 @@ class HMMTask:
     floor: float = 0.05
     header: Literal["indexed", "plain"] = "indexed"
     name: Literal["hmm"] = "hmm"
+    bos: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         _check_range("S (HMM states)", self.S, 2, 10, "--states")
@@ -290,10 +298,28 @@ def forward_posterior(
 
 
 Task = Union[BijectionTask, HMMTask]
+Convention = Literal["geoprobe", "authors"]
+CONVENTIONS: tuple[Convention, ...] = ("geoprobe", "authors")
 
 
-def make_task(name: str, **params: int) -> Task:
-    """A task by name with only the parameters given (others at the paper's values)."""
+def check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise TaskError(f"convention {convention!r} is not geoprobe|authors; pass --convention geoprobe or authors")
+
+
+def task_convention(task: Any) -> Convention:
+    """``"authors"`` for the authors' tasks (geoprobe/windtunnel/authors.py), else ``"geoprobe"``."""
+    return getattr(task, "convention", "geoprobe")
+
+
+def make_task(name: str, convention: str = "geoprobe", **params: Any) -> Task:
+    """A task by name with only the parameters given (others at the paper's values); ``convention``
+    ``"authors"`` gives the task as the authors' released code generates it."""
+    check_convention(convention)
+    if convention == "authors":
+        from geoprobe.windtunnel.authors import make_authors_task
+
+        return make_authors_task(name, **params)  # type: ignore[return-value]
     if name == "bijection":
         return BijectionTask(**params)
     if name == "hmm":
@@ -302,5 +328,6 @@ def make_task(name: str, **params: int) -> Task:
 
 
 def task_from_dict(d: dict) -> Task:
+    """A task from its stored dict (a run.json's ``task``; no ``convention`` key: geoprobe's)."""
     d = dict(d)
     return make_task(d.pop("name"), **d)

@@ -202,7 +202,8 @@ def save_checkpoint(
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     if spec.arch == "transformer":
         model.save_pretrained(tmp, safe_serialization=True)
-        word_tokenizer(spec.task_obj.vocab).save_pretrained(tmp)
+        task = spec.task_obj
+        word_tokenizer(task.vocab, bos=task.bos).save_pretrained(tmp)
     else:
         save_model(model, str(tmp / "model.safetensors"))
     torch.save(
