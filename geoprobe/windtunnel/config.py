@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
+from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
-from geoprobe.windtunnel.tasks import make_task
 
 ArchChoice = Literal["both", "transformer", "mlp"]
 

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.authors import AUTHORS_NOTES, AUTHORS_SCALES, GEOPROBE_TASK_NOTES
+from geoprobe.windtunnel.conventions import check_convention, make_task
 from geoprobe.windtunnel.nets import MLPConfig, TransformerSize, build_transformer, matched_mlp_config, n_params
-from geoprobe.windtunnel.tasks import Task, TaskName, check_convention, make_task
+from geoprobe.windtunnel.tasks import TaskName
 from geoprobe.windtunnel.train import RunSpec, TrainConfig, max_positions
 
 Scale = Literal["tiny", "cpu", "paper"]
@@ -158,7 +159,7 @@ def run_specs(
     ``convention`` for the authors' tasks only, so a geoprobe run.json reads as before)."""
     sc = scale_spec(task_name, scale, convention)
     params = {**sc.task, **(task_params or {})}
-    task: Task = make_task(task_name, convention, **params)
+    task = make_task(task_name, convention, **params)
     task_dict = asdict(task)  # every parameter, defaults included: a run stays readable if defaults change
     t_train = _with(sc.train, seed=seed, steps=steps)
     m_train = _with(sc.mlp_train, seed=seed, steps=steps)

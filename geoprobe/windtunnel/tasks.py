@@ -298,28 +298,11 @@ def forward_posterior(
 
 
 Task = Union[BijectionTask, HMMTask]
-Convention = Literal["geoprobe", "authors"]
-CONVENTIONS: tuple[Convention, ...] = ("geoprobe", "authors")
 
 
-def check_convention(convention: str) -> None:
-    if convention not in CONVENTIONS:
-        raise TaskError(f"convention {convention!r} is not geoprobe|authors; pass --convention geoprobe or authors")
-
-
-def task_convention(task: Any) -> Convention:
-    """``"authors"`` for the authors' tasks (geoprobe/windtunnel/authors.py), else ``"geoprobe"``."""
-    return getattr(task, "convention", "geoprobe")
-
-
-def make_task(name: str, convention: str = "geoprobe", **params: Any) -> Task:
-    """A task by name with only the parameters given (others at the paper's values); ``convention``
-    ``"authors"`` gives the task as the authors' released code generates it."""
-    check_convention(convention)
-    if convention == "authors":
-        from geoprobe.windtunnel.authors import make_authors_task
-
-        return make_authors_task(name, **params)  # type: ignore[return-value]
+def make_task(name: str, **params: Any) -> Task:
+    """A geoprobe-convention task by name with only the parameters given (others at the paper's values;
+    ``geoprobe.windtunnel.conventions.make_task`` also builds the authors' tasks)."""
     if name == "bijection":
         return BijectionTask(**params)
     if name == "hmm":
@@ -328,6 +311,5 @@ def make_task(name: str, convention: str = "geoprobe", **params: Any) -> Task:
 
 
 def task_from_dict(d: dict) -> Task:
-    """A task from its stored dict (a run.json's ``task``; no ``convention`` key: geoprobe's)."""
     d = dict(d)
     return make_task(d.pop("name"), **d)

@@ -34,6 +34,7 @@ from geoprobe.errors import GeoprobeError
 from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
 from geoprobe.serial import Record
+from geoprobe.windtunnel.conventions import task_from_dict
 from geoprobe.windtunnel.nets import (
     Arch,
     MLPConfig,
@@ -44,7 +45,7 @@ from geoprobe.windtunnel.nets import (
     n_params,
     word_tokenizer,
 )
-from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
+from geoprobe.windtunnel.tasks import Batch, Task
 
 RUN_KIND = "geoprobe.windtunnel.run"
 RUN_VERSION = 1

@@ -18,11 +18,12 @@ from geoprobe.windtunnel.authors import (
     discretise,
 )
 from geoprobe.windtunnel.config import WindTunnelConfig
+from geoprobe.windtunnel.conventions import make_task, task_from_dict
 from geoprobe.windtunnel.evaluate import eval_batch
 from geoprobe.windtunnel.geometry import probe_prompts
 from geoprobe.windtunnel.nets import word_tokenizer
 from geoprobe.windtunnel.scales import run_specs, scale_spec
-from geoprobe.windtunnel.tasks import BijectionTask, HMMTask, TaskError, make_task, task_from_dict
+from geoprobe.windtunnel.tasks import BijectionTask, HMMTask, TaskError
 from geoprobe.windtunnel.train import RunSpec
 
 
