@@ -57,6 +57,10 @@ PUBLIC: dict[str, str] = {
     "run_dynamics": "geoprobe.dynamics.run:run_dynamics",
     "DynamicsConfig": "geoprobe.dynamics.config:DynamicsConfig",
     "DynamicsResult": "geoprobe.dynamics.result:DynamicsResult",
+    # the gradient-dynamics paper's identities for one attention head (arXiv 2512.22473)
+    "routing_gradient": "geoprobe.analysis.gradients:routing_gradient",
+    "value_gradient": "geoprobe.analysis.gradients:value_gradient",
+    "value_update": "geoprobe.analysis.gradients:value_update",
 }
 
 __all__ = ["__version__", *PUBLIC]

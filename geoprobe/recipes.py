@@ -294,7 +294,10 @@ RECIPES: dict[str, Recipe] = {
             "windtunnel",
             "geoprobe.windtunnel.config:WindTunnelConfig",
             "geoprobe.windtunnel.run:train_tunnel",
-            {"geoprobe.windtunnel": "geoprobe.windtunnel.result:WindTunnelResult"},
+            {
+                "geoprobe.windtunnel": "geoprobe.windtunnel.result:WindTunnelResult",
+                "geoprobe.windtunnel.seeds": "geoprobe.windtunnel.seeds:TunnelSeeds",
+            },
             flat_tables("windtunnel"),
             "its [windtunnel] table (geoprobe windtunnel run --help)",
         ),

@@ -56,3 +56,16 @@ def test_import_geoprobe_is_cheap():
     ]
     assert not heavy, f"import geoprobe loaded {heavy}"
     assert geoprobe.__version__ == geoprobe.version.__version__
+
+
+def test_the_dynamics_experiment_and_its_identities_are_public():
+    """notebooks/09_dynamics.ipynb uses these names only; each is the object of the module it names."""
+    from geoprobe.analysis import gradients
+    from geoprobe.dynamics.config import DynamicsConfig
+    from geoprobe.dynamics.result import DynamicsResult
+    from geoprobe.dynamics.run import run_dynamics
+
+    assert geoprobe.run_dynamics is run_dynamics and geoprobe.DynamicsConfig is DynamicsConfig
+    assert geoprobe.DynamicsResult is DynamicsResult
+    for name in ("routing_gradient", "value_gradient", "value_update"):
+        assert name in geoprobe.__all__ and getattr(geoprobe, name) is getattr(gradients, name)

@@ -24,7 +24,18 @@ def denoise_cmd(
     context_length: Optional[int] = typer.Option(
         None, "--context-length", help="L, clean context tokens (default 500)"
     ),
-    dim: Optional[int] = typer.Option(None, "--dim", help="d, subspace / sphere dimension (linear, sphere; default 8)"),
+    dim: Optional[int] = typer.Option(
+        None,
+        "--dim",
+        help="d, subspace dimension (linear, sphere; default 8): the sphere is S^(d-1); with --convention authors "
+        "the sphere's own dimension (S^d)",
+    ),
+    convention: Optional[str] = typer.Option(
+        None,
+        "--convention",
+        help="geoprobe | authors: how --dim and --transfer-dims are read on the sphere (authors: the paper's d, "
+        "S^d in a (d+1)-dim subspace, so the paper's d = 8 is geoprobe's d = 9); default geoprobe",
+    ),
     ambient: Optional[int] = typer.Option(None, "--ambient", help="n, token dimension (default 16)"),
     clusters: Optional[int] = typer.Option(None, "--clusters", help="k, mixture centres (default 8)"),
     signal_var: Optional[float] = typer.Option(
@@ -65,6 +76,7 @@ def denoise_cmd(
         task=task,
         context_length=context_length,
         dim=dim,
+        convention=convention,
         ambient=ambient,
         clusters=clusters,
         signal_var=signal_var,

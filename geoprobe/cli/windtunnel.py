@@ -261,6 +261,12 @@ def run_cmd(
     states: Optional[int] = StatesOpt,
     repeat: Optional[float] = RepeatOpt,
     device: str = DeviceOpt,
+    seeds: Optional[str] = typer.Option(
+        None,
+        "--seeds",
+        help="one run per seed, then the spread: a list (0,1,2) or a count (3: seeds from --seed); "
+        "into OUT/seed-N/ and OUT/seeds.json (default OUT runs/windtunnel-TASK-SCALE-seeds)",
+    ),
     convention: str = ConventionOpt,
 ) -> None:
     """train, eval and report in one go."""
@@ -275,16 +281,32 @@ def run_cmd(
         length=length,
         states=states,
         repeat=repeat,
+        seeds=seeds,
     )
     execute_tunnel(config, output, threads, device)
 
 
+def tunnel_request(config: Any, threads: Optional[int] = None, device: str = "cpu") -> dict[str, Any]:
+    """What ``windtunnel run`` records beside its windtunnel.json (the run is the same when this is)."""
+    # as before --seeds and --convention: the defaults are not recorded
+    cfg = {
+        k: v
+        for k, v in dataclasses.asdict(config).items()
+        if not (k == "seeds" and v is None) and not (k == "convention" and v == "geoprobe")
+    }
+    return {"command": "windtunnel run", "config": cfg, "threads": threads, "device": device}
+
+
 def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = None, device: str = "cpu") -> Any:
     """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default
-    runs/windtunnel-TASK-SCALE)."""
+    runs/windtunnel-TASK-SCALE); with ``config.seeds``, once per seed (geoprobe.cli.tunnel_seeds)."""
     check_device(device)
+    if config.seeds is not None:
+        from geoprobe.cli.tunnel_seeds import execute_seeds
+
+        return execute_seeds(config, output, threads, device, run_one=execute_tunnel, request_of=tunnel_request)
     run_dir = output.out or default_dir(config.task, config.scale, config.convention)
-    request = {"command": "windtunnel run", "config": dataclasses.asdict(config), "threads": threads, "device": device}
+    request = tunnel_request(config, threads, device)
 
     def compute(run: Any) -> Any:
         _train(config, run_dir, True, threads, device)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from geoprobe.checks import check_seed
-from geoprobe.denoise.tasks import DenoiseTask, make_task
+from geoprobe.denoise.tasks import DenoiseTask, check_convention, make_task, subspace_dim
 from geoprobe.denoise.train import TrainSettings
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
@@ -19,7 +19,10 @@ from geoprobe.serial import Record
 @dataclass(frozen=True, eq=False)
 class DenoiseConfig(Record):
     """What ``geoprobe denoise`` / ``probes/denoise.toml`` run. Variances are variances (σ², not σ);
-    ``None`` task values take the paper's reference settings for the task."""
+    ``None`` task values take the paper's reference settings for the task. ``convention`` says how ``dim`` and
+    ``transfer_dims`` are read on the sphere: ``None`` / ``"geoprobe"``, the dimension of the subspace that holds
+    the sphere (S^{dim−1}); ``"authors"``, the sphere's own dimension as in the paper and its code (S^dim in a
+    (dim+1)-dim subspace: their d = 8 is geoprobe's d = 9). Stored only when it is ``"authors"``."""
 
     task: str = "linear"
     ambient: int = 16
@@ -40,11 +43,25 @@ class DenoiseConfig(Record):
     energy: bool = True
     n_resamples: int = 1000
     seed: int = 0
+    convention: str | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "lengths", tuple(int(v) for v in self.lengths))
         object.__setattr__(self, "transfer_dims", tuple(int(v) for v in self.transfer_dims))
+        if self.convention is not None:
+            check_convention(self.convention)
+            if self.convention == "geoprobe":  # the default, stored as absent (configs from 0.1.0 hash the same)
+                object.__setattr__(self, "convention", None)
+        if self.authors_sphere:
+            for what, values in (("--dim", (self.dim,)), ("--transfer-dims", self.transfer_dims)):
+                for v in values:
+                    if not 1 <= v <= self.ambient - 1:
+                        raise GeoprobeError(
+                            f"sphere dimension {v} in {what} (authors' convention: S^{v} in a {v + 1}-dim subspace) "
+                            f"is not in [1, {self.ambient - 1}]; pass {what} between 1 and {self.ambient - 1} "
+                            "(or raise --ambient)"
+                        )
         task = self.make_task()
         self.settings()
         if self.n_eval < 8:
@@ -59,7 +76,7 @@ class DenoiseConfig(Record):
                 )
             if L < 1:
                 raise GeoprobeError(f"context length {L} in --lengths is below 1; pass --lengths values of 1 or more")
-        for d in self.transfer_dims:
+        for d in (self.subspace_dim(v) for v in self.transfer_dims):
             if task.name == "mixture":
                 break
             low = 2 if task.name == "sphere" else 1
@@ -78,11 +95,19 @@ class DenoiseConfig(Record):
                 f"warp condition number {self.warp_condition} is below 1; pass --warp-condition 1 or more"
             )
 
+    @property
+    def authors_sphere(self) -> bool:
+        return self.convention == "authors" and self.task == "sphere"
+
+    def subspace_dim(self, dim: int) -> int:
+        """geoprobe's subspace dimension for a ``dim`` given in this config's convention."""
+        return subspace_dim(self.task, dim, self.convention or "geoprobe")
+
     def make_task(self) -> DenoiseTask:
         return make_task(
             self.task,
             n=self.ambient,
-            d=self.dim,
+            d=self.subspace_dim(self.dim),
             k=self.clusters,
             signal_var=self.signal_var,
             noise_var=self.noise_var,

@@ -92,6 +92,24 @@ def provenance_rows(result: Any) -> list[tuple[str, Any]]:
     return rows
 
 
+def _sphere_note(result: Any) -> list[Section]:
+    """The sphere's dimension in both conventions (geoprobe's d is the subspace's; the paper's is the sphere's)."""
+    if result.name != "sphere":
+        return []
+    d = result.task["d"]
+    return [
+        Section(
+            "Which sphere",
+            paragraph(
+                f"S^{d - 1} in a random {d}-dim subspace: geoprobe's d = {d}, the paper's and the authors' d = {d - 1} "
+                f"(convention of this run's --dim: {result.provenance.get('convention', 'geoprobe')}; "
+                "dimension-transfer rows are keyed by geoprobe's d)."
+            ),
+            level=3,
+        )
+    ]
+
+
 def sections(result: Any) -> list[Section]:
     """Scores, the target, weights, the sweeps, the warped run, the energy view, figures, provenance."""
     checks = html_table(
@@ -115,6 +133,7 @@ def sections(result: Any) -> list[Section]:
                 "built from the context tokens only. Ratios: paired bootstrap over the same prompts."
             ),
         ),
+        *_sphere_note(result),
         Section("Target", checks, level=3),
         Section("Learned weights against the predicted structure", html_table(fits_table(result.fits))),
     ]

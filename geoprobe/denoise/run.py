@@ -147,7 +147,7 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
         tick()
     transfer = []
     if task.name != "mixture":
-        for i, d in enumerate(config.transfer_dims):
+        for i, d in enumerate(config.subspace_dim(v) for v in config.transfer_dims):  # keys: geoprobe's d
             t2 = task.with_dim(d)
             p = sample(t2, config.n_eval, np.random.default_rng([seed, 9, i]))
             transfer.append(Block(d, _scores(_evaluate(t2, models, p, baselines=False), seed, config.n_resamples)))
@@ -177,7 +177,13 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
         "config_sha256": config.config_hash(),
         "data": "fresh prompts every training step; evaluation prompts from numpy default_rng([seed, 7..10])",
         "versions": package_versions(),
+        "convention": config.convention or "geoprobe",
     }
+    if task.name == "sphere":
+        prov["sphere"] = (
+            f"S^{task.d - 1} of radius {task.radius} in a random {task.d}-dim subspace of R^{task.n}: geoprobe's "
+            f"d = {task.d}, the paper's and the authors' d = {task.d - 1}"
+        )
     prov["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return DenoiseResult(
         task=task.to_dict(),

@@ -7,7 +7,9 @@ context. Variances are given as variances (``signal_var`` = σ0², ``noise_var``
 * linear: a random d-dim subspace per prompt (orthonormal basis from the QR of a Gaussian n×d matrix),
   coordinates ~ N(0, σ0²).
 * mixture: k random unit-norm centres per prompt, equal weights; a token = centre + N(0, σ0² I_n).
-* sphere: the sphere S^{d-1} of radius R in a random d-dim subspace, uniform.
+* sphere: the sphere S^{d-1} of radius R in a random d-dim subspace, uniform. (The paper and the authors' code
+  count the sphere's own dimension: their "d = 8" is S^8 in a 9-dim subspace, geoprobe's d = 9;
+  :func:`subspace_dim` maps one convention to the other, ``--convention authors`` selects theirs.)
 
 Warped geometry (``warp``): every token (context, clean target, noisy query) is multiplied by a fixed invertible
 ``A``, and the noise is added BEFORE warping, i.e. ``x̃' = A(x + z)`` (noise covariance σZ² AAᵀ in the warped
@@ -21,13 +23,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
-from jaxtyping import Float
+from jaxtyping import Float, Int
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
 TaskName = Literal["linear", "mixture", "sphere"]
 TASKS: tuple[str, ...] = ("linear", "mixture", "sphere")
+#: how ``--dim`` is read: geoprobe's d is the dimension of the subspace that holds the structure (the sphere is
+#: S^{d−1}); the authors' d is the sphere's own dimension (S^d in a (d+1)-dim subspace). Linear: the same d.
+CONVENTIONS: tuple[str, ...] = ("geoprobe", "authors")
 #: the paper's reference settings (σ0² for the sphere is unused: its tokens lie exactly on the sphere)
 DEFAULTS: dict[str, dict[str, float]] = {
     "linear": {"signal_var": 2.0, "noise_var": 1.0},
@@ -87,6 +92,26 @@ class DenoiseTask(Record):
         return replace(self, d=int(d))
 
 
+def check_convention(convention: str) -> str:
+    """``convention`` if known, else a one-line GeoprobeError naming the flag."""
+    if convention not in CONVENTIONS:
+        raise GeoprobeError(f"unknown convention {convention!r}; pass --convention geoprobe or authors")
+    return convention
+
+
+def subspace_dim(task: str, dim: int, convention: str = "geoprobe") -> int:
+    """geoprobe's d (the dimension of the subspace holding the structure) for ``dim`` read in ``convention``:
+    the authors' sphere dimension d is S^d, which lives in a (d+1)-dim subspace; every other case is unchanged."""
+    check_convention(convention)
+    return int(dim) + 1 if convention == "authors" and task == "sphere" else int(dim)
+
+
+def convention_dim(task: str, d: int, convention: str = "geoprobe") -> int:
+    """The inverse of :func:`subspace_dim`: geoprobe's subspace dimension ``d`` written in ``convention``."""
+    check_convention(convention)
+    return int(d) - 1 if convention == "authors" and task == "sphere" else int(d)
+
+
 def make_task(name: str = "linear", **overrides: Any) -> DenoiseTask:
     """The task at the paper's reference settings, with ``overrides`` (``None`` values ignored)."""
     if name not in TASKS:
@@ -99,7 +124,9 @@ def make_task(name: str = "linear", **overrides: Any) -> DenoiseTask:
 @dataclass
 class Prompts:
     """A batch of prompts. ``context`` (B, L, n), ``clean``/``noisy`` (B, n); the structure the oracle knows:
-    ``basis`` (B, n, d) for linear/sphere, ``centres`` (B, n, k) for the mixture; ``warp`` the A applied (or None)."""
+    ``basis`` (B, n, d) for linear/sphere, ``centres`` (B, n, k) for the mixture; ``warp`` the A applied (or None);
+    ``labels`` (B, L+1) the mixture component of every token, the query's last (for the authors' count-weighted
+    baseline, which reads them; no geoprobe estimator does)."""
 
     context: Float[np.ndarray, "B L n"]
     clean: Float[np.ndarray, "B n"]
@@ -107,6 +134,7 @@ class Prompts:
     basis: Float[np.ndarray, "B n d"] | None = None
     centres: Float[np.ndarray, "B n k"] | None = None
     warp: Float[np.ndarray, "n n"] | None = None
+    labels: Int[np.ndarray, "B L1"] | None = None
 
     def __len__(self) -> int:
         return self.clean.shape[0]
@@ -133,7 +161,7 @@ def sample(
     """``B`` fresh prompts of ``task`` (context length ``L``, default the task's), float64, from ``rng``."""
     L = task.context_length if L is None else int(L)
     n = task.n
-    basis = centres = None
+    basis = centres = j = None
     if task.name == "linear":
         basis = random_basis(rng, B, n, task.d)
         coords = rng.normal(0.0, math.sqrt(task.signal_var), (B, L + 1, task.d))
@@ -154,4 +182,4 @@ def sample(
     context = tokens[:, :L]
     if warp is not None:
         context, clean, noisy = context @ warp.T, clean @ warp.T, noisy @ warp.T
-    return Prompts(np.ascontiguousarray(context), clean, noisy, basis, centres, warp)
+    return Prompts(np.ascontiguousarray(context), clean, noisy, basis, centres, warp, j)

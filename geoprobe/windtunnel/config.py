@@ -9,6 +9,7 @@ from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
+from geoprobe.windtunnel.seeds import parse_seeds, seed_list
 
 ArchChoice = Literal["both", "transformer", "mlp"]
 
@@ -35,10 +36,15 @@ class WindTunnelConfig:
     length: int | None = None  # K
     states: int | None = None  # S (HMM)
     repeat: float | None = None  # bijection: probability that a key repeats
+    # several runs: a count (seeds from ``seed``) or a list of seeds (geoprobe.windtunnel.seeds)
+    seeds: int | tuple[int, ...] | None = None
     convention: Literal["geoprobe", "authors"] = "geoprobe"  # whose task: geoprobe's, or the authors' exactly
 
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a probe recipe)")
+        if self.seeds is not None:
+            object.__setattr__(self, "seeds", parse_seeds(self.seeds))
+            seed_list(self.seeds, self.seed)  # a list with a --seed is refused here
         scale_spec(self.task, self.scale, self.convention)  # one-line errors: unknown task, scale, convention
         self.task_params()  # and for out-of-range task parameters
         check_arch(self.arch)

@@ -9,6 +9,7 @@ from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
+from geoprobe.windtunnel.invariance import invariance_text
 from geoprobe.windtunnel.paper import PAPER, paper_value
 
 CAPTIONS = {
@@ -25,6 +26,9 @@ CAPTIONS = {
     "calibration": "Value vectors of the final transformer at the layer whose PC1 tracks the analytic entropy best "
     "(every layer's ρ is in windtunnel.json), one point per probe prompt: PC1 coordinate "
     "(standardised PCA) against the analytic predictive entropy; colour: the model's own entropy.",
+    "invariance": "Semantic invariance (arXiv 2512.22471, Figure 8): each point one held-out HMM, its calibration "
+    "error (mean over positions of |H_model − H_Bayes|, bits) on the original prompt (x) and after its hidden "
+    "states were renamed by a random permutation (y); an equivariant learner lies on y = x.",
 }
 
 _MAE_NOTE = (
@@ -131,7 +135,7 @@ def sections(result: Any) -> list[Section]:
         Section("Targets", checks, level=3),
         Section("The paper's numbers (arXiv 2512.22471)", paper, level=3),
     ]
-    extra = findings(result)
+    extra = findings(result) + invariance_text(result.invariance)
     if extra:
         out.append(Section("", extra))
     out += [

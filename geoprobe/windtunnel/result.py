@@ -12,6 +12,7 @@ from geoprobe.results import Result
 from geoprobe.windtunnel import report
 from geoprobe.windtunnel.evaluate import Ablations, TunnelMetrics
 from geoprobe.windtunnel.geometry import TrainingGeometry
+from geoprobe.windtunnel.invariance import SemanticInvariance, invariance_figure
 from geoprobe.windtunnel.paper import CALIBRATION_TARGET, PAPER, TARGETS
 
 
@@ -34,6 +35,8 @@ class WindTunnelResult(Result, Page):
     geometry: TrainingGeometry | None = None
     training: dict[str, dict[str, Any]] = field(default_factory=dict)  # arch -> seconds, steps, final loss, tokens/s
     provenance: dict[str, Any] = field(default_factory=dict)
+    # arch -> Figure 8 (HMM only; absent from files written before it, and from bijection results)
+    invariance: dict[str, SemanticInvariance] | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.task.get("name") not in PAPER:
@@ -306,7 +309,15 @@ class WindTunnelResult(Result, Page):
                 Figure("focusing", report.CAPTIONS["focusing"], self.focusing_figure()),
                 Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure()),
             ]
+        if self.invariance:
+            out.append(Figure("invariance", report.CAPTIONS["invariance"], self.invariance_figure()))
         return out
+
+    def invariance_figure(self) -> Any:
+        """Figure 8: per-sequence calibration error before vs after relabelling the hidden states."""
+        if not self.invariance:
+            raise ValueError("no semantic-invariance measurement in this result")
+        return invariance_figure(self.invariance, self.name)
 
 
 __all__ = ["WindTunnelResult"]

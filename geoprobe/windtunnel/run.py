@@ -13,6 +13,7 @@ from geoprobe.provenance import package_versions, prompts_hash
 from geoprobe.windtunnel.config import ArchChoice, check_arch
 from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch, metrics, model_predictive
 from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
+from geoprobe.windtunnel.invariance import tunnel_invariance
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (
@@ -128,7 +129,7 @@ def evaluate_tunnel(
         specs["mlp"] = read_spec(out / "mlp")
     task = tf.task_obj
     finals = {arch: _final(out / arch, spec) for arch, spec in specs.items()}  # every learner finished, or an error
-    result_metrics, sizes, training = {}, {}, {}
+    result_metrics, sizes, training, invariance = {}, {}, {}, {}
     t0 = time.perf_counter()
     for arch, spec in specs.items():
         model = load_weights(spec, finals[arch])
@@ -139,6 +140,8 @@ def evaluate_tunnel(
             batch = eval_batch(t_k, n_eval, spec.train.seed)
             probs, mass = model_predictive(model, batch, t_k.answer_ids)
             rows.append(metrics(arch, probs, batch, mass))
+            if i == 0 and task.name == "hmm":  # Figure 8: the same HMMs with their states renamed
+                invariance[arch] = tunnel_invariance(arch, model, t_k, batch, probs, spec.train.seed)
             if progress:
                 progress(f"evaluate {arch}", i + 1, len(lengths))
         result_metrics[arch] = tuple(rows)
@@ -177,4 +180,5 @@ def evaluate_tunnel(
         geometry=geo,
         training=training,
         provenance=prov,
+        invariance=invariance or None,
     )

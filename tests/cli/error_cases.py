@@ -870,10 +870,35 @@ CASES: tuple[Case, ...] = (
         "did not write",
         setup=("wt_foreign_learner",),
     ),
+    _c(
+        "wt-seeds-one",
+        "windtunnel run --task hmm --scale tiny --seeds 1 --out wt",
+        "--seeds 1 (a spread needs two seeds)",
+        "seeds = 1",
+        "--seeds",
+        "between 2 and 50",
+    ),
+    _c(
+        "wt-seeds-repeat",
+        "windtunnel run --task hmm --scale tiny --seeds 0,2,0 --out wt",
+        "a seed listed twice",
+        "[0, 2, 0]",
+        "--seeds",
+    ),
     # denoise
     _c("denoise-task", "denoise --task spiral --tiny --out dn", "unknown task", "'spiral'", "--task"),
     _c("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
     _c("denoise-lengths", "denoise --lengths 20,x --tiny --out dn", "--lengths not integers", "--lengths '20,x'"),
+    _c(
+        "denoise-convention", "denoise --convention paper --tiny --out dn", "unknown --convention", "'paper'", "authors"
+    ),
+    _c(
+        "denoise-authors-dim",
+        "denoise --task sphere --convention authors --dim 6 --tiny --out dn",
+        "an authors' sphere dimension too large for n",
+        "S^6 in a 7-dim subspace",
+        "--dim between 1 and 5",
+    ),
     _c(
         "denoise-out-exists",
         "denoise --tiny --out run",

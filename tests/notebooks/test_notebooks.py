@@ -120,10 +120,28 @@ def _check_08_positional(nb, out: Path) -> None:
     assert len(_shown(nb, PLOTLY)) >= 6 and len(_shown(nb, "text/html")) >= 1
 
 
+def _check_09_dynamics(nb, out: Path) -> None:
+    from geoprobe.dynamics.result import DynamicsResult
+
+    run = out / "dynamics"
+    assert (run / "dynamics.html").stat().st_size > 1_000_000  # plotly.js inlined
+    r = DynamicsResult.load(run)
+    assert (r.config.steps, r.config.seeds, r.config.length) == (100, 2, 200) and len(r.runs) == 2
+    assert all(len(x.sgd) == len(x.em) == 100 for x in r.runs)
+    assert all(x.em[-1] < x.sgd[-1] for x in r.runs)  # the faster value timescale is ahead at the end
+    assert 0 < r.em_steps_to_sgd().value < 100 and r.speedup() > 1
+    text = "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+    for label in ("routing law vs autograd: max |diff| = ", "value gradient vs autograd: max |diff| = "):
+        assert float(text.split(label)[1].split(";")[0].split()[0]) < 1e-12, label
+    assert f"speed-up {r.speedup():.2f}x" in text
+    assert len(_shown(nb, PLOTLY)) >= 1 and len(_shown(nb, "text/html")) >= 1  # loss curves, steps table
+
+
 CHECKS = {"01_scan.ipynb": _check_01_scan, "02_domains.ipynb": _check_02_domains,
           "03_compare.ipynb": _check_03_compare, "04_sula.ipynb": _check_04_sula,
           "05_intervene.ipynb": _check_05_intervene, "06_windtunnel.ipynb": _check_06_windtunnel,
-          "07_denoise.ipynb": _check_07_denoise, "08_positional.ipynb": _check_08_positional}
+          "07_denoise.ipynb": _check_07_denoise, "08_positional.ipynb": _check_08_positional,
+          "09_dynamics.ipynb": _check_09_dynamics}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -244,3 +244,15 @@ def test_no_bos_tokenizer_reads_probe_prompts_back_to_the_sequence():
         ids = tok(text)["input_ids"]
         assert ids == list(b.ids[i, : b.positions[which[i]] + 1])  # no <bos> prepended, nothing dropped
     assert word_tokenizer(BijectionTask(V=6, K=6).vocab)("k1")["input_ids"] == [1, 3]  # geoprobe's keeps it
+
+
+def test_figure_8_relabels_the_authors_hmm_through_its_tokens():
+    """Renaming the hidden states rewrites the [TRANS]/[EMIT] values; the posterior follows the renaming."""
+    from geoprobe.windtunnel.invariance import relabel_batch
+
+    task = AuthorsHMMTask(S=3, V=3, K=5)
+    b = task.sample(30, np.random.default_rng(11))
+    perm = np.stack([np.random.default_rng(i).permutation(3) for i in range(30)])
+    r = relabel_batch(task, b, perm)
+    assert np.array_equal(r.ids[:, task.header_len :], b.ids[:, task.header_len :])  # the same observations
+    np.testing.assert_allclose(np.take_along_axis(r.targets, perm[:, None, :], 2), b.targets, atol=1e-12)
