@@ -38,8 +38,9 @@ def check_seed_dir(path: Path) -> None:
     check_replaceable_dir(path, SEED_DIR_FILES, "windtunnel.json")
 
 
-def default_seeds_dir(task: str, scale: str) -> Path:
-    return Path("runs") / f"windtunnel-{task}-{scale}-seeds"
+def default_seeds_dir(task: str, scale: str, convention: str = "geoprobe") -> Path:
+    suffix = "-authors" if convention == "authors" else ""
+    return Path("runs") / f"windtunnel-{task}-{scale}{suffix}-seeds"
 
 
 def _done(seed_dir: Path, request: dict[str, Any], figures: Optional[str]) -> bool:
@@ -70,7 +71,7 @@ def execute_seeds(
     ``run_one(config, output, threads, device)`` runs one seed (``execute_tunnel``), ``request_of`` is
     what it records beside its windtunnel.json (``tunnel_request``)."""
     seeds = seed_list(config.seeds, config.seed)
-    top = output.out or default_seeds_dir(config.task, config.scale)
+    top = output.out or default_seeds_dir(config.task, config.scale, config.convention)
     names = {s: seed_dir_name(s) for s in seeds}
     outputs = RunOutputs(
         result=TunnelSeeds.FILE,

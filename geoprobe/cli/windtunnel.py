@@ -42,11 +42,18 @@ VocabOpt = typer.Option(None, "--vocab", help="task V: bijection symbols (2-100)
 LengthOpt = typer.Option(None, "--length", help="task K: predictions per sequence (bijection 1-200, HMM 1-500)")
 StatesOpt = typer.Option(None, "--states", help="HMM hidden states S (2-10)")
 RepeatOpt = typer.Option(None, "--repeat", help="bijection: probability that a key repeats an earlier one")
+ConventionOpt = typer.Option(
+    "geoprobe",
+    "--convention",
+    help="geoprobe | authors: the authors' exact task (bijection: 19 pairs, keys without replacement, "
+    "a repeated query, one token range, no BOS; HMM: Dirichlet(1) clipped at 0.05, K = 15, their tokens)",
+)
 DeviceOpt = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N (the paper scale wants a GPU)")
 
 
-def default_dir(task: str, scale: str) -> Path:
-    return Path("runs") / f"windtunnel-{task}-{scale}"
+def default_dir(task: str, scale: str, convention: str = "geoprobe") -> Path:
+    suffix = "-authors" if convention == "authors" else ""
+    return Path("runs") / f"windtunnel-{task}-{scale}{suffix}"
 
 
 def _config(
@@ -59,6 +66,7 @@ def _config(
     n_probes: Optional[int] = None,
     geometry: bool = True,
     ablations: bool = True,
+    convention: str = "geoprobe",
     **task_params: Any,
 ) -> Any:
     from geoprobe.windtunnel.config import WindTunnelConfig
@@ -73,6 +81,7 @@ def _config(
         n_probes=n_probes,
         geometry=geometry,
         ablations=ablations,
+        convention=convention,  # type: ignore[arg-type]
         **task_params,
     )
 
@@ -96,6 +105,7 @@ def _train(config: Any, run_dir: Path, resume: bool, threads: Optional[int], dev
             task_params=config.task_params(),
             device=device,
             progress=progress,
+            convention=config.convention,
         )
     for arch, log in logs.items():
         if log["resumed_from"] == log["steps"]:
@@ -159,12 +169,15 @@ def train_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory (default runs/windtunnel-TASK-SCALE)"),
     no_resume: bool = typer.Option(False, "--no-resume", help="refuse to continue an existing run"),
     device: str = DeviceOpt,
+    convention: str = ConventionOpt,
 ) -> None:
     """Train the transformer and its capacity-matched MLP; resumes from the last checkpoint."""
     from geoprobe.outputs import OutputLock, check_location
 
-    config = _config(task, scale, arch, seed, steps, vocab=vocab, length=length, states=states, repeat=repeat)
-    run_dir = out_dir or default_dir(task, scale)
+    config = _config(
+        task, scale, arch, seed, steps, convention=convention, vocab=vocab, length=length, states=states, repeat=repeat
+    )
+    run_dir = out_dir or default_dir(task, scale, convention)
     check_device(device)
     check_location(run_dir)
     with OutputLock(run_dir):
@@ -194,6 +207,7 @@ def eval_cmd(
         n_probes,
         not no_geometry,
         not no_ablations,
+        convention=spec.task.get("convention", "geoprobe"),
     )
     request = {
         "command": "windtunnel eval",
@@ -253,17 +267,33 @@ def run_cmd(
         help="one run per seed, then the spread: a list (0,1,2) or a count (3: seeds from --seed); "
         "into OUT/seed-N/ and OUT/seeds.json (default OUT runs/windtunnel-TASK-SCALE-seeds)",
     ),
+    convention: str = ConventionOpt,
 ) -> None:
     """train, eval and report in one go."""
     config = _config(
-        task, scale, "both", seed, steps, vocab=vocab, length=length, states=states, repeat=repeat, seeds=seeds
+        task,
+        scale,
+        "both",
+        seed,
+        steps,
+        convention=convention,
+        vocab=vocab,
+        length=length,
+        states=states,
+        repeat=repeat,
+        seeds=seeds,
     )
     execute_tunnel(config, output, threads, device)
 
 
 def tunnel_request(config: Any, threads: Optional[int] = None, device: str = "cpu") -> dict[str, Any]:
     """What ``windtunnel run`` records beside its windtunnel.json (the run is the same when this is)."""
-    cfg = {k: v for k, v in dataclasses.asdict(config).items() if not (k == "seeds" and v is None)}  # as before --seeds
+    # as before --seeds and --convention: the defaults are not recorded
+    cfg = {
+        k: v
+        for k, v in dataclasses.asdict(config).items()
+        if not (k == "seeds" and v is None) and not (k == "convention" and v == "geoprobe")
+    }
     return {"command": "windtunnel run", "config": cfg, "threads": threads, "device": device}
 
 
@@ -275,7 +305,7 @@ def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = 
         from geoprobe.cli.tunnel_seeds import execute_seeds
 
         return execute_seeds(config, output, threads, device, run_one=execute_tunnel, request_of=tunnel_request)
-    run_dir = output.out or default_dir(config.task, config.scale)
+    run_dir = output.out or default_dir(config.task, config.scale, config.convention)
     request = tunnel_request(config, threads, device)
 
     def compute(run: Any) -> Any:

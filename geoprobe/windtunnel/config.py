@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
+from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
 from geoprobe.windtunnel.seeds import parse_seeds, seed_list
-from geoprobe.windtunnel.tasks import make_task
 
 ArchChoice = Literal["both", "transformer", "mlp"]
 
@@ -38,13 +38,14 @@ class WindTunnelConfig:
     repeat: float | None = None  # bijection: probability that a key repeats
     # several runs: a count (seeds from ``seed``) or a list of seeds (geoprobe.windtunnel.seeds)
     seeds: int | tuple[int, ...] | None = None
+    convention: Literal["geoprobe", "authors"] = "geoprobe"  # whose task: geoprobe's, or the authors' exactly
 
     def __post_init__(self) -> None:
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.seeds is not None:
             object.__setattr__(self, "seeds", parse_seeds(self.seeds))
             seed_list(self.seeds, self.seed)  # a list with a --seed is refused here
-        scale_spec(self.task, self.scale)  # one-line errors for an unknown task or scale
+        scale_spec(self.task, self.scale, self.convention)  # one-line errors: unknown task, scale, convention
         self.task_params()  # and for out-of-range task parameters
         check_arch(self.arch)
         for name in ("n_eval", "n_probes"):
@@ -60,7 +61,8 @@ class WindTunnelConfig:
         if self.task == "hmm" and self.repeat is not None:
             raise GeoprobeError("--repeat is a bijection parameter; drop it or pass --task bijection")
         params = {k: v for k, v in given.items() if v is not None}
-        make_task(self.task, **{**scale_spec(self.task, self.scale).task, **params})
+        sc = scale_spec(self.task, self.scale, self.convention)
+        make_task(self.task, self.convention, **{**sc.task, **params})
         return params
 
 

@@ -34,7 +34,9 @@ EVAL_SEED_OFFSET = 10_000_019  # evaluation draws never coincide with a training
 
 
 def eval_batch(task: Task, n: int, seed: int) -> Batch:
-    return task.sample(n, step_rng(seed + EVAL_SEED_OFFSET, task.K))
+    """Held-out sequences, restricted to the ``task.K`` scored predictions (the authors' bijection
+    trains on one more, its query, which their evaluation does not score)."""
+    return task.sample(n, step_rng(seed + EVAL_SEED_OFFSET, task.K)).head(task.K)
 
 
 def predictive(logits: Float[torch.Tensor, "B K vocab"], answer_ids: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -52,7 +52,7 @@ def probe_prompts(task: Task, n: int, seed: int) -> tuple[list[str], np.ndarray,
     batch = task.sample(n, step_rng(seed + PROBE_SEED_OFFSET, task.K))
     rng = step_rng(seed + PROBE_SEED_OFFSET, -1 % 2**31)
     which = rng.integers(0, task.K, size=n)
-    texts = [to_text(batch.ids[i, 1 : batch.positions[k] + 1], task.vocab) for i, k in enumerate(which)]
+    texts = [to_text(batch.ids[i, : batch.positions[k] + 1], task.vocab) for i, k in enumerate(which)]
     return texts, batch.entropy[np.arange(n), which], which
 
 

@@ -158,8 +158,9 @@ def build_mlp(cfg: MLPConfig, seed: int) -> ResidualMLP:
     return ResidualMLP(cfg)
 
 
-def word_tokenizer(vocab: Sequence[str]) -> Any:
-    """A whitespace word-level fast tokenizer over ``vocab`` that prepends ``<bos>``."""
+def word_tokenizer(vocab: Sequence[str], bos: bool = True) -> Any:
+    """A whitespace word-level fast tokenizer over ``vocab`` that prepends ``<bos>`` (when ``bos``; the
+    authors' convention has no BOS)."""
     from tokenizers import Tokenizer
     from tokenizers.models import WordLevel
     from tokenizers.pre_tokenizers import WhitespaceSplit
@@ -168,12 +169,13 @@ def word_tokenizer(vocab: Sequence[str]) -> Any:
 
     tok = Tokenizer(WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<pad>"))
     tok.pre_tokenizer = WhitespaceSplit()
-    tok.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
+    if bos:
+        tok.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<bos>", pad_token="<pad>", unk_token="<pad>", padding_side="right"
     )
 
 
 def to_text(ids: Sequence[int], vocab: Sequence[str]) -> str:
-    """Token ids (without the leading ``<bos>``) as the text the word tokenizer reads back."""
+    """Token ids as the text the word tokenizer reads back (``<bos>``, id 1, dropped: the tokenizer adds it)."""
     return " ".join(vocab[int(i)] for i in ids if int(i) != 1)

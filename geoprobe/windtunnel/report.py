@@ -51,14 +51,15 @@ def metrics_table(result: Any) -> list[dict[str, str]]:
                     "MAE per sample (bits)": f"{m.mae_sample:.4g}",
                     "KL(Bayes‖model) (bits)": f"{m.kl:.4g}",
                     "answer mass": f"{m.answer_mass:.4f}",
-                    "paper MAE (bits)": paper_value(result.name, arch, m.K),
+                    "paper MAE (bits)": paper_value(result.name, arch, m.K, result.convention, result.task["K"]),
                 }
             )
     return rows
 
 
 def subtitle(result: Any) -> str:
-    return f"geoprobe windtunnel · {result.provenance.get('created', '')}"
+    task = "the authors' task, as their released code generates it" if result.convention == "authors" else "geoprobe's"
+    return f"geoprobe windtunnel · convention: {result.convention} ({task}) · {result.provenance.get('created', '')}"
 
 
 def findings(result: Any) -> str:

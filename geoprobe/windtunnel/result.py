@@ -55,6 +55,11 @@ class WindTunnelResult(Result, Page):
         return self.task["name"]
 
     @property
+    def convention(self) -> str:
+        """Whose task ran: ``"geoprobe"`` or ``"authors"`` (their exact task; absent from older files)."""
+        return self.task.get("convention", "geoprobe")
+
+    @property
     def lengths(self) -> tuple[int, ...]:
         return tuple(m.K for m in self.metrics["transformer"])
 
@@ -91,7 +96,7 @@ class WindTunnelResult(Result, Page):
 
     # -- page -------------------------------------------------------------------------------
     def title(self) -> str:
-        return f"Bayesian wind tunnel: {self.name} ({self.scale} scale)"
+        return f"Bayesian wind tunnel: {self.name} ({self.scale} scale, {self.convention} convention)"
 
     def subtitle(self) -> str:
         return report.subtitle(self)

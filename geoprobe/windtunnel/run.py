@@ -43,10 +43,12 @@ def train_tunnel(
     task_params: dict[str, Any] | None = None,
     device: str = "cpu",
     progress: Progress | None = None,
+    convention: str = "geoprobe",
 ) -> dict[str, Any]:
-    """Train the transformer and/or its capacity-matched MLP into ``out/<arch>``."""
+    """Train the transformer and/or its capacity-matched MLP into ``out/<arch>`` (``convention``:
+    geoprobe's task or the authors' exact one, geoprobe/windtunnel/authors.py)."""
     check_arch(arch)
-    tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params)
+    tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params, convention=convention)
     if threads:
         tf = replace(tf, train=replace(tf.train, threads=threads))
         ml = replace(ml, train=replace(ml.train, threads=threads))
@@ -117,7 +119,8 @@ def evaluate_tunnel(
     out = Path(out)
     t_run = out / "transformer"
     tf = read_spec(t_run)
-    sc = scale_spec(tf.task["name"], tf.scale) if tf.scale in ("tiny", "cpu", "paper") else None
+    convention = tf.task.get("convention", "geoprobe")  # absent from geoprobe's (and every 0.1.0) run.json
+    sc = scale_spec(tf.task["name"], tf.scale, convention) if tf.scale in ("tiny", "cpu", "paper") else None
     n_eval = n_eval or (sc.n_eval if sc else 1000)
     n_probes = n_probes or (sc.n_probes if sc else 256)
     lengths = eval_lengths(sc, tf.task_obj.K) if sc else (tf.task_obj.K,)
@@ -156,6 +159,7 @@ def evaluate_tunnel(
         geo = training_geometry(t_run, tf, n_probes=n_probes, eval_n=min(n_eval, 512), progress=cb)
     prov = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "convention": convention,
         "seed": tf.train.seed,
         "eval_data": f"{n_eval} fresh sequences per length from seed {tf.train.seed} + {EVAL_SEED_OFFSET}",
         "probe_prompts_sha256": prompts_hash(probe_prompts(task, n_probes, tf.train.seed)[0]),

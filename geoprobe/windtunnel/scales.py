@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.windtunnel.authors import AUTHORS_NOTES, AUTHORS_SCALES, GEOPROBE_TASK_NOTES
+from geoprobe.windtunnel.conventions import check_convention, make_task
 from geoprobe.windtunnel.nets import MLPConfig, TransformerSize, build_transformer, matched_mlp_config, n_params
-from geoprobe.windtunnel.tasks import Task, TaskName, make_task
+from geoprobe.windtunnel.tasks import TaskName
 from geoprobe.windtunnel.train import RunSpec, TrainConfig, max_positions
 
 Scale = Literal["tiny", "cpu", "paper"]
@@ -123,12 +125,20 @@ _TABLE: dict[tuple[str, str], ScaleSpec] = {
 }
 
 
-def scale_spec(task: TaskName | str, scale: Scale | str) -> ScaleSpec:
+def scale_spec(task: TaskName | str, scale: Scale | str, convention: str = "geoprobe") -> ScaleSpec:
+    """A task at a scale; under the authors' convention the same learners and training, with the authors'
+    task, evaluation lengths and notes (geoprobe/windtunnel/authors.py)."""
     if scale not in SCALES:
         raise GeoprobeError(f"scale {scale!r} is not tiny|cpu|paper; pass --scale tiny, cpu or paper")
     if (task, scale) not in _TABLE:
         raise GeoprobeError(f"task {task!r} is not bijection|hmm; pass --task bijection or --task hmm")
-    return _TABLE[(task, scale)]
+    check_convention(convention)
+    sc = _TABLE[(task, scale)]
+    if convention == "authors":
+        params, lengths = AUTHORS_SCALES[(task, scale)]
+        notes = tuple(n for n in sc.notes if not any(g in n for g in GEOPROBE_TASK_NOTES))
+        sc = replace(sc, task=params, eval_lengths=lengths, notes=(*notes, *AUTHORS_NOTES[task]))
+    return sc
 
 
 def eval_lengths(sc: ScaleSpec, K: int) -> tuple[int, ...]:
@@ -137,12 +147,19 @@ def eval_lengths(sc: ScaleSpec, K: int) -> tuple[int, ...]:
 
 
 def run_specs(
-    task_name: str, scale: str, *, seed: int = 0, steps: int | None = None, task_params: dict[str, Any] | None = None
+    task_name: str,
+    scale: str,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    task_params: dict[str, Any] | None = None,
+    convention: str = "geoprobe",
 ) -> tuple[RunSpec, RunSpec]:
-    """The transformer and its capacity-matched MLP for a task at a scale."""
-    sc = scale_spec(task_name, scale)
+    """The transformer and its capacity-matched MLP for a task at a scale (the run.json ``task`` holds
+    ``convention`` for the authors' tasks only, so a geoprobe run.json reads as before)."""
+    sc = scale_spec(task_name, scale, convention)
     params = {**sc.task, **(task_params or {})}
-    task: Task = make_task(task_name, **params)
+    task = make_task(task_name, convention, **params)
     task_dict = asdict(task)  # every parameter, defaults included: a run stays readable if defaults change
     t_train = _with(sc.train, seed=seed, steps=steps)
     m_train = _with(sc.mlp_train, seed=seed, steps=steps)

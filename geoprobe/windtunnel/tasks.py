@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 import numpy as np
 from jaxtyping import Float, Int
@@ -74,6 +74,12 @@ class Batch:
                 f"positions up to {self.positions.max()}"
             )
 
+    def head(self, k: int) -> "Batch":
+        """The first ``k`` predictions (the scored ones; a task may train on more, e.g. the authors' query)."""
+        if k == len(self.positions):
+            return self
+        return Batch(self.ids, self.targets[:, :k], self.positions[:k], self.labels[:, :k])
+
     @property
     def entropy(self) -> Float[np.ndarray, "n K"]:
         """Analytic predictive entropy in bits at every prediction."""
@@ -94,6 +100,7 @@ class BijectionTask:
     K: int = 20
     repeat: float = 0.25
     name: Literal["bijection"] = "bijection"
+    bos: ClassVar[bool] = True  # sequences start with <bos> (the authors' convention has none)
 
     def __post_init__(self) -> None:
         _check_range("V (bijection symbols)", self.V, 2, 100, "--vocab")
@@ -171,6 +178,7 @@ class HMMTask:
     floor: float = 0.05
     header: Literal["indexed", "plain"] = "indexed"
     name: Literal["hmm"] = "hmm"
+    bos: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         _check_range("S (HMM states)", self.S, 2, 10, "--states")
@@ -292,8 +300,9 @@ def forward_posterior(
 Task = Union[BijectionTask, HMMTask]
 
 
-def make_task(name: str, **params: int) -> Task:
-    """A task by name with only the parameters given (others at the paper's values)."""
+def make_task(name: str, **params: Any) -> Task:
+    """A geoprobe-convention task by name with only the parameters given (others at the paper's values;
+    ``geoprobe.windtunnel.conventions.make_task`` also builds the authors' tasks)."""
     if name == "bijection":
         return BijectionTask(**params)
     if name == "hmm":

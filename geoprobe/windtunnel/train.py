@@ -34,6 +34,7 @@ from geoprobe.errors import GeoprobeError
 from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
 from geoprobe.serial import Record
+from geoprobe.windtunnel.conventions import task_from_dict
 from geoprobe.windtunnel.nets import (
     Arch,
     MLPConfig,
@@ -44,7 +45,7 @@ from geoprobe.windtunnel.nets import (
     n_params,
     word_tokenizer,
 )
-from geoprobe.windtunnel.tasks import Batch, Task, task_from_dict
+from geoprobe.windtunnel.tasks import Batch, Task
 
 RUN_KIND = "geoprobe.windtunnel.run"
 RUN_VERSION = 1
@@ -202,7 +203,8 @@ def save_checkpoint(
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     if spec.arch == "transformer":
         model.save_pretrained(tmp, safe_serialization=True)
-        word_tokenizer(spec.task_obj.vocab).save_pretrained(tmp)
+        task = spec.task_obj
+        word_tokenizer(task.vocab, bos=task.bos).save_pretrained(tmp)
     else:
         save_model(model, str(tmp / "model.safetensors"))
     torch.save(

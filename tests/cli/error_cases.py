@@ -823,6 +823,20 @@ CASES: tuple[Case, ...] = (
         "500",
     ),
     _c("wt-states", "windtunnel run --task hmm --scale tiny --states 11 --out wt", "HMM S above 10", "11", "--states"),
+    _c(
+        "wt-convention",
+        "windtunnel train --task hmm --scale tiny --convention theirs --out wt",
+        "unknown convention",
+        "'theirs'",
+        "--convention",
+    ),
+    _c(
+        "wt-authors-repeat",
+        "windtunnel run --task bijection --scale tiny --convention authors --repeat 0.5 --out wt",
+        "--repeat under the authors' convention",
+        "--repeat",
+        "--convention geoprobe",
+    ),
     _c("wt-task", "windtunnel train --task maze --scale tiny --out wt", "unknown task", "'maze'", "--task"),
     _c("wt-scale", "windtunnel train --scale huge --out wt", "unknown scale", "'huge'", "--scale"),
     _c(
