@@ -33,10 +33,12 @@ _LN2 = math.log(2.0)
 EVAL_SEED_OFFSET = 10_000_019  # evaluation draws never coincide with a training step's
 
 
-def eval_batch(task: Task, n: int, seed: int) -> Batch:
+def eval_batch(task: Task, n: int, seed: int, *, scored_only: bool = True) -> Batch:
     """Held-out sequences, restricted to the ``task.K`` scored predictions (the authors' bijection
-    trains on one more, its query, which their evaluation does not score)."""
-    return task.sample(n, step_rng(seed + EVAL_SEED_OFFSET, task.K)).head(task.K)
+    trains on one more, its query, which their evaluation does not score; ``scored_only=False``
+    keeps it, for ``geoprobe.windtunnel.query``)."""
+    batch = task.sample(n, step_rng(seed + EVAL_SEED_OFFSET, task.K))
+    return batch.head(task.K) if scored_only else batch
 
 
 def predictive(logits: Float[torch.Tensor, "B K vocab"], answer_ids: Any) -> tuple[np.ndarray, np.ndarray]:

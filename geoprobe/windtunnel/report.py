@@ -11,6 +11,7 @@ from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
 from geoprobe.windtunnel.invariance import invariance_text
 from geoprobe.windtunnel.paper import PAPER, paper_value
+from geoprobe.windtunnel.query import query_table
 
 CAPTIONS = {
     "entropy": "Mean predictive entropy at each prediction position (averaged over held-out sequences): the "
@@ -106,6 +107,14 @@ def provenance_rows(result: Any) -> list[tuple[str, Any]]:
     return rows
 
 
+_QUERY_NOTE = (
+    "In the authors' convention every scored key is new, so the scored posterior (uniform over the values not yet "
+    "shown) needs no key matching. The final query repeats a context key: its posterior is a point mass, and a "
+    "learner that does not match keys scores the chance KL log2 V. The authors train on the query but do not score "
+    "it; geoprobe scores it here on its own (geoprobe.windtunnel.query)."
+)
+
+
 def sections(result: Any) -> list[Section]:
     """Metrics, targets, the paper's numbers, findings, differences from the authors, figures, provenance."""
     checks = html_table(
@@ -135,6 +144,14 @@ def sections(result: Any) -> list[Section]:
         Section("Targets", checks, level=3),
         Section("The paper's numbers (arXiv 2512.22471)", paper, level=3),
     ]
+    if result.query:
+        out.append(
+            Section(
+                "The query: the one prediction that needs key matching (not in the authors' score)",
+                html_table(query_table(result.query)) + "\n" + paragraph(_QUERY_NOTE),
+                level=3,
+            )
+        )
     extra = findings(result) + invariance_text(result.invariance)
     if extra:
         out.append(Section("", extra))

@@ -14,6 +14,7 @@ from geoprobe.windtunnel.evaluate import Ablations, TunnelMetrics
 from geoprobe.windtunnel.geometry import TrainingGeometry
 from geoprobe.windtunnel.invariance import SemanticInvariance, invariance_figure
 from geoprobe.windtunnel.paper import CALIBRATION_TARGET, PAPER, TARGETS
+from geoprobe.windtunnel.query import QueryScore
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,6 +38,7 @@ class WindTunnelResult(Result, Page):
     provenance: dict[str, Any] = field(default_factory=dict)
     # arch -> Figure 8 (HMM only; absent from files written before it, and from bijection results)
     invariance: dict[str, SemanticInvariance] | None = field(default=None, metadata={"omit_none": True})
+    query: dict[str, QueryScore] | None = field(default=None, metadata={"omit_none": True})  # authors' bijection
 
     def __post_init__(self) -> None:
         if self.task.get("name") not in PAPER:

@@ -14,6 +14,7 @@ from geoprobe.windtunnel.config import ArchChoice, check_arch
 from geoprobe.windtunnel.evaluate import EVAL_SEED_OFFSET, ablations, eval_batch, metrics, model_predictive
 from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
 from geoprobe.windtunnel.invariance import tunnel_invariance
+from geoprobe.windtunnel.query import query_score
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (
@@ -129,7 +130,7 @@ def evaluate_tunnel(
         specs["mlp"] = read_spec(out / "mlp")
     task = tf.task_obj
     finals = {arch: _final(out / arch, spec) for arch, spec in specs.items()}  # every learner finished, or an error
-    result_metrics, sizes, training, invariance = {}, {}, {}, {}
+    result_metrics, sizes, training, invariance, query = {}, {}, {}, {}, {}
     t0 = time.perf_counter()
     for arch, spec in specs.items():
         model = load_weights(spec, finals[arch])
@@ -137,9 +138,12 @@ def evaluate_tunnel(
         rows = []
         for i, K in enumerate(lengths):
             t_k = task.with_length(K)
-            batch = eval_batch(t_k, n_eval, spec.train.seed)
-            probs, mass = model_predictive(model, batch, t_k.answer_ids)
+            full = eval_batch(t_k, n_eval, spec.train.seed, scored_only=False)
+            probs_full, mass_full = model_predictive(model, full, t_k.answer_ids)
+            batch, probs, mass = full.head(K), probs_full[:, :K], mass_full[:, :K]
             rows.append(metrics(arch, probs, batch, mass))
+            if i == 0 and len(full.positions) > K:  # the authors' query: trained on, scored here on its own
+                query[arch] = query_score(arch, probs_full[:, K], full.labels[:, K])
             if i == 0 and task.name == "hmm":  # Figure 8: the same HMMs with their states renamed
                 invariance[arch] = tunnel_invariance(arch, model, t_k, batch, probs, spec.train.seed)
             if progress:
@@ -181,4 +185,5 @@ def evaluate_tunnel(
         training=training,
         provenance=prov,
         invariance=invariance or None,
+        query=query or None,
     )

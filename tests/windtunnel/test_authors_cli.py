@@ -27,6 +27,12 @@ def test_run_bijection_authors_tiny_end_to_end(tmp_path, capsys, monkeypatch):
     assert res.geometry is not None and res.ablations is not None  # the no-BOS probes run
     html = (out / "windtunnel.html").read_text()
     assert "convention: authors" in html and "authors&#x27; convention" in html
+    # the query, scored on its own: recomputed here from the stored weights' predictive
+    assert set(res.query) == {"transformer", "mlp"} and "needs key matching" in html
+    q = res.query["transformer"]
+    assert q.n == res.at("transformer").n and q.chance_kl == pytest.approx(np.log2(6))
+    assert 0.0 <= q.accuracy.low <= q.accuracy.value <= q.accuracy.high <= 1.0 and q.kl.value >= 0.0
+    assert WindTunnelResult.load(out).query["mlp"].kl.value == res.query["mlp"].kl.value  # stored and read back
 
 
 def test_train_and_eval_hmm_authors_tiny(tmp_path, capsys, monkeypatch):
