@@ -33,15 +33,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from jaxtyping import Float, Int
 
-from geoprobe.windtunnel.tasks import Batch, BijectionTask, TaskError, forward_posterior
+from geoprobe.windtunnel.tasks import Batch, BijectionTask, TaskError, check_range, draw_rows, forward_posterior
 
 FLOOR_CENTS = 5  # the authors' 0.05 minimum, in hundredths
 N_PROB_TOKENS = 101 - FLOOR_CENTS  # 0.05 .. 1.00
-
-
-def _check(name: str, value: Any, lo: int, hi: int, flag: str) -> None:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
-        raise TaskError(f"{name} = {value!r} is out of range [{lo}, {hi}]; pass {flag} between {lo} and {hi}")
 
 
 @dataclass(frozen=True)
@@ -55,8 +50,8 @@ class AuthorsBijectionTask:
     bos: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        _check("V (bijection symbols)", self.V, 2, 100, "--vocab")
-        _check("K (bijection pairs, keys without replacement)", self.K, 1, self.V, "--length")
+        check_range("V (bijection symbols)", self.V, 2, 100, "--vocab")
+        check_range("K (bijection pairs, keys without replacement)", self.K, 1, self.V, "--length")
 
     @cached_property
     def vocab(self) -> tuple[str, ...]:
@@ -135,11 +130,6 @@ def discretise(p: Float[np.ndarray, "... C"]) -> Int[np.ndarray, "... C"]:
     return cents.reshape(shape)
 
 
-def _draw(p: Float[np.ndarray, "n C"], rng: np.random.Generator) -> Int[np.ndarray, " n"]:
-    u = rng.random((p.shape[0], 1))
-    return np.minimum((u > np.cumsum(p, axis=1)).sum(1), p.shape[1] - 1)
-
-
 @dataclass(frozen=True)
 class AuthorsHMMTask:
     """The authors' HMM: S states, V emissions, K steps; Dirichlet(1) rows clipped at 0.05."""
@@ -152,9 +142,9 @@ class AuthorsHMMTask:
     bos: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        _check("S (HMM states)", self.S, 2, 10, "--states")
-        _check("V (HMM emissions)", self.V, 2, 10, "--vocab")
-        _check("K (HMM steps)", self.K, 1, 500, "--length")
+        check_range("S (HMM states)", self.S, 2, 10, "--states")
+        check_range("V (HMM emissions)", self.V, 2, 10, "--vocab")
+        check_range("K (HMM steps)", self.K, 1, 500, "--length")
 
     @cached_property
     def vocab(self) -> tuple[str, ...]:
@@ -232,9 +222,9 @@ class AuthorsHMMTask:
         s = rng.integers(0, S, size=n)
         for t in range(K):
             if t:
-                s = _draw(Tp[rows, s], rng)
+                s = draw_rows(Tp[rows, s], rng)
             states[:, t] = s
-            obs[:, t] = _draw(Ep[rows, s], rng)
+            obs[:, t] = draw_rows(Ep[rows, s], rng)
         positions = self.header_len + 1 + 2 * np.arange(K)
         return Batch(self.encode(T, E, obs), forward_posterior(Tp, Ep, obs), positions, states)
 

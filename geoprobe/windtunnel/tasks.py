@@ -50,7 +50,7 @@ class TaskError(GeoprobeError):
     """A wind-tunnel task parameter out of range."""
 
 
-def _check_range(name: str, value: int, lo: int, hi: int, flag: str) -> None:
+def check_range(name: str, value: int, lo: int, hi: int, flag: str) -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
         raise TaskError(f"{name} = {value!r} is out of range [{lo}, {hi}]; pass {flag} between {lo} and {hi}")
 
@@ -103,8 +103,8 @@ class BijectionTask:
     bos: ClassVar[bool] = True  # sequences start with <bos> (the authors' convention has none)
 
     def __post_init__(self) -> None:
-        _check_range("V (bijection symbols)", self.V, 2, 100, "--vocab")
-        _check_range("K (bijection queries)", self.K, 1, 200, "--length")
+        check_range("V (bijection symbols)", self.V, 2, 100, "--vocab")
+        check_range("K (bijection queries)", self.K, 1, 200, "--length")
         if not 0.0 <= self.repeat <= 1.0:
             raise TaskError(f"repeat probability {self.repeat} is outside [0, 1]; pass --repeat between 0 and 1")
 
@@ -181,9 +181,9 @@ class HMMTask:
     bos: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        _check_range("S (HMM states)", self.S, 2, 10, "--states")
-        _check_range("V (HMM emissions)", self.V, 2, 10, "--vocab")
-        _check_range("K (HMM steps)", self.K, 1, 500, "--length")
+        check_range("S (HMM states)", self.S, 2, 10, "--states")
+        check_range("V (HMM emissions)", self.V, 2, 10, "--vocab")
+        check_range("K (HMM steps)", self.K, 1, 500, "--length")
         if not self.alpha > 0:
             raise TaskError(f"Dirichlet alpha = {self.alpha} must be > 0")
         if self.header not in ("indexed", "plain"):
@@ -253,9 +253,9 @@ class HMMTask:
         s = rng.integers(0, S, size=n)
         for t in range(K):
             if t:
-                s = _draw(Tp[rows, s], rng)
+                s = draw_rows(Tp[rows, s], rng)
             states[:, t] = s
-            obs[:, t] = _draw(Ep[rows, s], rng)
+            obs[:, t] = draw_rows(Ep[rows, s], rng)
         ids = np.empty((n, self.seq_len), dtype=np.int64)
         ids[:, 0] = 1
         values = 3 + np.concatenate([T.reshape(n, -1), E.reshape(n, -1)], axis=1)
@@ -275,7 +275,8 @@ class HMMTask:
         )
 
 
-def _draw(p: Float[np.ndarray, "n C"], rng: np.random.Generator) -> Int[np.ndarray, " n"]:
+def draw_rows(p: Float[np.ndarray, "n C"], rng: np.random.Generator) -> Int[np.ndarray, " n"]:
+    """One categorical draw per row of ``p`` (rows sum to 1), by inverse CDF."""
     u = rng.random((p.shape[0], 1))
     return np.minimum((u > np.cumsum(p, axis=1)).sum(1), p.shape[1] - 1)
 
