@@ -93,6 +93,17 @@ def one_blas_thread() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
+def t_interval(values: Float[np.ndarray, " n"], confidence: float = 0.95) -> Estimate:
+    """The mean of a few independent repeats (seeds) with its Student-t interval, n − 1 degrees of
+    freedom (NaN interval for one value)."""
+    a = np.asarray(values, dtype=np.float64)
+    m = float(a.mean())
+    if a.size < 2:
+        return Estimate(m, math.nan, math.nan, confidence)
+    half = float(scipy.stats.t.ppf((1 + confidence) / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size))
+    return Estimate(m, m - half, m + half, confidence)
+
+
 def se_interval(value: float, se: float, confidence: float, lo: float, hi: float) -> Estimate:
     """The normal-approximation interval ``value ± z·se`` clipped to ``[lo, hi]`` (NaN when undefined)."""
     if not (math.isfinite(value) and math.isfinite(se)):

@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.stats
 
-from geoprobe.analysis.stats import Estimate
+from geoprobe.analysis.stats import Estimate, t_interval
 from geoprobe.dynamics.config import DynamicsConfig
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph, provenance_section
@@ -27,16 +26,6 @@ class SeedRun(Record):
     seed: int
     sgd: tuple[float, ...]
     em: tuple[float, ...]
-
-
-def mean_ci(values: Any, confidence: float = 0.95) -> Estimate:
-    """Mean over seeds with its Student-t interval (NaN interval for one seed)."""
-    a = np.asarray(values, dtype=np.float64)
-    m = float(a.mean())
-    if a.size < 2:
-        return Estimate(m, math.nan, math.nan, confidence)
-    half = float(scipy.stats.t.ppf((1 + confidence) / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size))
-    return Estimate(m, m - half, m + half, confidence)
 
 
 def steps_to(losses: Any, threshold: float) -> int:
@@ -65,7 +54,7 @@ class DynamicsResult(Result, Page):
     # -- what the curves say ---------------------------------------------------------------
     def final(self, schedule: str) -> Estimate:
         """Loss after the last step (mean over seeds, t interval)."""
-        return mean_ci([getattr(r, schedule)[-1] for r in self.runs])
+        return t_interval([getattr(r, schedule)[-1] for r in self.runs])
 
     def threshold(self) -> float:
         """The authors' target: SGD's final loss, averaged over seeds."""
@@ -73,7 +62,7 @@ class DynamicsResult(Result, Page):
 
     def em_steps_to_sgd(self) -> Estimate:
         """Steps the EM-like schedule takes to reach SGD's final loss (mean over seeds, t interval)."""
-        e = mean_ci([steps_to(r.em, self.threshold()) for r in self.runs])
+        e = t_interval([steps_to(r.em, self.threshold()) for r in self.runs])
         if not math.isfinite(e.low):
             return e
         return Estimate(e.value, max(e.low, 0.0), min(e.high, float(self.config.steps)), e.confidence)

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.stats
 
-from geoprobe.analysis.stats import Estimate
+from geoprobe.analysis.stats import Estimate, t_interval
 from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.report.blocks import html_table
@@ -96,8 +95,9 @@ class SeedSpread(Record):
         a = np.asarray(values, dtype=np.float64)
         m = float(a.mean())
         sd = float(a.std(ddof=1)) if a.size > 1 else math.nan
-        half = float(scipy.stats.t.ppf((1 + confidence) / 2, a.size - 1)) * sd / math.sqrt(a.size)
-        ci = Estimate(m, m - half, m + half, confidence) if math.isfinite(half) else Estimate(m, m, m, confidence)
+        ci = t_interval(a, confidence)
+        if not math.isfinite(ci.low):  # one seed: the mean alone
+            ci = Estimate(m, m, m, confidence)
         return cls(measure, K, tuple(float(x) for x in a), ci, sd, float(a.min()), float(a.max()))
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
+from geoprobe.analysis.stats import t_interval
 from geoprobe.dynamics.config import DynamicsConfig, DynamicsError
-from geoprobe.dynamics.result import DynamicsResult, SeedRun, mean_ci, steps_to
+from geoprobe.dynamics.result import DynamicsResult, SeedRun, steps_to
 from geoprobe.dynamics.run import head_loss, init_weights, run_dynamics, train
 from geoprobe.dynamics.task import conditional_entropy_nats, sample, transition_matrix
 
@@ -78,7 +79,7 @@ def test_run_result_round_trip_and_page(tmp_path):
 
 def test_steps_to_threshold_and_mean_ci():
     assert steps_to([3.0, 2.0, 1.0], 1.5) == 2 and steps_to([3.0, 2.0], 1.0) == 2
-    e = mean_ci([1.0, 2.0, 3.0])
+    e = t_interval([1.0, 2.0, 3.0])
     t = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # Student t, 2 df, 0.975 quantile in closed form
     assert e.value == 2.0 and e.high - e.value == pytest.approx(t * 1.0 / math.sqrt(3), rel=1e-12)  # SD 1
     cfg = DynamicsConfig(length=10, steps=3, seeds=2)
