@@ -17,20 +17,7 @@ from geoprobe.windtunnel.invariance import (
     tunnel_invariance,
 )
 from geoprobe.windtunnel.tasks import HMMTask, entropy_bits
-
-
-def _enumerated_posterior(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.ndarray:
-    """P(s_t | o_1..o_t) by summing over every state path (uniform start): independent of the forward pass."""
-    S, K = T.shape[0], len(obs)
-    out = np.zeros((K, S))
-    for t in range(K):
-        for path in itertools.product(range(S), repeat=t + 1):
-            w = 1.0 / S * E[path[0], obs[0]]
-            for u in range(1, t + 1):
-                w *= T[path[u - 1], path[u]] * E[path[u], obs[u]]
-            out[t, path[-1]] += w
-        out[t] /= out[t].sum()
-    return out
+from tests.windtunnel.enumeration import hmm_path_posterior
 
 
 @pytest.mark.parametrize("header", ["indexed", "plain"])
@@ -49,7 +36,7 @@ def test_relabelled_batch_is_the_same_hmm_with_states_renamed(header):
             assert E2[perm[b, i], o] == E[i, o]
         obs = batch.ids[b, task.header_len :] - task.vocab.index("o0")
         # the posterior of the renamed HMM, by enumeration over paths, is the old one renamed
-        assert np.allclose(moved.targets[b], _enumerated_posterior(T2, E2, obs), atol=1e-12)
+        assert np.allclose(moved.targets[b], hmm_path_posterior(T2, E2, obs), atol=1e-12)
         assert np.allclose(moved.targets[b][:, perm[b]], batch.targets[b], atol=1e-12)
         assert (moved.labels[b] == perm[b][batch.labels[b]]).all()
     changed = moved.ids != batch.ids

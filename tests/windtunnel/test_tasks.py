@@ -9,6 +9,7 @@ import pytest
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.tasks import BijectionTask, HMMTask, entropy_bits, forward_posterior, make_task
+from tests.windtunnel.enumeration import hmm_path_posterior
 
 
 def _brute_bijection(V, keys, vals, t):
@@ -53,20 +54,6 @@ def test_bijection_repeats_are_point_masses():
     assert (np.take_along_axis(b.targets, b.labels[..., None], -1) > 0).all()
 
 
-def _brute_hmm(T, E, obs):
-    S = T.shape[0]
-    K = len(obs)
-    out = np.zeros((K, S))
-    for t in range(K):
-        for seq in itertools.product(range(S), repeat=t + 1):
-            p = 1.0 / S * E[seq[0], obs[0]]
-            for u in range(1, t + 1):
-                p *= T[seq[u - 1], seq[u]] * E[seq[u], obs[u]]
-            out[t, seq[-1]] += p
-        out[t] /= out[t].sum()
-    return out
-
-
 @pytest.mark.parametrize("header", ["indexed", "plain"])
 def test_hmm_forward_posterior_matches_enumeration(header):
     task = HMMTask(S=3, V=3, K=5, header=header)
@@ -76,7 +63,7 @@ def test_hmm_forward_posterior_matches_enumeration(header):
         np.testing.assert_allclose(T.sum(1), 1.0)
         np.testing.assert_allclose(E.sum(1), 1.0)
         obs = b.ids[i, task.header_len :] - 3 - 101
-        np.testing.assert_allclose(b.targets[i], _brute_hmm(T, E, obs), atol=1e-12)
+        np.testing.assert_allclose(b.targets[i], hmm_path_posterior(T, E, obs), atol=1e-12)
 
 
 def test_hmm_header_is_the_generating_hmm():
