@@ -38,11 +38,6 @@ def check_seed_dir(path: Path) -> None:
     check_replaceable_dir(path, SEED_DIR_FILES, "windtunnel.json")
 
 
-def default_seeds_dir(task: str, scale: str, convention: str = "geoprobe") -> Path:
-    suffix = "-authors" if convention == "authors" else ""
-    return Path("runs") / f"windtunnel-{task}-{scale}{suffix}-seeds"
-
-
 def _done(seed_dir: Path, request: dict[str, Any], figures: Optional[str]) -> bool:
     """The seed's results, page (and requested figures) are there, made by this very request."""
     result, page = WindTunnelResult.FILE, str(WindTunnelResult.PAGE)
@@ -66,12 +61,14 @@ def execute_seeds(
     *,
     run_one: Callable[[Any, OutputOptions, Optional[int], str], Any],
     request_of: Callable[[Any, Optional[int], str], dict[str, Any]],
+    default_out: Path,
 ) -> Any:
     """Train, evaluate and report ``config`` once per seed of ``config.seeds``, then the spread:
     ``run_one(config, output, threads, device)`` runs one seed (``execute_tunnel``), ``request_of`` is
-    what it records beside its windtunnel.json (``tunnel_request``)."""
+    what it records beside its windtunnel.json (``tunnel_request``); ``default_out`` is ``OUT`` when
+    ``--out`` is not given (the single run's default directory plus ``-seeds``)."""
     seeds = seed_list(config.seeds, config.seed)
-    top = output.out or default_seeds_dir(config.task, config.scale, config.convention)
+    top = output.out or default_out
     names = {s: seed_dir_name(s) for s in seeds}
     outputs = RunOutputs(
         result=TunnelSeeds.FILE,

@@ -304,7 +304,16 @@ def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = 
     if config.seeds is not None:
         from geoprobe.cli.tunnel_seeds import execute_seeds
 
-        return execute_seeds(config, output, threads, device, run_one=execute_tunnel, request_of=tunnel_request)
+        single = default_dir(config.task, config.scale, config.convention)
+        return execute_seeds(
+            config,
+            output,
+            threads,
+            device,
+            run_one=execute_tunnel,
+            request_of=tunnel_request,
+            default_out=single.with_name(f"{single.name}-seeds"),
+        )
     run_dir = output.out or default_dir(config.task, config.scale, config.convention)
     request = tunnel_request(config, threads, device)
 
