@@ -15,229 +15,98 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import sys
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from tests.cli import cases_clear, cases_force, cases_sizes, cases_text, cases_wrong
 from tests.cli import odd_inputs as odd
-
-TWIN = "twin:llama-3.2-1b"  # three layers, loads in about a second
-MARKER = "imported.marker"  # what the custom code of the auto_map directory would write if it ran
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    argv: tuple[str, ...]  # after `geoprobe`; paths are relative to the case's working directory
-    bad: str  # the bad input, in words (docs/errors.md)
-    expect: tuple[str, ...]  # substrings of the error line
-    setup: tuple[str, ...] = ()  # names in SETUPS, run in the working directory first
-    code: int = 2
-    needs_no_cuda: bool = False  # the bad input is --device cuda: valid where CUDA exists
-    env: tuple[tuple[str, str], ...] = ()  # environment variables set while the case runs (shown in the docs)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: int
-    out: str
-    err: str
-    changed: tuple[str, ...]  # files created, modified or removed under the working directory
-    loaded: tuple[str, ...]  # models the case asked load_model for
-
-    @property
-    def lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
-
-
-# ---------------------------------------------------------------- setups (run in the case's cwd)
-
-
-def _text(name: str, text: str) -> Callable[[Path], None]:
-    def make(d: Path) -> None:
-        (d / name).parent.mkdir(parents=True, exist_ok=True)
-        (d / name).write_text(text, encoding="utf-8")
-
-    return make
-
-
-def _edited_config(target: Path, **changes: object) -> Path:
-    """``config.json`` of a saved model with ``changes`` applied (None removes the key)."""
-    cfg = json.loads((target / "config.json").read_text())
-    for k, v in changes.items():
-        if v is None:
-            cfg.pop(k, None)
-        else:
-            cfg[k] = v
-    (target / "config.json").write_text(json.dumps(cfg))
-    return target
-
-
-def _json(name: str, data: object) -> Callable[[Path], None]:
-    return _text(name, json.dumps(data))
-
-
-def _tiny_model_dir(d: Path, name: str, *, pickle: bool, custom_code: bool = False) -> Path:
-    """A loadable tiny Llama directory (config, tokenizer, weights as pytorch_model.bin or
-    model.safetensors); with ``custom_code`` its config asks for a model class from its own .py file."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from geoprobe.models.twins import embedded_tokenizer, twin_config
-
-    target = d / name
-    target.mkdir(parents=True, exist_ok=True)
-    tok = embedded_tokenizer()
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(twin_config("llama-3.2-1b", "tiny", vocab_size=len(tok)))
-    tok.save_pretrained(target)
-    if custom_code:
-        model.config.save_pretrained(target)
-        cfg = json.loads((target / "config.json").read_text())
-        cfg.update(
-            model_type="geoprobe_custom",
-            architectures=["CustomForCausalLM"],
-            auto_map={
-                "AutoConfig": "custom_model.CustomConfig",
-                "AutoModelForCausalLM": "custom_model.CustomForCausalLM",
-            },
-        )
-        (target / "config.json").write_text(json.dumps(cfg))
-        marker = (target / MARKER).resolve()
-        (target / "custom_model.py").write_text(
-            f"from pathlib import Path\nPath({str(marker)!r}).write_text('custom code ran')\n"
-            "from transformers import LlamaConfig, LlamaForCausalLM\n"
-            "class CustomConfig(LlamaConfig):\n    model_type = 'geoprobe_custom'\n"
-            "class CustomForCausalLM(LlamaForCausalLM):\n    config_class = CustomConfig\n"
-        )
-        model.save_pretrained(target, safe_serialization=True)
-        (target / "config.json").write_text(json.dumps(cfg))  # save_pretrained rewrote it
-    elif pickle:
-        model.config.save_pretrained(target)
-        torch.save(model.state_dict(), target / "pytorch_model.bin")
-    else:
-        model.save_pretrained(target, safe_serialization=True)
-    return target
-
-
-def _kind_json(d: Path, name: str, module: str, version: int | None = None) -> None:
-    """A results file head of the kind (and version) that ``module`` writes; the rest is irrelevant
-    because the kind is checked first."""
-    import importlib
-
-    m = importlib.import_module(module)
-    _json(name, {"kind": m.RESULTS_KIND, "version": version or m.RESULTS_VERSION, "geoprobe": "0.0"})(d)
-
-
-class _Payload:
-    """Unpickling this runs ``Path(marker).touch()``: what a malicious pytorch_model.bin could do."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self):
-        return (Path.touch, (self.marker,))
-
-
-def _payload_model_dir(d: Path) -> None:
-    """A pickled model directory whose weights also carry a code-running object."""
-    import torch
-
-    target = _tiny_model_dir(d, "payload", pickle=True)
-    state = torch.load(target / "pytorch_model.bin", weights_only=True)
-    state["extra"] = _Payload((target / MARKER).resolve())
-    torch.save(state, target / "pytorch_model.bin")
-
-
-def _recipe(name: str, body: str) -> Callable[[Path], None]:
-    return _text(name, body)
-
-
-def _owned_json(name: str, kind: str) -> Callable[[Path], None]:
-    """A results file head that geoprobe recognises as its own (the kind is all that matters here)."""
-    return _json(name, {"kind": kind, "version": 1, "geoprobe": "0.1.0"})
-
-
-def _owned_page(name: str) -> Callable[[Path], None]:
-    from geoprobe.outputs import GENERATOR_META
-
-    return _text(name, f"<!DOCTYPE html>\n<html><head>{GENERATOR_META}<title>geoprobe scan</title></head></html>\n")
-
+from tests.cli.case_kit import (
+    TWIN,
+    Case,
+    Outcome,
+    case,
+    edited_config,
+    json_file,
+    kind_json,
+    owned_json,
+    owned_page,
+    payload_model_dir,
+    recipe,
+    text,
+    tiny_model_dir,
+)
 
 SETUPS: dict[str, Callable[[Path], None]] = {
-    "empty_prompts": _text("empty.txt", "\n   \n"),
-    "few_prompts": _text("few.txt", "The cat sat on the\nOnce upon a time\nIn 1905 Einstein published\n"),
+    "empty_prompts": text("empty.txt", "\n   \n"),
+    "few_prompts": text("few.txt", "The cat sat on the\nOnce upon a time\nIn 1905 Einstein published\n"),
     "latin1_prompts": lambda d: (d / "latin1.txt").write_bytes("café au lait\n".encode("latin-1")),
-    "prompts": _text("p.txt", "".join(f"Prompt number {i} says that the weather\n" for i in range(12))),
-    "fake_gguf": _text("model.gguf", "this is a text file, not GGUF\n"),
-    "scan_run": lambda d: (_owned_json("run/results.json", "geoprobe.scan")(d), _owned_page("run/report.html")(d)),
-    "sula_run": lambda d: _owned_json("run/sula.json", "geoprobe.sula")(d),
-    "intervene_run": lambda d: _owned_json("run/intervene.json", "geoprobe.intervene")(d),
-    "domains_run": lambda d: _owned_json("run/domains.json", "geoprobe.domains")(d),
-    "positional_run": lambda d: _owned_json("run/positional.json", "geoprobe.positional")(d),
-    "denoise_run": lambda d: _owned_json("run/denoise.json", "geoprobe.denoise")(d),
-    "windtunnel_run": lambda d: _owned_json("run/windtunnel.json", "geoprobe.windtunnel")(d),
-    "capture_dir": _text("out/existing.txt", "keep me\n"),
+    "prompts": text("p.txt", "".join(f"Prompt number {i} says that the weather\n" for i in range(12))),
+    "fake_gguf": text("model.gguf", "this is a text file, not GGUF\n"),
+    "scan_run": lambda d: (owned_json("run/results.json", "geoprobe.scan")(d), owned_page("run/report.html")(d)),
+    "sula_run": lambda d: owned_json("run/sula.json", "geoprobe.sula")(d),
+    "intervene_run": lambda d: owned_json("run/intervene.json", "geoprobe.intervene")(d),
+    "domains_run": lambda d: owned_json("run/domains.json", "geoprobe.domains")(d),
+    "positional_run": lambda d: owned_json("run/positional.json", "geoprobe.positional")(d),
+    "denoise_run": lambda d: owned_json("run/denoise.json", "geoprobe.denoise")(d),
+    "windtunnel_run": lambda d: owned_json("run/windtunnel.json", "geoprobe.windtunnel")(d),
+    "capture_dir": text("out/existing.txt", "keep me\n"),
     # issue 17: what geoprobe did not write is never replaced; where it cannot write, it says so first
     "owned_capture": lambda d: (
-        _owned_json("out/capture.json", "geoprobe.capture")(d),
-        _text("out/arrays.safetensors", "arrays")(d),
+        owned_json("out/capture.json", "geoprobe.capture")(d),
+        text("out/arrays.safetensors", "arrays")(d),
     ),
-    "foreign_project": lambda d: (_text("proj/important.txt", "x\n")(d), (d / "proj" / "other_run").mkdir()),
-    "a_file": _text("afile", "a regular file, not a directory\n"),
+    "foreign_project": lambda d: (text("proj/important.txt", "x\n")(d), (d / "proj" / "other_run").mkdir()),
+    "a_file": text("afile", "a regular file, not a directory\n"),
     "scan_run_foreign_page": lambda d: (
-        _owned_json("run/results.json", "geoprobe.scan")(d),
-        _text("run/report.html", "<html><body>my own notes</body></html>")(d),
+        owned_json("run/results.json", "geoprobe.scan")(d),
+        text("run/report.html", "<html><body>my own notes</body></html>")(d),
     ),
     "scan_capture_foreign": lambda d: (
-        _owned_json("run/results.json", "geoprobe.scan")(d),
-        _owned_page("run/report.html")(d),
-        _text("run/capture/notes.txt", "mine\n")(d),
+        owned_json("run/results.json", "geoprobe.scan")(d),
+        owned_page("run/report.html")(d),
+        text("run/capture/notes.txt", "mine\n")(d),
     ),
-    "sula_json_foreign": _text("run/sula.json", '{"my": "own data"}'),
-    "wt_foreign_learner": _text("wt/transformer/notes.txt", "my notes\n"),
-    "capture_results": lambda d: _owned_json("capture.json", "geoprobe.capture")(d),
-    "sula_recipe": _recipe("sula.toml", '[probe]\ncommand = "sula"\n'),
-    "recipe_layers_string": _recipe("layers.toml", '[probe]\ncommand = "scan"\n[capture]\nlayers = "0,1"\n'),
-    "recipe_nested": _recipe("nested.toml", '[probe]\ncommand = "intervene"\n[intervene]\nexperiments = [[1, [2]]]\n'),
-    "recipe_empty": _recipe("empty.toml", ""),
-    "recipe_no_probe": _recipe("noprobe.toml", "[capture]\nbatch_size = 2\n"),
-    "recipe_set_and_file": _recipe(
-        "both.toml", '[probe]\ncommand = "scan"\n[prompts]\nset = "mixed"\nfile = "p.txt"\n'
+    "sula_json_foreign": text("run/sula.json", '{"my": "own data"}'),
+    "wt_foreign_learner": text("wt/transformer/notes.txt", "my notes\n"),
+    "capture_results": lambda d: owned_json("capture.json", "geoprobe.capture")(d),
+    "sula_recipe": recipe("sula.toml", '[probe]\ncommand = "sula"\n'),
+    "recipe_layers_string": recipe("layers.toml", '[probe]\ncommand = "scan"\n[capture]\nlayers = "0,1"\n'),
+    "recipe_nested": recipe("nested.toml", '[probe]\ncommand = "intervene"\n[intervene]\nexperiments = [[1, [2]]]\n'),
+    "recipe_empty": recipe("empty.toml", ""),
+    "recipe_no_probe": recipe("noprobe.toml", "[capture]\nbatch_size = 2\n"),
+    "recipe_set_and_file": recipe("both.toml", '[probe]\ncommand = "scan"\n[prompts]\nset = "mixed"\nfile = "p.txt"\n'),
+    "sample_out": text("sampled.jsonl", '{"set": "mixed", "prompt": "The cat sat on the"}\n'),
+    "sample_out_foreign": text("mine.jsonl", '"keep me"\n'),
+    "wt_results": json_file("wt.json", {"kind": "geoprobe.windtunnel", "version": 1, "geoprobe": "0.0"}),
+    "scan_results_kind": lambda d: kind_json(d, "scan.json", "geoprobe.scan.result"),
+    "sula_results": json_file("sula.json", {"kind": "geoprobe.sula", "version": 1, "geoprobe": "0.0"}),
+    "corrupt_results": text("results.json", '{"kind": "geoprobe.scan", "layers": [0, 1'),
+    "future_results": lambda d: kind_json(d, "results.json", "geoprobe.scan.result", version=999),
+    "recipe_unknown_key": recipe("bad_key.toml", '[probe]\ncommand = "scan"\n[analyses]\nn_resampels = 10\n'),
+    "recipe_unknown_section": recipe("bad_section.toml", '[probe]\ncommand = "scan"\n[analysis]\nseed = 1\n'),
+    "recipe_wrong_type": recipe("bad_type.toml", '[probe]\ncommand = "scan"\n[analyses]\nn_resamples = "many"\n'),
+    "recipe_unknown_command": recipe("bad_cmd.toml", '[probe]\ncommand = "scna"\n'),
+    "recipe_bad_toml": recipe("broken.toml", "[probe\ncommand = scan\n"),
+    "recipe_wt_wrong_type": recipe("wt.toml", '[probe]\ncommand = "windtunnel"\n[windtunnel]\nvocab = "ten"\n'),
+    "recipe_sula_unknown_key": recipe("sula.toml", '[probe]\ncommand = "sula"\n[sula]\nn_per_kk = 3\n'),
+    "pickle_dir": lambda d: tiny_model_dir(d, "pickled", pickle=True),
+    "heads_5_dir": lambda d: edited_config(
+        tiny_model_dir(d, "heads5", pickle=False), num_attention_heads=5, head_dim=None
     ),
-    "sample_out": _text("sampled.jsonl", '{"set": "mixed", "prompt": "The cat sat on the"}\n'),
-    "sample_out_foreign": _text("mine.jsonl", '"keep me"\n'),
-    "wt_results": _json("wt.json", {"kind": "geoprobe.windtunnel", "version": 1, "geoprobe": "0.0"}),
-    "scan_results_kind": lambda d: _kind_json(d, "scan.json", "geoprobe.scan.result"),
-    "sula_results": _json("sula.json", {"kind": "geoprobe.sula", "version": 1, "geoprobe": "0.0"}),
-    "corrupt_results": _text("results.json", '{"kind": "geoprobe.scan", "layers": [0, 1'),
-    "future_results": lambda d: _kind_json(d, "results.json", "geoprobe.scan.result", version=999),
-    "recipe_unknown_key": _recipe("bad_key.toml", '[probe]\ncommand = "scan"\n[analyses]\nn_resampels = 10\n'),
-    "recipe_unknown_section": _recipe("bad_section.toml", '[probe]\ncommand = "scan"\n[analysis]\nseed = 1\n'),
-    "recipe_wrong_type": _recipe("bad_type.toml", '[probe]\ncommand = "scan"\n[analyses]\nn_resamples = "many"\n'),
-    "recipe_unknown_command": _recipe("bad_cmd.toml", '[probe]\ncommand = "scna"\n'),
-    "recipe_bad_toml": _recipe("broken.toml", "[probe\ncommand = scan\n"),
-    "recipe_wt_wrong_type": _recipe("wt.toml", '[probe]\ncommand = "windtunnel"\n[windtunnel]\nvocab = "ten"\n'),
-    "recipe_sula_unknown_key": _recipe("sula.toml", '[probe]\ncommand = "sula"\n[sula]\nn_per_kk = 3\n'),
-    "pickle_dir": lambda d: _tiny_model_dir(d, "pickled", pickle=True),
-    "heads_5_dir": lambda d: _edited_config(
-        _tiny_model_dir(d, "heads5", pickle=False), num_attention_heads=5, head_dim=None
-    ),
-    "kv_heads_3_dir": lambda d: _edited_config(_tiny_model_dir(d, "kv3", pickle=False), num_key_value_heads=3),
-    "plain_model_dir": lambda d: _tiny_model_dir(d, "plain", pickle=False),
-    "custom_code_dir": lambda d: _tiny_model_dir(d, "custom", pickle=False, custom_code=True),
-    "payload_pickle_dir": _payload_model_dir,
-    "not_a_run": _text("notarun/readme.txt", "not a wind-tunnel run\n"),
+    "kv_heads_3_dir": lambda d: edited_config(tiny_model_dir(d, "kv3", pickle=False), num_key_value_heads=3),
+    "plain_model_dir": lambda d: tiny_model_dir(d, "plain", pickle=False),
+    "custom_code_dir": lambda d: tiny_model_dir(d, "custom", pickle=False, custom_code=True),
+    "payload_pickle_dir": payload_model_dir,
+    "not_a_run": text("notarun/readme.txt", "not a wind-tunnel run\n"),
     # issue 17: runaway and odd inputs
     "huge_prompts": odd.sparse_file("big.txt", 50 * 2**20),
     "fifo_prompts": lambda d: os.mkfifo(d / "fifo.txt"),
-    "zero_width_prompts": _text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
+    "zero_width_prompts": text("zw.txt", "\u200b\n\ufeff\u200d\n \u2060 \n"),
     "link_loops": odd.link_loops,
-    "damaged_model_dir": lambda d: odd.truncate_half(_tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
+    "damaged_model_dir": lambda d: odd.truncate_half(tiny_model_dir(d, "damaged", pickle=False) / "model.safetensors"),
     "damaged_tunnel": odd.damaged_tunnel,
     "long_prompts": odd.long_prompts,
     "results_n_huge": odd.edited_results(n_prompts=10**30),
@@ -248,30 +117,15 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 # ---------------------------------------------------------------- the cases
 
 
-def _c(
-    id: str,
-    argv: str | tuple[str, ...],
-    bad: str,
-    *expect: str,
-    setup: tuple[str, ...] = (),
-    code: int = 2,
-    env: tuple[tuple[str, str], ...] = (),
-) -> Case:
-    words = tuple(argv.split()) if isinstance(argv, str) else argv
-    return Case(
-        id=id, argv=words, bad=bad, expect=expect, setup=setup, code=code, needs_no_cuda="cuda" in words, env=env
-    )
-
-
 CASES: tuple[Case, ...] = (
     # usage errors from typer/click
-    _c("no-such-command", "scna", "misspelt subcommand", "No such command 'scna'"),
-    _c("models-unknown-option", "models --jsn", "unknown option", "No such option: --jsn"),
-    _c("models-format-unknown", "models --format xml", "--format not table/json", "--format 'xml'", "--format json"),
-    _c("models-json-and-table", "models --json --format table", "--json with --format table", "contradict"),
-    _c("prompts-extra-argument", "prompts mixed", "unexpected argument", "unexpected extra argument(s) (mixed)"),
-    _c("capture-missing-out", f"capture --model {TWIN}", "required --out missing", "Missing option '--out'"),
-    _c(
+    case("no-such-command", "scna", "misspelt subcommand", "No such command 'scna'"),
+    case("models-unknown-option", "models --jsn", "unknown option", "No such option: --jsn"),
+    case("models-format-unknown", "models --format xml", "--format not table/json", "--format 'xml'", "--format json"),
+    case("models-json-and-table", "models --json --format table", "--json with --format table", "contradict"),
+    case("prompts-extra-argument", "prompts mixed", "unexpected argument", "unexpected extra argument(s) (mixed)"),
+    case("capture-missing-out", f"capture --model {TWIN}", "required --out missing", "Missing option '--out'"),
+    case(
         "capture-batch-not-int",
         f"capture --model {TWIN} --batch-size many --out out",
         "non-integer --batch-size",
@@ -279,28 +133,28 @@ CASES: tuple[Case, ...] = (
         "valid integer",
     ),
     # models
-    _c(
+    case(
         "unknown-alias",
         "capture --model pythia-41m --out out",
         "unknown model alias",
         "unknown model 'pythia-41m'",
         "closest aliases: pythia-410m",
     ),
-    _c(
+    case(
         "missing-local-dir",
         "capture --model ./no/such/model --out out",
         "local model directory that does not exist",
         "model directory './no/such/model' does not exist",
         "--model",
     ),
-    _c(
+    case(
         "missing-gguf",
         "capture --model nothere.gguf --out out",
         ".gguf path that does not exist",
         "'nothere.gguf'",
         "does not exist",
     ),
-    _c(
+    case(
         "not-gguf",
         "capture --model model.gguf --out out",
         "a .gguf that is not GGUF",
@@ -309,7 +163,7 @@ CASES: tuple[Case, ...] = (
         "--model",
         setup=("fake_gguf",),
     ),
-    _c(
+    case(
         "bad-revision",
         "capture --model pythia-410m --revision step7 --out out",
         "a Pythia checkpoint that does not exist",
@@ -317,8 +171,8 @@ CASES: tuple[Case, ...] = (
         "step143000",
         "--revision",
     ),
-    _c("dtype", f"capture --model {TWIN} --dtype float8 --out out", "--dtype nonsense", "'float8'", "--dtype"),
-    _c(
+    case("dtype", f"capture --model {TWIN} --dtype float8 --out out", "--dtype nonsense", "'float8'", "--dtype"),
+    case(
         "device-cuda",
         f"capture --model {TWIN} --device cuda --out out",
         "--device cuda without a GPU",
@@ -326,7 +180,7 @@ CASES: tuple[Case, ...] = (
         "no CUDA device",
         "--device cpu",
     ),
-    _c(
+    case(
         "device-nonsense",
         f"scan --model {TWIN} --device gpu0 --prompts p.txt --out run",
         "--device nonsense",
@@ -334,7 +188,7 @@ CASES: tuple[Case, ...] = (
         "not a torch device",
         setup=("prompts",),
     ),
-    _c(
+    case(
         "pickle-without-flag",
         "capture --model pickled --out out",
         "weights only as pytorch_model.bin (pickle)",
@@ -342,7 +196,7 @@ CASES: tuple[Case, ...] = (
         "--allow-pickle",
         setup=("pickle_dir",),
     ),
-    _c(
+    case(
         "pickle-payload",
         "capture --model payload --allow-pickle --out out",
         "--allow-pickle, but the pickle holds a code-running object",
@@ -350,7 +204,7 @@ CASES: tuple[Case, ...] = (
         "weights_only=True",
         setup=("payload_pickle_dir",),
     ),
-    _c(
+    case(
         "remote-code-without-flag",
         "capture --model custom --out out",
         "config with auto_map (custom model code)",
@@ -360,8 +214,8 @@ CASES: tuple[Case, ...] = (
         setup=("custom_code_dir",),
     ),
     # capture options
-    _c("layers-syntax", f"capture --model {TWIN} --layers a,b --out out", "--layers not integers", "--layers 'a,b'"),
-    _c(
+    case("layers-syntax", f"capture --model {TWIN} --layers a,b --out out", "--layers not integers", "--layers 'a,b'"),
+    case(
         "layer-out-of-range",
         f"capture --model {TWIN} --layers 0,9 --out out",
         "layer beyond the model",
@@ -369,15 +223,15 @@ CASES: tuple[Case, ...] = (
         "out of range",
         "--layers",
     ),
-    _c("batch-size-zero", f"capture --model {TWIN} --batch-size 0 --out out", "--batch-size 0", "0", "--batch-size"),
-    _c(
+    case("batch-size-zero", f"capture --model {TWIN} --batch-size 0 --out out", "--batch-size 0", "0", "--batch-size"),
+    case(
         "padding-side",
         f"capture --model {TWIN} --padding-side middle --out out",
         "--padding-side nonsense",
         "'middle'",
         "--padding-side",
     ),
-    _c(
+    case(
         "capture-out-exists",
         f"capture --model {TWIN} --out out",
         "--out holds a capture, no --overwrite",
@@ -385,7 +239,7 @@ CASES: tuple[Case, ...] = (
         "--overwrite",
         setup=("owned_capture",),
     ),
-    _c(
+    case(
         "capture-out-foreign",
         f"capture --model {TWIN} --out out",
         "--out holds a file geoprobe did not write",
@@ -393,7 +247,7 @@ CASES: tuple[Case, ...] = (
         "did not write",
         setup=("capture_dir",),
     ),
-    _c(
+    case(
         "capture-overwrite-foreign",
         f"capture --model {TWIN} --out proj --overwrite",
         "--overwrite on a directory holding other files",
@@ -401,14 +255,14 @@ CASES: tuple[Case, ...] = (
         "did not write",
         setup=("foreign_project",),
     ),
-    _c(
+    case(
         "capture-out-cwd",
         f"capture --model {TWIN} --out .",
         "--out is the working directory",
         "'.'",
         "working directory",
     ),
-    _c(
+    case(
         "capture-out-is-file",
         f"capture --model {TWIN} --out afile",
         "--out names a regular file",
@@ -416,7 +270,7 @@ CASES: tuple[Case, ...] = (
         "is a file",
         setup=("a_file",),
     ),
-    _c(
+    case(
         "out-under-a-file",
         f"scan --model {TWIN} --prompts p.txt --out afile/run",
         "--out lies under a regular file",
@@ -424,7 +278,7 @@ CASES: tuple[Case, ...] = (
         "not a directory",
         setup=("a_file", "prompts"),
     ),
-    _c(
+    case(
         "out-not-writable",
         f"scan --model {TWIN} --prompts p.txt --out /proc/geoprobe-run",
         "--out where nothing can be written",
@@ -432,14 +286,14 @@ CASES: tuple[Case, ...] = (
         "cannot write",
         setup=("prompts",),
     ),
-    _c(
+    case(
         "layers-empty",
         ("capture", "--model", TWIN, "--layers", " , ,", "--out", "out"),
         "--layers naming no layer",
         "names nothing",
         "--layers 0,12,-1 (or all)",
     ),
-    _c(
+    case(
         "revision-on-twin",
         f"capture --model {TWIN} --revision step0 --out out",
         "--revision on a twin",
@@ -447,7 +301,7 @@ CASES: tuple[Case, ...] = (
         "does not apply",
         "twin",
     ),
-    _c(
+    case(
         "seed-too-large",
         f"scan --model {TWIN} --prompts p.txt --seed 18446744073709551616 --out run",
         "--seed of 2**64",
@@ -456,7 +310,7 @@ CASES: tuple[Case, ...] = (
         "--seed",
         setup=("prompts",),
     ),
-    _c(
+    case(
         "seed-negative",
         f"scan --model {TWIN} --prompts p.txt --seed -1 --out run",
         "negative --seed",
@@ -465,7 +319,7 @@ CASES: tuple[Case, ...] = (
         setup=("prompts",),
     ),
     # prompts
-    _c(
+    case(
         "prompt-file-missing",
         f"capture --model {TWIN} --prompts nope.txt --out out",
         "prompt file missing",
@@ -473,7 +327,7 @@ CASES: tuple[Case, ...] = (
         "does not exist",
         "--prompts",
     ),
-    _c(
+    case(
         "prompt-file-empty",
         f"capture --model {TWIN} --prompts empty.txt --out out",
         "prompt file empty",
@@ -481,7 +335,7 @@ CASES: tuple[Case, ...] = (
         "holds no prompts",
         setup=("empty_prompts",),
     ),
-    _c(
+    case(
         "prompt-file-latin1",
         f"capture --model {TWIN} --prompts latin1.txt --out out",
         "prompt file not UTF-8",
@@ -489,7 +343,7 @@ CASES: tuple[Case, ...] = (
         "UTF-8",
         setup=("latin1_prompts",),
     ),
-    _c(
+    case(
         "too-few-prompts",
         f"scan --model {TWIN} --prompts few.txt --out run",
         "3 prompts for a scan",
@@ -498,7 +352,7 @@ CASES: tuple[Case, ...] = (
         "--prompts",
         setup=("few_prompts",),
     ),
-    _c(
+    case(
         "unknown-prompt-set",
         f"scan --model {TWIN} --prompts mathz --out run",
         "unknown prompt set",
@@ -506,7 +360,7 @@ CASES: tuple[Case, ...] = (
         "available: builtin, mixed",
         "--prompts/--domain",
     ),
-    _c(
+    case(
         "prompts-and-domain",
         f"scan --model {TWIN} --prompts builtin --domain math --out run",
         "--prompts and --domain both",
@@ -514,14 +368,14 @@ CASES: tuple[Case, ...] = (
         "--domain 'math'",
         "only one",
     ),
-    _c(
+    case(
         "sample-not-corpus",
         f"sample --model {TWIN} --prompts builtin --out s.jsonl",
         "sample from a non-corpus set",
         "--prompts 'builtin'",
         "not a corpus set",
     ),
-    _c(
+    case(
         "sample-out-exists",
         f"sample --model {TWIN} --out sampled.jsonl",
         "--out exists, no --force",
@@ -529,7 +383,7 @@ CASES: tuple[Case, ...] = (
         "--force",
         setup=("sample_out",),
     ),
-    _c(
+    case(
         "sample-force-foreign",
         f"sample --model {TWIN} --out mine.jsonl --force",
         "--force on a file of the user's",
@@ -538,7 +392,7 @@ CASES: tuple[Case, ...] = (
         setup=("sample_out_foreign",),
     ),
     # scan / run
-    _c(
+    case(
         "scan-out-exists",
         f"scan --model {TWIN} --prompts p.txt --out run",
         "existing run without --force",
@@ -546,7 +400,7 @@ CASES: tuple[Case, ...] = (
         "--force",
         setup=("prompts", "scan_run"),
     ),
-    _c(
+    case(
         "scan-force-foreign-page",
         f"scan --model {TWIN} --prompts p.txt --out run --force",
         "--force where report.html is not geoprobe's",
@@ -554,7 +408,7 @@ CASES: tuple[Case, ...] = (
         "not written by geoprobe",
         setup=("prompts", "scan_run_foreign_page"),
     ),
-    _c(
+    case(
         "scan-force-foreign-capture",
         f"scan --model {TWIN} --prompts p.txt --out run --force",
         "--force where capture/ holds a file of the user's",
@@ -562,43 +416,43 @@ CASES: tuple[Case, ...] = (
         "did not write",
         setup=("prompts", "scan_capture_foreign"),
     ),
-    _c("scan-null", f"scan --model {TWIN} --null uniform --out run", "--null nonsense", "'uniform'", "--null"),
-    _c(
+    case("scan-null", f"scan --model {TWIN} --null uniform --out run", "--null nonsense", "'uniform'", "--null"),
+    case(
         "scan-ci-layers",
         f"scan --model {TWIN} --ci-layers some --out run",
         "--ci-layers nonsense",
         "'some'",
         "--ci-layers",
     ),
-    _c(
+    case(
         "scan-scatter-layers",
         f"scan --model {TWIN} --scatter-layers x --out run",
         "--scatter-layers not integers",
         "'x'",
         "--scatter-layers",
     ),
-    _c(
+    case(
         "recipe-missing",
         "run nope.toml --model twin:llama-3.2-1b",
         "recipe file missing",
         "'nope.toml'",
         "does not exist",
     ),
-    _c(
+    case(
         "recipe-unknown-key",
         f"run bad_key.toml --model {TWIN}",
         "recipe: unknown key",
         "unknown key analyses.n_resampels",
         setup=("recipe_unknown_key",),
     ),
-    _c(
+    case(
         "recipe-unknown-section",
         f"run bad_section.toml --model {TWIN}",
         "recipe: unknown section",
         "unknown section [analysis]",
         setup=("recipe_unknown_section",),
     ),
-    _c(
+    case(
         "recipe-wrong-type",
         f"run bad_type.toml --model {TWIN}",
         "recipe: string where a number belongs",
@@ -606,7 +460,7 @@ CASES: tuple[Case, ...] = (
         "not an integer",
         setup=("recipe_wrong_type",),
     ),
-    _c(
+    case(
         "recipe-unknown-command",
         f"run bad_cmd.toml --model {TWIN}",
         "recipe: unknown command",
@@ -614,7 +468,7 @@ CASES: tuple[Case, ...] = (
         "this geoprobe runs",
         setup=("recipe_unknown_command",),
     ),
-    _c(
+    case(
         "recipe-bad-toml",
         f"run broken.toml --model {TWIN}",
         "recipe: TOML syntax error",
@@ -622,7 +476,7 @@ CASES: tuple[Case, ...] = (
         "not valid UTF-8 TOML",
         setup=("recipe_bad_toml",),
     ),
-    _c(
+    case(
         "recipe-windtunnel-type",
         "run wt.toml",
         "windtunnel recipe: string V",
@@ -630,14 +484,14 @@ CASES: tuple[Case, ...] = (
         "'ten'",
         setup=("recipe_wt_wrong_type",),
     ),
-    _c(
+    case(
         "recipe-sula-unknown-key",
         f"run sula.toml --model {TWIN}",
         "sula recipe: unknown key",
         "unknown key sula.n_per_kk",
         setup=("recipe_sula_unknown_key",),
     ),
-    _c(
+    case(
         "recipe-flag-unused",
         f"run sula.toml --model {TWIN} --layers 3",
         "a flag the recipe's command does not use",
@@ -645,7 +499,7 @@ CASES: tuple[Case, ...] = (
         "[sula]",
         setup=("sula_recipe",),
     ),
-    _c(
+    case(
         "recipe-model-unused",
         "run sula.toml --prompts p.txt",
         "--prompts on a SULA recipe",
@@ -653,7 +507,7 @@ CASES: tuple[Case, ...] = (
         "not used by recipe 'sula.toml'",
         setup=("sula_recipe", "prompts"),
     ),
-    _c(
+    case(
         "recipe-layers-string",
         f"run layers.toml --model {TWIN}",
         "recipe: layers as a string",
@@ -661,7 +515,7 @@ CASES: tuple[Case, ...] = (
         "list of integers",
         setup=("recipe_layers_string",),
     ),
-    _c(
+    case(
         "recipe-nested-list",
         f"run nested.toml --model {TWIN}",
         "recipe: a list nested wrongly",
@@ -669,7 +523,7 @@ CASES: tuple[Case, ...] = (
         "list of",
         setup=("recipe_nested",),
     ),
-    _c(
+    case(
         "recipe-empty",
         f"run empty.toml --model {TWIN}",
         "recipe: empty file",
@@ -677,7 +531,7 @@ CASES: tuple[Case, ...] = (
         "[probe]",
         setup=("recipe_empty",),
     ),
-    _c(
+    case(
         "recipe-no-probe",
         f"run noprobe.toml --model {TWIN}",
         "recipe: no [probe] table",
@@ -685,7 +539,7 @@ CASES: tuple[Case, ...] = (
         "[probe]",
         setup=("recipe_no_probe",),
     ),
-    _c(
+    case(
         "recipe-set-and-file",
         f"run both.toml --model {TWIN}",
         "recipe: [prompts] set and file",
@@ -693,7 +547,7 @@ CASES: tuple[Case, ...] = (
         setup=("recipe_set_and_file",),
     ),
     # report / compare: wrong kind, damaged, missing
-    _c(
+    case(
         "report-wrong-kind",
         "report capture.json",
         "a file without a report given to report",
@@ -701,7 +555,7 @@ CASES: tuple[Case, ...] = (
         "kind 'geoprobe.capture'",
         setup=("capture_results",),
     ),
-    _c(
+    case(
         "report-damaged",
         "report wt.json",
         "a wind-tunnel results file missing its data",
@@ -709,7 +563,7 @@ CASES: tuple[Case, ...] = (
         "damaged",
         setup=("wt_results",),
     ),
-    _c(
+    case(
         "report-corrupt",
         "report results.json",
         "a truncated results.json",
@@ -717,21 +571,21 @@ CASES: tuple[Case, ...] = (
         "not valid JSON",
         setup=("corrupt_results",),
     ),
-    _c(
+    case(
         "report-future-version",
         "report results.json",
         "results.json from a newer geoprobe",
         "version 999",
         setup=("future_results",),
     ),
-    _c(
+    case(
         "report-missing",
         "report nowhere/results.json",
         "results.json that does not exist",
         "'nowhere/results.json'",
         "does not exist",
     ),
-    _c(
+    case(
         "windtunnel-report-wrong-kind",
         "windtunnel report scan.json",
         "a scan results.json given to windtunnel report",
@@ -739,7 +593,7 @@ CASES: tuple[Case, ...] = (
         "kind 'geoprobe.scan'",
         setup=("scan_results_kind",),
     ),
-    _c(
+    case(
         "compare-wrong-kind",
         "compare sula.json wt.json --out cmp",
         "non-scan results given to compare",
@@ -747,7 +601,7 @@ CASES: tuple[Case, ...] = (
         "kind 'geoprobe.sula'",
         setup=("sula_results", "wt_results"),
     ),
-    _c(
+    case(
         "compare-corrupt",
         "compare results.json results.json --out cmp",
         "a truncated results.json given to compare",
@@ -756,24 +610,26 @@ CASES: tuple[Case, ...] = (
         setup=("corrupt_results",),
     ),
     # compare-domains
-    _c(
+    case(
         "domains-unknown",
         f"compare-domains --model {TWIN} --domains math,poetry --out run",
         "unknown domain",
         "'poetry'",
     ),
     # sula / intervene
-    _c("sula-k-syntax", f"sula --model {TWIN} --k 0,two --out run", "--k not integers", "--k '0,two'"),
-    _c("sula-k-negative", f"sula --model {TWIN} --k -1,2 --out run", "negative --k", "-1", "--k"),
-    _c("sula-agreement", f"sula --model {TWIN} --agreement 1.5 --out run", "--agreement above 1", "1.5", "--agreement"),
-    _c(
+    case("sula-k-syntax", f"sula --model {TWIN} --k 0,two --out run", "--k not integers", "--k '0,two'"),
+    case("sula-k-negative", f"sula --model {TWIN} --k -1,2 --out run", "negative --k", "-1", "--k"),
+    case(
+        "sula-agreement", f"sula --model {TWIN} --agreement 1.5 --out run", "--agreement above 1", "1.5", "--agreement"
+    ),
+    case(
         "sula-labels",
         f"sula --model {TWIN} --labels bip --out run",
         "one label",
         "--labels 'bip'",
         "two different labels",
     ),
-    _c(
+    case(
         "sula-out-exists",
         f"sula --model {TWIN} --out run",
         "existing sula run",
@@ -781,7 +637,7 @@ CASES: tuple[Case, ...] = (
         "--force",
         setup=("sula_run",),
     ),
-    _c(
+    case(
         "sula-force-foreign-json",
         f"sula --model {TWIN} --out run --force",
         "--force where sula.json is not geoprobe's",
@@ -789,24 +645,24 @@ CASES: tuple[Case, ...] = (
         "not written by geoprobe",
         setup=("sula_json_foreign",),
     ),
-    _c("intervene-op", f"intervene --model {TWIN} --op flip --out run", "--op nonsense", "'flip'", "--op"),
-    _c(
+    case("intervene-op", f"intervene --model {TWIN} --op flip --out run", "--op nonsense", "'flip'", "--op"),
+    case(
         "intervene-strength",
         f"intervene --model {TWIN} --op cut --strength 2 --out run",
         "cut strength above 1",
         "2",
         "--strength",
     ),
-    _c(
+    case(
         "intervene-layer-range",
         f"intervene --model {TWIN} --layers 7 --out run",
         "layer beyond the model",
         "7",
         "--layers",
     ),
-    _c("intervene-controls", f"intervene --model {TWIN} --controls 0 --out run", "no random controls", "--controls"),
+    case("intervene-controls", f"intervene --model {TWIN} --controls 0 --out run", "no random controls", "--controls"),
     # windtunnel
-    _c(
+    case(
         "wt-vocab",
         "windtunnel train --task bijection --scale tiny --vocab 1 --out wt",
         "bijection V below 2",
@@ -814,7 +670,7 @@ CASES: tuple[Case, ...] = (
         "--vocab",
         "2",
     ),
-    _c(
+    case(
         "wt-length",
         "windtunnel train --task hmm --scale tiny --length 900 --out wt",
         "HMM K above 500",
@@ -822,31 +678,33 @@ CASES: tuple[Case, ...] = (
         "--length",
         "500",
     ),
-    _c("wt-states", "windtunnel run --task hmm --scale tiny --states 11 --out wt", "HMM S above 10", "11", "--states"),
-    _c(
+    case(
+        "wt-states", "windtunnel run --task hmm --scale tiny --states 11 --out wt", "HMM S above 10", "11", "--states"
+    ),
+    case(
         "wt-convention",
         "windtunnel train --task hmm --scale tiny --convention theirs --out wt",
         "unknown convention",
         "'theirs'",
         "--convention",
     ),
-    _c(
+    case(
         "wt-authors-repeat",
         "windtunnel run --task bijection --scale tiny --convention authors --repeat 0.5 --out wt",
         "--repeat under the authors' convention",
         "--repeat",
         "--convention geoprobe",
     ),
-    _c("wt-task", "windtunnel train --task maze --scale tiny --out wt", "unknown task", "'maze'", "--task"),
-    _c("wt-scale", "windtunnel train --scale huge --out wt", "unknown scale", "'huge'", "--scale"),
-    _c(
+    case("wt-task", "windtunnel train --task maze --scale tiny --out wt", "unknown task", "'maze'", "--task"),
+    case("wt-scale", "windtunnel train --scale huge --out wt", "unknown scale", "'huge'", "--scale"),
+    case(
         "wt-device",
         "windtunnel train --scale tiny --device cuda --out wt",
         "--device cuda without a GPU",
         "no CUDA device",
         "--device cpu",
     ),
-    _c(
+    case(
         "wt-eval-not-a-run",
         "windtunnel eval notarun",
         "eval on a directory that is no run",
@@ -854,7 +712,7 @@ CASES: tuple[Case, ...] = (
         "windtunnel train",
         setup=("not_a_run",),
     ),
-    _c(
+    case(
         "wt-run-exists",
         "windtunnel run --scale tiny --out run",
         "existing windtunnel.json",
@@ -862,7 +720,7 @@ CASES: tuple[Case, ...] = (
         "--force",
         setup=("windtunnel_run",),
     ),
-    _c(
+    case(
         "wt-foreign-learner-dir",
         "windtunnel run --scale tiny --out wt --force",
         "a learner directory of the user's",
@@ -870,7 +728,7 @@ CASES: tuple[Case, ...] = (
         "did not write",
         setup=("wt_foreign_learner",),
     ),
-    _c(
+    case(
         "wt-seeds-one",
         "windtunnel run --task hmm --scale tiny --seeds 1 --out wt",
         "--seeds 1 (a spread needs two seeds)",
@@ -878,7 +736,7 @@ CASES: tuple[Case, ...] = (
         "--seeds",
         "between 2 and 50",
     ),
-    _c(
+    case(
         "wt-seeds-repeat",
         "windtunnel run --task hmm --scale tiny --seeds 0,2,0 --out wt",
         "a seed listed twice",
@@ -886,20 +744,20 @@ CASES: tuple[Case, ...] = (
         "--seeds",
     ),
     # denoise
-    _c("denoise-task", "denoise --task spiral --tiny --out dn", "unknown task", "'spiral'", "--task"),
-    _c("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
-    _c("denoise-lengths", "denoise --lengths 20,x --tiny --out dn", "--lengths not integers", "--lengths '20,x'"),
-    _c(
+    case("denoise-task", "denoise --task spiral --tiny --out dn", "unknown task", "'spiral'", "--task"),
+    case("denoise-L", "denoise --context-length 0 --tiny --out dn", "L = 0", "0", "--context-length"),
+    case("denoise-lengths", "denoise --lengths 20,x --tiny --out dn", "--lengths not integers", "--lengths '20,x'"),
+    case(
         "denoise-convention", "denoise --convention paper --tiny --out dn", "unknown --convention", "'paper'", "authors"
     ),
-    _c(
+    case(
         "denoise-authors-dim",
         "denoise --task sphere --convention authors --dim 6 --tiny --out dn",
         "an authors' sphere dimension too large for n",
         "S^6 in a 7-dim subspace",
         "--dim between 1 and 5",
     ),
-    _c(
+    case(
         "denoise-out-exists",
         "denoise --tiny --out run",
         "existing denoise run",
@@ -908,31 +766,31 @@ CASES: tuple[Case, ...] = (
         setup=("denoise_run",),
     ),
     # dynamics
-    _c("dynamics-steps", "dynamics --steps 0 --out dy", "--steps 0", "steps 0 is below 1", "--steps"),
-    _c("dynamics-lr", "dynamics --lr-value -1 --out dy", "negative --lr-value", "lr_value -1.0", "--lr-value"),
+    case("dynamics-steps", "dynamics --steps 0 --out dy", "--steps 0", "steps 0 is below 1", "--steps"),
+    case("dynamics-lr", "dynamics --lr-value -1 --out dy", "negative --lr-value", "lr_value -1.0", "--lr-value"),
     # positional
-    _c(
+    case(
         "positional-decreasing",
         f"positional --model {TWIN} --lengths 32,16 --out pos",
         "decreasing --lengths",
         "32,16",
         "--lengths",
     ),
-    _c(
+    case(
         "positional-max-length",
         f"positional --model {TWIN} --max-length 8 --out pos",
         "--max-length below 16",
         "8",
         "--max-length",
     ),
-    _c(
+    case(
         "positional-both",
         f"positional --model {TWIN} --lengths 16,32 --max-length 64 --out pos",
         "--lengths and --max-length",
         "--lengths",
         "--max-length",
     ),
-    _c(
+    case(
         "positional-windtunnel",
         "positional --windtunnel notarun --out pos",
         "--windtunnel not a run",
@@ -940,7 +798,7 @@ CASES: tuple[Case, ...] = (
         "windtunnel train",
         setup=("not_a_run",),
     ),
-    _c(
+    case(
         "positional-exists",
         f"positional --model {TWIN} --out run",
         "existing positional run",
@@ -948,7 +806,7 @@ CASES: tuple[Case, ...] = (
         "--force",
         setup=("positional_run",),
     ),
-    _c(
+    case(
         "positional-windtunnel-model",
         f"positional --windtunnel notarun --model {TWIN}",
         "--model with --windtunnel",
@@ -957,7 +815,7 @@ CASES: tuple[Case, ...] = (
         setup=("not_a_run",),
     ),
     # issue 17: runaway and odd inputs
-    _c(
+    case(
         "prompt-file-huge",
         f"capture --model {TWIN} --prompts big.txt --out out",
         "a 50 MiB prompt file (sparse)",
@@ -966,7 +824,7 @@ CASES: tuple[Case, ...] = (
         "split it",
         setup=("huge_prompts",),
     ),
-    _c(
+    case(
         "prompt-file-fifo",
         f"capture --model {TWIN} --prompts fifo.txt --out out",
         "a FIFO as --prompts (used to block)",
@@ -975,14 +833,14 @@ CASES: tuple[Case, ...] = (
         "--prompts",
         setup=("fifo_prompts",),
     ),
-    _c(
+    case(
         "prompt-file-dev-zero",
         f"scan --model {TWIN} --prompts /dev/zero --out run",
         "/dev/zero as --prompts",
         "'/dev/zero' is a character device",
         "not a regular file",
     ),
-    _c(
+    case(
         "prompt-file-zero-width",
         f"capture --model {TWIN} --prompts zw.txt --out out",
         "a prompt file of only zero-width and blank lines",
@@ -990,7 +848,7 @@ CASES: tuple[Case, ...] = (
         "holds no prompts",
         setup=("zero_width_prompts",),
     ),
-    _c(
+    case(
         "model-link-loop",
         "capture --model loop --out out",
         "--model a symbolic-link loop (ln -s loop loop)",
@@ -998,21 +856,21 @@ CASES: tuple[Case, ...] = (
         "--model",
         setup=("link_loops",),
     ),
-    _c(
+    case(
         "model-link-loop-dot",
         "capture --model ./loop --out out",
         "the same loop as ./loop",
         "model path './loop' is a symbolic-link loop",
         setup=("link_loops",),
     ),
-    _c(
+    case(
         "model-link-loop-subdir",
         "scan --model dir/loop --out run",
         "a loop inside a directory (dir/loop)",
         "model path 'dir/loop' is a symbolic-link loop",
         setup=("link_loops",),
     ),
-    _c(
+    case(
         "model-weights-damaged",
         "capture --model damaged --out out",
         "a local model whose model.safetensors is truncated",
@@ -1020,7 +878,7 @@ CASES: tuple[Case, ...] = (
         "--model",
         setup=("damaged_model_dir",),
     ),
-    _c(
+    case(
         "wt-checkpoint-damaged",
         "windtunnel eval run",
         "a wind-tunnel run whose final model.safetensors is truncated",
@@ -1028,14 +886,14 @@ CASES: tuple[Case, ...] = (
         "delete 'run/transformer/checkpoints/step-0000002'",
         setup=("damaged_tunnel",),
     ),
-    _c(
+    case(
         "capture-max-tokens-zero",
         f"capture --model {TWIN} --max-tokens 0 --out out",
         "--max-tokens 0",
         "max tokens 0",
         "--max-tokens 1 or more",
     ),
-    _c(
+    case(
         "scan-max-tokens-zero",
         f"scan --model {TWIN} --prompts p.txt --max-tokens 0 --out run",
         "--max-tokens 0 (was checked only after the model loaded)",
@@ -1043,7 +901,7 @@ CASES: tuple[Case, ...] = (
         "--max-tokens 1 or more",
         setup=("prompts",),
     ),
-    _c(
+    case(
         "capture-out-of-memory",
         f"capture --model {TWIN} --prompts long.txt --batch-size 12 --out out",
         "12 prompts of ~1900 tokens in one batch, 300 MiB available (figure planted)",
@@ -1054,7 +912,7 @@ CASES: tuple[Case, ...] = (
         setup=("long_prompts",),
         env=(("GEOPROBE_MEMORY_AVAILABLE", "300MiB"),),
     ),
-    _c(
+    case(
         "report-n-prompts-huge",
         "report results.json",
         "a results.json whose n_prompts is 10^30",
@@ -1062,7 +920,7 @@ CASES: tuple[Case, ...] = (
         "the integer 1000000000000000000000000000000",
         setup=("results_n_huge",),
     ),
-    _c(
+    case(
         "report-n-prompts-inconsistent",
         "report results.json",
         "n_prompts 13 where the analyses hold 12 prompts",
@@ -1070,7 +928,7 @@ CASES: tuple[Case, ...] = (
         "n_prompts is 13 but manifold.n holds 12",
         setup=("results_n_inconsistent",),
     ),
-    _c(
+    case(
         "local-heads-do-not-divide",
         "capture --model heads5 --out out",
         "a local model whose config.json says 5 heads on d_model 64 (no head_dim)",
@@ -1078,7 +936,7 @@ CASES: tuple[Case, ...] = (
         "hidden_size 64 does not divide into num_attention_heads 5",
         setup=("heads_5_dir",),
     ),
-    _c(
+    case(
         "local-kv-heads-do-not-divide",
         "capture --model kv3 --out out",
         "a local model whose config.json says 3 key/value heads for 4 query heads",
@@ -1086,7 +944,7 @@ CASES: tuple[Case, ...] = (
         "does not divide into num_key_value_heads 3",
         setup=("kv_heads_3_dir",),
     ),
-    _c(
+    case(
         "device-map-bad-json",
         "capture --model plain --device-map {model.layers.1:disk} --out out",
         "--device-map that looks like a JSON object but is not JSON",
@@ -1095,6 +953,21 @@ CASES: tuple[Case, ...] = (
     ),
 )
 
+
+def _join(*modules: object) -> tuple[tuple[Case, ...], dict[str, Callable[[Path], None]]]:
+    """The cases and setups above followed by each topic module's (issue 27: one module a topic)."""
+    cases, setups = list(CASES), dict(SETUPS)
+    for m in modules:
+        for name, make in m.SETUPS.items():  # type: ignore[attr-defined]
+            assert name not in setups, f"setup {name!r} is defined twice"
+            setups[name] = make
+        cases += m.CASES  # type: ignore[attr-defined]
+    ids = [c.id for c in cases]
+    assert len(ids) == len(set(ids)), "two cases share an id"
+    return tuple(cases), setups
+
+
+CASES, SETUPS = _join(cases_force, cases_sizes, cases_text, cases_wrong, cases_clear)
 
 # ---------------------------------------------------------------- running a case
 
@@ -1220,11 +1093,11 @@ def _cell(text: str) -> str:
 
 def markdown(outcomes: dict[str, Outcome]) -> str:
     rows = []
-    for i, case in enumerate(CASES, 1):
-        o = outcomes[case.id]
+    for i, c in enumerate(CASES, 1):
+        o = outcomes[c.id]
         line = o.lines[0] if len(o.lines) == 1 else " / ".join(o.lines)
-        cmd = "".join(f"{k}={v} " for k, v in case.env) + "geoprobe " + " ".join(case.argv)
-        rows.append(f"| {i} | `{_cell(cmd)}` | {_cell(case.bad)} | `{_cell(line)}` |")
+        cmd = "".join(f"{k}={v} " for k, v in c.env) + "geoprobe " + " ".join(c.argv)
+        rows.append(f"| {i} | `{_cell(cmd)}` | {_cell(c.bad)} | `{_cell(line)}` |")
     return HEADER + "\n".join(rows) + "\n"
 
 
@@ -1242,12 +1115,12 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(markdown(outcomes))
         return 0
     bad = 0
-    for case in CASES:
-        o = outcomes[case.id]
-        problems = check(case, o)
+    for c in CASES:
+        o = outcomes[c.id]
+        problems = check(c, o)
         bad += bool(problems)
         print(
-            f"{'FAIL' if problems else 'ok  '} {case.id:28} exit {o.code} {o.lines!r}"
+            f"{'FAIL' if problems else 'ok  '} {c.id:28} exit {o.code} {o.lines!r}"
             + (f"  <- {'; '.join(problems)}" if problems else "")
         )
     print(f"{len(CASES)} cases, {bad} failing")

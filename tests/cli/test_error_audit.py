@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.cli.error_cases import CASES, MARKER, Case, Outcome, check, markdown, run_case
+from tests.cli.case_kit import MARKER, Case, Outcome
+from tests.cli.error_cases import CASES, check, markdown, run_case
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 CUDA = torch.cuda.is_available()

@@ -11,7 +11,7 @@ import torch
 
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import load_model
-from tests.cli.error_cases import MARKER, _payload_model_dir, _tiny_model_dir
+from tests.cli.case_kit import MARKER, payload_model_dir, tiny_model_dir
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def _offline(monkeypatch):
 
 
 def test_custom_code_directory_is_refused_without_running_its_code(tmp_path):
-    d = _tiny_model_dir(tmp_path, "custom", pickle=False, custom_code=True)
+    d = tiny_model_dir(tmp_path, "custom", pickle=False, custom_code=True)
     with pytest.raises(GeoprobeError, match="--trust-remote-code") as e:
         load_model(str(d))
     assert "\n" not in str(e.value) and "auto_map" in str(e.value)
@@ -34,7 +34,7 @@ def test_custom_code_directory_is_refused_without_running_its_code(tmp_path):
 
 
 def test_pickle_only_directory_is_refused_without_allow_pickle(tmp_path, monkeypatch):
-    d = _tiny_model_dir(tmp_path, "pickled", pickle=True)
+    d = tiny_model_dir(tmp_path, "pickled", pickle=True)
     assert not list(d.glob("*.safetensors")) and (d / "pytorch_model.bin").is_file()
     calls = []
     monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(k) or pytest.fail("torch.load ran"))
@@ -44,7 +44,7 @@ def test_pickle_only_directory_is_refused_without_allow_pickle(tmp_path, monkeyp
 
 
 def test_allow_pickle_loads_through_weights_only_torch_load(tmp_path, monkeypatch):
-    d = _tiny_model_dir(tmp_path, "pickled", pickle=True)
+    d = tiny_model_dir(tmp_path, "pickled", pickle=True)
     real, calls = torch.load, []
 
     def recording(*a, **k):
@@ -60,7 +60,7 @@ def test_allow_pickle_loads_through_weights_only_torch_load(tmp_path, monkeypatc
 
 
 def test_allow_pickle_still_refuses_a_code_running_pickle(tmp_path):
-    _payload_model_dir(tmp_path)
+    payload_model_dir(tmp_path)
     d = tmp_path / "payload"
     with pytest.raises(GeoprobeError, match=r"weights_only=True") as e:
         load_model(str(d), allow_pickle=True)
