@@ -1,8 +1,10 @@
-"""Where geoprobe writes: it replaces only what it wrote itself, checks the location before any
-work, lets one process write an output at a time, and cleans up after itself on failure.
+"""Where geoprobe writes: it replaces only what it wrote itself, of the same kind, checks the
+location before any work, lets one process write an output at a time, and cleans up after itself
+on failure.
 
 **Ownership.** ``--force`` / ``--overwrite`` replace an existing output only when geoprobe wrote
-it, recognised by its name (one the command writes) and a marker:
+it **as the same kind of file** (:mod:`geoprobe.kinds`: a page only over a page, prompts only
+over prompts, results only over results of the same command; :func:`check_same_kind`):
 
 * ``*.json``: a JSON object whose ``"kind"`` starts with ``geoprobe``;
 * ``*.html``: a page carrying ``<meta name="generator" content="geoprobe …">`` (pages of 0.1.0:
@@ -11,19 +13,22 @@ it, recognised by its name (one the command writes) and a marker:
   object with ``set`` and ``prompt``);
 * figure files: listed in ``figures/.geoprobe-figures.json`` (:func:`owned_figures`; written by
   :mod:`geoprobe.report.export`);
-* a directory: only the names its writer puts there, with that writer's marker file.
+* a directory: only the names its writer puts there, with that writer's marker file of its kind.
 
 Anything else is *foreign*: no flag makes geoprobe replace or delete it; the command stops with
 one line naming it, before any model loads.
 
 **Location.** :func:`check_location` fails early, in one line, when ``--out`` names a regular
-file, sits under something that is not a directory, is not writable, or has less free space than
-the run needs. :class:`OutputWriteError` turns an ``OSError`` raised while writing into one line
-naming the path and the meaning of its errno.
+file, a dangling symbolic link or a link loop, sits under something that is not a directory, is not
+writable, has less free space than the run needs, or lies inside a directory geoprobe wrote for
+another output (:func:`check_nesting`: a run never inside another run, a capture or a training
+run; a file never inside a directory geoprobe writes whole). :class:`OutputWriteError` turns an
+``OSError`` raised while writing into one line naming the path and the meaning of its errno.
 
 **One writer.** :class:`OutputLock` holds ``.<name>.geoprobe.lock`` beside an output (an
-``flock``, released by the kernel if the process dies) so that a second process aiming at the
-same ``--out`` is refused at once instead of computing and colliding at the end.
+``flock``, released by the kernel if the process dies), keyed on the output's resolved path (a
+symbolic link to the same directory meets the same lock), so that a second process aiming at the
+same output is refused at once instead of computing and colliding at the end.
 """
 
 from __future__ import annotations
@@ -36,67 +41,71 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from geoprobe.errors import ForeignOutputError, GeoprobeError, OutputExistsError, OutputLocationError, OutputWriteError
+from geoprobe.kinds import (
+    CAPTURE_KIND,
+    FIGURES_KIND,
+    FIGURES_MANIFEST,
+    GENERATOR_META,
+    PAGE_SUFFIXES,
+    describe_file,
+    directory_kind,
+    file_kind,
+)
 
-#: the generator tag every HTML page geoprobe writes carries (read back by :func:`is_geoprobe_file`)
-GENERATOR = "geoprobe"
-GENERATOR_META = f'<meta name="generator" content="{GENERATOR}">'
 #: free space below which no run starts (reports embed plotly.js, about 4.6 MB a page)
 MIN_FREE_BYTES = 64 * 2**20
 #: the files of a capture directory (capture.json is its marker)
 CAPTURE_FILES = ("capture.json", "arrays.safetensors")
 #: the folder of a run directory that static figures go to, and the list of the files geoprobe wrote there
 FIGURES_DIR = "figures"
-FIGURES_MANIFEST = ".geoprobe-figures.json"
-FIGURES_KIND = "geoprobe.figures"
 
 
 # ---------------------------------------------------------------------------------- ownership
-def _head(path: Path, n: int = 8192) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
+def is_geoprobe_file(path: str | os.PathLike, kind: str | None = None) -> bool:
+    """Whether ``path`` is a regular file that geoprobe wrote (by its suffix and marker:
+    :func:`geoprobe.kinds.file_kind`), and, given ``kind``, one of that kind."""
+    found = file_kind(path)
+    return found is not None and (kind is None or found == kind)
 
 
-def _json_kind(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            d = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(d, dict):
-        return None
-    kind = d.get("kind")
-    if kind is None and {"format_version", "layout", "provenance"} <= d.keys():
-        return "geoprobe.capture"  # capture.json of geoprobe 0.1.0, written before captures named their kind
-    return kind if isinstance(kind, str) else None
-
-
-def _is_prompt_lines(path: Path) -> bool:
-    try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return bool(lines) and all(
-            isinstance(d := json.loads(line), dict) and "set" in d and "prompt" in d for line in lines
-        )
-    except (OSError, ValueError):
-        return False
-
-
-def is_geoprobe_file(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a regular file that geoprobe wrote, by its suffix and marker (module docs)."""
+def check_same_kind(path: str | os.PathLike, kind: str, *, flag: str = "--out") -> None:
+    """An existing ``path`` may be replaced (with --force) only when geoprobe wrote it as ``kind``: a
+    page only over a page, prompts only over prompts, results only over results of the same
+    command. Otherwise a one-line :class:`ForeignOutputError`; a missing ``path`` passes."""
     p = Path(path)
-    if p.is_symlink() or not p.is_file():
-        return False
-    if p.suffix == ".json":
-        kind = _json_kind(p)
-        return kind is not None and kind.startswith("geoprobe")
-    if p.suffix == ".html":
-        head = _head(p)
-        return GENERATOR_META.encode() in head or b"<title>geoprobe " in head
-    if p.suffix == ".jsonl":
-        return _is_prompt_lines(p)
-    return False
+    if not (p.exists() or p.is_symlink()):
+        return
+    found = file_kind(p)
+    if found is None:
+        refuse_foreign(p)
+    if found != kind:
+        raise ForeignOutputError(
+            f"{str(p)!r} is {describe_file(found)} that geoprobe wrote, not {describe_file(kind)}; --force "
+            f"replaces only {describe_file(kind)} geoprobe wrote, never another kind of file: choose another {flag}"
+        )
+
+
+def check_suffix(
+    path: str | os.PathLike, suffixes: Sequence[str], what: str, example: str, *, flag: str = "--out"
+) -> None:
+    """A file output's name must end in one of ``suffixes`` (what marks its kind, :mod:`geoprobe.kinds`), or a
+    one-line :class:`OutputLocationError`: a page named results.json would hide what it is from a later --force."""
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise OutputLocationError(
+            f"{flag} {str(p)!r} does not end in {' or '.join(suffixes)}; geoprobe writes {what} only under such a "
+            f"name: pass e.g. {flag} {example}"
+        )
+
+
+def check_page_name(path: str | os.PathLike, flag: str = "--out") -> None:
+    """A page's file name ends in .html or .htm (:func:`check_suffix`)."""
+    check_suffix(path, PAGE_SUFFIXES, "an HTML page", str(Path(path).with_suffix(".html")), flag=flag)
+
+
+def check_prompts_name(path: str | os.PathLike, flag: str = "--out") -> None:
+    """A prompt-lines file's name ends in .jsonl (:func:`check_suffix`)."""
+    check_suffix(path, (".jsonl",), "prompt lines (JSON lines)", str(Path(path).with_suffix(".jsonl")), flag=flag)
 
 
 def figures_dir(run_dir: str | os.PathLike) -> Path:
@@ -146,11 +155,17 @@ def refuse_foreign(path: str | os.PathLike, what: str = "it") -> None:
 
 
 def check_replaceable_dir(
-    target: str | os.PathLike, names: Iterable[str], marker: str | None, *, flag: str = "--out"
+    target: str | os.PathLike,
+    names: Iterable[str],
+    marker: str | None,
+    *,
+    flag: str = "--out",
+    marker_kind: str | None = None,
 ) -> None:
     """``target`` (a directory geoprobe writes whole, such as a capture) may be replaced: it holds
     only ``names`` (and geoprobe's own '.'-prefixed temporaries), and its ``marker`` file is
-    geoprobe's. Otherwise a one-line :class:`ForeignOutputError` naming the first foreign entry."""
+    geoprobe's (of ``marker_kind``, when given). Otherwise a one-line :class:`ForeignOutputError`
+    naming the first foreign entry."""
     t = Path(target)
     if not t.is_dir() or t.is_symlink():
         refuse_foreign(t, "a file or link where it writes a directory")
@@ -161,8 +176,12 @@ def check_replaceable_dir(
             f"writes into only a directory it made itself: move {foreign[0]!r} away or choose "
             f"another {flag}"
         )
-    if marker is not None and (t / marker).exists() and not is_geoprobe_file(t / marker):
-        refuse_foreign(t / marker)
+    if marker is not None and (t / marker).exists():
+        if marker_kind is None:
+            if not is_geoprobe_file(t / marker):
+                refuse_foreign(t / marker)
+        else:
+            check_same_kind(t / marker, marker_kind, flag=flag)
 
 
 def remove_owned(directory: str | os.PathLike, names: Iterable[str], patterns: Sequence[str] = ()) -> bool:
@@ -197,12 +216,30 @@ def _existing_ancestor(p: Path) -> Path:
 
 
 def check_location(
-    target: str | os.PathLike, *, need_bytes: int = MIN_FREE_BYTES, flag: str = "--out", directory: bool = True
+    target: str | os.PathLike,
+    *,
+    need_bytes: int = MIN_FREE_BYTES,
+    flag: str = "--out",
+    directory: bool = True,
+    writes: str | None = None,
+    result: str | None = None,
+    parent: str | os.PathLike | None = None,
 ) -> Path:
     """Fail in one line, before any work, if ``target`` cannot be written: ``directory`` outputs
-    must not be a regular file; the nearest existing ancestor must be a writable directory (tried
-    by creating a temporary file there); it needs ``need_bytes`` free. Returns ``target``."""
+    must not be a regular file; a symbolic link must lead somewhere; the nearest existing ancestor
+    must be a writable directory (tried by creating a temporary file there); it needs ``need_bytes``
+    free; and it must not lie inside a directory geoprobe wrote for another output
+    (:func:`check_nesting` with ``writes``, ``result`` and ``parent``). Returns ``target``."""
     t = Path(target)
+    if t.is_symlink() and not t.exists():
+        try:
+            to = os.readlink(t)
+        except OSError:
+            to = "?"
+        raise OutputLocationError(
+            f"{flag} {str(t)!r} is a symbolic link to {to!r}, which does not exist (or loops); geoprobe does not "
+            f"write through a dangling link: remove the link or choose another {flag}"
+        )
     if directory and t.exists() and not t.is_dir():
         raise OutputLocationError(f"{flag} {str(t)!r} is a file, not a directory; choose a directory for {flag}")
     if not directory and t.is_dir():
@@ -227,7 +264,81 @@ def check_location(
             f"{flag} {str(t)!r}: only {_size(free)} free on its file system, this run needs about "
             f"{_size(need_bytes)}; free some space or choose another {flag}"
         )
+    check_nesting(t, writes=writes or ("run" if directory else "file"), result=result, parent=parent, flag=flag)
     return t
+
+
+#: what a writer writes, in words (check_nesting's ``writes``)
+_WRITES = {"run": "a run", "capture": "a capture", "file": "a file"}
+
+
+def resolved(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """``path`` with every symbolic link followed (as far as it exists); a link loop is one line."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError on a loop
+        raise OutputLocationError(
+            f"{flag} {str(path)!r} runs into a symbolic-link loop; fix the link or choose another {flag}"
+        ) from None
+
+
+def shown(path: Path) -> str:
+    """A resolved path as a message shows it: relative to the working directory when inside it."""
+    try:
+        here = Path.cwd().resolve()
+    except OSError:
+        return str(path)
+    return os.path.relpath(path, here) if path.is_relative_to(here) else str(path)
+
+
+def check_nesting(
+    target: str | os.PathLike,
+    *,
+    writes: str,
+    result: str | None = None,
+    parent: str | os.PathLike | None = None,
+    flag: str = "--out",
+) -> None:
+    """A one-line :class:`OutputLocationError` when ``target`` would land inside a directory geoprobe
+    wrote for another output (:func:`geoprobe.kinds.directory_kind`), where it would be lost or
+    refused as foreign when that output is replaced:
+
+    * ``writes="run"`` or ``"capture"`` (a directory): no directory above it is a run, a capture, an
+      unfinished capture, a training run or a figures folder, up to ``parent`` (the run this one
+      is part of: a seed of ``windtunnel run --seeds``, a scan of ``compare-models``); ``target``
+      itself is no directory of another kind, and a run directory only one of ``result`` (the
+      results file this command writes: one command's run to a directory);
+    * ``writes="file"`` (a page, prompt lines): no directory above it is one that geoprobe writes
+      whole (a run directory may hold other files)."""
+    t = resolved(target, flag)
+    stop = resolved(parent, flag) if parent is not None else None
+    what = _WRITES[writes]
+    for above in t.parents:
+        if stop is not None and above == stop:
+            break
+        kind = directory_kind(above)
+        if kind is None or (writes == "file" and kind.is_run):
+            continue
+        raise OutputLocationError(
+            f"{flag} {str(target)!r} lies inside {shown(above)!r}, {kind.describe()}; geoprobe never writes {what} "
+            f"inside another output's directory: choose an {flag} outside {shown(above)!r}"
+        )
+    if writes == "file":
+        return
+    own = directory_kind(t)
+    if own is None:
+        return
+    if writes == "capture" and own.kind != CAPTURE_KIND or writes == "run" and not own.is_run:
+        raise OutputLocationError(
+            f"{flag} {str(target)!r} is {own.describe()}, not {what} directory; geoprobe replaces only its own "
+            f"kind of output, with any flag: choose another {flag}"
+        )
+    if writes == "run" and result is not None and own.result not in (None, result):
+        raise OutputLocationError(
+            f"{flag} {str(target)!r} is the run directory of another command (its results: {own.result}; this "
+            f"command writes {result}); a run directory holds one command's run and --force replaces only that: "
+            f"choose another {flag}"
+        )
 
 
 def check_free_space(target: str | os.PathLike, need_bytes: int, what: str, flag: str = "--out") -> None:
@@ -265,7 +376,8 @@ def refuse_cwd(target: str | os.PathLike, flag: str = "--out") -> None:
 
 # ---------------------------------------------------------------------------------- one writer
 class OutputLock:
-    """An exclusive, non-blocking ``flock`` on ``<parent>/.<name>.geoprobe.lock`` for one output.
+    """An exclusive, non-blocking ``flock`` on ``<parent>/.<name>.geoprobe.lock`` for one output,
+    ``<parent>/<name>`` being the output's resolved path (symbolic links followed).
 
     A second holder fails at once with a one-line error naming the first's pid; the lock dies with
     the process (the kernel releases it), and the file is removed on release."""
@@ -274,7 +386,8 @@ class OutputLock:
         t = Path(target)
         self.target = t
         self.flag = flag
-        self.path = t.parent / f".{t.name or 'out'}.geoprobe.lock"
+        real = resolved(t, flag)  # one lock per real output: a symbolic link to it meets the same lock
+        self.path = real.parent / f".{real.name or 'out'}.geoprobe.lock"
         self._fd: int | None = None
         self._made: list[Path] = []
 
@@ -350,11 +463,17 @@ __all__ = [
     "OutputLock",
     "check_free_space",
     "check_location",
+    "check_nesting",
+    "check_page_name",
+    "check_prompts_name",
     "check_replaceable_dir",
+    "check_same_kind",
+    "check_suffix",
     "existing_ancestor",
     "foreign_entries",
     "is_geoprobe_file",
     "refuse_cwd",
     "refuse_foreign",
     "remove_owned",
+    "resolved",
 ]

@@ -73,14 +73,14 @@ class Result(Record):
         return cls(**cls.field_values(d))
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result as strict JSON, atomically. An existing geoprobe results file is replaced
-        (the CLI asks for --force first); any other file there is refused, never overwritten."""
-        from geoprobe.outputs import is_geoprobe_file, refuse_foreign
+        """Write the result as strict JSON, atomically. An existing results file of the same kind
+        that geoprobe wrote is replaced (the CLI asks for --force first); any other file there,
+        results of another kind included, is refused, never overwritten."""
+        from geoprobe.outputs import check_same_kind
         from geoprobe.paths import write_json
 
         p = Path(path)
-        if (p.exists() or p.is_symlink()) and not is_geoprobe_file(p):
-            refuse_foreign(p)
+        check_same_kind(p, self.KIND)
         return write_json(p, self.to_dict())
 
     @classmethod

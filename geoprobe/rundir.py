@@ -3,12 +3,16 @@
 Every command that writes a run directory (scan, compare-domains, compare, sula, intervene,
 positional, denoise, windtunnel) declares its :class:`RunOutputs`: the results JSON, the HTML page
 built from it, and the data written before the JSON (a capture, prompt lines). It writes them in
-that order: data, JSON, page, figures. :func:`claim_run`, before any model loads,
+that order: data, JSON, page, figures. A run directory holds one command's run. :func:`claim_run`,
+before any model loads,
 
-1. checks the location (:func:`geoprobe.outputs.check_location`);
+1. checks the location (:func:`geoprobe.outputs.check_location`), including that the directory is
+   no other output's and lies inside none (a run never inside another run, a capture or a
+   training run, but for the run it is declared part of);
 2. takes the output lock (a second process on the same ``--out`` is refused at once);
-3. checks that every output already there was written by geoprobe (foreign files are never
-   replaced, ``--force`` or not);
+3. checks that every output already there was written by geoprobe as the same kind of file (the
+   results of this command, a page, prompt lines; anything else is never replaced, ``--force``
+   or not);
 4. decides: a fresh run; a run to *finish* — the same command with the same settings (the
    request recorded beside the JSON, ``.geoprobe-run.json``, and the JSON's sha256 both match)
    whose page or requested figures are missing, which are then rebuilt from the JSON without
@@ -26,32 +30,39 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from geoprobe.errors import OutputExistsError
+from geoprobe.kinds import CAPTURE_KIND, PAGE_KIND, PROMPTS_KIND, RECORD, RECORD_KIND
 from geoprobe.outputs import (
     CAPTURE_FILES,
     MIN_FREE_BYTES,
     OutputLock,
     check_location,
     check_replaceable_dir,
+    check_same_kind,
     figures_dir,
-    is_geoprobe_file,
     owned_figures,
     refuse_foreign,
 )
 from geoprobe.paths import write_json
 
-RECORD = ".geoprobe-run.json"
-RECORD_KIND = "geoprobe.run"
-
 
 @dataclass(frozen=True)
 class RunOutputs:
-    """What a command writes into its run directory: ``result`` (the JSON), ``page`` (HTML built from
-    it), ``data`` (written before the JSON: name → checker of an existing entry, None = a geoprobe file)."""
+    """What a command writes into its run directory: ``result`` (the JSON, of results ``kind``),
+    ``page`` (HTML built from it), ``data`` (written before the JSON: name -> the checker of an
+    existing entry, or the kind of geoprobe file it must be)."""
 
     result: str
     page: str | None
-    data: Mapping[str, Callable[[Path], None] | None] = None  # type: ignore[assignment]
+    data: Mapping[str, Callable[[Path], None] | str] = None  # type: ignore[assignment]
     partial: str | None = None  # resumable state: while it exists, data outputs without the JSON are the run's own
+    kind: str | None = None  # the results kind of ``result`` (None: any geoprobe results file)
+
+    @classmethod
+    def of(
+        cls, result: Any, data: Mapping[str, Callable[[Path], None] | str] | None = None, partial: str | None = None
+    ) -> "RunOutputs":
+        """The outputs of a :class:`geoprobe.results.Result` class: its ``FILE``, ``PAGE`` and ``KIND``."""
+        return cls(result=result.FILE, page=result.PAGE, data=data, partial=partial, kind=result.KIND)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -60,14 +71,25 @@ class RunOutputs:
 
 def check_capture_dir(path: Path) -> None:
     """A capture directory geoprobe wrote: capture.json (its marker) and arrays.safetensors only."""
-    check_replaceable_dir(path, CAPTURE_FILES, "capture.json")
+    check_replaceable_dir(path, CAPTURE_FILES, "capture.json", marker_kind=CAPTURE_KIND)
 
 
-def _check_entry(path: Path, checker: Callable[[Path], None] | None) -> None:
-    if checker is not None:
+def _check_entry(path: Path, checker: Callable[[Path], None] | str | None) -> None:
+    if callable(checker):
         checker(path)
-    elif not is_geoprobe_file(path):
+    elif checker is None:  # a results file of any kind: only one that geoprobe wrote
+        check_same_kind(path, _kind_of(path))
+    else:
+        check_same_kind(path, checker)
+
+
+def _kind_of(path: Path) -> str:
+    from geoprobe.kinds import file_kind
+
+    found = file_kind(path)
+    if found is None or found in (PAGE_KIND, PROMPTS_KIND) or not found.startswith("geoprobe."):
         refuse_foreign(path)
+    return found  # type: ignore[return-value]
 
 
 def _sha256(path: Path) -> str:
@@ -136,17 +158,20 @@ def claim_run(
     force: bool,
     figures: str | None = None,
     need_bytes: int = MIN_FREE_BYTES,
+    parent: str | os.PathLike | None = None,
 ) -> Iterator[Run]:
     """Check, lock and classify the run directory ``target`` (module docs); the lock is held while
     the ``with`` body runs. ``figures``: the static-figure format the run will also write (its files in
-    ``target/figures`` must be geoprobe's; a finished run without them is finishable)."""
+    ``target/figures`` must be geoprobe's; a finished run without them is finishable). ``parent``: the
+    run directory this run is part of (a seed of ``windtunnel run --seeds``, a scan of
+    ``compare-models``); any other directory geoprobe wrote around ``target`` is refused."""
     t = Path(target)
-    check_location(t, need_bytes=need_bytes)
+    check_location(t, need_bytes=need_bytes, writes="run", result=outputs.result, parent=parent)
     with OutputLock(t):
         for name, checker in {
             **(outputs.data or {}),
-            outputs.result: None,
-            **({outputs.page: None} if outputs.page else {}),
+            outputs.result: outputs.kind,
+            **({outputs.page: PAGE_KIND} if outputs.page else {}),
         }.items():
             p = t / name
             if p.exists() or p.is_symlink():

@@ -11,11 +11,16 @@ import textwrap
 import pytest
 
 from geoprobe.errors import ForeignOutputError, GeoprobeError, OutputLocationError, OutputWriteError
+from geoprobe.kinds import CAPTURE_KIND, PAGE_KIND, PROMPTS_KIND, RECORD, RECORD_KIND
 from geoprobe.outputs import (
     GENERATOR_META,
     OutputLock,
     check_location,
+    check_nesting,
+    check_page_name,
+    check_prompts_name,
     check_replaceable_dir,
+    check_same_kind,
     foreign_entries,
     is_geoprobe_file,
     refuse_cwd,
@@ -167,3 +172,116 @@ def test_the_lock_removes_the_parent_directories_it_made(tmp_path):
     with OutputLock(tmp_path / "a" / "b" / "run"):
         assert (tmp_path / "a" / "b").is_dir()
     assert not (tmp_path / "a").exists()
+
+
+# ---------------------------------------------------------------- issue 27: only the same kind, never nested
+
+PAGE = f"<!DOCTYPE html><html><head>{GENERATOR_META}<title>x</title></head></html>"
+SCAN = json.dumps({"kind": "geoprobe.scan", "version": 1})
+
+
+@pytest.mark.parametrize(
+    "name, text, kind, verdict",
+    [
+        ("report.html", PAGE, PAGE_KIND, None),  # a page over a page
+        ("p.jsonl", '{"set": "mixed", "prompt": "a"}\n', PROMPTS_KIND, None),
+        ("results.json", SCAN, "geoprobe.scan", None),
+        ("results.json", SCAN, PAGE_KIND, "is a scan results file that geoprobe wrote, not an HTML page"),
+        ("results.json", SCAN, "geoprobe.sula", "not a sula results file"),
+        ("capture.json", json.dumps({"kind": CAPTURE_KIND}), PAGE_KIND, "is capture metadata that geoprobe wrote"),
+        (RECORD, json.dumps({"kind": RECORD_KIND}), PAGE_KIND, "is a run record that geoprobe wrote"),
+        ("mine.html", "<html>my notes</html>", PAGE_KIND, "was not written by geoprobe"),
+    ],
+)
+def test_force_replaces_only_a_file_of_the_same_kind(tmp_path, name, text, kind, verdict):
+    p = _write(tmp_path / name, text)
+    if verdict is None:
+        check_same_kind(p, kind)
+        assert is_geoprobe_file(p, kind)
+    else:
+        with pytest.raises(ForeignOutputError, match=verdict):
+            check_same_kind(p, kind)
+        assert not is_geoprobe_file(p, kind)
+    check_same_kind(tmp_path / "absent.html", PAGE_KIND)  # nothing there: nothing to refuse
+
+
+@pytest.mark.parametrize(
+    "check, good, bad",
+    [
+        (check_page_name, "r.html", "results.json"),
+        (check_page_name, "r.HTM", "r"),
+        (check_prompts_name, "p.jsonl", "p.txt"),
+    ],
+)
+def test_a_file_output_is_named_by_its_kind(tmp_path, check, good, bad):
+    check(tmp_path / good)
+    with pytest.raises(OutputLocationError, match=f"{bad}' does not end in"):
+        check(tmp_path / bad)
+
+
+def _run_dir(d, result="results.json"):
+    _write(d / RECORD, json.dumps({"kind": RECORD_KIND, "version": 1, "result": result}))
+    return d
+
+
+def _capture_dir(d):
+    _write(d / "capture.json", json.dumps({"kind": CAPTURE_KIND}))
+    return d
+
+
+def test_a_run_never_lands_inside_another_output(tmp_path):
+    run = _run_dir(tmp_path / "run")
+    cap = _capture_dir(run / "capture")
+    for target in (run / "capture", run / "sub", run / "a" / "b", cap / "deeper"):
+        for writes in ("run", "capture"):
+            with pytest.raises(OutputLocationError, match="geoprobe never writes a .* inside another output"):
+                check_nesting(target, writes=writes)
+    check_nesting(run / "notes.html", writes="file")  # a run directory takes other files
+    with pytest.raises(OutputLocationError, match="lies inside '.*capture', a capture directory"):
+        check_nesting(cap / "page.html", writes="file")  # a capture is written whole
+    check_nesting(run / "seed-0", writes="run", parent=run)  # the run it is declared part of
+    check_nesting(tmp_path / "elsewhere", writes="run")
+
+
+def test_a_directory_is_reused_only_as_its_own_kind(tmp_path):
+    run = _run_dir(tmp_path / "run")
+    cap = _capture_dir(tmp_path / "cap")
+    check_nesting(run, writes="run", result="results.json")  # the same command's run: --force may replace it
+    with pytest.raises(OutputLocationError, match=r"run directory of another command \(its results: results.json; "):
+        check_nesting(run, writes="run", result="sula.json")
+    with pytest.raises(OutputLocationError, match="is a capture directory of geoprobe's, not a run directory"):
+        check_nesting(cap, writes="run")
+    with pytest.raises(OutputLocationError, match="is a run directory of geoprobe's .*, not a capture directory"):
+        check_nesting(run, writes="capture")
+    check_nesting(cap, writes="capture")
+
+
+def test_a_dangling_link_or_a_loop_is_refused_as_out(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.symlink("nowhere", "dangling")
+    os.symlink("loop", "loop")
+    with pytest.raises(OutputLocationError, match="'dangling' is a symbolic link to 'nowhere', which does not exist"):
+        check_location("dangling")
+    with pytest.raises(OutputLocationError, match="'loop' is a symbolic link to 'loop'"):
+        check_location("loop", directory=False)
+    with pytest.raises(OutputLocationError, match="symbolic-link loop"):
+        check_location("loop/run")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_link_to_the_same_directory_meets_the_same_lock(tmp_path):
+    (tmp_path / "runs" / "scan").mkdir(parents=True)
+    os.symlink(tmp_path / "runs", tmp_path / "alias")
+    os.symlink(tmp_path / "runs" / "scan", tmp_path / "link")
+    target = tmp_path / "runs" / "scan"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for other in (tmp_path / "link", tmp_path / "alias" / "scan", tmp_path / "runs" / ".." / "alias" / "scan"):
+            with pytest.raises(GeoprobeError, match=rf"another geoprobe process \(pid {holder.pid}\) is writing"):
+                OutputLock(other).acquire()
+    finally:
+        holder.kill()
+        holder.wait()

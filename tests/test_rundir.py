@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from geoprobe.errors import ForeignOutputError, OutputExistsError
+from geoprobe.errors import ForeignOutputError, OutputExistsError, OutputLocationError
 from geoprobe.outputs import GENERATOR_META
 from geoprobe.rundir import RECORD, Run, RunOutputs, check_capture_dir, claim_run
 
@@ -96,3 +96,61 @@ def test_data_without_results_is_kept_unless_the_run_resumes(tmp_path):
     (tmp_path / "capture.partial").mkdir()  # a scan killed between saving capture/ and results.json
     with claim_run(tmp_path, OUT, request=REQ, force=False) as run:
         assert not run.finishing
+
+
+# ---------------------------------------------------------------- issue 27: one command's run, of its own kind
+
+SCAN_OUT = RunOutputs(result="x.json", page="x.html", data={"capture": check_capture_dir}, kind="geoprobe.scan")
+
+
+@pytest.mark.parametrize(
+    "plant, match",
+    [
+        (
+            lambda d: (d / "x.json").write_text('{"kind": "geoprobe.sula"}'),
+            "is a sula results file that geoprobe wrote",
+        ),
+        (
+            lambda d: (d / "x.html").write_text('{"kind": "geoprobe.scan"}'),
+            "x.html' already exists and was not written",
+        ),
+    ],
+)
+def test_force_replaces_results_only_of_the_command_own_kind(tmp_path, plant, match):
+    _finished(tmp_path)
+    plant(tmp_path)
+    with pytest.raises(ForeignOutputError, match=match):
+        with claim_run(tmp_path, SCAN_OUT, request=REQ, force=True):
+            pass
+    if (tmp_path / "x.html").read_text().startswith("<html>"):  # x.json planted as sula results:
+        with claim_run(
+            tmp_path, RunOutputs(result="x.json", page="x.html", kind="geoprobe.sula"), request=REQ, force=True
+        ):
+            pass  # ... which a command writing sula results may replace
+
+
+def test_a_run_of_another_command_or_inside_another_run_is_refused_with_force(tmp_path):
+    _finished(tmp_path / "run")
+    other = RunOutputs(result="sula.json", page="sula.html")
+    with pytest.raises(OutputLocationError, match=r"another command \(its results: x.json; this command writes sula"):
+        with claim_run(tmp_path / "run", other, request=REQ, force=True):
+            pass
+    for inner in ("capture", "sub"):
+        with pytest.raises(OutputLocationError, match="lies inside '.*run', a run directory of geoprobe's"):
+            with claim_run(tmp_path / "run" / inner, other, request=REQ, force=True):
+                pass
+    with claim_run(tmp_path / "run" / "seed-0", other, request=REQ, force=False, parent=tmp_path / "run") as run:
+        assert not run.finishing  # a run declared part of the other: the seeds of windtunnel run --seeds
+    assert not (tmp_path / "run" / "seed-0").exists()
+
+
+def test_a_results_file_is_saved_only_over_its_own_kind(tmp_path):
+    """Result.save, the Python API: results only over results of the same kind (issue 27)."""
+    from geoprobe.dynamics.result import DynamicsResult
+
+    p = tmp_path / "dynamics.json"
+    p.write_text(json.dumps({"kind": "geoprobe.scan", "version": 1}))
+    result = DynamicsResult.__new__(DynamicsResult)  # save checks the file before it serialises anything
+    with pytest.raises(ForeignOutputError, match="is a scan results file that geoprobe wrote, not a dynamics results"):
+        result.save(p)
+    assert json.loads(p.read_text())["kind"] == "geoprobe.scan"

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.kinds import CHECKPOINT_KIND
 from geoprobe.outputs import foreign_entries, remove_owned
 from geoprobe.paths import atomic_write, write_json
 from geoprobe.version import __version__
@@ -33,7 +34,7 @@ from geoprobe.version import __version__
 PARTIAL_DIR = "capture.partial"  #: the checkpoint directory inside a scan's run directory
 MANIFEST = "manifest.json"
 PROMPTS = "prompts.json"
-KIND = "geoprobe-capture-checkpoint"
+KIND = CHECKPOINT_KIND
 VERSION = 1
 
 

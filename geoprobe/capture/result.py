@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float, Int
 
-from geoprobe.errors import GeoprobeError, OutputExistsError, OutputWriteError, ResultsError
+from geoprobe.errors import ForeignOutputError, GeoprobeError, OutputExistsError, OutputWriteError, ResultsError
+from geoprobe.kinds import CAPTURE_KIND, directory_kind
 from geoprobe.models.layout import Layout
 from geoprobe.outputs import CAPTURE_FILES, check_replaceable_dir, refuse_cwd
 from geoprobe.paths import public_mode, safetensors_damage
@@ -37,7 +38,6 @@ _ARRAYS = (
 
 
 #: the kind a capture.json names (its ownership marker; the files are outputs.CAPTURE_FILES)
-CAPTURE_KIND = "geoprobe.capture"
 
 
 def ensure_writable(path: str | os.PathLike, overwrite: bool) -> None:
@@ -47,7 +47,13 @@ def ensure_writable(path: str | os.PathLike, overwrite: bool) -> None:
     p = Path(path)
     refuse_cwd(p)
     if p.exists() or p.is_symlink():
-        check_replaceable_dir(p, CAPTURE_FILES, "capture.json")
+        other = directory_kind(p)
+        if other is not None and other.kind != CAPTURE_KIND:
+            raise ForeignOutputError(
+                f"{str(p)!r} is {other.describe()}, not a capture directory; geoprobe replaces only its own kind "
+                "of output, with any flag: choose another --out"
+            )
+        check_replaceable_dir(p, CAPTURE_FILES, "capture.json", marker_kind=CAPTURE_KIND)
         if not overwrite:
             raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
 

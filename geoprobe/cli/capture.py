@@ -61,7 +61,7 @@ def capture(
     )
     if prompt_source_kind(prompts) == "file":
         read_prompts(prompts)  # a bad file fails before the model loads
-    check_location(out_dir)
+    check_location(out_dir, writes="capture")
     with OutputLock(out_dir):
         ensure_writable(out_dir, overwrite)
         m = open_model(load)

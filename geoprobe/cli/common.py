@@ -94,11 +94,15 @@ def finish(run: Run, fmt: Optional[str]) -> Any:
 
 def write_report(result: Any, target: Path, fmt: Optional[str], force: bool) -> Path:
     """Write ``result``'s page to ``target`` (and its figures beside it, in ``fmt``) under the
-    output lock, after checking the location and the figure files (``geoprobe report``)."""
-    from geoprobe.outputs import OutputLock, check_location
+    output lock, after checking the name (.html), the location, what is there (only a page geoprobe
+    wrote is replaced) and the figure files (``geoprobe report``)."""
+    from geoprobe.kinds import PAGE_KIND
+    from geoprobe.outputs import OutputLock, check_location, check_page_name, check_same_kind
     from geoprobe.report.export import check_figures as check_figure_files
 
+    check_page_name(target)
     check_location(target, directory=False)
+    check_same_kind(target, PAGE_KIND)
     with OutputLock(target):
         check_figure_files(fmt, target.parent, force=force)
         page = result.report(target, force=force)
@@ -123,7 +127,9 @@ def execute_run(
     results JSON and its record, the page and the figures, and ``show`` the result. ``before(run)``
     runs after the claim and before the work (e.g. discarding a checkpoint under --force)."""
     fmt = check_figures(output.figures)
-    with claim_run(target, outputs, request=request, force=output.force, figures=fmt, need_bytes=need_bytes) as run:
+    with claim_run(
+        target, outputs, request=request, force=output.force, figures=fmt, need_bytes=need_bytes, parent=output.parent
+    ) as run:
         if run.finishing:
             return finish(run, fmt)
         if before is not None:

@@ -16,12 +16,15 @@ from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import check_figures, execute_run, open_model, stage_progress
 from geoprobe.cli.options import LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir, takes
 from geoprobe.cli.scan import CandidatesOpt, MaxTokOpt, MinTokOpt, PerQuintileOpt, execute_scan, sampling_changes
+from geoprobe.compare.result import ModelComparison
+from geoprobe.domains.result import DomainComparison
 from geoprobe.errors import GeoprobeError, OutputExistsError
+from geoprobe.kinds import PROMPTS_KIND
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
 
-DOMAINS_OUTPUTS = RunOutputs(result="domains.json", page="domains.html", data={"prompts.jsonl": None})
-COMPARE_OUTPUTS = RunOutputs(result="comparison.json", page="compare.html")
+DOMAINS_OUTPUTS = RunOutputs.of(DomainComparison, data={"prompts.jsonl": PROMPTS_KIND})
+COMPARE_OUTPUTS = RunOutputs.of(ModelComparison)
 
 
 def _sampling_config(candidates, per_quintile, min_tokens, max_prompt_tokens) -> Any:
@@ -48,7 +51,7 @@ def sample(
 ) -> None:
     """Draw a stratified-entropy prompt set with a model and write it, to scan other models on the same prompts."""
     from geoprobe.domains.prompt_sets import write_prompt_sets
-    from geoprobe.outputs import OutputLock, check_location, is_geoprobe_file, refuse_foreign
+    from geoprobe.outputs import OutputLock, check_location, check_prompts_name, check_same_kind
     from geoprobe.prompts import prompt_source_kind
     from geoprobe.sampling import sample_corpus_set
 
@@ -58,11 +61,12 @@ def sample(
             "(geoprobe prompts lists them)"
         )
     cfg = _sampling_config(candidates, per_quintile, min_tokens, max_prompt_tokens)
+    check_prompts_name(out_file)
+    check_same_kind(out_file, PROMPTS_KIND)
     check_location(out_file, directory=False)
     with OutputLock(out_file):
         if out_file.exists() or out_file.is_symlink():
-            if not is_geoprobe_file(out_file):
-                refuse_foreign(out_file)
+            check_same_kind(out_file, PROMPTS_KIND)  # again, under the lock
             if not force:
                 raise OutputExistsError(
                     f"{str(out_file)!r} already exists; pass --force to replace it or choose another --out"
@@ -237,7 +241,7 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
     those prompts (each loaded like ``load``, with its own --model), then compare the runs, all under
     ``output.out`` (default runs/compare-models)."""
     from geoprobe.domains.prompt_sets import write_prompt_sets
-    from geoprobe.outputs import OutputLock, check_location, is_geoprobe_file, refuse_foreign
+    from geoprobe.outputs import OutputLock, check_location, check_same_kind
     from geoprobe.prompts import prompt_source_kind
     from geoprobe.sampling import sample_corpus_set
 
@@ -250,11 +254,10 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
     target = output.out or Path("runs") / "compare-models"
     files = {s: target / f"prompts-{s}.jsonl" for s in config.sets}
     runs = {(m, s): target / model_run_dir(m, f"-{s}").name for m in config.models for s in config.sets}
-    check_location(target)
+    check_location(target, writes="run", result=COMPARE_OUTPUTS.result)
     with OutputLock(target):
         for p in files.values():
-            if p.exists() and not is_geoprobe_file(p):
-                refuse_foreign(p)
+            check_same_kind(p, PROMPTS_KIND)
         existing = [p for p in [*files.values(), *runs.values()] if p.exists()]
         if existing and not output.force:
             raise OutputExistsError(
@@ -273,6 +276,6 @@ def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions
             execute_scan(
                 dataclasses.replace(load, model=model),
                 dataclasses.replace(config.scan, prompts=str(files[s])),
-                OutputOptions(out=run_dir, force=True, figures=fmt),
+                OutputOptions(out=run_dir, force=True, figures=fmt, parent=target),
             )
     return execute_compare(list(runs.values()), -1, OutputOptions(out=target, force=True, figures=fmt))

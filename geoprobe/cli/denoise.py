@@ -11,9 +11,10 @@ import typer
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import execute_run, print_rows, stage_progress
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, int_list, takes
+from geoprobe.denoise.result import DenoiseResult
 from geoprobe.rundir import RunOutputs
 
-OUTPUTS = RunOutputs(result="denoise.json", page="denoise.html")
+OUTPUTS = RunOutputs.of(DenoiseResult)
 
 
 @app.command("denoise")

@@ -11,9 +11,10 @@ import typer
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import execute_run
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
+from geoprobe.dynamics.result import DynamicsResult
 from geoprobe.rundir import RunOutputs
 
-OUTPUTS = RunOutputs(result="dynamics.json", page="dynamics.html")
+OUTPUTS = RunOutputs.of(DynamicsResult)
 
 
 @app.command("dynamics")

@@ -47,11 +47,14 @@ LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (
 @dataclass(frozen=True)
 class OutputOptions:
     """Where a command writes (``--out``; None: its default run directory), whether it may replace what
-    geoprobe wrote there before (``--force``), and static figures to export (``--figures``)."""
+    geoprobe wrote there before (``--force``), and static figures to export (``--figures``). ``parent``
+    (no flag): the run directory this run is part of, when a command writes runs inside its own (the
+    seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it."""
 
     out: Path | None = None
     force: bool = False
     figures: str | None = None
+    parent: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,11 @@ from geoprobe.cli.common import execute_run, open_model, stage_progress
 from geoprobe.cli.options import LOAD, OUTPUT, LayersOpt, OutputOptions, SeedOpt, int_list, layers, model_run_dir, takes
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
+from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
 from geoprobe.rundir import RunOutputs
 
-OUTPUTS = RunOutputs(result="positional.json", page="positional.html")
+OUTPUTS = RunOutputs.of(PositionalResult)
+TUNNEL_OUTPUTS = RunOutputs.of(TunnelLengthCurve)
 #: wind-tunnel lengths by default: these multiples of the training length
 TUNNEL_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 _MODEL_FLAGS = {
@@ -155,7 +157,8 @@ def _print(result: Any) -> None:
 def execute_tunnel(
     run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_resamples: int, output: OutputOptions
 ) -> Any:
-    """Error vs length of the wind-tunnel run ``run_dir``: positional.json/.html in it (or ``output.out``)."""
+    """Error vs length of the wind-tunnel run ``run_dir``: positional.json/.html in ``output.out`` (default:
+    ``<run_dir>-positional`` beside it; a run directory holds one command's run, so never in it)."""
     from geoprobe.positional.tunnel import tunnel_length_curve
 
     if not (run_dir / "transformer" / "run.json").exists():
@@ -197,4 +200,5 @@ def execute_tunnel(
         out.print(table)
         out.print(f"critical length: {curve.critical_length}", highlight=False)
 
-    return execute_run(output.out or run_dir, OUTPUTS, request, output, compute, show)
+    default = run_dir.parent / f"{run_dir.name}-positional"
+    return execute_run(output.out or default, TUNNEL_OUTPUTS, request, output, compute, show)

@@ -28,10 +28,9 @@ from geoprobe.cli.options import (
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs, check_capture_dir
+from geoprobe.scan.result import ScanResult
 
-OUTPUTS = RunOutputs(
-    result="results.json", page="report.html", data={"capture": check_capture_dir}, partial="capture.partial"
-)
+OUTPUTS = RunOutputs.of(ScanResult, data={"capture": check_capture_dir}, partial="capture.partial")
 
 PromptsOpt = typer.Option(
     None,

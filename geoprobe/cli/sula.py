@@ -23,11 +23,13 @@ from geoprobe.cli.options import (
     takes,
 )
 from geoprobe.errors import GeoprobeError
+from geoprobe.intervene.result import InterventionResult
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
+from geoprobe.sula.result import SulaResult
 
-SULA_OUTPUTS = RunOutputs(result="sula.json", page="sula.html")
-INTERVENE_OUTPUTS = RunOutputs(result="intervene.json", page="intervene.html")
+SULA_OUTPUTS = RunOutputs.of(SulaResult)
+INTERVENE_OUTPUTS = RunOutputs.of(InterventionResult)
 
 
 @app.command()

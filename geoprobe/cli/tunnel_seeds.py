@@ -70,12 +70,7 @@ def execute_seeds(
     seeds = seed_list(config.seeds, config.seed)
     top = output.out or default_out
     names = {s: seed_dir_name(s) for s in seeds}
-    outputs = RunOutputs(
-        result=TunnelSeeds.FILE,
-        page=TunnelSeeds.PAGE,
-        data={n: check_seed_dir for n in names.values()},
-        partial=names[seeds[0]],
-    )
+    outputs = RunOutputs.of(TunnelSeeds, data={n: check_seed_dir for n in names.values()}, partial=names[seeds[0]])
     request = {
         "command": "windtunnel run --seeds",
         "config": dataclasses.asdict(config),
@@ -95,7 +90,7 @@ def execute_seeds(
                 out.print(f"seed {s}: already evaluated with these settings, reading {seed_dir / 'windtunnel.json'}")
                 results[s] = WindTunnelResult.load(seed_dir)
                 continue
-            sub = OutputOptions(out=seed_dir, force=output.force, figures=output.figures)
+            sub = OutputOptions(out=seed_dir, force=output.force, figures=output.figures, parent=top)
             results[s] = run_one(one, sub, threads, device)
         prov = {
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

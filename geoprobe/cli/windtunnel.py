@@ -16,6 +16,7 @@ from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_pr
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
 from geoprobe.models.loading import check_device
 from geoprobe.rundir import RunOutputs
+from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.train import check_run_dir
 
 wt = typer.Typer(
@@ -23,13 +24,10 @@ wt = typer.Typer(
 )
 app.add_typer(wt, name="windtunnel")
 
-OUTPUTS = RunOutputs(
-    result="windtunnel.json",
-    page="windtunnel.html",
-    data={"transformer": check_run_dir, "mlp": check_run_dir},
-    partial="transformer",
+OUTPUTS = RunOutputs.of(
+    WindTunnelResult, data={"transformer": check_run_dir, "mlp": check_run_dir}, partial="transformer"
 )
-EVAL_OUTPUTS = RunOutputs(result="windtunnel.json", page=None)
+EVAL_OUTPUTS = RunOutputs(result=WindTunnelResult.FILE, page=None, kind=WindTunnelResult.KIND)
 
 TaskOpt = typer.Option("bijection", "--task", help="bijection | hmm")
 ScaleOpt = typer.Option(
@@ -179,7 +177,7 @@ def train_cmd(
     )
     run_dir = out_dir or default_dir(task, scale, convention)
     check_device(device)
-    check_location(run_dir)
+    check_location(run_dir, writes="run", result=EVAL_OUTPUTS.result)
     with OutputLock(run_dir):
         _train(config, run_dir, not no_resume, threads, device)
 

@@ -43,16 +43,17 @@ def kv_table(rows: Sequence[tuple[Any, Any]]) -> str:
 
 def write_page(path: str | os.PathLike, render: Callable[[], str], *, force: bool = False) -> Path:
     """Write the page ``render()`` returns, atomically, with geoprobe's generator tag; an existing
-    page is kept (one-line error) unless ``force``, and a file geoprobe did not write is never
+    page is kept (one-line error) unless ``force``, and nothing but a page geoprobe wrote is ever
     replaced. ``render`` runs only after those checks."""
     from geoprobe.errors import OutputExistsError
-    from geoprobe.outputs import GENERATOR_META, is_geoprobe_file, refuse_foreign
+    from geoprobe.kinds import PAGE_KIND
+    from geoprobe.outputs import GENERATOR_META, check_page_name, check_same_kind
     from geoprobe.paths import atomic_write_text
 
     p = Path(path)
+    check_page_name(p)
     if p.exists() or p.is_symlink():
-        if not is_geoprobe_file(p):
-            refuse_foreign(p)
+        check_same_kind(p, PAGE_KIND)
         if not force:
             raise OutputExistsError(
                 f"report {str(p)!r} already exists; pass --force to replace it or choose another --out"

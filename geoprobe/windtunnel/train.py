@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.kinds import LEARNER_KIND
 from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
 from geoprobe.serial import Record
@@ -47,7 +48,7 @@ from geoprobe.windtunnel.nets import (
 )
 from geoprobe.windtunnel.tasks import Batch, Task
 
-RUN_KIND = "geoprobe.windtunnel.run"
+RUN_KIND = LEARNER_KIND  #: run.json of a learner (geoprobe.kinds: the marker of a training run)
 RUN_VERSION = 1
 
 
@@ -183,7 +184,7 @@ RUN_DIR_FILES = ("run.json", "train_log.json", "checkpoints")
 def check_run_dir(path: Path) -> None:
     """``path`` is a learner's run directory geoprobe wrote (run.json naming a wind-tunnel run, and
     nothing but its files), or a one-line error: geoprobe never trains into a directory of its own."""
-    check_replaceable_dir(path, RUN_DIR_FILES, "run.json")
+    check_replaceable_dir(path, RUN_DIR_FILES, "run.json", marker_kind=LEARNER_KIND)
 
 
 def list_checkpoints(run: Path) -> list[int]:

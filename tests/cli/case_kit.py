@@ -28,6 +28,7 @@ class Case:
     code: int = 2
     needs_no_cuda: bool = False  # the bad input is --device cuda: valid where CUDA exists
     env: tuple[tuple[str, str], ...] = ()  # environment variables set while the case runs (shown in the docs)
+    before_load: bool = False  # refused before any model loads (a twin included)
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,17 @@ def case(
     setup: tuple[str, ...] = (),
     code: int = 2,
     env: tuple[tuple[str, str], ...] = (),
+    before_load: bool = False,
 ) -> Case:
     words = tuple(argv.split()) if isinstance(argv, str) else argv
     return Case(
-        id=id, argv=words, bad=bad, expect=expect, setup=setup, code=code, needs_no_cuda="cuda" in words, env=env
+        id=id,
+        argv=words,
+        bad=bad,
+        expect=expect,
+        setup=setup,
+        code=code,
+        needs_no_cuda="cuda" in words,
+        env=env,
+        before_load=before_load,
     )

@@ -1067,6 +1067,8 @@ def check(case: Case, outcome: Outcome) -> list[str]:
         problems.append("a traceback was printed")
     if outcome.changed:
         problems.append(f"wrote or changed {list(outcome.changed)}")
+    if case.before_load and outcome.loaded:
+        problems.append(f"loaded {list(outcome.loaded)} before refusing")
     return problems
 
 

@@ -39,6 +39,8 @@ def test_bad_input_gets_one_error_line_and_exit_2(case: Case, tmp_path):
         assert needle in line, (needle, line)
     assert "Traceback" not in o.err + o.out
     assert o.changed == (), f"the failing command wrote or changed {o.changed}"
+    if case.before_load:
+        assert o.loaded == (), f"refused only after loading {o.loaded}"
     assert not any(work.rglob(MARKER)), "code shipped with a model ran"
 
 

@@ -147,6 +147,30 @@ def test_a_second_process_on_the_same_out_is_refused_at_once(argv, tmp_path, cap
         holder.wait()
 
 
+def test_a_second_process_through_a_link_to_the_same_out_is_refused(tmp_path, capsys, monkeypatch):
+    """The lock is keyed on the resolved directory: a symbolic link to the same --out once let two
+    writers in at once (issue 27)."""
+    import geoprobe.models.loading
+
+    (tmp_path / "runs" / "run").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "runs" / "run")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(tmp_path / "runs" / "run")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        monkeypatch.setattr(geoprobe.models.loading, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+        args = ["scan", "--model", TWIN, "--prompts", str(_prompts(tmp_path)), "--out", str(tmp_path / "link")]
+        code, _, err = run_cli(args, capsys, monkeypatch)
+        assert code == 2 and f"another geoprobe process (pid {holder.pid}) is writing" in err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_report_finishes_a_sula_run_killed_between_its_writes(tmp_path, capsys, monkeypatch):
     run = tmp_path / "sula"
     code, _, err = run_cli(

@@ -68,3 +68,27 @@ def test_length_curve_through_the_cli(tiny_hmm, tmp_path, capsys, monkeypatch):
         monkeypatch,
     )
     assert code == 2 and "increasing" in err and len(err.strip().splitlines()) == 1
+
+
+def test_by_default_the_curve_goes_beside_the_run_never_into_it(tiny_hmm, tmp_path, capsys, monkeypatch):
+    """A run directory holds one command's run: positional --windtunnel once wrote positional.json into
+    the wind tunnel's run directory and replaced its run record (issue 27)."""
+    import json
+    import shutil
+
+    from geoprobe.kinds import RECORD, RECORD_KIND
+    from tests.positional.test_cli import run_cli
+
+    run = tmp_path / "hmm"
+    shutil.copytree(tiny_hmm, run)
+    record = json.dumps({"kind": RECORD_KIND, "version": 1, "result": "windtunnel.json", "request": {}})
+    (run / RECORD).write_text(record)
+    before = sorted(p.name for p in run.iterdir())
+    code, _, err = run_cli(
+        ["positional", "--windtunnel", str(run), "--lengths", "6,9", "--n-eval", "16", "--n-resamples", "20"],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 0, err
+    assert (tmp_path / "hmm-positional" / "positional.json").exists()
+    assert sorted(p.name for p in run.iterdir()) == before and (run / RECORD).read_text() == record
