@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from tests.cli import planted_runs as runs
-from tests.cli.case_kit import TWIN, Case, case, text, tiny_model_dir
+from tests.cli.case_kit import TWIN, Case, case, owned_json, owned_page, text, tiny_model_dir
 
 
 def _auto_map_llama(d: Path) -> None:
@@ -31,10 +31,30 @@ def _fifo_config(d: Path) -> None:
     os.mkfifo(target / "config.json")
 
 
+_PROMPTS = "".join(f"Prompt number {i} says that the weather\n" for i in range(12))
+
+
 def _partial_fifo(d: Path) -> None:
-    text("p.txt", "".join(f"Prompt number {i} says that the weather\n" for i in range(12)))(d)
+    text("p.txt", _PROMPTS)(d)
     (d / "run" / "capture.partial").mkdir(parents=True)
     os.mkfifo(d / "run" / "capture.partial" / "manifest.json")
+
+
+def _record_fifo(d: Path) -> None:
+    """A finished scan run whose run record (.geoprobe-run.json) is a FIFO."""
+    owned_json("run/results.json", "geoprobe.scan")(d)
+    owned_page("run/report.html")(d)
+    os.mkfifo(d / "run" / ".geoprobe-run.json")
+
+
+def _tunnel_spec_fifo(d: Path) -> None:
+    """A two-step tiny wind-tunnel run whose transformer/run.json is a FIFO."""
+    from geoprobe.windtunnel.run import train_tunnel
+
+    train_tunnel("bijection", "tiny", d / "run", arch="transformer", steps=2)
+    spec = d / "run" / "transformer" / "run.json"
+    spec.unlink()
+    os.mkfifo(spec)
 
 
 SETUPS: dict[str, Callable[[Path], None]] = {
@@ -46,6 +66,9 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "wrong_config_fifo": _fifo_config,
     "wrong_partial_fifo": _partial_fifo,
     "wrong_recipe_fifo": lambda d: os.mkfifo(d / "fifo.toml"),
+    "wrong_record_fifo": _record_fifo,
+    "wrong_partial_prompts": text("p.txt", _PROMPTS),
+    "wrong_tunnel_spec_fifo": _tunnel_spec_fifo,
 }
 
 CASES: tuple[Case, ...] = (
@@ -95,6 +118,21 @@ CASES: tuple[Case, ...] = (
         "'run' holds an unfinished scan whose manifest.json is a FIFO (named pipe)",
         "--force",
         setup=("wrong_partial_fifo",),
+    ),
+    case(
+        "scan-run-record-fifo",
+        f"scan --model {TWIN} --prompts p.txt --out run",
+        "a finished run whose .geoprobe-run.json is a FIFO (re-running the command used to wait forever)",
+        "'run/results.json' already exists",
+        "--force",
+        setup=("wrong_record_fifo", "wrong_partial_prompts"),
+    ),
+    case(
+        "windtunnel-run-json-fifo",
+        "windtunnel eval run",
+        "a wind-tunnel run whose transformer/run.json is a FIFO (eval used to wait forever)",
+        "'run/transformer/run.json' is a FIFO (named pipe), not a regular file",
+        setup=("wrong_tunnel_spec_fifo",),
     ),
     case(
         "recipe-fifo",
