@@ -16,14 +16,14 @@ EVIL_MODEL = "evil\x1b]0;pwned\x07\x1b[2J\x9b31m[bold]x[/bold]\rname"
 EVIL_SHOWN = r"evil\x1b]0;pwned\x07\x1b[2J\x9b31m[bold]x[/bold]\rname"
 
 
-def scan_run(d: Path, name: str, model: str, *, tag: str = "shared", seed: int = 1) -> Path:
+def scan_run(d: Path, name: str, model: str, *, tag: str = "shared", seed: int = 1, set_name: str = "mixed") -> Path:
     """``d/name``: results.json and capture/ of a scan of ``model`` on 30 planted prompts (``tag``
-    names the prompt set's texts); returns the run directory."""
+    names the prompts' texts, ``set_name`` the prompt set its config records); returns the run directory."""
     from tests.compare._build import entropy, make_capture, planted_values, prompts, write_scan
 
     ent = entropy()
     cap, init = make_capture(model, planted_values(ent, 16, seed), prompts(tag=tag), ent, seed=seed)
-    return write_scan(d, name, cap, init).parent
+    return write_scan(d, name, cap, init, prompts_name=set_name).parent
 
 
 def two_runs(d: Path) -> None:

@@ -153,10 +153,11 @@ def _run(args, capsys, monkeypatch, cwd):
 @pytest.fixture(scope="module")
 def evil_runs(tmp_path_factory):
     """A scan of a model whose name holds ESC/OSC/C1, CR and rich markup, and one of model-b on other
-    prompts (so compare warns about both models' prompt sets and notes the skipped global PCA)."""
+    prompts whose results record a prompt-set name holding a C1 CSI and BEL (so compare warns about
+    both models and both sets, and notes the skipped global PCA)."""
     root = tmp_path_factory.mktemp("evil")
     scan_run(root, "evil", EVIL_MODEL, seed=1)
-    scan_run(root, "b", "model-b", tag="other", seed=2)
+    scan_run(root, "b", "model-b", tag="other", seed=2, set_name=f"set{C1}\x07b.txt")
     return root
 
 
@@ -169,8 +170,9 @@ def test_compare_shows_a_hostile_model_name_escaped_in_its_table_warning_and_not
     assert code == 0, err
     assert not RAW_CONTROL.search(out + err)
     assert r"evil\x1b]0;pwned\x07\x1b[2J\x9b31m[bold]x[/bold]" in out  # the table (its cell may be cut)
-    assert f"warning: models {EVIL_SHOWN} and model-b" in " ".join(err.split())
-    assert f"note: models {EVIL_SHOWN} and model-b" in " ".join(err.split())
+    said = " ".join(err.split())
+    assert f"warning: models {EVIL_SHOWN} and model-b" in said and f"note: models {EVIL_SHOWN} and model-b" in said
+    assert r"vs set\x9b31m\x07b.txt" in said  # the prompt-set name the results file records
 
 
 def test_report_and_capture_show_hostile_paths_and_prompts_escaped(evil_runs, tmp_path, capsys, monkeypatch):
