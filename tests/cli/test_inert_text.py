@@ -195,3 +195,16 @@ def test_report_and_capture_show_hostile_paths_and_prompts_escaped(evil_runs, tm
     assert r"wrote out\x1b[2J (12 prompts × 1 layers)" in out
     meta = json.loads((tmp_path / f"out{CSI}" / "capture.json").read_text(encoding="utf-8"))
     assert meta["prompts"] == prompts  # the data keeps the prompts exactly; only the terminal escapes
+
+
+def test_a_model_path_that_looks_like_markup_loads(tmp_path, capsys, monkeypatch):
+    """'loading m[/x] …' was parsed as rich markup: the closing tag matched nothing and capture ended in
+    'unexpected MarkupError', exit 1, before loading the model."""
+    from tests.cli.case_kit import tiny_model_dir
+
+    tiny_model_dir(tmp_path, "m[/x]", pickle=False)
+    (tmp_path / "p.txt").write_text("".join(f"Prompt {i} says that the weather\n" for i in range(3)))
+    args = ["capture", "--model", "m[/x]", "--prompts", "p.txt", "--layers", "0", "--out", "out"]
+    code, out, err = _run(args, capsys, monkeypatch, tmp_path)
+    assert code == 0, err
+    assert "wrote out (3 prompts × 1 layers)" in out
