@@ -96,3 +96,39 @@ def check_fields(cls: type, values: dict[str, Any], name: Any = None) -> None:
         if field in hints and not conforms(value, hints[field]):
             where = name(field) if name else field
             raise GeoprobeError(f"{where} = {value!r} is not {describe(hints[field])}")
+
+
+def _bool_for_int(value: Any, hint: Any) -> bool:
+    """Whether ``value`` holds ``True``/``False`` where ``hint`` wants an integer (alone, or inside a
+    tuple or list): Python counts True as 1, so ``layers=[True]`` would silently be layer 1."""
+    import types
+    from collections.abc import Sequence
+    from typing import Union, get_args, get_origin
+
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is int:
+        return isinstance(value, bool)
+    if origin in (Union, types.UnionType):
+        return bool not in args and any(_bool_for_int(value, a) for a in args if a is not type(None))
+    if origin in (tuple, list, Sequence) and isinstance(value, (tuple, list)):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return any(_bool_for_int(v, a) for v, a in zip(value, args))
+        return bool(args) and any(_bool_for_int(v, args[0]) for v in value)
+    return False
+
+
+def check_no_bools(config: Any, what: str) -> None:
+    """A one-line error when a field of dataclass ``config`` that takes integers (a count, a layer, a
+    list of layers) holds ``True`` or ``False``; ``what`` names the config in the message. Called first
+    in every config's ``__post_init__``, before any ``int(...)`` would turn True into 1."""
+    import dataclasses
+    from typing import get_type_hints
+
+    hints = get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name in hints and _bool_for_int(value, hints[f.name]):
+            raise GeoprobeError(
+                f"{what} setting {f.name} = {value!r} is not {describe(hints[f.name])}: true/false is no "
+                f"integer (Python would count True as 1); pass integers"
+            )

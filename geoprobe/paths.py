@@ -1,8 +1,10 @@
-"""Where geoprobe keeps its cache (dequantised GGUF weights, file hashes), and atomic writes."""
+"""Where geoprobe keeps its cache (dequantised GGUF weights, file hashes), atomic writes, and reading
+a file only when it is a regular file (a FIFO, a device or a socket is refused without waiting on it)."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -31,6 +33,50 @@ def public_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~_umask()
 
 
+_SPECIAL = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_kind(st: os.stat_result) -> str | None:
+    """What a file that is not a regular file is ("a FIFO (named pipe)", "a character device", …),
+    or None for a regular file."""
+    if stat.S_ISREG(st.st_mode):
+        return None
+    return next((name for test, name in _SPECIAL if test(st.st_mode)), "a special file")
+
+
+def check_regular(path: str | os.PathLike, error: Callable[[str], Exception]) -> None:
+    """Raise ``error(why)`` when ``path`` exists and is not a regular file (following links), where
+    ``why`` reads "is a FIFO (named pipe), not a regular file". Only ``stat`` is called: a FIFO's
+    ``open()`` would wait for a writer, a device's read would never end."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # missing or unreadable: the reader says so
+    kind = special_kind(st)
+    if kind is not None:
+        raise error(f"is {kind}, not a regular file")
+
+
+def read_regular(path: str | os.PathLike, error: Callable[[str], Exception], limit: int | None = None) -> bytes:
+    """The bytes of regular file ``path``, read without ever blocking: refused by ``error(why)`` when it
+    is a FIFO, a device or a socket (checked before opening, and again on the opened descriptor,
+    which is opened non-blocking should a FIFO replace the file in between). With ``limit``, at most
+    ``limit + 1`` bytes are read (the caller compares). ``OSError`` (missing, permissions) propagates."""
+    check_regular(path, error)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        kind = special_kind(os.fstat(fd))
+        if kind is not None:
+            raise error(f"is {kind}, not a regular file")
+        return f.read() if limit is None else f.read(limit + 1)
+
+
 def safetensors_damage(path: str | os.PathLike) -> str | None:
     """Why ``path`` is not a readable safetensors file, or None when it is. Reads only the header
     (safetensors checks it is valid JSON and that the file holds every byte its tensors declare),
@@ -39,6 +85,9 @@ def safetensors_damage(path: str | os.PathLike) -> str | None:
     from safetensors import SafetensorError, safe_open
 
     try:
+        kind = special_kind(os.stat(path))
+        if kind is not None:  # safe_open would wait on a FIFO for a writer
+            return f"it is {kind}, not a regular file"
         with safe_open(str(path), framework="numpy") as f:
             f.keys()
     except SafetensorError as exc:
@@ -91,11 +140,15 @@ def read_json(path: str | os.PathLike, *, default_name: str | None, what: str, f
     p = Path(path)
     if default_name and p.is_dir():
         p = p / default_name
-    if not p.is_file():
+    if not p.exists():
         raise ResultsError(f"{what} {str(p)!r} does not exist; {fix}")
     try:
+        raw = read_regular(p, lambda why: ResultsError(f"{what} {str(p)!r} {why}; {fix}"))
+    except OSError as exc:
+        raise ResultsError(f"{what} {str(p)!r} cannot be read ({exc.strerror or exc}); {fix}") from None
+    try:
         return json.loads(
-            p.read_text(encoding="utf-8"),
+            raw.decode("utf-8"),
             parse_int=_bounded_int,
             parse_float=_finite_float,
             parse_constant=_no_constant,

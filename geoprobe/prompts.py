@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from geoprobe.corpora import DOMAINS
 from geoprobe.errors import PromptError
+from geoprobe.paths import read_regular, special_kind
 from geoprobe.provenance import prompts_hash
 from geoprobe.sampling import PromptSet, SamplingConfig, check_corpus_set, is_corpus_set, sample_corpus_set
 from geoprobe.text import is_blank, split_lines
@@ -31,36 +30,37 @@ def builtin_prompts() -> list[str]:
 
 MAX_PROMPT_FILE_BYTES = 16 * 2**20  # 16 MiB: ~4 million tokens, far more than any capture runs
 
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
 
 def read_prompt_text(path: str | Path) -> str:
     """The UTF-8 text of prompt file ``path`` (without a leading BOM), after checks that never block
     or exhaust memory: it must be a regular file (a FIFO or /dev/zero is refused without reading a
-    byte) of at most :data:`MAX_PROMPT_FILE_BYTES`. Raises :class:`PromptError` in one line."""
+    byte: :func:`geoprobe.paths.read_regular`) of at most :data:`MAX_PROMPT_FILE_BYTES`. Raises
+    :class:`PromptError` in one line."""
     p = Path(path)
     if not p.exists():
         raise PromptError(f"prompt file {str(p)!r} does not exist; pass an existing file to --prompts")
     if p.is_dir():
         raise PromptError(f"prompt file {str(p)!r} is a directory; pass a file to --prompts")
-    _check_regular(p, p.stat())  # before opening: a socket cannot be opened, a FIFO's open() would block
-    try:  # O_NONBLOCK: should a FIFO replace the file now, opening it must still not wait for a writer
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+
+    def special(why: str) -> PromptError:
+        return PromptError(
+            f"prompt file {str(p)!r} {why}; geoprobe reads prompts only from regular files: write them to a "
+            "file and pass that to --prompts"
+        )
+
+    try:
+        st = p.stat()
+        size = st.st_size
+        if special_kind(st) is None and size > MAX_PROMPT_FILE_BYTES:  # before reading a byte
+            raise PromptError(
+                f"prompt file {str(p)!r} is {size / 2**20:.1f} MiB, above the "
+                f"{MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a prompt file; split it into smaller files"
+            )
+        raw = read_regular(p, special, limit=MAX_PROMPT_FILE_BYTES)
     except OSError as exc:
         raise PromptError(
             f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix its permissions or --prompts"
         ) from exc
-    with os.fdopen(fd, "rb") as f:
-        _check_regular(p, os.fstat(fd))
-        try:
-            raw = f.read(MAX_PROMPT_FILE_BYTES + 1)
-        except OSError as exc:
-            raise PromptError(f"prompt file {str(p)!r} cannot be read ({exc.strerror}); fix it or --prompts") from exc
     if len(raw) > MAX_PROMPT_FILE_BYTES:  # it grew after the size check
         raise PromptError(
             f"prompt file {str(p)!r} is above the {MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a "
@@ -76,24 +76,10 @@ def read_prompt_text(path: str | Path) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _check_regular(p: Path, st: os.stat_result) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-        raise PromptError(
-            f"prompt file {str(p)!r} is {what}, not a regular file; geoprobe reads prompts only "
-            "from regular files: write them to a file and pass that to --prompts"
-        )
-    if st.st_size > MAX_PROMPT_FILE_BYTES:
-        raise PromptError(
-            f"prompt file {str(p)!r} is {st.st_size / 2**20:.1f} MiB, above the "
-            f"{MAX_PROMPT_FILE_BYTES // 2**20} MiB limit for a prompt file; split it into smaller files"
-        )
-
-
 def read_prompts(path: str | Path) -> list[str]:
     """Prompts from ``path``: ``.jsonl`` (a string or {"prompt": ...} per line), ``.json``
     (a list of strings) or any other text file (one prompt per non-blank line, ``\\n`` escapes
-    allowed). Lines end at ``\\n`` or ``\\r\\n`` only (:func:`geoprobe.text.split_lines`); blank lines
+    allowed). Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (:func:`geoprobe.text.split_lines`); blank lines
     (:func:`is_blank`) are skipped. Raises :class:`PromptError` with a one-line message for
     anything unusable, before reading a file that is not regular or is too large."""
     p = Path(path)

@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 from geoprobe.checks import check_fields
 from geoprobe.errors import GeoprobeError, ResultsError
-from geoprobe.paths import read_json
-from geoprobe.sampling import SamplingConfig
+from geoprobe.paths import read_json, read_regular
+from geoprobe.sampling import SamplingConfig, is_corpus_set
 from geoprobe.scan.config import ProbeError, ScanConfig, sampling_config
 
 __all__ = [
@@ -151,6 +151,10 @@ def _typed(cls: type, values: dict[str, Any], p: Path, keys: dict[str, str]) -> 
         raise ProbeError(f"{exc}; fix it in the recipe") from None
 
 
+def _is_set(name: str) -> bool:
+    return name == "builtin" or is_corpus_set(name)
+
+
 def scan_tables(doc: dict[str, Any], p: Path, cls: type = ScanConfig) -> ScanConfig:
     """A scan recipe's [prompts], [capture], [analyses], [figures], [sampling] tables."""
     prompts = doc.get("prompts")
@@ -160,8 +164,14 @@ def scan_tables(doc: dict[str, Any], p: Path, cls: type = ScanConfig) -> ScanCon
     keys: dict[str, str] = {}
     for section, key, field_name, value in _entries(doc, _SECTIONS, p):
         keys[field_name] = f"{section}.{key}"
-        if section == "prompts" and key == "file":
+        if section == "prompts" and key == "file" and isinstance(value, str):
             value = str((p.parent / value).resolve()) if not Path(value).is_absolute() else value
+        if section == "prompts" and key == "set" and isinstance(value, str) and not _is_set(value):
+            raise ProbeError(
+                f"probe {str(p)!r}: prompts.set = {value!r} is not a prompt set (builtin, mixed or a domain: "
+                "geoprobe prompts lists them); name a prompt file with [prompts] file = ..., which is read "
+                "relative to the recipe"
+            )
         if key == "layers" and value == "all":
             value = None
         settings[field_name] = value
@@ -226,6 +236,11 @@ def domain_tables(doc: dict[str, Any], p: Path, cls: type) -> Any:
 def model_tables(doc: dict[str, Any], p: Path, cls: type) -> Any:
     """A compare-models recipe: its [models] table (run, sets, sample_with) and a scan's tables."""
     table = doc.pop("models", None)
+    if "prompts" in doc:  # the prompts are sampled per set: a [prompts] table would be ignored
+        raise ProbeError(
+            f"probe {str(p)!r} runs compare-models, which samples its prompts from [models] sets; drop its "
+            "[prompts] table (or run each model's scan with that prompt file and geoprobe compare the runs)"
+        )
     scan = scan_tables(doc, p)
     if not isinstance(table, dict) or "run" not in table:
         raise ProbeError(f"probe {str(p)!r} runs compare-models but has no [models] run = [...] list")
@@ -338,10 +353,14 @@ KINDS: dict[str, str] = {kind: ref for r in RECIPES.values() for kind, ref in r.
 def load_probe(path: str | os.PathLike) -> Probe:
     """Read a probe recipe; every unknown key is an error naming the file and the key."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists() or p.is_dir():
         raise ProbeError(f"probe file {str(p)!r} does not exist; pass a recipe such as probes/scan.toml")
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        raw = read_regular(p, lambda why: ProbeError(f"probe file {str(p)!r} {why}; pass a recipe file"))
+    except OSError as exc:
+        raise ProbeError(f"probe file {str(p)!r} cannot be read ({exc.strerror}); fix its permissions") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ProbeError(f"probe file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
     head = doc.pop("probe", None)
@@ -392,7 +411,7 @@ def find_results(path: str | os.PathLike) -> Path:
         if not p.exists():
             raise ResultsError(f"results file {str(p)!r} does not exist; {_FIX}")
         return p
-    found = [p / name for name in result_files() if (p / name).is_file()]
+    found = [p / name for name in result_files() if (p / name).exists()]  # a FIFO is refused by the reader
     if not found:
         raise ResultsError(f"{str(p)!r} holds no geoprobe results file ({', '.join(result_files())}); {_FIX}")
     if len(found) > 1:

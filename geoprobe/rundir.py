@@ -42,7 +42,7 @@ from geoprobe.outputs import (
     owned_figures,
     refuse_foreign,
 )
-from geoprobe.paths import write_json
+from geoprobe.paths import read_regular, write_json
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def recorded_request(run_dir: Path, result: str) -> Mapping[str, Any] | None:
     """The request recorded for ``run_dir/result`` if the record matches that file's bytes."""
     p = run_dir / RECORD
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
+        d = json.loads(read_regular(p, ValueError))  # a FIFO in its place is no record, never waited on
         if d.get("kind") != RECORD_KIND or d.get("result") != result:
             return None
         return d.get("request") if d.get("sha256") == _sha256(run_dir / result) else None

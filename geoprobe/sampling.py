@@ -32,6 +32,7 @@ import numpy as np
 from jaxtyping import Float, Int
 
 import geoprobe.corpora as corpora  # called through the module: tests replace corpora.candidates
+from geoprobe.checks import check_no_bools
 from geoprobe.corpora import CORPUS_VERSION, DOMAINS, CorpusUnavailable, UnknownDomain
 from geoprobe.errors import GeoprobeError
 from geoprobe.paths import atomic_write_text, cache_dir
@@ -57,6 +58,7 @@ class SamplingConfig:
     batch_size: int = 32
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "sampling")
         if self.n_strata < 2:
             raise SamplingError(f"{self.n_strata} entropy strata; stratified sampling needs at least 2 (n_strata)")
         if self.per_stratum < 1:

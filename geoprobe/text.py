@@ -1,8 +1,11 @@
-"""Plain-text rules every layer shares: what counts as a blank prompt, and where a prompt file's
-lines end. Imports nothing of geoprobe, so capture (which refuses blank prompts) and the prompt
-readers above it use one definition."""
+"""Plain-text rules every layer shares: what counts as a blank prompt, where a prompt file's lines
+end, and how text from files is made inert before it reaches a terminal. Imports nothing of
+geoprobe, so capture (which refuses blank prompts), the prompt readers and the CLI's consoles use
+one definition."""
 
 from __future__ import annotations
+
+import unicodedata
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width space/non-joiner/joiner, word joiner, BOM
 
@@ -14,7 +17,23 @@ def is_blank(text: str) -> bool:
 
 
 def split_lines(text: str) -> list[str]:
-    """``text`` cut at ``\\n`` and ``\\r\\n`` only. ``str.splitlines`` also cuts at U+2028, U+2029, form
-    feed, vertical tab, \\x1c-\\x1e and \\x85, which turn up inside copied prose: a prompt file's lines
-    are the lines an editor shows, and those characters stay part of the prompt."""
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    """``text`` cut at line ends: ``\\n``, ``\\r\\n`` and a lone ``\\r`` (old Mac files), in any mix: the
+    universal newlines of Python's ``open()``. ``str.splitlines`` also cuts at U+2028, U+2029, form
+    feed, vertical tab, \\x1c-\\x1e and \\x85 (NEL), which turn up inside copied prose and which editors
+    do not show as line breaks: those characters stay part of the prompt."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def inert(text: str) -> str:
+    """``text`` with every character that a terminal could act on written as its Python escape
+    (``\\x1b``, ``\\x9b``, ``\\r``, ``\\x07``, ``\\u2028``, ``\\u202e``…), the way ``repr`` writes it;
+    line feeds stay. Escaped: the C0 and C1 control characters and DEL (escape sequences, OSC titles,
+    carriage returns, bells), the format characters (bidirectional overrides, zero-width
+    characters), line and paragraph separators, surrogates, private-use and unassigned code points:
+    everything ``str.isprintable`` rejects except spaces. Printable text comes back unchanged (the
+    same object), so this costs one C-speed scan in the common case."""
+    if text.isprintable() or all(part.isprintable() for part in text.split("\n")):
+        return text
+    return "".join(
+        c if c == "\n" or c.isprintable() or unicodedata.category(c) == "Zs" else repr(c)[1:-1] for c in text
+    )

@@ -81,3 +81,64 @@ def test_check_fields_names_the_setting_and_what_it_should_be():
     with pytest.raises(GeoprobeError) as exc:
         check_fields(_Cfg, {"layers": "0,1"}, name=lambda f: f"capture.{f}")
     assert str(exc.value) == "capture.layers = '0,1' is not a list of integers"
+
+
+# -- True/False where an integer goes (issue 27 part 4): bool is an int subclass, so layers=[True]
+# -- was silently layer 1 through the Python API (recipes already checked their TOML types)
+def _with_a_bool(hint):
+    """A value of ``hint``'s shape with True where an integer goes (None: the hint takes no integer)."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is int:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        if bool in args:
+            return None
+        return next((v for v in map(_with_a_bool, args) if v is not None), None)
+    if origin is tuple and args:
+        inner = _with_a_bool(args[0])
+        return None if inner is None else (inner,) if args[-1] is Ellipsis else None
+    return None
+
+
+def _config_classes():
+    from geoprobe.capture import CaptureConfig
+    from geoprobe.recipes import RECIPES
+    from geoprobe.sampling import SamplingConfig
+
+    classes = {c: r.config_class() for c, r in RECIPES.items() if c != "compare-models"}
+    return {**classes, "capture": CaptureConfig, "sampling": SamplingConfig}
+
+
+def _integer_fields():
+    import dataclasses
+    import typing
+
+    for name, cls in _config_classes().items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            bad = _with_a_bool(hints[f.name])
+            if bad is not None:
+                yield pytest.param(cls, f.name, bad, id=f"{name}.{f.name}")
+
+
+INTEGER_FIELDS = list(_integer_fields())
+
+
+def test_the_sweep_covers_the_integer_lists_of_every_config():
+    ids = {p.id for p in INTEGER_FIELDS}
+    for needed in ("scan.layers", "scan.scatter_layers", "capture.layers", "positional.layers", "sula.k_values"):
+        assert needed in ids
+    assert "intervene.experiments" in ids and len(ids) >= 50
+
+
+@pytest.mark.parametrize("cls, field, bad", INTEGER_FIELDS)
+def test_true_where_an_integer_goes_is_a_type_error_in_every_config(cls, field, bad):
+    """Every integer and integer-list field of every config (the Python API and, under them, every
+    recipe table) refuses True in one line naming the field, instead of reading it as 1."""
+    with pytest.raises(GeoprobeError) as e:
+        cls(**{field: bad})
+    msg = str(e.value)
+    assert f"setting {field} = {bad!r} is not" in msg and "true/false is no integer" in msg and "\n" not in msg, msg

@@ -15,11 +15,12 @@ from geoprobe.errors import PromptError
 from geoprobe.prompts import MAX_PROMPT_FILE_BYTES, read_prompts
 from geoprobe.text import is_blank, split_lines
 
-# every character str.splitlines() treats as a line break besides \n and \r\n
-ODD_BREAKS = ("\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\r")
+# every character str.splitlines() treats as a line break besides the line ends \n, \r\n and \r
+ODD_BREAKS = ("\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85")
+PROMPTS_12 = [f"Prompt number {i} says that the weather" for i in range(12)]
 
 
-def test_text_lines_end_only_at_newline(tmp_path):
+def test_text_lines_end_only_at_line_ends(tmp_path):
     """12 lines, each with one of the odd breaks inside, are 12 prompts (splitlines made 36 of them)."""
     lines = [
         f"Prompt {i} says{ODD_BREAKS[i % len(ODD_BREAKS)]}that the weather{ODD_BREAKS[(i + 3) % len(ODD_BREAKS)]}is"
@@ -32,7 +33,7 @@ def test_text_lines_end_only_at_newline(tmp_path):
 
 
 def test_jsonl_lines_end_only_at_newline(tmp_path):
-    items = [f"a{b}b" for b in ODD_BREAKS if b != "\r"]
+    items = [f"a{b}b" for b in ODD_BREAKS]
     p = tmp_path / "odd.jsonl"
     # ensure_ascii=False keeps U+2028 etc. raw inside the JSON strings, as many writers do
     p.write_text("\r\n".join(json.dumps({"prompt": x}, ensure_ascii=False) for x in items) + "\r\n", encoding="utf-8")
@@ -67,7 +68,41 @@ def test_a_file_of_only_zero_width_lines_holds_no_prompts(tmp_path):
 
 def test_is_blank_and_split_lines():
     assert is_blank("") and is_blank(" \u200b\t\ufeff") and not is_blank("\u200bx")
-    assert split_lines("a\r\nb\u2028c\nd\r") == ["a", "b\u2028c", "d"]
+    assert split_lines("a\r\nb\u2028c\nd\re\x85f\r") == ["a", "b\u2028c", "d", "e\x85f", ""]
+
+
+@pytest.mark.parametrize(
+    "end",
+    ["\n", "\r\n", "\r", "mixed"],
+    ids=["LF", "CRLF", "CR (old Mac)", "LF, CRLF and CR mixed"],
+)
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_every_line_end_gives_the_same_12_prompts(tmp_path, end, suffix):
+    """A file saved with old Mac line ends (CR only) was one prompt of 12 lines; every line-end
+    convention, and any mix of them, now gives the same 12 prompts in .txt and .jsonl files."""
+    lines = PROMPTS_12 if suffix == ".txt" else [json.dumps(x) for x in PROMPTS_12]
+    ends = [("\n", "\r\n", "\r")[i % 3] if end == "mixed" else end for i in range(len(lines))]
+    p = tmp_path / f"p{suffix}"
+    p.write_bytes("".join(line + e for line, e in zip(lines, ends)).encode("utf-8"))
+    assert read_prompts(p) == PROMPTS_12
+
+
+def test_a_cr_only_file_without_a_final_line_end_is_12_prompts(tmp_path):
+    p = tmp_path / "mac.txt"
+    p.write_bytes("\r".join(PROMPTS_12).encode("utf-8"))  # "a\rb\rc…": no \n anywhere
+    assert read_prompts(p) == PROMPTS_12
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"], ids=["U+2028", "U+2029", "U+0085"])
+def test_unicode_line_separators_stay_inside_the_prompt_in_every_format(tmp_path, sep):
+    """U+2028, U+2029 and NEL are no line ends (editors do not break there): the same one prompt
+    from a .txt line, a .jsonl line and a .json list, each file ending in CR."""
+    prompt = f"first half{sep}second half"
+    (tmp_path / "p.txt").write_text(prompt + "\r", encoding="utf-8")
+    (tmp_path / "p.jsonl").write_text(json.dumps(prompt, ensure_ascii=False) + "\r", encoding="utf-8")
+    (tmp_path / "p.json").write_text(json.dumps([prompt], ensure_ascii=False) + "\r", encoding="utf-8")
+    for name in ("p.txt", "p.jsonl", "p.json"):
+        assert read_prompts(tmp_path / name) == [prompt], name
 
 
 def test_a_sparse_50_mb_file_is_refused_before_it_is_read(tmp_path):

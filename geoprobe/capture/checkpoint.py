@@ -28,7 +28,7 @@ import numpy as np
 from geoprobe.errors import GeoprobeError
 from geoprobe.kinds import CHECKPOINT_KIND
 from geoprobe.outputs import foreign_entries, remove_owned
-from geoprobe.paths import atomic_write, write_json
+from geoprobe.paths import atomic_write, read_regular, write_json
 from geoprobe.version import __version__
 
 PARTIAL_DIR = "capture.partial"  #: the checkpoint directory inside a scan's run directory
@@ -91,8 +91,15 @@ def check_or_write(
     read, raises :class:`CheckpointMismatch`."""
     current = _jsonable(dict(fingerprint))
     if path.exists():
+
+        def special(why: str) -> GeoprobeError:  # a FIFO in its place is refused, never waited on
+            return GeoprobeError(
+                f"{str(owner_of(path.parent))!r} holds an unfinished {what} whose {path.name} {why}; pass --force "
+                "to discard it or choose another --out"
+            )
+
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = json.loads(read_regular(path, special))
             ok = stored.get("kind") == KIND and stored.get("version") == VERSION
         except (OSError, ValueError, AttributeError):
             ok, stored = False, {}

@@ -17,7 +17,7 @@ from geoprobe.errors import ForeignOutputError, GeoprobeError, OutputExistsError
 from geoprobe.kinds import CAPTURE_KIND, directory_kind
 from geoprobe.models.layout import Layout
 from geoprobe.outputs import CAPTURE_FILES, check_replaceable_dir, refuse_cwd
-from geoprobe.paths import public_mode, safetensors_damage
+from geoprobe.paths import public_mode, read_regular, safetensors_damage
 from geoprobe.provenance import Provenance
 
 FORMAT_VERSION = 1
@@ -208,7 +208,11 @@ class Capture:
             raise GeoprobeError(f"{str(p)!r} is not a geoprobe capture (needs capture.json and arrays.safetensors)")
         fix = "capture again into a fresh --out"
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads(
+                read_regular(meta_path, lambda why: ResultsError(f"capture file {str(meta_path)!r} {why}; {fix}"))
+            )
+        except OSError as exc:
+            raise ResultsError(f"capture file {str(meta_path)!r} cannot be read ({exc.strerror}); {fix}") from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise ResultsError(f"capture file {str(meta_path)!r} is damaged (not valid JSON: {exc}); {fix}") from None
         if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:

@@ -23,6 +23,7 @@ from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
 from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
+from geoprobe.checks import check_no_bools
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
@@ -52,6 +53,7 @@ class CaptureConfig:
     sort_by_length: bool = True  # batch prompts of similar length together (results keep input order)
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "capture")
         if self.batch_size < 1:
             raise CaptureError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
         if self.top_k < 1:

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from geoprobe.cli.app import app, err, out
-from geoprobe.cli.common import open_model
+from geoprobe.cli.common import open_model, say_prompts_read
 from geoprobe.cli.options import LOAD, MAX_TOKENS_HELP, BatchOpt, SeedOpt, layers, takes
 from geoprobe.models.loading import LoadOptions
 
@@ -60,7 +60,7 @@ def capture(
         **({} if max_tokens is None else {"max_tokens": max_tokens}),
     )
     if prompt_source_kind(prompts) == "file":
-        read_prompts(prompts)  # a bad file fails before the model loads
+        say_prompts_read(prompts, read_prompts(prompts))  # a bad file fails before the model loads
     check_location(out_dir, writes="capture")
     with OutputLock(out_dir):
         ensure_writable(out_dir, overwrite)

@@ -14,12 +14,24 @@ from geoprobe.cli.options import OutputOptions
 from geoprobe.models.loading import LoadOptions
 from geoprobe.outputs import MIN_FREE_BYTES
 from geoprobe.rundir import Run, RunOutputs, claim_run
+from geoprobe.text import inert
 
 
 def open_model(load: LoadOptions) -> Any:
     """Load the model ``load`` names, with a status line on stderr."""
     with err.status(f"loading {load.model} …"):
         return load.load()
+
+
+def say_prompts_read(path: str, prompts: Sequence[str]) -> None:
+    """On stdout, before the model loads: which file the prompts were read from and how many, since
+    every line of it becomes a prompt that the capture keeps (a recipe's ``[prompts] file`` and
+    ``--prompts FILE`` alike; stderr stays for the one ``error:`` line should the run fail)."""
+    distinct = len(set(prompts))
+    repeated = f" ({distinct} distinct)" if distinct < len(prompts) else ""
+    out.print(
+        f"prompts: {len(prompts)}{repeated} read from {str(Path(path).resolve())!r}", highlight=False, soft_wrap=True
+    )
 
 
 def print_rows(title: str, rows: Sequence[dict]) -> None:
@@ -37,13 +49,18 @@ def stage_progress(labels: Optional[dict] = None, width: int = 22) -> Iterator[C
     """A transient rich progress display on stderr, one bar per stage; yields ``progress(stage, done, total)``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn(f"{{task.description:<{width}}}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn(f"{{task.description:<{width}}}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=err, transient=True) as bar:
         tasks: dict = {}
 
         def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task((labels or {}).get(stage, stage), total=total)
+            if stage not in tasks:  # escaped before rich lays the bar out (a label is never markup either)
+                tasks[stage] = bar.add_task(inert((labels or {}).get(stage) or stage), total=total)
             bar.update(tasks[stage], completed=done, total=total)
 
         yield progress

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, err, out
-from geoprobe.cli.common import execute_run, open_model
+from geoprobe.cli.common import execute_run, open_model, say_prompts_read
 from geoprobe.cli.options import (
     LOAD,
     MAX_TOKENS_HELP,
@@ -171,7 +171,9 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
     from geoprobe.scan.run import check_prompts
 
     target = output.out or model_run_dir(load.model)
-    check_prompts(config)  # bad prompts fail before the model loads
+    read = check_prompts(config)  # bad prompts fail before the model loads
+    if read is not None:
+        say_prompts_read(config.prompts, read)
     partial = target / checkpoint.PARTIAL_DIR
 
     def before(run: Any) -> None:
@@ -195,7 +197,12 @@ def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
     from geoprobe.scan.run import scan
 
     m = open_model(load)
-    columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description:<14}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=err, transient=True) as bar:
         tasks: dict = {}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.paths import read_regular
 from geoprobe.serial import Record
 
 #: single-domain corpus sets (issue 4); a corpus set of another name that is not "mixed" is a domain too
@@ -78,9 +79,9 @@ def results_path(path: str | Path) -> Path:
     """The results.json a path names (the file, or a run directory holding one); a one-line
     GeoprobeError naming the path when it is neither."""
     p = Path(path)
-    if p.is_dir() and (p / "results.json").is_file():
+    if p.is_dir() and (p / "results.json").exists():  # a FIFO there is refused by the reader, never waited on
         return p / "results.json"
-    if not p.is_file():
+    if not p.exists() or p.is_dir():
         what = "a directory without results.json" if p.is_dir() else "not an existing file"
         raise GeoprobeError(
             f"{str(path)!r} is {what}; compare expects the results.json written by geoprobe scan "
@@ -142,6 +143,65 @@ def describe(path: Path, result: Any) -> Source:
     )
 
 
+# -- whose capture ----------------------------------------------------------------------------
+#: what a capture's provenance must share with its results for compare to use it
+CAPTURE_MATCH = ("model_id", "weights", "dtype", "prompts_hash")
+
+
+def _shown(key: str, value: Any) -> str:
+    text = str(value)
+    return repr(text[:19] + "…" if key in ("weights", "prompts_hash") and len(text) > 20 else text)
+
+
+def check_capture(src: Source, result: Any) -> None:
+    """Refuse, in one line naming the run, a capture that is not the one its results were computed
+    from: its capture.json must record the same model, weights, dtype and prompts hash as the
+    results' provenance, and hold prompts of that hash. The capture.json is read only when it is a
+    regular file (a FIFO is refused, never waited on); no arrays are read. A run without its
+    capture directory is left to the callers (the table falls back, the global PCA notes it)."""
+    from geoprobe.provenance import prompts_hash
+
+    if not src.capture_dir:
+        return
+    meta_path = Path(src.capture_dir) / "capture.json"
+    if not meta_path.exists() and not meta_path.is_symlink():
+        return
+    run = str(Path(src.path).parent)
+    shown = str(Path(run) / str(result.capture_dir) / "capture.json")  # as the user named the run
+    fix = f"put back the capture that geoprobe scan wrote into {run!r}, or scan again there with --force"
+
+    def refuse(why: str) -> GeoprobeError:
+        return GeoprobeError(f"run {run!r}: its capture file {shown!r} {why}; {fix}")
+
+    try:
+        meta = json.loads(read_regular(meta_path, refuse))
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror or exc})") from None
+    except ValueError:
+        raise refuse("is not valid JSON") from None
+    prov = meta.get("provenance") if isinstance(meta, dict) else None
+    if not isinstance(prov, dict):
+        raise refuse("records no provenance")
+    ours = result.provenance or {}
+    for key in CAPTURE_MATCH:
+        if key in ours and prov.get(key) != ours[key]:
+            raise GeoprobeError(
+                f"run {run!r}: its capture was not made with its results: {key} is {_shown(key, prov.get(key))} in "
+                f"{shown!r} but {_shown(key, ours[key])} in {src.path!r}; compare uses a capture only with "
+                f"the results it was analysed into: {fix}"
+            )
+    prompts = meta.get("prompts")
+    if ours.get("prompts_hash") and (
+        not isinstance(prompts, list)
+        or not all(isinstance(t, str) for t in prompts)
+        or prompts_hash(prompts) != ours["prompts_hash"]
+    ):
+        raise GeoprobeError(
+            f"run {run!r}: the prompts in {shown!r} are not the ones its results were computed on "
+            f"(their sha256 is not {_shown('prompts_hash', ours['prompts_hash'])}); {fix}"
+        )
+
+
 # -- architecture -----------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class Architecture(Record):
@@ -195,8 +255,8 @@ def capture_layout(capture_dir: str | None) -> dict[str, Any] | None:
         return None
     meta = Path(capture_dir) / "capture.json"
     try:
-        layout = json.loads(meta.read_text(encoding="utf-8")).get("layout")
-    except (OSError, ValueError):
+        layout = json.loads(read_regular(meta, lambda why: ValueError(why))).get("layout")
+    except (OSError, ValueError, AttributeError):  # missing, a FIFO (never waited on), not JSON, not an object
         return None
     return layout if isinstance(layout, dict) else None
 

@@ -17,7 +17,15 @@ import numpy as np
 from geoprobe import __version__
 from geoprobe.capture.result import Capture
 from geoprobe.compare.global_pca import MIN_SHARED, GlobalPCA, align_prompts, global_pca
-from geoprobe.compare.inputs import Source, architecture, describe, load_result, resolve_layer, short_hash
+from geoprobe.compare.inputs import (
+    Source,
+    architecture,
+    check_capture,
+    describe,
+    load_result,
+    resolve_layer,
+    short_hash,
+)
 from geoprobe.compare.result import ModelComparison
 from geoprobe.compare.table import build_row
 from geoprobe.errors import GeoprobeError, OutputExistsError
@@ -142,6 +150,7 @@ def compare_results(
     for path in paths:
         p, res = load_result(path)
         src = describe(p, res)
+        check_capture(src, res)  # a capture from another model, weights or prompt set is refused
         if src.key in seen:
             raise GeoprobeError(
                 f"{seen[src.key]!r} and {str(p)!r} are the same scan (model {src.model}, prompt set "

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.denoise.tasks import DenoiseTask, check_convention, make_task, subspace_dim
 from geoprobe.denoise.train import TrainSettings
 from geoprobe.errors import GeoprobeError
@@ -46,6 +46,7 @@ class DenoiseConfig(Record):
     convention: str | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "denoise")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "lengths", tuple(int(v) for v in self.lengths))
         object.__setattr__(self, "transfer_dims", tuple(int(v) for v in self.transfer_dims))

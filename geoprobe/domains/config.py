@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 
@@ -32,6 +32,7 @@ class DomainsConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "compare-domains")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.domain_candidates < self.sampling.n_prompts:
             raise GeoprobeError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -37,6 +37,7 @@ class DynamicsConfig(Record):
     seed: int = 0  # seeds 0..seeds-1 are offsets from this one
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "dynamics")
         check_seed(self.seed, "--seed (seed in a dynamics recipe)")
         for name in ("n_symbols", "d_x", "d_k", "d_v", "length", "steps", "seeds"):
             least, value = (2 if name in ("n_symbols", "length") else 1), getattr(self, name)

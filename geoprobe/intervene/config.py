@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.intervene.ops import Op
 
@@ -41,6 +41,7 @@ class InterventionConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "intervene")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.op not in DEFAULT_STRENGTHS:
             raise InterventionError(f"operation {self.op!r} is not cut|only|shift; pass --op cut|only|shift")

@@ -38,7 +38,7 @@ from geoprobe.models.registry import (
     find_spec_by_hf_id,
 )
 from geoprobe.models.twins import twin
-from geoprobe.paths import safetensors_damage
+from geoprobe.paths import read_regular, safetensors_damage
 from geoprobe.provenance import Provenance, file_sha256
 
 
@@ -274,7 +274,7 @@ def _load_pretrained(
         offload = kwargs["offload_folder"] = offload_folder(kwargs["device_map"])
     if source == "local":
         _check_weight_files(Path(location))
-        _check_local_config(Path(location))
+        _check_local_config(Path(location), trust_remote_code)
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
@@ -334,16 +334,44 @@ def _load_pretrained(
     return boot(model, tok, prov, spec)
 
 
-def _check_local_config(directory: Path) -> None:
-    """Head counts that do not divide are refused from config.json, before transformers (``heads.py``)."""
+def _check_local_config(directory: Path, trust_remote_code: bool) -> None:
+    """From config.json, before transformers reads it: head counts that do not divide are refused
+    (``heads.py``), and so is a config that names its own model code (``auto_map``) without
+    ``trust_remote_code``, even when its ``model_type`` is one transformers knows (transformers would
+    then run its stock class in place of the code the directory ships, silently)."""
     import json
 
-    try:
-        cfg = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    path = directory / "config.json"
+    try:  # never waits on a FIFO
+        cfg = json.loads(
+            read_regular(
+                path,
+                lambda why: UnsupportedArchitectureError(
+                    f"{str(path)!r} {why}; fix the model directory or pass another --model"
+                ),
+            )
+        )
     except (OSError, ValueError):
         return  # transformers says what is wrong with a missing or unreadable config
-    if isinstance(cfg, dict):
-        check_heads(cfg, str(directory))
+    if not isinstance(cfg, dict):
+        return
+    if cfg.get("auto_map") and not trust_remote_code:
+        from transformers import CONFIG_MAPPING
+
+        stock, auto = cfg.get("model_type"), cfg["auto_map"]
+        names = ", ".join(sorted(map(str, auto))) if isinstance(auto, (dict, list)) else repr(auto)
+        raise GeoprobeError(
+            f"model {str(directory)!r} needs its own Python code (auto_map in its config.json names "
+            f"{names}); geoprobe will not run it unless you pass "
+            "--trust-remote-code"
+            + (
+                f", and does not swap in transformers' stock {stock!r} class for it either (to use that class, "
+                "remove auto_map from config.json)"
+                if isinstance(stock, str) and stock in CONFIG_MAPPING
+                else ""
+            )
+        )
+    check_heads(cfg, str(directory))
 
 
 def _check_weight_files(directory: Path) -> None:

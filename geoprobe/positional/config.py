@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -28,6 +28,7 @@ class PositionalConfig(Record):
     stability: bool = True
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "positional")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
         if self.layers is not None:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from geoprobe.capture.run import DEFAULT_MAX_TOKENS
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 from geoprobe.serial import Record
@@ -55,6 +55,7 @@ class ScanConfig(Record):
     sampling: SamplingConfig = SamplingConfig()  # how corpus sets are drawn (stratified by next-token entropy)
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "scan")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         if isinstance(self.sampling, dict):
             object.__setattr__(self, "sampling", sampling_config(self.sampling))

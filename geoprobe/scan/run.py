@@ -116,20 +116,24 @@ def resolve_prompts(
     return kept, notes, pset
 
 
-def check_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> None:
+def check_prompts(config: ScanConfig, prompts: Sequence[str] | None = None) -> list[str] | None:
     """Fail on a bad ``--prompts`` before any model is loaded: an unknown or unavailable set,
-    an unreadable file, or a file with fewer than MIN_PROMPTS distinct prompts."""
+    an unreadable file, or a file with fewer than MIN_PROMPTS distinct prompts. Returns the prompts
+    read when they come from a file (the CLI says which file and how many), else None."""
     from geoprobe.prompts import prompt_source_kind, read_prompts
 
     if prompts is not None:
-        return
-    if prompt_source_kind(config.prompts) == "file":
-        distinct = len(set(read_prompts(config.prompts)))
-        if distinct < MIN_PROMPTS:
-            raise PromptError(
-                f"{distinct} distinct prompt(s) in {config.prompts!r} but a scan needs at least "
-                f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts"
-            )
+        return None
+    if prompt_source_kind(config.prompts) != "file":
+        return None
+    read = read_prompts(config.prompts)
+    distinct = len(set(read))
+    if distinct < MIN_PROMPTS:
+        raise PromptError(
+            f"{distinct} distinct prompt(s) in {config.prompts!r} but a scan needs at least "
+            f"{MIN_PROMPTS} (PCA with bootstrap CIs and permutation tests); add prompts to --prompts"
+        )
+    return read
 
 
 def random_init_key_weights(

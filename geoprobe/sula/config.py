@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -40,6 +40,7 @@ class SulaConfig(Record):
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "sula")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
         object.__setattr__(self, "labels", tuple(self.labels))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from geoprobe.checks import check_seed
+from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
@@ -41,6 +41,7 @@ class WindTunnelConfig:
     convention: Literal["geoprobe", "authors"] = "geoprobe"  # whose task: geoprobe's, or the authors' exactly
 
     def __post_init__(self) -> None:
+        check_no_bools(self, "windtunnel")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         if self.seeds is not None:
             object.__setattr__(self, "seeds", parse_seeds(self.seeds))

@@ -24,6 +24,7 @@ from geoprobe.windtunnel.train import (
     list_checkpoints,
     load_weights,
     n_params,
+    read_log,
     read_spec,
     train,
 )
@@ -68,7 +69,7 @@ def train_tunnel(
 def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:
     """Append this training session to ``train_log.json``; totals cover every session of the run."""
     first = rep.resumed_from or 0
-    old = json.loads(path.read_text()) if rep.resumed_from is not None and path.exists() else {}
+    old = read_log(path) if rep.resumed_from is not None else {}
     sessions = list(old.get("sessions", []))
     if rep.steps_done > first:
         sessions.append(
@@ -150,7 +151,7 @@ def evaluate_tunnel(
                 progress(f"evaluate {arch}", i + 1, len(lengths))
         result_metrics[arch] = tuple(rows)
         log = out / arch / "train_log.json"
-        training[arch] = json.loads(log.read_text()) if log.exists() else {}
+        training[arch] = read_log(log)
     abl = None
     if ablate:
         loaded = load_model(str(finals["transformer"]))

@@ -33,7 +33,7 @@ import torch
 from geoprobe.errors import GeoprobeError
 from geoprobe.kinds import LEARNER_KIND
 from geoprobe.outputs import check_replaceable_dir
-from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
+from geoprobe.paths import atomic_write_text, public_mode, read_regular, safetensors_damage
 from geoprobe.serial import Record
 from geoprobe.windtunnel.conventions import task_from_dict
 from geoprobe.windtunnel.nets import (
@@ -416,10 +416,18 @@ def read_spec(run: Path) -> RunSpec:
     return _read_spec_file(path)
 
 
+def read_log(path: Path) -> dict[str, Any]:
+    """A run's ``train_log.json`` ({} when there is none); one that is not a regular file is refused."""
+    if not path.exists() and not path.is_symlink():
+        return {}
+    return json.loads(read_regular(path, lambda why: TrainingError(f"{str(path)!r} {why}; retrain with another --out")))
+
+
 def _read_spec_file(path: Path) -> RunSpec:
     """A run's ``run.json`` or a checkpoint's ``spec.json``; a damaged file is a one-line error."""
-    try:
-        return RunSpec.from_json(json.loads(path.read_text()), str(path))
+    try:  # a FIFO in its place is refused, never waited on
+        raw = read_regular(path, lambda why: TrainingError(f"{str(path)!r} {why}; retrain with another --out"))
+        return RunSpec.from_json(json.loads(raw), str(path))
     except (ValueError, KeyError, TypeError) as exc:
         raise TrainingError(f"{str(path)!r} is damaged ({type(exc).__name__}); retrain with another --out") from exc
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import sys
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -1050,6 +1051,10 @@ def run_case(case: Case, workdir: Path) -> Outcome:
     return Outcome(code=code, out=out.getvalue(), err=err.getvalue(), changed=tuple(changed), loaded=tuple(loaded))
 
 
+#: what must never reach the terminal raw (issue 27 part 3): C0 controls but tab and newline, DEL, C1
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def check(case: Case, outcome: Outcome) -> list[str]:
     """What is wrong with ``outcome`` (empty: the case meets the error contract)."""
     problems = []
@@ -1065,6 +1070,8 @@ def check(case: Case, outcome: Outcome) -> list[str]:
         problems.append(f"missing {missing}")
     if "Traceback" in outcome.err or "Traceback" in outcome.out:
         problems.append("a traceback was printed")
+    if RAW_CONTROL.search(outcome.out + outcome.err):
+        problems.append("a control character reached the terminal raw")
     if outcome.changed:
         problems.append(f"wrote or changed {list(outcome.changed)}")
     if case.before_load and outcome.loaded:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.cli.case_kit import MARKER, Case, Outcome
-from tests.cli.error_cases import CASES, check, markdown, run_case
+from tests.cli.error_cases import CASES, RAW_CONTROL, check, markdown, run_case
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 CUDA = torch.cuda.is_available()
@@ -38,6 +38,7 @@ def test_bad_input_gets_one_error_line_and_exit_2(case: Case, tmp_path):
     for needle in case.expect:
         assert needle in line, (needle, line)
     assert "Traceback" not in o.err + o.out
+    assert not RAW_CONTROL.search(o.out + o.err), "a control character reached the terminal raw (geoprobe.text.inert)"
     assert o.changed == (), f"the failing command wrote or changed {o.changed}"
     if case.before_load:
         assert o.loaded == (), f"refused only after loading {o.loaded}"

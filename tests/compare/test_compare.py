@@ -284,3 +284,33 @@ def test_run_compare_checks_outputs_before_computing(runs, tmp_path, monkeypatch
     with pytest.raises(OutputExistsError, match="--force"):
         run_compare([p["a"], p["b"]], tmp_path / "cmp", force=False)
     assert math.isfinite(comp.global_pca.explained[0])
+
+
+@pytest.mark.parametrize("key", ["model_id", "weights", "dtype", "prompts_hash"])
+def test_a_capture_whose_provenance_differs_from_its_results_is_refused(runs, tmp_path, key):
+    """compare reads a run's capture (architecture, global PCA) only when its capture.json records the
+    model, weights, dtype and prompts hash that the run's results.json does (issue 27 part 4)."""
+    _, p = runs
+    run = tmp_path / "a"
+    shutil.copytree(p["a"].parent, run)
+    meta_path = run / "capture" / "capture.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["provenance"][key] = "sha256:" + "0" * 64 if key in ("weights", "prompts_hash") else "other"
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(GeoprobeError) as e:
+        compare_results([run, p["b"]])
+    msg = str(e.value)
+    assert f"run {str(run)!r}" in msg and f"{key} is " in msg and "put back the capture" in msg and "\n" not in msg
+
+
+def test_a_run_without_its_capture_is_still_compared_with_a_note(runs, tmp_path):
+    """Only a capture that is there and not the run's own is refused; a run copied without capture/
+    is compared as before (the global PCA leaves it out and says so)."""
+    _, p = runs
+    run = tmp_path / "a"
+    shutil.copytree(p["a"].parent, run)
+    shutil.rmtree(run / "capture")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        comp = compare_results([run, p["b"]])
+    assert any("unusable" in n and "left out" in n for n in comp.notes)

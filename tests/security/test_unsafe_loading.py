@@ -70,3 +70,32 @@ def test_allow_pickle_still_refuses_a_code_running_pickle(tmp_path):
         torch.load(d / "pytorch_model.bin", weights_only=True)
     torch.load(d / "pytorch_model.bin", weights_only=False)
     assert (d / MARKER).exists()
+
+
+def _auto_map_with_stock_type(tmp_path):
+    """A Llama directory whose config names its own code (auto_map) but also the stock model_type
+    "llama": transformers, without trust_remote_code, ran LlamaForCausalLM in its place, silently."""
+    import json
+
+    d = tiny_model_dir(tmp_path, "llama_am", pickle=False, custom_code=True)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(model_type="llama", architectures=["LlamaForCausalLM"])
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_auto_map_with_a_stock_model_type_is_refused_not_swapped_for_the_stock_class(tmp_path):
+    d = _auto_map_with_stock_type(tmp_path)
+    with pytest.raises(GeoprobeError, match="--trust-remote-code") as e:
+        load_model(str(d))
+    msg = str(e.value)
+    assert "auto_map" in msg and "stock 'llama' class" in msg and "remove auto_map" in msg and "\n" not in msg
+    assert not (d / MARKER).exists()
+
+
+def test_auto_map_with_trust_remote_code_runs_the_directory_s_own_class(tmp_path):
+    """Opting in loads the class auto_map names (its module ran: the marker exists), not the stock one."""
+    d = _auto_map_with_stock_type(tmp_path)
+    m = load_model(str(d), trust_remote_code=True)
+    assert (d / MARKER).exists()
+    assert type(m.hf_model).__name__ == "CustomForCausalLM"
