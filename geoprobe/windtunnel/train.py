@@ -30,9 +30,9 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
-from geoprobe.errors import GeoprobeError
+from geoprobe.errors import GeoprobeError, OutputWriteError
 from geoprobe.outputs import check_replaceable_dir
-from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage
+from geoprobe.paths import atomic_write_text, public_mode, safetensors_damage, writing
 from geoprobe.serial import Record
 from geoprobe.windtunnel.conventions import task_from_dict
 from geoprobe.windtunnel.nets import (
@@ -196,17 +196,43 @@ def list_checkpoints(run: Path) -> list[int]:
 def save_checkpoint(
     run: Path, step: int, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any, losses: list[float]
 ) -> Path:
-    from safetensors.torch import save_model
-
+    """Write checkpoint ``step`` of ``run`` under a temporary name and rename it into place. A write that
+    fails (a full disk) removes the temporary directory and is one line naming the checkpoint
+    (:class:`OutputWriteError`); the checkpoints before it stay, and the same command resumes from them."""
     target = checkpoint_dir(run, step)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        with writing(target):
+            _write_checkpoint(tmp, spec, model, opt, sched, step, losses)
+        _publish(tmp)
+        if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
+            check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputWriteError(target, exc) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_checkpoint(
+    tmp: Path, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any, step: int, losses: list[float]
+) -> None:
+    import io
+
+    from safetensors.torch import save_model
+
     if spec.arch == "transformer":
         model.save_pretrained(tmp, safe_serialization=True)
         task = spec.task_obj
         word_tokenizer(task.vocab, bos=task.bos).save_pretrained(tmp)
     else:
         save_model(model, str(tmp / "model.safetensors"))
+    trainer = io.BytesIO()  # torch.save's own file writer reports a full disk without its errno
     torch.save(
         {
             "optimizer": opt.state_dict(),
@@ -214,20 +240,11 @@ def save_checkpoint(
             "step": step,
             "losses": torch.tensor(losses, dtype=torch.float64),
         },
-        tmp / "trainer.pt",
+        trainer,
     )
+    (tmp / "trainer.pt").write_bytes(trainer.getvalue())
     (tmp / "spec.json").write_text(spec.json_text())
     (tmp / "DONE").write_text("")
-    _publish(tmp)
-    if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
-        try:
-            check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    return target
 
 
 def _publish(directory: Path) -> None:
