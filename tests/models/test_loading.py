@@ -218,3 +218,40 @@ def test_a_damaged_local_weights_file_is_named(tmp_path, how):
     msg = str(e.value)
     assert msg.startswith(f"model file {str(f)!r} is damaged (Error while deserializing header") and "--model" in msg
     assert "\n" not in msg
+
+
+def test_check_device_takes_cpu_and_cuda_devices_present_only(monkeypatch):
+    """torch accepts meta, mps, xla and cuda:99 as device names; geoprobe computes on none of them."""
+    from geoprobe.models.loading import check_device
+
+    assert check_device("cpu") == "cpu" and check_device("cpu:0") == "cpu:0"
+    for name, words in (
+        ("meta", "holds tensor shapes and no data"),
+        ("mps", "cpu or cuda (cuda:N) only, not on 'mps' devices"),
+        ("xla", "cpu or cuda (cuda:N) only, not on 'xla' devices"),
+        ("cpu:1", "torch has one CPU device"),
+        ("gpu0", "is not a torch device"),
+    ):
+        with pytest.raises(GeoprobeError) as info:
+            check_device(name)
+        assert str(info.value).startswith(f"--device {name!r}") and words in str(info.value)
+    # where CUDA exists: two devices seen by torch (the counts are set here; the real check is below)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert check_device("cuda") == "cuda" and check_device("cuda:1") == "cuda:1"
+    with pytest.raises(GeoprobeError) as info:
+        check_device("cuda:99")
+    assert str(info.value) == (
+        "--device 'cuda:99': this machine has 2 CUDA devices (cuda:0 to cuda:1); pass one of them, cuda, "
+        "or --device cpu"
+    )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device: cuda:N past the ones present")
+def test_a_cuda_device_past_the_ones_present_is_refused_before_loading():
+    from geoprobe.models.loading import check_device
+
+    n = torch.cuda.device_count()
+    with pytest.raises(GeoprobeError, match=f"this machine has {n} CUDA device"):
+        load_model("twin:llama-3.2-1b", device=f"cuda:{n}")
+    assert check_device(f"cuda:{n - 1}") == f"cuda:{n - 1}"
