@@ -41,7 +41,6 @@ from geoprobe.models.twins import twin
 from geoprobe.paths import safetensors_damage
 from geoprobe.provenance import Provenance, file_sha256
 
-
 #: the torch device types geoprobe computes on (a model, its activations and the analyses' inputs)
 DEVICE_TYPES = ("cpu", "cuda")
 
