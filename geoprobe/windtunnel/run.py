@@ -20,6 +20,7 @@ from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (
     RunSpec,
     TrainingError,
+    check_resumable,
     checkpoint_dir,
     list_checkpoints,
     load_weights,
@@ -63,6 +64,25 @@ def train_tunnel(
         rep = train(spec, out / spec.arch, resume=resume, device=device, progress=cb)
         reports[spec.arch] = _log_session(out / spec.arch / "train_log.json", rep, spec)
     return reports
+
+
+def check_tunnel(
+    task: str,
+    scale: str,
+    out: Path,
+    *,
+    arch: ArchChoice = "both",
+    seed: int = 0,
+    steps: int | None = None,
+    task_params: dict[str, Any] | None = None,
+    convention: str = "geoprobe",
+) -> None:
+    """Before any work: every learner already trained in ``out`` resumes with these settings
+    (:func:`geoprobe.windtunnel.train.check_resumable`), else the one-line error that names the fix."""
+    check_arch(arch)
+    for spec in run_specs(task, scale, seed=seed, steps=steps, task_params=task_params, convention=convention):
+        if arch in ("both", spec.arch):
+            check_resumable(Path(out) / spec.arch, spec)
 
 
 def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:

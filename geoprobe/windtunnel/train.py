@@ -310,22 +310,48 @@ def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
 
 
 # -- the loop ----------------------------------------------------------------------------------
+def check_resumable(run: Path, spec: RunSpec) -> None:
+    """``run`` (one learner's directory) is new, or holds training that ``spec`` continues: the same task
+    and config, and the same number of steps once it has checkpoints. Otherwise a one-line
+    :class:`TrainingError` naming the difference and its fix (training is never discarded, --force
+    or not, so --force is not that fix)."""
+    path = Path(run) / "run.json"
+    if not path.exists():
+        return
+    theirs = _read_spec_file(path)
+    diff = spec.differences(theirs)
+    if diff:
+        raise TrainingError(
+            f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
+            f"pass what it was trained with ({_settings_of(theirs, spec)}) or another --out"
+        )
+    if theirs.train.steps != spec.train.steps and list_checkpoints(Path(run)):
+        raise TrainingError(
+            f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
+            f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
+            "or another --out"
+        )
+
+
+def _settings_of(theirs: RunSpec, spec: RunSpec) -> str:
+    """The flags that would give ``spec`` the settings of the run ``theirs`` where they differ."""
+    a, b = spec.to_json(), theirs.to_json()
+    flags = []
+    if a["task"] != b["task"]:
+        flags.append("the --task, --convention and task flags (--vocab, --length, --states, --repeat)")
+    if a["arch"] != b["arch"] or a["size"] != b["size"] or any(a["train"][k] != b["train"][k] for k in _SCALE_KEYS):
+        flags.append(f"--scale {theirs.scale}")
+    if a["train"]["seed"] != b["train"]["seed"]:
+        flags.append(f"--seed {theirs.train.seed}")
+    return " and ".join(flags)
+
+
+_SCALE_KEYS = ("batch_size", "lr", "warmup", "weight_decay", "clip", "target")
+
+
 def _write_spec(run: Path, spec: RunSpec) -> None:
+    check_resumable(run, spec)
     path = run / "run.json"
-    if path.exists():
-        theirs = _read_spec_file(path)
-        diff = spec.differences(theirs)
-        if diff:
-            raise TrainingError(
-                f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
-                "pass another --out or the matching --task/--scale"
-            )
-        if theirs.train.steps != spec.train.steps and list_checkpoints(run):
-            raise TrainingError(
-                f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
-                f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
-                "or another --out"
-            )
     run.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, spec.json_text())
 
