@@ -19,6 +19,12 @@ class GeoprobeError(Exception):
         super().__init__(message)
 
 
+class ArgumentError(GeoprobeError, TypeError):
+    """A Python API call given an argument of the wrong type: a bare string or a non-string where a list of
+    prompts belongs, a dict where a config object belongs, ``None`` for a model. One type for every public
+    entry point (:mod:`geoprobe.checks`); a ``TypeError`` too, so ``except TypeError`` catches it."""
+
+
 class UnknownModelError(GeoprobeError):
     """A model name that is neither an alias, a Hub id we can reach, a directory nor a .gguf."""
 

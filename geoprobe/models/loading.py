@@ -20,6 +20,7 @@ import torch
 from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 
+from geoprobe.checks import name_arg
 from geoprobe.errors import (
     GeoprobeError,
     ModelUnavailableError,
@@ -186,6 +187,7 @@ def load_model(
     ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
     and library model code are loaded unless the caller opts in explicitly.
     """
+    name = name_arg(name, "name", "a model name such as 'smollm2-135m', a local directory or a .gguf file")
     quiet_libraries()
     LoadOptions(name, revision, dtype, device, device_map, trust_remote_code, allow_pickle).check()
     tdtype = torch_dtype(dtype)

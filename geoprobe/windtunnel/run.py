@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from geoprobe.checks import name_arg
 from geoprobe.paths import atomic_write_text
 from geoprobe.provenance import package_versions, prompts_hash
 from geoprobe.windtunnel.config import ArchChoice, check_arch
@@ -49,6 +50,9 @@ def train_tunnel(
 ) -> dict[str, Any]:
     """Train the transformer and/or its capacity-matched MLP into ``out/<arch>`` (``convention``:
     geoprobe's task or the authors' exact one, geoprobe/windtunnel/authors.py)."""
+    task = name_arg(task, "task", "a task name such as 'bijection' or 'hmm'")
+    scale = name_arg(scale, "scale", "a scale such as 'tiny', 'cpu' or 'paper'")
+    out = Path(name_arg(out, "out", "the run directory to train into"))
     check_arch(arch)
     tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params, convention=convention)
     if threads:
@@ -137,7 +141,7 @@ def evaluate_tunnel(
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
     from geoprobe.models.loading import load_model, local_weights_hash
 
-    out = Path(out)
+    out = Path(name_arg(out, "out", "a run directory made by train_tunnel"))
     t_run = out / "transformer"
     tf = read_spec(t_run)
     convention = tf.task.get("convention", "geoprobe")  # absent from geoprobe's (and every 0.1.0) run.json
