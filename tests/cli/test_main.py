@@ -75,7 +75,7 @@ def _interrupt_while_importing(target: str, signum: int, cwd: Path) -> tuple[int
     ],
 )
 def test_an_interrupt_at_start_up_is_one_line_and_exit_128_plus_signal(tmp_path, target, starting, signum, name):
-    """Was (SIGINT while torch imported): a 40-line KeyboardInterrupt traceback, exit -2 (killed by SIGINT)."""
+    """Was (SIGINT while torch imported): a KeyboardInterrupt traceback from inside torch, exit -2 (killed by SIGINT)."""
     work = tmp_path / "work"
     work.mkdir()
     code, out, err = _interrupt_while_importing(target, signum, work)
