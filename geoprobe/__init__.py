@@ -57,6 +57,9 @@ PUBLIC: dict[str, str] = {
     "run_dynamics": "geoprobe.dynamics.run:run_dynamics",
     "DynamicsConfig": "geoprobe.dynamics.config:DynamicsConfig",
     "DynamicsResult": "geoprobe.dynamics.result:DynamicsResult",
+    # the one exception family of bad input, and the type of a wrong argument to any entry point above
+    "GeoprobeError": "geoprobe.errors:GeoprobeError",
+    "ArgumentError": "geoprobe.errors:ArgumentError",
     # the gradient-dynamics paper's identities for one attention head (arXiv 2512.22473)
     "routing_gradient": "geoprobe.analysis.gradients:routing_gradient",
     "value_gradient": "geoprobe.analysis.gradients:value_gradient",

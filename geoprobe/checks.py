@@ -1,10 +1,14 @@
-"""Checks of settings that many configs share, each failing with geoprobe's one-line error."""
+"""Checks of settings that many configs share, each failing with geoprobe's one-line error, and the
+arguments of the public Python API (:func:`prompts_arg`, :func:`model_arg`, :func:`config_arg`,
+:func:`name_arg`): every entry point of ``geoprobe.PUBLIC`` checks its arguments with these, before any
+work, and a wrong one is an :class:`~geoprobe.errors.ArgumentError` (a ``TypeError``) naming the argument."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from geoprobe.errors import GeoprobeError
+from geoprobe.errors import ArgumentError, GeoprobeError
 
 #: seeds every consumer takes: numpy's Generator and RandomState, torch.manual_seed, scikit-learn
 SEED_MAX = 2**32 - 1
@@ -132,3 +136,84 @@ def check_no_bools(config: Any, what: str) -> None:
                 f"{what} setting {f.name} = {value!r} is not {describe(hints[f.name])}: true/false is no "
                 f"integer (Python would count True as 1); pass integers"
             )
+
+
+# ---------------------------------------------------------------- arguments of the public Python API
+#: what a LoadedModel has (geoprobe.models.loaded; read by attribute, so this layer needs no model code)
+MODEL_ATTRIBUTES = ("hf_model", "tokenizer", "layout", "provenance")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def strings_arg(values: Any, name: str, what: str = "strings", *, paths: bool = False) -> list[Any]:
+    """``values`` as a list: a list, tuple or any other iterable (a generator is read once, here) whose
+    items are strings (with ``paths``, also ``os.PathLike``). A bare string or bytes (which would be
+    one item per character), a mapping, an open file, ``None`` or an item of another type is an
+    :class:`ArgumentError` naming ``name``."""
+    import io
+    from collections.abc import Iterable as IterableABC
+    from collections.abc import Mapping
+
+    if isinstance(values, (str, bytes, os.PathLike)):
+        raise ArgumentError(
+            f"{name} is a single {type(values).__name__} ({_shown(values)}), not a list of {what}: pass "
+            f"[{_shown(values)}] for one"
+        )
+    if isinstance(values, io.IOBase):
+        raise ArgumentError(
+            f"{name} is an open file; pass its {what} as a list (geoprobe.prompts.read_prompts(path) reads a "
+            "prompt file)"
+        )
+    if isinstance(values, Mapping) or not isinstance(values, IterableABC):
+        raise ArgumentError(f"{name} is {type(values).__name__} ({_shown(values)}); pass a list of {what}")
+    items = list(values)
+    ok = (str, os.PathLike) if paths else (str,)
+    for i, v in enumerate(items):
+        if not isinstance(v, ok):
+            raise ArgumentError(f"{name}[{i}] is {type(v).__name__} ({_shown(v)}), not a string; pass a list of {what}")
+    return items
+
+
+def prompts_arg(prompts: Any, name: str = "prompts") -> list[str]:
+    """The prompts of an API call as a list of strings (:func:`strings_arg`; a generator is accepted and
+    read once)."""
+    return strings_arg(prompts, name, "prompt strings")
+
+
+def name_arg(value: Any, name: str, example: str) -> str:
+    """``value`` if it is a string (an ``os.PathLike`` is turned into one), else an :class:`ArgumentError`
+    naming ``name`` with an ``example`` of what to pass."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise ArgumentError(f"{name} is {type(value).__name__} ({_shown(value)}), not a string; pass {example}")
+    return value
+
+
+def model_arg(model: Any, name: str = "model", *, names: bool = False) -> Any:
+    """``model`` if it is a LoadedModel (from ``geoprobe.load_model``, ``geoprobe.twin`` or
+    ``geoprobe.wrap``) or, with ``names``, a model name to load; else an :class:`ArgumentError`."""
+    if names and isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    if all(hasattr(model, a) for a in MODEL_ATTRIBUTES):
+        return model
+    what = "a model name such as 'smollm2-135m' or " if names else ""
+    raise ArgumentError(
+        f"{name} is {type(model).__name__} ({_shown(model)}); pass {what}a LoadedModel from geoprobe.load_model, "
+        "geoprobe.twin or geoprobe.wrap"
+    )
+
+
+def config_arg(config: Any, cls: type, name: str = "config") -> Any:
+    """``config`` if it is a ``cls``; a dict (or anything else) is an :class:`ArgumentError` saying how to
+    make one (``cls(**d)``; a recipe's settings: ``geoprobe.recipes.load_probe``)."""
+    if isinstance(config, cls):
+        return config
+    hint = f"{cls.__name__}(**{name})" if isinstance(config, dict) else f"{cls.__name__}(...)"
+    article = "an" if cls.__name__[:1] in "AEIOU" else "a"
+    raise ArgumentError(
+        f"{name} is {type(config).__name__} ({_shown(config)}), not {article} {cls.__name__}; pass {hint}"
+    )

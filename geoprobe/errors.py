@@ -19,6 +19,12 @@ class GeoprobeError(Exception):
         super().__init__(message)
 
 
+class ArgumentError(GeoprobeError, TypeError):
+    """A Python API call given an argument of the wrong type: a bare string or a non-string where a list of
+    prompts belongs, a dict where a config object belongs, ``None`` for a model. One type for every public
+    entry point (:mod:`geoprobe.checks`); a ``TypeError`` too, so ``except TypeError`` catches it."""
+
+
 class UnknownModelError(GeoprobeError):
     """A model name that is neither an alias, a Hub id we can reach, a directory nor a .gguf."""
 
@@ -56,9 +62,10 @@ class OutputLocationError(GeoprobeError):
 
 
 class OutputWriteError(GeoprobeError):
-    """An ``OSError`` while writing an output, told in one line with the path and the errno's meaning."""
+    """An ``OSError`` while writing an output, told in one line with the path and the errno's meaning;
+    ``fix`` replaces the advice (which names --out) for a file that is no command's output, such as a cache."""
 
-    def __init__(self, path: "str | os.PathLike[str]", exc: OSError) -> None:
+    def __init__(self, path: "str | os.PathLike[str]", exc: OSError, fix: str | None = None) -> None:
         import errno
         from pathlib import Path
 
@@ -76,8 +83,6 @@ class OutputWriteError(GeoprobeError):
             if exc.errno in (errno.EACCES, errno.EPERM)
             else "choose another --out"
         )
-        super().__init__(
-            f"could not write {str(self.path)!r}: {reason}{f' ({code})' if code else ''}; {hint}; "
-            "rerunning the same command then finishes what is missing"
-        )
+        fix = fix or f"{hint}; rerunning the same command then finishes what is missing"
+        super().__init__(f"could not write {str(self.path)!r}: {reason}{f' ({code})' if code else ''}; {fix}")
         self.__cause__ = exc

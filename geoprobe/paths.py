@@ -4,10 +4,12 @@ a file only when it is a regular file (a FIFO, a device or a socket is refused w
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from geoprobe.errors import OutputWriteError, ResultsError
 
@@ -97,6 +99,40 @@ def safetensors_damage(path: str | os.PathLike) -> str | None:
     return None
 
 
+#: how Rust's std::io::Error shows an operating-system error ("No space left on device (os error 28)"),
+#: which safetensors' writer passes on inside a SafetensorError
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def os_error_of(exc: BaseException, path: str | os.PathLike) -> OSError | None:
+    """The operating-system error inside ``exc`` as an ``OSError`` naming ``path``: ``exc`` itself when it
+    is one, the errno a safetensors ``SafetensorError`` reports in its text (a full disk while writing
+    arrays or weights), else None."""
+    if isinstance(exc, OSError):
+        return exc
+    found = _OS_ERROR.search(str(exc))
+    if found is None:
+        return None
+    code = int(found.group(1))
+    return OSError(code, os.strerror(code), str(path))
+
+
+@contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """Around a writer that is not Python's own (safetensors' ``save_file``, ``save_pretrained``): an
+    error carrying an operating-system error leaves as that ``OSError`` naming ``path``, so the caller's
+    ``except OSError`` removes its partial output and raises geoprobe's one-line error."""
+    try:
+        yield
+    except OSError:
+        raise
+    except Exception as exc:
+        found = os_error_of(exc, path)
+        if found is None:
+            raise
+        raise found from exc
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place: a kill
     leaves either the whole new file or a stray ``.<name>.*.tmp``, never half a file."""
@@ -106,7 +142,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         os.close(fd)
-        write(tmp)
+        with writing(p):
+            write(tmp)
         os.chmod(tmp, public_mode())
         os.replace(tmp, p)
     except OSError as exc:  # disk full, read-only, permissions: one line naming the file

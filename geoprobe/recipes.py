@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from geoprobe.checks import check_fields
+from geoprobe.checks import check_fields, name_arg
 from geoprobe.errors import GeoprobeError, ResultsError
 from geoprobe.paths import read_json, read_regular
 from geoprobe.sampling import SamplingConfig, is_corpus_set
@@ -423,7 +423,7 @@ def find_results(path: str | os.PathLike) -> Path:
 
 def load_result(path: str | os.PathLike) -> Any:
     """Read any geoprobe results file (or the one inside a run directory) with its own class."""
-    p = find_results(path)
+    p = find_results(name_arg(path, "path", "a results file or the run directory that holds it"))
     d, source = read_json(p, default_name=None, what="results file", fix=_FIX)
     kind = d.get("kind") if isinstance(d, dict) else None
     if kind not in KINDS:

@@ -142,3 +142,33 @@ def test_true_where_an_integer_goes_is_a_type_error_in_every_config(cls, field, 
         cls(**{field: bad})
     msg = str(e.value)
     assert f"setting {field} = {bad!r} is not" in msg and "true/false is no integer" in msg and "\n" not in msg, msg
+
+
+def test_the_api_argument_validators_accept_iterables_of_strings_and_name_what_they_refuse(tmp_path):
+    from pathlib import Path
+
+    from geoprobe.checks import config_arg, model_arg, name_arg, prompts_arg, strings_arg
+    from geoprobe.errors import ArgumentError
+    from geoprobe.scan.config import ScanConfig
+
+    assert prompts_arg(("a", "b")) == ["a", "b"] and prompts_arg(p for p in "xy") == ["x", "y"]
+    assert strings_arg([Path("r1"), "r2"], "paths", paths=True) == [Path("r1"), "r2"]
+    refused = {
+        "prompts is a single str ('one prompt'), not a list of prompt strings: pass ['one prompt'] for one": (
+            lambda: prompts_arg("one prompt")
+        ),
+        "prompts[1] is float (2.0), not a string; pass a list of prompt strings": lambda: prompts_arg(["a", 2.0]),
+        "paths is a single PosixPath": lambda: strings_arg(Path("r1"), "paths", paths=True),
+        "prompts is int (3); pass a list of prompt strings": lambda: prompts_arg(3),
+        "alias is int (3), not a string; pass x": lambda: name_arg(3, "alias", "x"),
+        "model is str ('m'); pass a LoadedModel": lambda: model_arg("m"),
+        "config is dict ({}), not a ScanConfig; pass ScanConfig(**config)": lambda: config_arg({}, ScanConfig),
+    }
+    for words, call in refused.items():
+        with pytest.raises(ArgumentError) as info:
+            call()
+        assert str(info.value).startswith(words) and isinstance(info.value, TypeError), str(info.value)
+    assert model_arg("smollm2-135m", names=True) == "smollm2-135m" and name_arg(Path("d"), "name", "x") == "d"
+    (tmp_path / "p.txt").write_text("a\nb\n")
+    with open(tmp_path / "p.txt") as f, pytest.raises(ArgumentError, match="prompts is an open file"):
+        prompts_arg(f)  # its lines would keep their newlines

@@ -8,6 +8,9 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+import pytest
+
 import geoprobe
 
 
@@ -69,3 +72,78 @@ def test_the_dynamics_experiment_and_its_identities_are_public():
     assert geoprobe.DynamicsResult is DynamicsResult
     for name in ("routing_gradient", "value_gradient", "value_update"):
         assert name in geoprobe.__all__ and getattr(geoprobe, name) is getattr(gradients, name)
+
+
+# ---------------------------------------------------------------- wrong arguments (issue 27 part 5)
+PROMPTS = ["The river runs past the old mill and", "In the morning the baker opened the", "Once the rain stopped"]
+
+
+def _bad_calls(m):
+    """(entry point, call, the argument its message names) for every wrong argument the API refuses."""
+    g = geoprobe
+    return [
+        ("load_model None", lambda: g.load_model(None), "name is NoneType (None)"),
+        ("load_model list", lambda: g.load_model(["smollm2-135m"]), "name is list"),
+        ("twin None", lambda: g.twin(None), "alias is NoneType"),
+        ("wrap None", lambda: g.wrap(None), "as model, not NoneType"),
+        ("capture None model", lambda: g.capture(None, PROMPTS), "model is NoneType (None)"),
+        ("capture name", lambda: g.capture("smollm2-135m", PROMPTS), "model is str"),
+        ("capture bare string", lambda: g.capture(m, "a prompt"), "prompts is a single str ('a prompt')"),
+        ("capture bytes", lambda: g.capture(m, b"a prompt"), "prompts is a single bytes"),
+        ("capture non-strings", lambda: g.capture(m, [1, 2]), "prompts[0] is int (1), not a string"),
+        ("capture None item", lambda: g.capture(m, ["ok", None]), "prompts[1] is NoneType"),
+        ("capture None prompts", lambda: g.capture(m, None), "prompts is NoneType"),
+        ("capture dict prompts", lambda: g.capture(m, {"a": 1}), "prompts is dict"),
+        ("capture dict config", lambda: g.capture(m, PROMPTS, {"layers": [0]}), "config is dict"),
+        ("key_weights None", lambda: g.key_weights(None), "model is NoneType"),
+        ("scan None model", lambda: g.scan(None, PROMPTS), "model is NoneType (None)"),
+        ("scan bare string", lambda: g.scan(m, "The river that runs"), "prompts is a single str"),
+        ("scan non-strings", lambda: g.scan(m, [1, 2, 3]), "prompts[0] is int"),
+        ("scan dict config", lambda: g.scan(m, None, {"seed": 1}), "config is dict ({'seed': 1}), not a ScanConfig"),
+        ("compare_domains None", lambda: g.compare_domains(None), "model is NoneType"),
+        ("compare_domains dict", lambda: g.compare_domains(m, {"seed": 1}), "not a DomainsConfig"),
+        ("compare_results str", lambda: g.compare_results("runs/a"), "paths is a single str ('runs/a')"),
+        ("run_sula None", lambda: g.run_sula(None), "model is NoneType"),
+        ("run_sula dict", lambda: g.run_sula(m, {"seed": 1}), "not a SulaConfig; pass SulaConfig(**config)"),
+        ("run_interventions None", lambda: g.run_interventions(None), "model is NoneType"),
+        ("run_interventions dict", lambda: g.run_interventions(m, {"seed": 1}), "not an InterventionConfig"),
+        ("run_positional None", lambda: g.run_positional(None, g.PositionalConfig()), "model is NoneType"),
+        ("run_positional dict", lambda: g.run_positional(m, {"n_prompts": 3}), "not a PositionalConfig"),
+        ("run_denoise dict", lambda: g.run_denoise({"seed": 1}), "not a DenoiseConfig"),
+        ("run_dynamics dict", lambda: g.run_dynamics({"seed": 1}), "not a DynamicsConfig"),
+        ("train_tunnel None", lambda: g.train_tunnel(None, "tiny", "out"), "task is NoneType"),
+        ("evaluate_tunnel None", lambda: g.evaluate_tunnel(None), "out is NoneType"),
+        ("load_result None", lambda: g.load_result(None), "path is NoneType"),
+    ]
+
+
+def test_every_entry_point_refuses_a_wrong_argument_with_one_type_naming_it(twin_factory, monkeypatch):
+    """Was: AttributeError ('NoneType' object has no attribute 'layout'), "prompt #3 is empty" for
+    scan(m, "The river…") (one prompt per character), TypeError "object of type 'generator' has no len()",
+    AttributeError "'dict' object has no attribute 'layers'", and so on, a different failure per function."""
+    import geoprobe.models.loading
+
+    m = twin_factory("llama-3.2-1b")
+    monkeypatch.setattr(geoprobe.models.loading, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    wrong = []
+    for label, call, words in _bad_calls(m):
+        try:
+            call()
+            wrong.append(f"{label}: no error")
+        except geoprobe.ArgumentError as exc:
+            text = str(exc)
+            if words not in text or "\n" in text or not isinstance(exc, TypeError):
+                wrong.append(f"{label}: {text!r}")
+        except Exception as exc:  # noqa: BLE001 - the point: any other type is a failure of this test
+            wrong.append(f"{label}: {type(exc).__name__}: {exc}")
+    assert wrong == []
+
+
+def test_a_generator_of_prompts_is_read_once_and_gives_the_list_s_numbers(twin_factory):
+    """A generator is accepted (materialised into a list at the call), not refused: the same arrays."""
+    m = twin_factory("llama-3.2-1b")
+    a = geoprobe.capture(m, PROMPTS)
+    b = geoprobe.capture(m, (p for p in PROMPTS))
+    assert b.prompts == a.prompts == tuple(PROMPTS)
+    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_array_equal(a.attn_entropy, b.attn_entropy)

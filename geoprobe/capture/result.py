@@ -17,7 +17,7 @@ from geoprobe.errors import ForeignOutputError, GeoprobeError, OutputExistsError
 from geoprobe.kinds import CAPTURE_KIND, directory_kind
 from geoprobe.models.layout import Layout
 from geoprobe.outputs import CAPTURE_FILES, check_replaceable_dir, refuse_cwd
-from geoprobe.paths import public_mode, read_regular, safetensors_damage
+from geoprobe.paths import public_mode, read_regular, safetensors_damage, writing
 from geoprobe.provenance import Provenance
 
 FORMAT_VERSION = 1
@@ -171,7 +171,8 @@ class Capture:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
             arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in _ARRAYS if getattr(self, n) is not None}
-            save_file(arrays, str(tmp / "arrays.safetensors"))
+            with writing(target / "arrays.safetensors"):  # a full disk inside safetensors: an OSError
+                save_file(arrays, str(tmp / "arrays.safetensors"))
             (tmp / "capture.json").write_text(json.dumps(self.metadata(), indent=1, ensure_ascii=False))
             for name in CAPTURE_FILES:
                 os.chmod(tmp / name, public_mode())  # the safetensors writer makes its file private (0600)
@@ -187,7 +188,8 @@ class Capture:
         except OSError as exc:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
-            raise OutputWriteError(target, exc) from exc
+            named = Path(exc.filename) if isinstance(exc.filename, str) else None
+            raise OutputWriteError(named if named is not None and named.parent == target else target, exc) from exc
         except BaseException:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -23,7 +23,7 @@ from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
 from geoprobe.capture.memory import check_capture_memory
 from geoprobe.capture.result import Capture
-from geoprobe.checks import check_no_bools
+from geoprobe.checks import check_no_bools, config_arg, model_arg, prompts_arg
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
@@ -189,6 +189,8 @@ def capture(
     :mod:`geoprobe.capture.checkpoint`); a later call with the same model, prompts, config and
     seed loads those batches instead of recomputing them (``on_resume(loaded, batches, dir)`` is
     called first) and returns the same numbers. The caller removes the directory when done."""
+    model, prompts = model_arg(model), prompts_arg(prompts)
+    config = config_arg(config, CaptureConfig)
     lay = model.layout
     layers = resolve_layers(config.layers, lay.n_layers)
     ids, cut = tokenize(model, prompts, config.max_tokens)
@@ -324,6 +326,7 @@ def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Floa
     Read from the projection the architecture probe identified (``geoprobe.models.architecture``),
     layer by layer, so that only the result and one layer's slice exist at a time (a fused QKV
     weight's key rows are a copy). Refused in one line where keys are not x·W_K (MLA)."""
+    model = model_arg(model)
     idx = resolve_layers(layers, model.layout.n_layers)
     lay, arch = model.layout, model.arch
     out = np.empty((len(idx), lay.n_kv_heads, lay.d_model, lay.d_qk), dtype=np.float32)

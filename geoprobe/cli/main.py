@@ -3,7 +3,9 @@
 * a :class:`~geoprobe.errors.GeoprobeError` (bad input, unreadable results, an output geoprobe may
   not write) and a usage error: ``error: …``, exit 2;
 * SIGINT (Ctrl-C) or SIGTERM: ``interrupted; …`` (saying whether the same command resumes), exit
-  130 or 143; checkpoints are kept;
+  130 or 143; checkpoints are kept. This holds from the first line of :func:`main` on, start-up
+  included: this module imports only the standard library, and the commands (torch, scipy, typer)
+  are imported inside :func:`main`'s handlers;
 * anything else: ``error: unexpected …``, exit 1.
 
 ``--debug`` anywhere on the command line shows the traceback instead.
@@ -16,9 +18,6 @@ import sys
 import warnings
 from typing import Any
 
-import typer
-
-from geoprobe.cli.app import app, err
 from geoprobe.errors import GeoprobeError
 
 #: commands whose work is kept when interrupted: the same command carries on from it
@@ -27,6 +26,32 @@ RESUMES = {
     "windtunnel train": "the training checkpoints",
     "windtunnel run": "the training checkpoints",
 }
+
+
+def commands() -> Any:
+    """The ``geoprobe`` Typer app with every command registered (imports torch and scipy: seconds)."""
+    from geoprobe.cli import (  # noqa: F401 - each module registers its commands on the app
+        capture,
+        corpus,
+        denoise,
+        dynamics,
+        listing,
+        positional,
+        report,
+        run,
+        scan,
+        sula,
+        windtunnel,
+    )
+    from geoprobe.cli.app import app
+
+    # importing the submodule geoprobe.cli.app bound that name on the package: ``geoprobe.cli.app`` is the app
+    sys.modules["geoprobe.cli"].app = app  # type: ignore[attr-defined]
+    return app
+
+
+class _Starting(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM while the commands were still being imported: nothing has run yet."""
 
 
 def _usage_message(exc: Exception) -> str:
@@ -49,20 +74,29 @@ def _command(argv: list[str]) -> str:
     return words[0] if words else ""
 
 
-def _interrupted(signum: int, argv: list[str]) -> None:
+def _interrupted(signum: int, argv: list[str], starting: bool = False) -> None:
     command = _command(argv)
     keep = RESUMES.get(command)
     tail = (
-        f"rerun the same command to resume ({keep} are kept)"
+        "while starting, before any work; nothing was written: rerun the command"
+        if starting
+        else f"rerun the same command to resume ({keep} are kept)"
         if keep
         else "nothing unfinished was kept (the outputs are written at the end): rerun the command"
     )
     name = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
-    err.print(f"interrupted ({name}); {tail}", highlight=False, markup=False, soft_wrap=True)
+    sys.stderr.write(f"interrupted ({name}); {tail}\n")  # plain: rich may not be imported yet
+    sys.stderr.flush()
+    # A KeyboardInterrupt that passed through an exec() of a string (dataclasses build their methods so,
+    # at import) leaves CPython's "unhandled KeyboardInterrupt" flag set, and `python -m geoprobe` would
+    # then kill itself with SIGINT at exit instead of exiting 130; every exec() of a string clears it.
+    exec("pass")
     sys.exit(128 + signum)
 
 
 def _line(message: str) -> None:
+    from geoprobe.cli.app import err
+
     err.print(message, highlight=False, markup=False, soft_wrap=True)  # markup would eat "[section]"
 
 
@@ -79,7 +113,13 @@ def main() -> None:
 
     previous = signal.signal(signal.SIGTERM, on_signal)
     try:
+        try:
+            app = commands()
+        except KeyboardInterrupt:
+            raise _Starting from None
         code = app(args=argv, prog_name="geoprobe", standalone_mode=False)
+    except _Starting:
+        _interrupted(received[0] if received else signal.SIGINT, argv, starting=True)
     except KeyboardInterrupt:  # outside the command itself (typer turns one inside it into a return of 130)
         code = 130
     except GeoprobeError as exc:
@@ -89,6 +129,7 @@ def main() -> None:
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
         import click
+        import typer
 
         # typer >= 0.20 vendors click (typer._click): its usage errors derive from typer.TyperException
         if isinstance(exc, (typer.TyperException, click.exceptions.ClickException)):

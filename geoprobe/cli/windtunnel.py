@@ -295,14 +295,38 @@ def tunnel_request(config: Any, threads: Optional[int] = None, device: str = "cp
     return {"command": "windtunnel run", "config": cfg, "threads": threads, "device": device}
 
 
+def check_learners(config: Any, run_dir: Path) -> None:
+    """Before the run directory is claimed: the learners already trained in ``run_dir`` resume with
+    ``config``. A run trained with other settings is refused naming the setting to pass (or another
+    --out), not --force: --force re-evaluates and rewrites the page, it never retrains."""
+    from geoprobe.windtunnel.run import check_tunnel
+
+    check_tunnel(
+        config.task,
+        config.scale,
+        run_dir,
+        arch=config.arch,
+        seed=config.seed,
+        steps=config.steps,
+        task_params=config.task_params(),
+        convention=config.convention,
+    )
+
+
 def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = None, device: str = "cpu") -> Any:
     """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default
     runs/windtunnel-TASK-SCALE); with ``config.seeds``, once per seed (geoprobe.cli.tunnel_seeds)."""
     check_device(device)
     if config.seeds is not None:
         from geoprobe.cli.tunnel_seeds import execute_seeds
+        from geoprobe.windtunnel.seeds import seed_dir_name, seed_list
 
         single = default_dir(config.task, config.scale, config.convention)
+        seeds_out = single.with_name(f"{single.name}-seeds")
+        for s in seed_list(config.seeds, config.seed):  # a seed trained otherwise: its fix, not --force
+            check_learners(
+                dataclasses.replace(config, seed=s, seeds=None), (output.out or seeds_out) / seed_dir_name(s)
+            )
         return execute_seeds(
             config,
             output,
@@ -310,9 +334,10 @@ def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = 
             device,
             run_one=execute_tunnel,
             request_of=tunnel_request,
-            default_out=single.with_name(f"{single.name}-seeds"),
+            default_out=seeds_out,
         )
     run_dir = output.out or default_dir(config.task, config.scale, config.convention)
+    check_learners(config, run_dir)
     request = tunnel_request(config, threads, device)
 
     def compute(run: Any) -> Any:

@@ -16,6 +16,7 @@ import numpy as np
 
 from geoprobe import __version__
 from geoprobe.capture.result import Capture
+from geoprobe.checks import strings_arg
 from geoprobe.compare.global_pca import MIN_SHARED, GlobalPCA, align_prompts, global_pca
 from geoprobe.compare.inputs import (
     Source,
@@ -138,7 +139,7 @@ def compare_results(
     each model's last layer; default the last); ``early_fraction``: the early layers of key
     orthogonality are the model's first ``max(1, ⌈early_fraction · n_layers⌉)``; ``random_state``
     seeds the bootstrap CIs of the global PCA's ρ's."""
-    paths = list(paths)
+    paths = strings_arg(paths, "paths", "results files (results.json or run directories)", paths=True)
     if len(paths) < 2:
         raise GeoprobeError(
             f"compare needs at least two results files, got {len(paths)}; pass the results.json of two or more scans"

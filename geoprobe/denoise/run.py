@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from geoprobe.analysis.stats import bootstrap_ci
+from geoprobe.checks import config_arg
 from geoprobe.denoise.attention import MODELS, SoftmaxAttention, predict, weight_fit
 from geoprobe.denoise.bayes import bayes_linear_predicted_gain, finite_context, oracle, per_prompt_mse
 from geoprobe.denoise.config import DenoiseConfig
@@ -118,6 +119,7 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
 
 def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
     """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU)."""
+    config = config_arg(config, DenoiseConfig)
     task = config.make_task()
     settings = config.settings()
     seed = config.seed

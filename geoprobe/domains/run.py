@@ -31,6 +31,7 @@ import numpy as np
 
 from geoprobe.analysis.token_match import balance, match_features, matched_control, token_counts
 from geoprobe.capture.run import CaptureConfig, capture, resolve_layers
+from geoprobe.checks import config_arg, model_arg
 from geoprobe.corpora import CORPUS_VERSION, DOMAINS, CorpusUnavailable, available_domains, candidates
 from geoprobe.domains.compare import compare_domains
 from geoprobe.domains.config import DomainsConfig
@@ -67,6 +68,7 @@ def compare_domains_run(
     model: Any, config: DomainsConfig = DomainsConfig(), *, progress: Progress | None = None
 ) -> DomainRun:
     """Sample, capture and compare (see the module docstring). ``model`` is a LoadedModel."""
+    model, config = model_arg(model), config_arg(config, DomainsConfig)
     sc, seed = config.sampling, config.seed
     domains = check_domains(config.domains)
     all_domains = check_domains(None)  # the mixed set always draws on every available domain

@@ -10,6 +10,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from geoprobe.checks import config_arg
 from geoprobe.dynamics.config import DynamicsConfig
 from geoprobe.dynamics.result import DynamicsResult, SeedRun
 from geoprobe.dynamics.task import conditional_entropy_nats, sample, transition_matrix
@@ -66,6 +67,7 @@ def run_dynamics(
     config: DynamicsConfig = DynamicsConfig(), *, tick: Callable[[], None] | None = None
 ) -> DynamicsResult:
     """Train both schedules for every seed; the result holds the loss curves and the comparison."""
+    config = config_arg(config, DynamicsConfig)
     P = transition_matrix(config.n_symbols, config.self_prob)
     sgd = dict.fromkeys(("W_Q", "W_K", "W_V", "W_O"), config.lr)
     em = {**dict.fromkeys(ROUTING, config.lr_routing), "W_V": config.lr_value}

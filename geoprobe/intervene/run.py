@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
+from geoprobe.checks import config_arg, model_arg
 from geoprobe.corpora import CorpusUnavailable, candidates
 from geoprobe.intervene.axis import fit_entropy_axis, random_axes
 from geoprobe.intervene.config import InterventionConfig, paper_experiments
@@ -68,6 +69,7 @@ def run_interventions(
 ) -> InterventionResult:
     """Fit the entropy axes on SULA prompts, then edit (true axis and random controls) per
     experiment and strength, resuming from the residual stream; see the module docstring."""
+    model, config = model_arg(model), config_arg(config, InterventionConfig)
     L = model.layout.n_layers
     exps = tuple(tuple(sorted({resolve_layer(x, L) for x in e})) for e in (config.experiments or paper_experiments(L)))
     strengths = config.strength_list

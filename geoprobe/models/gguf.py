@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from geoprobe.errors import ModelUnavailableError
-from geoprobe.paths import cache_dir
+from geoprobe.errors import ModelUnavailableError, OutputWriteError
+from geoprobe.paths import cache_dir, writing
 from geoprobe.provenance import file_sha256
 
 _CACHE_VERSION = "1"
@@ -65,19 +65,30 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.hf_quantizer = None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    tmp = None
     try:
-        with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
-            model.save_pretrained(tmp, safe_serialization=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+        with writing(target), open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+            model.save_pretrained(tmp, safe_serialization=True)  # a full disk: SafetensorError, now an OSError
         tok.save_pretrained(tmp)
         (tmp / "source.json").write_text(json.dumps({"gguf": str(p.resolve()), "sha256": digest}))
         (tmp / "DONE").write_text("")
         if target.exists():  # an incomplete entry from an interrupted run
             shutil.rmtree(target)
         os.replace(tmp, target)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as exc:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputWriteError(
+            target,
+            exc,
+            fix="the dequantised weights of a GGUF file are cached there; free some space or set GEOPROBE_CACHE "
+            "to a directory with room, then rerun",
+        ) from exc
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     if dtype != torch.float32:
         model = model.to(dtype)

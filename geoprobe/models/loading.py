@@ -20,6 +20,7 @@ import torch
 from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 
+from geoprobe.checks import name_arg
 from geoprobe.errors import (
     GeoprobeError,
     ModelUnavailableError,
@@ -41,15 +42,41 @@ from geoprobe.models.twins import twin
 from geoprobe.paths import read_regular, safetensors_damage
 from geoprobe.provenance import Provenance, file_sha256
 
+#: the torch device types geoprobe computes on (a model, its activations and the analyses' inputs)
+DEVICE_TYPES = ("cpu", "cuda")
+
 
 def check_device(name: str) -> str:
-    """``name`` if torch can place tensors there; a one-line error naming --device otherwise."""
+    """``name`` if geoprobe can compute there: the CPU, or a CUDA device this machine has. Anything else
+    torch accepts as a device (``meta``, which holds shapes and no data; ``mps``, ``xla``, …; ``cuda:N``
+    past the devices present) is a one-line error naming --device and the devices that exist here."""
     try:
         dev = torch.device(name)
     except RuntimeError:
         raise GeoprobeError(f"--device {name!r} is not a torch device; pass cpu, cuda or cuda:N") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
+    if dev.type == "meta":
+        raise GeoprobeError(
+            f"--device {name!r} holds tensor shapes and no data, so nothing can be measured on it; pass "
+            "--device cpu, cuda or cuda:N"
+        )
+    if dev.type not in DEVICE_TYPES:
+        raise GeoprobeError(
+            f"--device {name!r}: geoprobe computes on cpu or cuda (cuda:N) only, not on {dev.type!r} devices; "
+            "pass --device cpu, cuda or cuda:N"
+        )
+    if dev.type == "cpu":
+        if dev.index not in (None, 0):
+            raise GeoprobeError(f"--device {name!r}: torch has one CPU device, cpu (cpu:0); pass --device cpu")
+        return name
+    if not torch.cuda.is_available():
         raise GeoprobeError(f"--device {name!r}: no CUDA device is available here; pass --device cpu")
+    n = torch.cuda.device_count()
+    if dev.index is not None and dev.index >= n:
+        have = "cuda:0" if n == 1 else f"cuda:0 to cuda:{n - 1}"
+        raise GeoprobeError(
+            f"--device {name!r}: this machine has {n} CUDA device{'s' if n != 1 else ''} ({have}); pass one "
+            "of them, cuda, or --device cpu"
+        )
     return name
 
 
@@ -160,6 +187,7 @@ def load_model(
     ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
     and library model code are loaded unless the caller opts in explicitly.
     """
+    name = name_arg(name, "name", "a model name such as 'smollm2-135m', a local directory or a .gguf file")
     quiet_libraries()
     LoadOptions(name, revision, dtype, device, device_map, trust_remote_code, allow_pickle).check()
     tdtype = torch_dtype(dtype)

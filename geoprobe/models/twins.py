@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from geoprobe.checks import name_arg
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.gguf import embedded_gguf_path
 from geoprobe.models.init_weights import init_key_weights as init
@@ -114,6 +115,7 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     """A random-init model with the architecture of ``alias`` (see module docstring)."""
     from transformers import AutoModelForCausalLM
 
+    alias = name_arg(alias, "alias", "a twin alias such as 'llama-3.2-1b' (geoprobe models lists them)")
     if alias not in ALIASES and is_model_type(alias):
         return type_twin(alias, scale, seed, dtype, device)
     tok = embedded_tokenizer()

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from geoprobe.errors import GeoprobeError
+from geoprobe.errors import ArgumentError, GeoprobeError
 from geoprobe.models.bridge import unwrap_bridge
 from geoprobe.models.loaded import LoadedModel, boot
 from geoprobe.provenance import Provenance
@@ -36,6 +36,11 @@ def wrap(model: Any, tokenizer: Any = None, *, model_id: str | None = None, seed
     :func:`geoprobe.capture`, :func:`geoprobe.scan.scan` and the other experiments.
 
     ``tokenizer`` defaults to the bridge's own; ``model_id`` to the config's ``name_or_path``."""
+    if model is None or isinstance(model, (str, dict)):
+        raise ArgumentError(
+            f"wrap() takes a Hugging Face causal LM or a TransformerBridge as model, not {type(model).__name__} "
+            f"({model!r:.40}); geoprobe.load_model loads a model by name"
+        )
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
     if tokenizer is None:
         raise GeoprobeError("wrap() needs the model's tokenizer: pass wrap(model, tokenizer)")

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from geoprobe.capture import CaptureConfig, capture
 from geoprobe.capture.run import resolve_layers
+from geoprobe.checks import config_arg, model_arg
 from geoprobe.errors import GeoprobeError
 from geoprobe.paths import read_json
 from geoprobe.positional.config import PositionalConfig
@@ -43,6 +44,7 @@ def rope_of(model: Any) -> tuple[float, int] | None:
 def run_positional(model: Any, config: PositionalConfig, *, progress: Progress | None = None) -> PositionalResult:
     """Capture ``n_prompts`` windows of every length, fit the priors at the longest, and (with
     ``config.stability``) measure the stability metrics at every length."""
+    model, config = model_arg(model), config_arg(config, PositionalConfig)
     check_model(config, model)
     layers = resolve_layers(config.layers, model.layout.n_layers)
     lengths = config.lengths if config.stability else (config.fit_length,)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from geoprobe.capture.result import Capture
+from geoprobe.checks import config_arg, model_arg, prompts_arg
 from geoprobe.errors import PromptError
 from geoprobe.scan.config import MIN_PROMPTS, ScanConfig
 from geoprobe.scan.result import ScanResult
@@ -313,6 +314,9 @@ def scan(
     from geoprobe.capture.run import CaptureConfig, capture
     from geoprobe.models.loading import LoadedModel, load_model
 
+    model = model_arg(model, names=True)
+    prompts = None if prompts is None else prompts_arg(prompts)
+    config = config_arg(config, ScanConfig)
     check_prompts(config, prompts)  # a bad set name or file fails before the model loads
     timings: dict[str, float] = {}
     t = time.perf_counter()

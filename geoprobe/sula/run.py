@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from geoprobe.checks import config_arg, model_arg
 from geoprobe.provenance import prompts_hash
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, calibration_metrics, label_distribution, label_logprobs
@@ -32,6 +33,7 @@ def run_sula(
     is not one token, unless ``config.first_token``), and so is the context length."""
     from geoprobe.capture.run import resolve_layers
 
+    model, config = model_arg(model), config_arg(config, SulaConfig)
     if "main" not in conditions or any(c not in CONDITIONS for c in conditions):
         raise SulaError(f"conditions {conditions} must include 'main' and be among {', '.join(CONDITIONS)}")
     layer_idx = resolve_layers([layer], model.layout.n_layers)[0]

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from geoprobe.checks import name_arg
 from geoprobe.paths import atomic_write_text
 from geoprobe.provenance import package_versions, prompts_hash
 from geoprobe.windtunnel.config import ArchChoice, check_arch
@@ -20,6 +21,7 @@ from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (
     RunSpec,
     TrainingError,
+    check_resumable,
     checkpoint_dir,
     list_checkpoints,
     load_weights,
@@ -49,6 +51,9 @@ def train_tunnel(
 ) -> dict[str, Any]:
     """Train the transformer and/or its capacity-matched MLP into ``out/<arch>`` (``convention``:
     geoprobe's task or the authors' exact one, geoprobe/windtunnel/authors.py)."""
+    task = name_arg(task, "task", "a task name such as 'bijection' or 'hmm'")
+    scale = name_arg(scale, "scale", "a scale such as 'tiny', 'cpu' or 'paper'")
+    out = Path(name_arg(out, "out", "the run directory to train into"))
     check_arch(arch)
     tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params, convention=convention)
     if threads:
@@ -64,6 +69,25 @@ def train_tunnel(
         rep = train(spec, out / spec.arch, resume=resume, device=device, progress=cb)
         reports[spec.arch] = _log_session(out / spec.arch / "train_log.json", rep, spec)
     return reports
+
+
+def check_tunnel(
+    task: str,
+    scale: str,
+    out: Path,
+    *,
+    arch: ArchChoice = "both",
+    seed: int = 0,
+    steps: int | None = None,
+    task_params: dict[str, Any] | None = None,
+    convention: str = "geoprobe",
+) -> None:
+    """Before any work: every learner already trained in ``out`` resumes with these settings
+    (:func:`geoprobe.windtunnel.train.check_resumable`), else the one-line error that names the fix."""
+    check_arch(arch)
+    for spec in run_specs(task, scale, seed=seed, steps=steps, task_params=task_params, convention=convention):
+        if arch in ("both", spec.arch):
+            check_resumable(Path(out) / spec.arch, spec)
 
 
 def _log_session(path: Path, rep: Any, spec: RunSpec) -> dict[str, Any]:
@@ -118,7 +142,7 @@ def evaluate_tunnel(
     """Score both learners against the analytic posterior, ablate and probe the transformer."""
     from geoprobe.models.loading import load_model, local_weights_hash
 
-    out = Path(out)
+    out = Path(name_arg(out, "out", "a run directory made by train_tunnel"))
     t_run = out / "transformer"
     tf = read_spec(t_run)
     convention = tf.task.get("convention", "geoprobe")  # absent from geoprobe's (and every 0.1.0) run.json

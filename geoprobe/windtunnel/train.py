@@ -30,10 +30,10 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
-from geoprobe.errors import GeoprobeError
+from geoprobe.errors import GeoprobeError, OutputWriteError
 from geoprobe.kinds import LEARNER_KIND
 from geoprobe.outputs import check_replaceable_dir
-from geoprobe.paths import atomic_write_text, public_mode, read_regular, safetensors_damage
+from geoprobe.paths import atomic_write_text, public_mode, read_regular, safetensors_damage, writing
 from geoprobe.serial import Record
 from geoprobe.windtunnel.conventions import task_from_dict
 from geoprobe.windtunnel.nets import (
@@ -197,17 +197,43 @@ def list_checkpoints(run: Path) -> list[int]:
 def save_checkpoint(
     run: Path, step: int, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any, losses: list[float]
 ) -> Path:
-    from safetensors.torch import save_model
-
+    """Write checkpoint ``step`` of ``run`` under a temporary name and rename it into place. A write that
+    fails (a full disk) removes the temporary directory and is one line naming the checkpoint
+    (:class:`OutputWriteError`); the checkpoints before it stay, and the same command resumes from them."""
     target = checkpoint_dir(run, step)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        with writing(target):
+            _write_checkpoint(tmp, spec, model, opt, sched, step, losses)
+        _publish(tmp)
+        if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
+            check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputWriteError(target, exc) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_checkpoint(
+    tmp: Path, spec: RunSpec, model: torch.nn.Module, opt: Any, sched: Any, step: int, losses: list[float]
+) -> None:
+    import io
+
+    from safetensors.torch import save_model
+
     if spec.arch == "transformer":
         model.save_pretrained(tmp, safe_serialization=True)
         task = spec.task_obj
         word_tokenizer(task.vocab, bos=task.bos).save_pretrained(tmp)
     else:
         save_model(model, str(tmp / "model.safetensors"))
+    trainer = io.BytesIO()  # torch.save's own file writer reports a full disk without its errno
     torch.save(
         {
             "optimizer": opt.state_dict(),
@@ -215,20 +241,11 @@ def save_checkpoint(
             "step": step,
             "losses": torch.tensor(losses, dtype=torch.float64),
         },
-        tmp / "trainer.pt",
+        trainer,
     )
+    (tmp / "trainer.pt").write_bytes(trainer.getvalue())
     (tmp / "spec.json").write_text(spec.json_text())
     (tmp / "DONE").write_text("")
-    _publish(tmp)
-    if target.exists() or target.is_symlink():  # only a checkpoint geoprobe wrote, holding nothing else
-        try:
-            check_replaceable_dir(target, os.listdir(tmp), "spec.json", flag="--out")
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    return target
 
 
 def _publish(directory: Path) -> None:
@@ -294,22 +311,48 @@ def check_checkpoint(spec: RunSpec, ckpt: Path) -> None:
 
 
 # -- the loop ----------------------------------------------------------------------------------
+def check_resumable(run: Path, spec: RunSpec) -> None:
+    """``run`` (one learner's directory) is new, or holds training that ``spec`` continues: the same task
+    and config, and the same number of steps once it has checkpoints. Otherwise a one-line
+    :class:`TrainingError` naming the difference and its fix (training is never discarded, --force
+    or not, so --force is not that fix)."""
+    path = Path(run) / "run.json"
+    if not path.exists():
+        return
+    theirs = _read_spec_file(path)
+    diff = spec.differences(theirs)
+    if diff:
+        raise TrainingError(
+            f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
+            f"pass what it was trained with ({_settings_of(theirs, spec)}) or another --out"
+        )
+    if theirs.train.steps != spec.train.steps and list_checkpoints(Path(run)):
+        raise TrainingError(
+            f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
+            f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
+            "or another --out"
+        )
+
+
+def _settings_of(theirs: RunSpec, spec: RunSpec) -> str:
+    """The flags that would give ``spec`` the settings of the run ``theirs`` where they differ."""
+    a, b = spec.to_json(), theirs.to_json()
+    flags = []
+    if a["task"] != b["task"]:
+        flags.append("the --task, --convention and task flags (--vocab, --length, --states, --repeat)")
+    if a["arch"] != b["arch"] or a["size"] != b["size"] or any(a["train"][k] != b["train"][k] for k in _SCALE_KEYS):
+        flags.append(f"--scale {theirs.scale}")
+    if a["train"]["seed"] != b["train"]["seed"]:
+        flags.append(f"--seed {theirs.train.seed}")
+    return " and ".join(flags)
+
+
+_SCALE_KEYS = ("batch_size", "lr", "warmup", "weight_decay", "clip", "target")
+
+
 def _write_spec(run: Path, spec: RunSpec) -> None:
+    check_resumable(run, spec)
     path = run / "run.json"
-    if path.exists():
-        theirs = _read_spec_file(path)
-        diff = spec.differences(theirs)
-        if diff:
-            raise TrainingError(
-                f"run directory {str(run)!r} holds another task or config ({'; '.join(diff)}); "
-                "pass another --out or the matching --task/--scale"
-            )
-        if theirs.train.steps != spec.train.steps and list_checkpoints(run):
-            raise TrainingError(
-                f"run directory {str(run)!r} was trained for {theirs.train.steps} steps, not "
-                f"{spec.train.steps}; the schedule would change: pass --steps {theirs.train.steps} "
-                "or another --out"
-            )
     run.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, spec.json_text())
 

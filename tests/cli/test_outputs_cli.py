@@ -242,3 +242,47 @@ def test_checkpoint_discard_keeps_files_it_did_not_write(tmp_path):
     with pytest.warns(UserWarning, match="'my-notes.txt', which geoprobe did not write"):
         checkpoint.discard(d)
     assert os.listdir(d) == ["my-notes.txt"]
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [x for x in stderr.splitlines() if x.strip() and not x.startswith(("warning", "loading"))]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    return lines[0]
+
+
+def test_capture_arrays_past_the_file_size_limit_name_the_file_and_keep_the_old_capture(tmp_path):
+    """A real EFBIG (RLIMIT_FSIZE below the arrays' size) in `geoprobe capture`: was "error: unexpected
+    SafetensorError: Error while serializing: I/O error: File too large (os error 27)", exit 1."""
+    from tests.full_disk import geoprobe_code, run_limited
+
+    _prompts(tmp_path, 24)
+    args = ["capture", "--model", TWIN, "--prompts", "p.txt", "--out", "cap"]
+    assert run_limited(geoprobe_code(args), 2**30, tmp_path).returncode == 0  # the capture to keep
+    before = _tree(tmp_path)
+    r = run_limited(geoprobe_code([*args, "--overwrite", "--layers", "0,1"]), 8 * 1024, tmp_path)
+    assert r.returncode == 2
+    assert _one_error_line(r.stderr) == (
+        "error: could not write 'cap/arrays.safetensors': File too large (EFBIG); free some space or choose "
+        "another --out; rerunning the same command then finishes what is missing"
+    )
+    assert _tree(tmp_path) == before  # the old capture as it was, no partial directory beside it
+
+
+def test_a_scan_whose_capture_cannot_be_written_keeps_its_batches_and_the_rerun_resumes(tmp_path):
+    """Past the file-size limit while writing run/capture/arrays.safetensors: one line naming it, the
+    finished batches stay in run/capture.partial, and the same command resumes from them."""
+    from tests.full_disk import geoprobe_code, run_limited
+
+    _prompts(tmp_path, 24)
+    args = ["scan", "--model", TWIN, "--prompts", "p.txt", "--batch-size", "4", "--out", "run"]
+    r = run_limited(geoprobe_code(args), 16 * 1024, tmp_path)  # a batch is ~5 kB, the arrays ~28 kB
+    assert r.returncode == 2
+    assert _one_error_line(r.stderr).startswith(
+        "error: could not write 'run/capture/arrays.safetensors': File too large (EFBIG); free some space"
+    )
+    run = tmp_path / "run"
+    assert sorted(p.name for p in run.iterdir()) == ["capture.partial"]
+    assert len(list((run / "capture.partial").glob("batch-*.safetensors"))) == 6
+    r = run_limited(geoprobe_code(args), 2**30, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "resuming:" in r.stderr and Capture.load(run / "capture").n_prompts == 24

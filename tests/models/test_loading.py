@@ -1,4 +1,5 @@
 import importlib.util
+import json
 
 import numpy as np
 import pytest
@@ -86,6 +87,45 @@ def test_gguf_cache_makes_the_second_load_use_safetensors(no_network, tmp_path, 
     assert tok1("hello world")["input_ids"] == tok2("hello world")["input_ids"]
     assert second.config.architectures == ["LlamaForCausalLM"]
     assert no_network == []
+
+
+_GGUF_CACHE_LIMITED = """
+import json, os
+from pathlib import Path
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+from geoprobe.errors import OutputWriteError
+from geoprobe.models.gguf import load_gguf
+from geoprobe.windtunnel.nets import word_tokenizer
+
+os.environ["GEOPROBE_CACHE"] = "cache"
+tiny = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                    num_attention_heads=2, num_key_value_heads=2, vocab_size=1000))
+# the GGUF reader is replaced (dequantising a real file takes a minute); the cache writer is the real one
+transformers.AutoModelForCausalLM.from_pretrained = lambda *a, **k: tiny
+transformers.AutoTokenizer.from_pretrained = lambda *a, **k: word_tokenizer(["a", "b"])
+Path("model.gguf").write_bytes(b"GGUF stands in for a file whose hash keys the cache")
+try:
+    load_gguf("model.gguf")
+    print(json.dumps("cached"))
+except OutputWriteError as exc:
+    print(json.dumps([str(exc), sorted(os.listdir("cache/gguf"))]))
+"""
+
+
+def test_a_gguf_cache_past_the_file_size_limit_is_one_line_and_leaves_no_partial_entry(tmp_path):
+    """The dequantised weights (about 500 kB here) past RLIMIT_FSIZE: was "unexpected SafetensorError"
+    and a half-written .tmp-* directory in the cache."""
+    from tests.full_disk import run_limited
+
+    r = run_limited(_GGUF_CACHE_LIMITED, 64 * 1024, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    message, entries = json.loads(r.stdout.strip().splitlines()[-1])
+    assert message.startswith("could not write 'cache/gguf/") and entries == []
+    assert message.endswith(
+        "-v1': File too large (EFBIG); the dequantised weights of a GGUF file are cached there; free some "
+        "space or set GEOPROBE_CACHE to a directory with room, then rerun"
+    )
 
 
 @requires_smollm2
@@ -178,3 +218,40 @@ def test_a_damaged_local_weights_file_is_named(tmp_path, how):
     msg = str(e.value)
     assert msg.startswith(f"model file {str(f)!r} is damaged (Error while deserializing header") and "--model" in msg
     assert "\n" not in msg
+
+
+def test_check_device_takes_cpu_and_cuda_devices_present_only(monkeypatch):
+    """torch accepts meta, mps, xla and cuda:99 as device names; geoprobe computes on none of them."""
+    from geoprobe.models.loading import check_device
+
+    assert check_device("cpu") == "cpu" and check_device("cpu:0") == "cpu:0"
+    for name, words in (
+        ("meta", "holds tensor shapes and no data"),
+        ("mps", "cpu or cuda (cuda:N) only, not on 'mps' devices"),
+        ("xla", "cpu or cuda (cuda:N) only, not on 'xla' devices"),
+        ("cpu:1", "torch has one CPU device"),
+        ("gpu0", "is not a torch device"),
+    ):
+        with pytest.raises(GeoprobeError) as info:
+            check_device(name)
+        assert str(info.value).startswith(f"--device {name!r}") and words in str(info.value)
+    # where CUDA exists: two devices seen by torch (the counts are set here; the real check is below)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert check_device("cuda") == "cuda" and check_device("cuda:1") == "cuda:1"
+    with pytest.raises(GeoprobeError) as info:
+        check_device("cuda:99")
+    assert str(info.value) == (
+        "--device 'cuda:99': this machine has 2 CUDA devices (cuda:0 to cuda:1); pass one of them, cuda, "
+        "or --device cpu"
+    )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device: cuda:N past the ones present")
+def test_a_cuda_device_past_the_ones_present_is_refused_before_loading():
+    from geoprobe.models.loading import check_device
+
+    n = torch.cuda.device_count()
+    with pytest.raises(GeoprobeError, match=f"this machine has {n} CUDA device"):
+        load_model("twin:llama-3.2-1b", device=f"cuda:{n}")
+    assert check_device(f"cuda:{n - 1}") == f"cuda:{n - 1}"

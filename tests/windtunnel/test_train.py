@@ -208,3 +208,48 @@ def test_a_checkpoint_left_half_written_by_geoprobe_is_replaced(tmp_path):
     (step0 / "spec.json").write_text(json.dumps({**spec.to_json(), "notes": ["stale"]}))  # its own file, no DONE
     train(spec, run)
     assert (step0 / "DONE").exists() and json.loads((step0 / "spec.json").read_text())["notes"] != ["stale"]
+
+
+_TRAIN_LIMITED = """
+import json, os
+from dataclasses import replace
+from geoprobe.errors import OutputWriteError
+from geoprobe.windtunnel.scales import run_specs
+from geoprobe.windtunnel.train import RunSpec, list_checkpoints, train
+
+tf, ml = run_specs("bijection", "tiny", steps=12)
+spec = tf if {arch!r} == "transformer" else ml
+spec = RunSpec(**{{**spec.__dict__, "train": replace(spec.train, n_checkpoints=4)}})
+try:
+    train(spec, "run")
+    print(json.dumps("trained"))
+except OutputWriteError as exc:
+    print(json.dumps([str(exc), list_checkpoints(__import__("pathlib").Path("run")),
+                      sorted(os.listdir("run/checkpoints"))]))
+"""
+
+
+@pytest.mark.parametrize(
+    "arch, limit, failing, kept",
+    [
+        ("transformer", 64 * 1024, 0, []),  # model.safetensors (86 kB) through save_pretrained
+        ("mlp", 64 * 1024, 0, []),  # model.safetensors through safetensors' save_model
+        ("transformer", 128 * 1024, 1, [0]),  # trainer.pt (186 kB; 2 kB at step 0) through torch.save
+    ],
+)
+def test_a_checkpoint_past_the_file_size_limit_is_one_line_and_keeps_the_earlier_ones(
+    tmp_path, arch, limit, failing, kept
+):
+    """Was: "unexpected SafetensorError: … File too large (os error 27)" (or torch's "unexpected pos")
+    and a half-written .tmp-* directory left among the checkpoints."""
+    from tests.full_disk import run_limited
+
+    r = run_limited(_TRAIN_LIMITED.format(arch=arch), limit, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    message, steps, entries = json.loads(r.stdout.strip().splitlines()[-1])
+    step = f"run/checkpoints/step-{failing:07d}"
+    assert message == (
+        f"could not write '{step}': File too large (EFBIG); free some space or choose another --out; "
+        "rerunning the same command then finishes what is missing"
+    )
+    assert steps == kept and entries == [f"step-{s:07d}" for s in kept]  # no temporary directory left
