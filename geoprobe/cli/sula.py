@@ -127,11 +127,17 @@ def _print_sula(result: Any) -> None:
             "does not read the prompts as a labelling task, so no SULA MAE is reported (docs/sula.md)"
         )
     elif m.posterior_metrics is not None:  # None only in files from 0.1.0
-        over = "" if not np.any(m.low_mass) else f" over the {m.metrics.n} of {m.n} prompts with label mass ≥ {tau:g}"
-        say(
-            f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
-            f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}{over}"
-        )
+        if np.any(m.low_mass):  # the paper's number is over every prompt: say that this one is not
+            say(
+                f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target), "
+                f"{m.metrics.mae:.3f} against the {PREDICTIVE}, over the {m.metrics.n} of {m.n} prompts with label "
+                f"mass ≥ {tau:g} (Pythia-410M's 0.44 is over every prompt: --min-label-mass 0 scores them all)"
+            )
+        else:
+            say(
+                f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
+                f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}"
+            )
     table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: ρ(k, PC1) 0.86)")
     rows = {t: summary_rows(result, t) for t in (PREDICTIVE, POSTERIOR)}
     cols = ("condition", "scored", "MAE, posterior H (bits)", "MAE, predictive H (bits)", "Spearman ρ(model H, H)")

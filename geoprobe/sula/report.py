@@ -136,9 +136,17 @@ def sections(result: Any) -> list[Section]:
             Section(f"Against the {POSTERIOR}", paragraph("Not in this file (written by geoprobe 0.1.0)."), level=3)
         )
     paper = html_table([{"quantity (Pythia-410M, paper §5.2)": q, "value": v} for q, v in PAPER])
+    left = 0 if result.main.low_mass is None else int(result.main.low_mass.sum())
     note = paragraph(
         "The paper's MAE and |ρ(PC1, ·)| are against the posterior entropy; compare them with the "
         "posterior-entropy table only (docs/sula.md quotes the definition)."
+        + (
+            f" The paper scores every prompt; the MAE above leaves out the {left} of {result.main.n} main prompts "
+            f"whose label mass is below {result.config.min_label_mass:g} (see Label mass): rerun with "
+            "--min-label-mass 0 to compare like for like."
+            if left
+            else ""
+        )
     )
     return [
         Section("Summary", about),
