@@ -115,10 +115,14 @@ def spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np
     A resample repeats prompts: with counts c_i over its m distinct prompts, the PCA of the
     resample equals the weighted PCA of those m rows, whose nonzero spectrum is that of the
     m × m matrix (√c z)(√c z)ᵀ with z standardised under the weights. m ≈ 0.63 n, so this is
-    exact and about 4× cheaper than the n × n Gram matrix of the repeated rows."""
+    exact and about 4× cheaper than the n × n Gram matrix of the repeated rows.
+
+    A resample without variance (one prompt drawn n times, probability n^(1−n): 1/9 at n = 3,
+    1/64 at n = 4, below 10⁻³ from n = 5) has no spectrum; it is left out and the SE is that of
+    the resamples that have one (NaN when fewer than two do)."""
     n, d = x.shape
     idx = rng.integers(0, n, size=(n_resamples, n))
-    stats = np.empty((3, n_resamples))
+    stats = np.full((3, n_resamples), np.nan)
 
     def one(b: int) -> None:
         counts = np.bincount(idx[b], minlength=n)
@@ -129,12 +133,17 @@ def spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np
         xc = xr - mean
         sd = np.sqrt((c * xc * xc).sum(0) / n)
         live = sd > 1e-12 * np.maximum(1.0, np.abs(mean))
+        if not live.any():
+            return  # no variance in this resample: no spectrum (stays NaN, left out below)
         z = np.sqrt(c) * (xc[:, live] / sd[live])
         stats[:, b] = spectrum_summary(z[None])[:, 0]
 
     with ThreadPoolExecutor(2) as pool:  # resamples are independent; LAPACK releases the GIL
         list(pool.map(one, range(n_resamples)))
-    return stats.std(axis=1, ddof=1)
+    ok = np.isfinite(stats).all(axis=0)
+    if ok.sum() < 2:
+        return np.full(3, np.nan)
+    return stats[:, ok].std(axis=1, ddof=1)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,11 @@ from geoprobe.errors import GeoprobeError
 from geoprobe.intervene.result import InterventionResult
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs
+from geoprobe.sula.config import DEFAULT_MIN_LABEL_MASS
 from geoprobe.sula.result import SulaResult
 
+LabelsOpt = typer.Option(None, "--labels", help="two single-token labels, e.g. bip,pim (default bip,pim)")
+FirstTokenOpt = typer.Option(False, "--first-token", help="score multi-token labels by their first token")
 SULA_OUTPUTS = RunOutputs.of(SulaResult)
 INTERVENE_OUTPUTS = RunOutputs.of(InterventionResult)
 
@@ -44,9 +47,16 @@ def sula(
     agreement: float = typer.Option(
         0.9, "--agreement", help="probability that an example's label agrees with the class"
     ),
-    labels: Optional[str] = typer.Option(None, "--labels", help="two single-token labels, e.g. bip,pim"),
-    first_token: bool = typer.Option(False, "--first-token", help="score multi-token labels by their first token"),
+    labels: Optional[str] = LabelsOpt,
+    first_token: bool = FirstTokenOpt,
     layer: int = typer.Option(-1, "--layer", help="layer of the value geometry (default final)"),
+    min_label_mass: float = typer.Option(
+        DEFAULT_MIN_LABEL_MASS,
+        "--min-label-mass",
+        help="prompts whose label mass P(L1)+P(L2) is below this are left out of the calibration metrics, and a "
+        "condition whose mean is below it is flagged and left out of the comparison (0 scores every prompt; "
+        "docs/sula.md)",
+    ),
     batch_size: int = BatchOpt,
     n_resamples: int = ResamplesOpt,
     seed: int = SeedOpt,
@@ -61,6 +71,7 @@ def sula(
         batch_size=batch_size,
         n_resamples=n_resamples,
         seed=seed,
+        min_label_mass=min_label_mass,
     )
     if k is not None:
         try:
@@ -69,11 +80,16 @@ def sula(
             raise GeoprobeError(f"--k {k!r} is not a comma-separated list of integers (e.g. 0,1,2,4,8)") from None
         config = dataclasses.replace(config, k_values=ks)
     if labels is not None:
-        pair = tuple(x.strip() for x in labels.split(",") if x.strip())
-        if len(pair) != 2 or pair[0] == pair[1]:
-            raise GeoprobeError(f"--labels {labels!r} must be two different labels separated by a comma, e.g. bip,pim")
-        config = dataclasses.replace(config, labels=pair)
+        config = dataclasses.replace(config, labels=label_pair(labels))
     execute_sula(load, config, output, layer)
+
+
+def label_pair(labels: str) -> tuple[str, str]:
+    """``--labels bip,pim`` as a pair; a one-line error unless it is two different labels."""
+    pair = tuple(x.strip() for x in labels.split(",") if x.strip())
+    if len(pair) != 2 or pair[0] == pair[1]:
+        raise GeoprobeError(f"--labels {labels!r} must be two different labels separated by a comma, e.g. bip,pim")
+    return pair[0], pair[1]
 
 
 def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: int = -1) -> Any:
@@ -97,33 +113,58 @@ def execute_sula(load: LoadOptions, config: Any, output: OutputOptions, layer: i
 
 
 def _print_sula(result: Any) -> None:
-    from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
-    from geoprobe.sula.report import summary_rows
+    import numpy as np
 
-    m = result.main
-    if m.posterior_metrics is not None:  # None only in files from 0.1.0
-        out.print(
-            f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
-            f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}",
-            soft_wrap=True,
-            markup=False,
+    from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
+    from geoprobe.sula.report import FLAGGED, summary_rows
+
+    m, tau = result.main, result.config.min_label_mass
+
+    def say(text: str) -> None:
+        out.print(text, soft_wrap=True, markup=False, highlight=False)
+
+    if m.flagged:
+        say(
+            f"main: flagged, mean label mass {m.metrics.label_mass.value:.2g} < {tau:g} (--min-label-mass): the model "
+            "does not read the prompts as a labelling task, so no SULA MAE is reported (docs/sula.md)"
         )
+    elif m.posterior_metrics is not None:  # None only in files from 0.1.0
+        if np.any(m.low_mass):  # the paper's number is over every prompt: say that this one is not
+            say(
+                f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target), "
+                f"{m.metrics.mae:.3f} against the {PREDICTIVE}, over the {m.metrics.n} of {m.n} prompts with label "
+                f"mass ≥ {tau:g} (Pythia-410M's 0.44 is over every prompt: --min-label-mass 0 scores them all)"
+            )
+        else:
+            say(
+                f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
+                f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}"
+            )
     table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: ρ(k, PC1) 0.86)")
     rows = {t: summary_rows(result, t) for t in (PREDICTIVE, POSTERIOR)}
-    cols = ("condition", "MAE, posterior H (bits)", "MAE, predictive H (bits)", "Spearman ρ(model H, H)")
+    cols = ("condition", "scored", "MAE, posterior H (bits)", "MAE, predictive H (bits)", "Spearman ρ(model H, H)")
     cols += ("label mass", "ρ(k, mean PC1)")
     for col in cols:
         table.add_column(col, no_wrap=col == "condition")
     for post, pred in zip(rows[POSTERIOR], rows[PREDICTIVE]):
+        cells = [post["MAE (bits)"], pred["MAE (bits)"], pred["Spearman ρ(model H, target)"]]
         table.add_row(
             pred["condition"],
-            post["MAE (bits)"],
-            pred["MAE (bits)"],
-            pred["Spearman ρ(model H, target)"],
-            pred["label mass"],
+            f"{pred['scored']} of {pred['n']}",
+            *(FLAGGED if x.startswith(FLAGGED) else x for x in cells),
+            f"{result.conditions[pred['condition']].metrics.label_mass.value:.2g}",
             pred["ρ(k, mean PC1)"],
         )
     out.print(table)
+    if tau is not None:
+        left = ", ".join(f"{n} {int(c.low_mass.sum())} of {c.n}" for n, c in result.conditions.items())
+        say(f"left out of the calibration metrics, label mass < {tau:g} (--min-label-mass): {left}")
+    if result.flagged:
+        means = ", ".join(f"{n} {result.conditions[n].metrics.label_mass.value:.2g}" for n in result.flagged)
+        say(
+            f"{FLAGGED} (mean label mass < {tau:g}; the model does not read these prompts as a labelling task, so "
+            f"they are left out of the comparison; docs/sula.md): {means}"
+        )
 
 
 @app.command()
@@ -151,6 +192,8 @@ def intervene(
     ),
     controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
     n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
+    labels: Optional[str] = LabelsOpt,
+    first_token: bool = FirstTokenOpt,
     n_resamples: int = ResamplesOpt,
     batch_size: int = BatchOpt,
     seed: int = SeedOpt,
@@ -169,6 +212,8 @@ def intervene(
         batch_size=batch_size,
         n_resamples=n_resamples,
         seed=seed,
+        first_token=first_token,
+        **({} if labels is None else {"labels": label_pair(labels)}),
     )
     execute_intervene(load, config, output)
 
@@ -201,5 +246,7 @@ def execute_intervene(load: LoadOptions, config: Any, output: OutputOptions) -> 
             if r["metric"] in ("axis_entropy_rho", "sula_mae_posterior", "sula_mae", "kl"):
                 table.add_row(*(str(r[c]) for c in keep))
         out.print(table)
+        for note in result.config.get("notes", ()):
+            out.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
 
     return execute_run(target, INTERVENE_OUTPUTS, request, output, compute, show)

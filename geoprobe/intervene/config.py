@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.intervene.ops import Op
+from geoprobe.sula.config import DEFAULT_LABELS, SulaConfig
 
 #: Pythia-410M (24 layers), the paper's defaults: single layers 12 and 23, and {8, 12, 16, 20, 23} at once
 PAPER_SINGLE = (12, 23)
@@ -39,10 +40,14 @@ class InterventionConfig:
     batch_size: int = 16
     n_resamples: int = 1000
     seed: int = 0
+    labels: tuple[str, str] = DEFAULT_LABELS  # the SULA label pair (one token each, or scored by the first)
+    first_token: bool = False  # multi-token labels: score the first token of each
 
     def __post_init__(self) -> None:
         check_no_bools(self, "intervene")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
+        object.__setattr__(self, "labels", tuple(self.labels))
+        SulaConfig(labels=self.labels, first_token=self.first_token)  # the same checks as geoprobe sula's
         if self.op not in DEFAULT_STRENGTHS:
             raise InterventionError(f"operation {self.op!r} is not cut|only|shift; pass --op cut|only|shift")
         if self.n_controls < 1:

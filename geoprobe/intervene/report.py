@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from geoprobe.report.blocks import html_table
-from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
+from geoprobe.report.page import Section, figures_section, notes_section, paragraph, provenance_section
 
 #: arXiv 2512.23752 on Pythia-410M (§6.2; the SULA MAE of §5.2 is against the posterior entropy)
 PAPER = (
@@ -84,6 +84,7 @@ def sections(result: Any) -> list[Section]:
     paper = html_table([{"Pythia-410M (paper)": q, "value": v} for q, v in PAPER])
     return [
         *verdict_sections(result),
+        *notes_section(result.config.get("notes", ())),
         Section("Effects: entropy axis vs random axes", html_table(result.summary()) + "\n" + about),
         Section("Unperturbed", base, level=3),
         Section("The paper's numbers", paper, level=3),

@@ -32,10 +32,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from geoprobe.analysis.stats import Estimate, bootstrap_ci
+from geoprobe.analysis.stats import Estimate, bootstrap_ci, constant_columns
 from geoprobe.checks import config_arg, model_arg
 from geoprobe.corpora import CorpusUnavailable, candidates
-from geoprobe.intervene.axis import fit_entropy_axis, random_axes
+from geoprobe.intervene.axis import InterventionError, fit_entropy_axis, random_axes
 from geoprobe.intervene.config import InterventionConfig, paper_experiments
 from geoprobe.intervene.forward import final_logprobs, text_nll
 from geoprobe.intervene.metrics import axis_entropy_correlation, entropy_bits_of, kl_bits
@@ -61,6 +61,42 @@ def held_out_texts(model: Any, n: int, seed: int) -> list[str]:
         return []
 
 
+def without_flat_layers(
+    model: Any,
+    texts: list[str],
+    exps: tuple[tuple[int, ...], ...],
+    values: dict[int, np.ndarray],
+    *,
+    explicit: bool,
+) -> tuple[tuple[tuple[int, ...], ...], list[str]]:
+    """The experiments without the layers whose final-token ``values`` are the same for every
+    prompt (no variance: no entropy axis), and a note per layer left out. Layers the user named
+    (``explicit``: ``--layers`` or a recipe's ``experiments``) are never left out silently: an
+    InterventionError names the layer, why, and the layers to pass. From the default (paper)
+    layers they are dropped, with the note; an error only if no layer is left."""
+    flat = [x for x in sorted(values) if constant_columns(values[x].reshape(len(texts), -1)).all()]
+    if not flat:
+        return exps, []
+    ends = {ids[-1] for ids in model.tokenizer(texts, add_special_tokens=False)["input_ids"]}
+    token = f" {model.tokenizer.decode(list(ends))!r}" if len(ends) == 1 else ""
+    why = f"final-token values are identical for all {len(texts)} SULA prompts"
+    if 0 in flat:
+        why += f" (every prompt ends in the token{token}, and layer 0's values depend on that token alone)"
+    why += ", so there is no entropy axis to fit"
+    names = ", ".join(map(str, flat))
+    kept = tuple(e for e in dict.fromkeys(tuple(x for x in e if x not in flat) for e in exps) if e)
+    if explicit or not kept:
+        L = model.layout.n_layers
+        if max(flat) + 1 >= L:
+            raise InterventionError(f"layer {names}: {why}; this model has no deeper layer to edit")
+        example = ",".join(map(str, sorted({x for e in kept for x in e}) or [max(flat) + 1]))
+        raise InterventionError(
+            f"layer {names}: {why}; pass --layers from {max(flat) + 1} to {L - 1} (e.g. --layers {example}; "
+            "experiments in a recipe)"
+        )
+    return kept, [f"layer {names} left out of the default experiments: its {why}"]
+
+
 def run_interventions(
     model: Any,
     config: InterventionConfig = InterventionConfig(),
@@ -76,16 +112,24 @@ def run_interventions(
     timings: dict[str, float] = {}
     t = time.perf_counter()
     sc = SulaConfig(
-        n_per_k=config.n_per_k, seed=config.seed, batch_size=config.batch_size, n_resamples=config.n_resamples
+        n_per_k=config.n_per_k,
+        seed=config.seed,
+        batch_size=config.batch_size,
+        n_resamples=config.n_resamples,
+        labels=config.labels,
+        first_token=config.first_token,
     )
     prompts = generate(sc)
     texts = [p.text for p in prompts]
     labels = label_tokens(model.tokenizer, sc.labels_for("main"), lead=sc.label_lead, first_token=sc.first_token)
     check_context(model, prompts)
     cols = prompt_arrays(prompts)
-    held = held_out_texts(model, config.n_texts, config.seed)
     all_layers = sorted({x for e in exps for x in e})
     lp0, vals0 = final_logprobs(model, texts, config.batch_size, value_layers=all_layers)
+    # before the held-out text and the sweep: a layer whose values never vary has no axis
+    exps, notes = without_flat_layers(model, texts, exps, vals0, explicit=config.experiments is not None)
+    all_layers = sorted({x for e in exps for x in e})
+    held = held_out_texts(model, config.n_texts, config.seed)
     h0 = entropy_bits_of(lp0)
     nll0 = text_nll(model, held) if held else np.zeros(0)
     axes = {layer: fit_entropy_axis(vals0[layer], h0, layer=layer) for layer in all_layers}
@@ -183,6 +227,8 @@ def run_interventions(
     cfg["strengths"] = list(strengths)
     cfg["labels"] = list(labels.labels)
     cfg["held_out_texts"] = len(held)
+    if notes:
+        cfg["notes"] = notes
     return InterventionResult(
         model=model.provenance.model_id,
         provenance=prov,

@@ -8,6 +8,9 @@ from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
+#: the smallest largest-distance Δ a prior is fitted to (distances 0, 1, 2: three points for three parameters)
+MIN_DISTANCE = 2
+
 
 @dataclass(frozen=True)
 class PositionalConfig(Record):
@@ -59,12 +62,18 @@ class PositionalConfig(Record):
             raise GeoprobeError(f"--batch-size {self.batch_size} must be at least 1")
         if not 0.0 < self.confidence < 1.0:
             raise GeoprobeError(f"confidence {self.confidence} must lie in (0, 1)")
+        if self.max_distance is not None and self.max_distance < MIN_DISTANCE:
+            raise GeoprobeError(
+                f"--max-distance {self.max_distance} is below {MIN_DISTANCE}: a prior is fitted to the distances "
+                f"0..Δ and needs at least {MIN_DISTANCE + 1} of them; pass --max-distance {MIN_DISTANCE} or more, or "
+                "leave it out (the longest length − 1 − --exclude-first)"
+            )
         top, need = self.fit_length, self.window + 1 + self.exclude_first
-        if self.window < 2:
+        if self.window < MIN_DISTANCE:
             raise GeoprobeError(
                 f"the longest --lengths {top} leaves {self.window + 1} distance(s) after "
                 f"--exclude-first {self.exclude_first}; pass a longest length of "
-                f"{3 + self.exclude_first} or more"
+                f"{MIN_DISTANCE + 1 + self.exclude_first} or more"
             )
         if need > top:
             raise GeoprobeError(

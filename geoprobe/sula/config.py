@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from geoprobe.checks import check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
@@ -12,6 +13,8 @@ DEFAULT_LABELS: tuple[str, str] = ("bip", "pim")
 DEFAULT_REMAP_LABELS: tuple[str, str] = ("kel", "pom")
 PLACEHOLDER = "item"
 CONDITIONS: tuple[str, ...] = ("main", "lexical_remap", "shuffled", "ablated")
+#: the least label mass P(L1) + P(L2) at which the two-label entropy is scored (docs/sula.md, "Label mass")
+DEFAULT_MIN_LABEL_MASS = 0.01
 
 
 class SulaError(GeoprobeError):
@@ -38,6 +41,16 @@ class SulaConfig(Record):
     batch_size: int = 16
     n_resamples: int = 1000
     confidence: float = 0.95
+    # prompts whose label mass is below this are left out of the calibration metrics, and a condition
+    # whose mean label mass is below it is flagged and left out of the headline (docs/sula.md, "Label
+    # mass"); None only in files written before the threshold existed (every prompt scored)
+    min_label_mass: float | None = field(default=DEFAULT_MIN_LABEL_MASS, metadata={"omit_none": True})
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SulaConfig":
+        values = cls.field_values(d)
+        values.setdefault("min_label_mass", None)  # a file from before the threshold: none was applied
+        return cls(**values)
 
     def __post_init__(self) -> None:
         check_no_bools(self, "sula")
@@ -75,6 +88,12 @@ class SulaConfig(Record):
             raise SulaError(f"n_resamples = {self.n_resamples} bootstrap resamples must be at least 2")
         if not 0.0 < self.confidence < 1.0:
             raise SulaError(f"confidence {self.confidence} must be in (0, 1)")
+        m = self.min_label_mass
+        if m is not None and (isinstance(m, bool) or not isinstance(m, (int, float)) or not 0.0 <= m < 1.0):
+            raise SulaError(
+                f"min_label_mass = {m!r} must be at least 0 and below 1 (a share of the next-token probability); "
+                f"fix --min-label-mass (default {DEFAULT_MIN_LABEL_MASS}; 0 scores every prompt)"
+            )
 
     @property
     def label_lead(self) -> str:

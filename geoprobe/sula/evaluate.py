@@ -83,7 +83,12 @@ def label_distribution(logprobs: Float[np.ndarray, "n 2"]) -> dict[str, np.ndarr
 class SulaMetrics(Record):
     """Calibration of the model's label entropy against one analytic target (bits): ``target``
     is ``"predictive entropy"`` or ``"posterior entropy"`` (None in files from 0.1.0, which
-    hold the predictive entropy only)."""
+    hold the predictive entropy only).
+
+    ``n`` prompts are scored (MAE, ρ, r and the per-k means are over them); ``n_excluded`` more
+    were left out because their label mass is below the threshold (``SulaConfig.min_label_mass``;
+    None in files from before it, where every prompt is scored). ``label_mass`` is the mean over
+    all ``n + n_excluded`` prompts."""
 
     n: int
     mae: Estimate
@@ -94,8 +99,11 @@ class SulaMetrics(Record):
     model_per_k: tuple[Estimate, ...]
     bayes_per_k: tuple[Estimate, ...]
     target: str | None = field(default=None, metadata={"omit_none": True})
+    n_excluded: int | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
+        if self.n_excluded is not None and self.n_excluded < 0:
+            raise ValueError(f"n_excluded = {self.n_excluded} prompts left out must be >= 0")
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
         object.__setattr__(self, "model_per_k", tuple(self.model_per_k))
         object.__setattr__(self, "bayes_per_k", tuple(self.bayes_per_k))
@@ -124,9 +132,14 @@ def calibration_metrics(
     n_resamples: int = 1000,
     random_state: int | np.random.Generator | None = 0,
     target: str | None = None,
+    min_label_mass: float | None = None,
 ) -> SulaMetrics:
     """MAE, correlations, mean label mass and per-k means, each with a bootstrap CI over prompts;
-    ``bayes_entropy`` is the analytic target named by ``target`` (``PREDICTIVE`` / ``POSTERIOR``)."""
+    ``bayes_entropy`` is the analytic target named by ``target`` (``PREDICTIVE`` / ``POSTERIOR``).
+
+    With ``min_label_mass``, only the prompts whose label mass is at least that are scored (MAE,
+    correlations, per-k means; NaN where none or, for the correlations, fewer than 3 are), and
+    ``n_excluded`` counts the others; the mean label mass is over every prompt."""
     k = np.asarray(k, dtype=np.int64)
     hb = np.asarray(bayes_entropy, dtype=np.float64)
     hm = np.asarray(model_entropy, dtype=np.float64)
@@ -141,23 +154,26 @@ def calibration_metrics(
         raise ValueError("entropies or label mass contain NaN or Inf")
     rng = np.random.default_rng(random_state)
     kw = dict(confidence=confidence, n_resamples=n_resamples)
+    keep = np.ones(n, dtype=bool) if min_label_mass is None else mass >= min_label_mass
+    ks = tuple(int(x) for x in np.unique(k))
+    k, hb, hm = k[keep], hb[keep], hm[keep]
     mae = _mean_ci(np.abs(hm - hb), confidence, n_resamples, rng)
-    if n >= 3:
+    if hb.size >= 3:
         rho = bootstrap_ci((hm, hb), spearman, random_state=rng, **kw)
         r = bootstrap_ci((hm, hb), pearson, random_state=rng, **kw)
     else:
         rho = r = Estimate(math.nan, math.nan, math.nan, confidence)
-    ks = tuple(int(x) for x in np.unique(k))
     model_k = tuple(_mean_ci(hm[k == v], confidence, n_resamples, rng) for v in ks)
     bayes_k = tuple(_mean_ci(hb[k == v], confidence, n_resamples, rng) for v in ks)
     return SulaMetrics(
-        n=n,
+        n=int(keep.sum()),
         mae=mae,
         spearman=rho,
         pearson=r,
-        label_mass=_mean_ci(mass, confidence, n_resamples, rng),
+        label_mass=_mean_ci(mass, confidence, n_resamples, rng),  # over every prompt, scored or not
         k_values=ks,
         model_per_k=model_k,
         bayes_per_k=bayes_k,
         target=target,
+        n_excluded=None if min_label_mass is None else int(n - keep.sum()),
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from jaxtyping import Bool
 
 from geoprobe.report.page import Figure, Page, Section
 from geoprobe.results import Result
@@ -68,11 +69,25 @@ class SulaCondition(Record):
     geometry: SulaGeometry
     posterior_entropy: np.ndarray | None = field(default=None, metadata={"omit_none": True})
     posterior_metrics: SulaMetrics | None = field(default=None, metadata={"omit_none": True})
+    low_mass: Bool[np.ndarray, " n"] | None = field(default=None, metadata={"omit_none": True})
+    flagged: bool | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.condition not in CONDITIONS:
             raise ValueError(f"condition {self.condition!r} is not one of {CONDITIONS}")
         n = len(np.asarray(self.k))
+        if self.low_mass is not None:
+            low = np.array(self.low_mass, dtype=bool)
+            if low.shape != (n,):
+                raise ValueError(f"low_mass has shape {low.shape}, expected ({n},)")
+            low.setflags(write=False)
+            object.__setattr__(self, "low_mass", low)
+            for m in (self.metrics, self.posterior_metrics):
+                if m is not None and (m.n, m.n_excluded) != (n - int(low.sum()), int(low.sum())):
+                    raise ValueError(
+                        f"metrics over {m.n} prompts ({m.n_excluded} left out) but {int(low.sum())} of {n} "
+                        "prompts have a low label mass"
+                    )
         for name in _ARRAYS:
             object.__setattr__(
                 self, name, _frozen(getattr(self, name), n, name, np.int64 if name in _INT_ARRAYS else np.float64)
@@ -81,16 +96,21 @@ class SulaCondition(Record):
             object.__setattr__(
                 self, "posterior_entropy", _frozen(self.posterior_entropy, n, "posterior_entropy", np.float64)
             )
-        if self.posterior_metrics is not None and self.posterior_metrics.n != n:
-            raise ValueError(f"posterior metrics over {self.posterior_metrics.n} prompts, arrays over {n}")
+        for m in (self.metrics, self.posterior_metrics):
+            if m is not None and m.n + (m.n_excluded or 0) != n:
+                raise ValueError(f"metrics over {m.n} + {m.n_excluded or 0} left-out prompts, arrays over {n}")
         if np.any(self.n1 + self.n2 != self.k):
             raise ValueError("n1 + n2 must equal k for every prompt")
-        if self.metrics.n != n:
-            raise ValueError(f"metrics over {self.metrics.n} prompts, arrays over {n}")
 
     @property
     def n(self) -> int:
         return int(self.k.shape[0])
+
+    @property
+    def scored(self) -> np.ndarray:
+        """Per prompt: scored in the calibration metrics (label mass at or above the threshold;
+        every prompt in files from before the threshold)."""
+        return np.ones(self.n, dtype=bool) if self.low_mass is None else ~self.low_mass
 
     @property
     def predictive_entropy(self) -> np.ndarray:
@@ -132,6 +152,21 @@ class SulaResult(Result, Page):
                 raise ValueError(f"condition stored as {name!r} says it is {c.condition!r}")
         order = [c for c in CONDITIONS if c in self.conditions]
         object.__setattr__(self, "conditions", {c: self.conditions[c] for c in order})
+        tau = self.config.min_label_mass
+        for name, c in self.conditions.items():
+            if tau is None:
+                if c.low_mass is not None or c.flagged is not None:
+                    raise ValueError(f"condition {name!r} has label-mass flags but the config has no min_label_mass")
+            elif c.low_mass is None or c.flagged is None:
+                raise ValueError(f"condition {name!r} lacks the label-mass flags of min_label_mass {tau}")
+            elif not np.array_equal(c.low_mass, c.label_mass < tau) or c.flagged != bool(c.label_mass.mean() < tau):
+                raise ValueError(f"condition {name!r}: its label-mass flags disagree with min_label_mass {tau}")
+
+    @property
+    def flagged(self) -> tuple[str, ...]:
+        """The conditions whose mean label mass is below ``config.min_label_mass``: left out of the
+        headline comparison (none in files from before the threshold)."""
+        return tuple(name for name, c in self.conditions.items() if c.flagged)
 
     @property
     def main(self) -> SulaCondition:
@@ -144,7 +179,9 @@ class SulaResult(Result, Page):
     def summary(self) -> dict[str, dict[str, float]]:
         """Point estimates per condition: MAE (bits), ρ(Ĥ, H), label mass, ρ(PC1, H), ρ(k, PC1)
         against the predictive entropy, and (``*_posterior``, NaN in files from 0.1.0) against
-        the posterior entropy, the paper's target."""
+        the posterior entropy, the paper's target; ``n_scored`` prompts (label mass at or above
+        the threshold) and ``flagged`` (1.0 when the condition's mean label mass is below it; NaN
+        in files from before the threshold)."""
         nan = float("nan")
 
         def v(e: Any) -> float:
@@ -166,6 +203,8 @@ class SulaResult(Result, Page):
                 "rho_pc1_posterior": v(g.rho_pc1_posterior),
                 "r_pc1_bayes": v(g.r_pc1_bayes),
                 "r_pc1_posterior": v(g.r_pc1_posterior),
+                "n_scored": float(c.metrics.n),
+                "flagged": nan if c.flagged is None else float(c.flagged),
             }
         return out
 
@@ -197,17 +236,33 @@ class SulaResult(Result, Page):
             m = c.target(t)[1]
             titles.append(f"vs {t}<br>MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
         fig = make_subplots(rows=1, cols=len(targets), subplot_titles=titles)
+        ok, tau = c.scored, self.config.min_label_mass
         for j, t in enumerate(targets):
             h = c.target(t)[0]
+            if not ok.all():  # left out of the metrics: label mass below the threshold
+                fig.add_trace(
+                    go.Scatter(
+                        x=h[~ok],
+                        y=c.model_entropy[~ok],
+                        mode="markers",
+                        name=f"label mass < {tau:g} (left out)",
+                        showlegend=j == 0,
+                        marker=dict(color="lightgrey", symbol="x", size=6),
+                        hovertemplate=f"{t} %{{x:.3f}}<br>model %{{y:.3f}}<br>left out: label mass < {tau:g}"
+                        "<extra></extra>",
+                    ),
+                    row=1,
+                    col=j + 1,
+                )
             fig.add_trace(
                 go.Scatter(
-                    x=h,
-                    y=c.model_entropy,
+                    x=h[ok],
+                    y=c.model_entropy[ok],
                     mode="markers",
                     name=f"{condition} vs {t}",
                     showlegend=False,  # the panel title names the target, the colour bar k
                     marker=dict(
-                        color=c.k,
+                        color=c.k[ok],
                         colorscale="Viridis",
                         size=7,
                         opacity=0.75,
@@ -236,7 +291,10 @@ class SulaResult(Result, Page):
                 title_text="model label entropy (bits)" if j == 0 else None, range=[0, 1.02], row=1, col=j + 1
             )
         fig.update_layout(
-            title=dict(text=f"{self.model}, SULA {condition}: ρ_S(model, target) = {c.metrics.spearman.value:.2f}"),
+            title=dict(
+                text=f"{self.model}, SULA {condition}: ρ_S(model, target) = {c.metrics.spearman.value:.2f}"
+                + ("" if ok.all() else f" over the {c.metrics.n} of {c.n} prompts with label mass ≥ {tau:g}")
+            ),
             template="plotly_white",
             height=480,
             margin=dict(t=110),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import replace
 from typing import Any, Callable
@@ -31,12 +32,18 @@ def run_sula(
 
     Label tokens are checked for every condition before any forward pass (SulaError when a label
     is not one token, unless ``config.first_token``), and so is the context length."""
-    from geoprobe.capture.run import resolve_layers
-
     model, config = model_arg(model), config_arg(config, SulaConfig)
     if "main" not in conditions or any(c not in CONDITIONS for c in conditions):
         raise SulaError(f"conditions {conditions} must include 'main' and be among {', '.join(CONDITIONS)}")
-    layer_idx = resolve_layers([layer], model.layout.n_layers)[0]
+    L = model.layout.n_layers
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
+        raise SulaError(f"--layer {layer!r} is not an integer layer index; pass --layer between 0 and {L - 1}")
+    if not -L <= layer < L:
+        raise SulaError(
+            f"--layer {layer} is out of range for a model with {L} layers; pass --layer between 0 and {L - 1} "
+            f"(or -{L}..-1 from the end; default -1, the final layer)"
+        )
+    layer_idx = int(layer) % L
     t0 = time.perf_counter()
     prompts = {c: generate(replace(config, condition=c)) for c in conditions}
     labels = {
@@ -90,6 +97,7 @@ def run_sula(
                 n_resamples=config.n_resamples,
                 random_state=np.random.default_rng(seeds[2 * i].bit_generator.seed_seq),
                 target=t,
+                min_label_mass=config.min_label_mass,
             )
             for t, h in targets.items()
         }
@@ -119,6 +127,7 @@ def run_sula(
             geometry=geometry,
             posterior_entropy=cols["posterior_entropy_bits"],
             posterior_metrics=metrics[POSTERIOR],
+            **mass_flags(dist[c]["mass"], config.min_label_mass),
         )
     timings["analysis"] = time.perf_counter() - t0
     prov = model.provenance.with_prompts([p.text for p in prompts["main"]], config.seed).to_dict()
@@ -131,3 +140,12 @@ def run_sula(
         conditions=out,
         timings=timings,
     )
+
+
+def mass_flags(mass: np.ndarray, min_label_mass: float | None) -> dict[str, Any]:
+    """``low_mass`` (per prompt: label mass below the threshold, left out of the metrics) and
+    ``flagged`` (the condition's mean label mass below it: left out of the headline); none without
+    a threshold."""
+    if min_label_mass is None:
+        return {}
+    return {"low_mass": mass < min_label_mass, "flagged": bool(np.mean(mass) < min_label_mass)}

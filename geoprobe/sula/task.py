@@ -282,15 +282,16 @@ def label_tokens(tokenizer: Any, labels: Sequence[str], *, lead: str = " ", firs
             raise SulaError(f"label {lead + lab!r} has no tokens; choose another label")
         if len(i) != 1 and not first_token:
             raise SulaError(
-                f"label {lead + lab!r} tokenises as {t} ({len(i)} tokens); choose single-token labels "
-                "or pass first_token=True"
+                f"label {lead + lab!r} tokenises as {t} ({len(i)} tokens); pass single-token labels to --labels "
+                "(e.g. bip,pim) or score each label by its first token with --first-token (first_token = true "
+                "in a recipe or a config)"
             )
         ids.append(i[0])
         toks.append(tuple(t))
     if ids[0] == ids[1]:
         raise SulaError(
             f"labels {labels[0]!r} and {labels[1]!r} share their first token {toks[0][0]!r}; "
-            "choose labels whose first tokens differ"
+            "pass --labels whose first tokens differ"
         )
     return LabelTokens(
         labels=(labels[0], labels[1]), ids=(ids[0], ids[1]), tokens=(toks[0], toks[1]), first_token=first_token

@@ -210,3 +210,26 @@ def test_a_layer_without_variance_is_reported_as_undefined_not_an_error():
     assert math.isnan(prof.pc1[0].value) and math.isnan(prof.pr[0].value) and not prof.beats_null_pc1[0]
     assert (prof.coords[0] == 0).all() and 0 < prof.pc1[1].value < 1
     assert json.loads(json.dumps(prof.to_dict())) == prof.to_dict()
+
+
+def test_bootstrap_se_with_three_prompts_leaves_out_the_resamples_without_variance():
+    """Issue 27: with 3 prompts, 1 resample in 9 draws one prompt three times (no variance, no
+    spectrum); that crashed on a reshape. The SE is now that of the other resamples, checked against
+    the spectra of the explicitly repeated rows (``spectrum``), resample by resample."""
+    from geoprobe.analysis.manifold import spectrum_se
+    from geoprobe.analysis.stats import participation_ratio
+
+    x = np.random.default_rng(3).normal(size=(3, 16))
+    R = 300
+    se = spectrum_se(x, R, np.random.default_rng(5))
+    idx = np.random.default_rng(5).integers(0, 3, size=(R, 3))  # the draws spectrum_se makes
+    stats = []
+    for rows in idx:
+        if len(set(rows.tolist())) < 2:
+            continue  # one prompt three times
+        r = spectrum(x[rows])
+        stats.append((r[0], r[:2].sum(), participation_ratio(r)))
+    assert 0.05 * R < R - len(stats) < 0.2 * R  # about 1 in 9 left out
+    np.testing.assert_allclose(se, np.std(stats, axis=0, ddof=1), rtol=1e-9, atol=1e-12)
+    # no resample with variance (every prompt the same): no SE at all (NaN), not a crash
+    assert np.isnan(spectrum_se(np.repeat(x[:1], 3, axis=0), 10, np.random.default_rng(0))).all()

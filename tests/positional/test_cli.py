@@ -67,6 +67,24 @@ def test_bad_input_is_one_line_exit_2(args, needle, tmp_path, capsys, monkeypatc
     assert "Traceback" not in err
 
 
+def test_three_prompts_the_least_the_cli_allows_run_to_the_end(tmp_path, capsys, monkeypatch):
+    """Issue 27: --n-prompts 3 (allowed) crashed on a reshape in the bootstrap (1 resample in 9 draws
+    one prompt three times); now it runs, with finite, wide PC1 intervals."""
+    out = tmp_path / "p3"
+    code, _, err = run_cli(
+        ["positional", "--model", "twin:llama-3.2-1b", "--lengths", "8,16", "--n-prompts", "3"]
+        + ["--n-resamples", "30", "--layers", "-1", "--out", str(out)],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 0, err
+    d = json.loads((out / "positional.json").read_text())
+    assert d["n_prompts"] == 3 and [p["n"] for p in d["stability"]["points"]] == [3, 3]
+    for point in d["stability"]["points"]:
+        for e in point["pc1"]:
+            assert 0 <= e["low"] <= e["value"] <= e["high"] <= 1
+
+
 def test_existing_output_needs_force(tmp_path, capsys, monkeypatch):
     (tmp_path / "positional.json").write_text('{"kind": "geoprobe.positional"}')
     code, _, err = run_cli(["positional", "--model", "twin:llama-3.2-1b", "--out", str(tmp_path)], capsys, monkeypatch)

@@ -123,7 +123,8 @@ def test_enumerated_targets_are_monotone_in_the_label_margin():
 
 def test_run_sula_stores_reports_and_compares_only_the_matching_target(twin_factory, tmp_path):
     m = twin_factory("llama-3.2-1b")
-    r = run_sula(m, SulaConfig(n_per_k=4, **FAST))
+    # every prompt scored: the twin's label mass is tiny (tests/sula/test_run.py tests the threshold)
+    r = run_sula(m, SulaConfig(n_per_k=4, min_label_mass=0.0, **FAST))
     for name, c in r.conditions.items():
         hp = np.array([p.posterior_entropy_bits for p in generate(replace(r.config, condition=name))])
         assert np.array_equal(c.posterior_entropy, hp)
