@@ -156,7 +156,9 @@ def inspect_model(hf_model: Any) -> Architecture:
     mods = attention_modules(hf_model)
     if not mods:
         _refuse_without_attention(hf_model)
-    if mt in LEGACY_TYPES:
+    if mt in LEGACY_TYPES and not type(hf_model)._can_set_attn_implementation():
+        # transformers moves these to AttentionInterface one by one (GPT-J in 5.24); once moved, the
+        # derived layout reads them like any other architecture
         return _legacy(hf_model, name, mt, mods)
     if hf_model.training:
         hf_model.eval()

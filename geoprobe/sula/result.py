@@ -308,8 +308,12 @@ class SulaResult(Result, Page):
         import plotly.graph_objects as go
 
         fig = go.Figure()
+        unscored = []  # conditions with no prompt at or above the label-mass threshold at any k
         for name, c in self.conditions.items():
             m, pm = c.metrics, c.posterior_metrics
+            if all(np.isnan(e.value) for e in m.model_per_k):
+                unscored.append(name)
+                continue
             lines = [(m.model_per_k, "model", "solid"), (m.bayes_per_k, PREDICTIVE, "dash")]
             if pm is not None:
                 lines.append((pm.bayes_per_k, POSTERIOR, "dot"))
@@ -330,6 +334,17 @@ class SulaResult(Result, Page):
                         ),
                     )
                 )
+        if unscored:
+            fig.add_annotation(
+                text=f"not drawn, no prompt scored: {', '.join(unscored)} (label mass below "
+                f"{self.config.min_label_mass:g} at every k; --min-label-mass)",
+                xref="paper",
+                yref="paper",
+                x=0,
+                y=1.06,
+                showarrow=False,
+                xanchor="left",
+            )
         conf = round(100 * self.config.confidence)
         fig.update_layout(
             title=dict(text=f"{self.model}: SULA mean label entropy by k ({conf} % CIs)"),

@@ -113,12 +113,21 @@ def test_json_output_stays_valid_json_and_ascii():
     assert buf.getvalue().isascii() and not RAW_CONTROL.search(buf.getvalue())
 
 
+# geoprobe.cli.main._interrupted prints one fixed line (no string from a file or a model) to stderr
+# directly: a Ctrl-C at start-up can come before rich, and so the consoles, are imported.
+STARTUP_WRITERS = {("main.py", "_interrupted")}
+
+
 def test_nothing_in_geoprobe_prints_around_the_inert_consoles():
     """Every line geoprobe shows goes through geoprobe.cli.app's consoles: no print(), no
     sys.stdout/stderr.write, no typer/click echo, no other rich Console."""
     offenders = []
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):  # the one stated exception: the interrupt line, written before rich is imported
+            if isinstance(fn, ast.FunctionDef) and (path.name, fn.name) in STARTUP_WRITERS:
+                fn.body = []
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             f = node.func

@@ -96,7 +96,7 @@ def test_transformers_config_validation_becomes_one_line(tmp_path, monkeypatch):
     from geoprobe.models import load_model, loading
 
     d = _saved(tmp_path, "llama", {"num_attention_heads": 5})
-    monkeypatch.setattr(loading, "_check_local_config", lambda directory: None)
+    monkeypatch.setattr(loading, "_check_local_config", lambda directory, trust_remote_code: None)
     with pytest.raises(UnsupportedArchitectureError) as e:
         load_model(d)
     assert "\n" not in str(e.value) and "is not a multiple of the number of attention heads (5)" in str(e.value)

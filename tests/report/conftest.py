@@ -151,7 +151,25 @@ def domains_report(evil_root) -> Path:
 @pytest.fixture(scope="session")
 def sula_report(evil_root) -> Path:
     out = evil_root / "sula"
-    cli("sula", "--model", TWIN, "--k", "0,1,2", "--n-per-k", "4", "--n-resamples", "50", "--seed", "2", "--out", out)
+    # a random twin puts ~2/vocab of its mass on the two labels: threshold 0 scores every prompt, so every
+    # figure has lines to draw (the unscored case is tests/sula/test_result.py's)
+    cli(
+        "sula",
+        "--model",
+        TWIN,
+        "--k",
+        "0,1,2",
+        "--n-per-k",
+        "4",
+        "--n-resamples",
+        "50",
+        "--seed",
+        "2",
+        "--min-label-mass",
+        "0",
+        "--out",
+        out,
+    )
     return out / "sula.html"
 
 

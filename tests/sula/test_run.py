@@ -142,3 +142,20 @@ def test_calibration_metrics_threshold_zero_none_and_nothing_scored():
     none = calibration_metrics(k, h, hm, mass, n_resamples=100, min_label_mass=0.9)
     assert (none.n, none.n_excluded) == (0, 40) and math.isnan(none.mae.value) and math.isnan(none.spearman.value)
     assert none.label_mass.value == pytest.approx(mass.mean(), rel=1e-12)
+
+
+def test_per_k_figure_leaves_out_a_condition_with_nothing_scored_and_says_so(planted):
+    """A condition with no prompt at or above the threshold at any k has only NaN means: the figure
+    draws no line for it (a line of NaNs draws nothing) and names it in an annotation."""
+    r, _ = planted
+    fig = r.per_k_figure()
+    assert {t.name.split(":")[0] for t in fig.data} == set(r.conditions) and not fig.layout.annotations
+    ab = r.conditions["ablated"]
+    nan = tuple(replace(e, value=math.nan, low=math.nan, high=math.nan) for e in ab.metrics.model_per_k)
+    emptied = replace(ab, metrics=replace(ab.metrics, model_per_k=nan))
+    fig = replace(r, conditions={**r.conditions, "ablated": emptied}).per_k_figure()
+    names = {t.name.split(":")[0] for t in fig.data}
+    assert names == set(r.conditions) - {"ablated"}
+    assert all(np.isfinite(np.asarray(t.y, dtype=float)).any() for t in fig.data)
+    (note,) = fig.layout.annotations
+    assert "ablated" in note.text and "0.01" in note.text
