@@ -8,8 +8,9 @@ with any q/k norms swapped for identities:
 
 * every attention module must call the function exactly once per forward pass, else the
   architecture is refused naming the modules that did not;
-* heads, KV heads, d_head, sliding windows and rotary width are read from what the function
-  receives (the config is not trusted to describe them);
+* heads, KV heads, d_head and sliding windows are read from what the function receives (the
+  config is not trusted to describe them), the rotary width from the dims the model's own
+  rotary function turns (``rotary.py``; GPT-J's cos/sin are half its rotated width);
 * at position 0, where rotary is the identity, the key, value and query each layer receives
   are matched against every description of its projections (``projections.py``); the one
   that reproduces them (relative error < 1e-4) is kept: W_K and W_V need no table;
@@ -43,6 +44,7 @@ from geoprobe.models.legacy import (
     legacy_windows,
 )
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
+from geoprobe.models.rotary import unrotate
 
 PROBE_TOKENS = 7
 
@@ -226,6 +228,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         layer = A.layer_index(mod)
         seen[layer] = mod
         pe = kwargs.get("position_embeddings")
+        # the pair's width; measured with the rotary function below where the layer has one
         rot[layer] = int(pe[0].shape[-1]) if isinstance(pe, tuple) and len(pe) == 2 else 0
 
     with ExitStack() as stack:
@@ -276,11 +279,12 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         q_specs[layer], _ = best_fit(candidates(m, d_model, Hq, Hkv, dq, "q"), m, x0[layer], r0.q, scaled=True)
         spec = k_specs[layer]
         k = probe1.records[layer].k
+        k_back = k
         if layer in probe1.rotary:
-            cos, sin = probe1.rotary[layer]
-            k_back = A.unrotate(probe1.rotary_functions[layer], k.to(cos.device), cos, sin).float().cpu()
-        else:
-            k_back = k
+            pair, rf = probe1.rotary[layer], probe1.rotary_functions[layer]
+            if rf.width(pair, dq):  # else it cannot be turned back: the layer keeps what the scores use
+                k_back = unrotate(rf, k.to(pair[0].device), pair).float().cpu()
+                rot[layer] = rf.rotated_dims(pair, dq)
         expected = None if spec is None else spec.project(m, x_last[layer]).float().cpu()
         if expected is None or rel_err(expected, k_back) > 1e-4:
             if expected is not None and rel_err(expected, k) <= 1e-4:
@@ -362,7 +366,8 @@ def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
 
 
 def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
-    """Keep, per layer, the cos/sin of each row's final position and the layer's rotary function."""
+    """Keep, per layer, the cos/sin pair of each row's final position (``position_embeddings`` as the
+    module received them: (sin, cos) for GPT-J) and the layer's rotary function (``rotary.py``)."""
     rotating = {}
     for layer, m in modules.items():
         fn = A.rotary_function(m)
@@ -374,11 +379,11 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
         pe = kwargs.get("position_embeddings")
         if not (isinstance(pe, tuple) and len(pe) == 2):
             return
-        cos, sin = pe
+        a = pe[0]
         B = (args[0] if args else kwargs["hidden_states"]).shape[0]
-        last = probe.final_positions(B, cos.shape[-2], cos.device)
-        rows = torch.arange(B, device=cos.device) if cos.shape[0] == B else torch.zeros(B, dtype=torch.long)
-        probe.rotary[layer] = (cos[rows, last], sin[rows, last])
+        last = probe.final_positions(B, a.shape[-2], a.device)
+        rows = torch.arange(B, device=a.device) if a.shape[0] == B else torch.zeros(B, dtype=torch.long)
+        probe.rotary[layer] = (pe[0][rows, last], pe[1][rows, last])  # in the order the module received them
 
     return _pre_hooks(rotating, keep)
 

@@ -8,7 +8,9 @@ Every Q/K/V projection of the decoder architectures transformers ships is one li
 * concatenated ``[q | k | v]`` (Phi-3 ``qkv_proj``, GPT-2 ``c_attn``, GPT-BigCode MQA):
   ``1 × (Hq, Hkv, Hkv)``, part 1 for K;
 * per-head interleave (GPT-NeoX, Bloom, GPT-BigCode MHA): ``Hq × (1, 1, 1)``, part 1;
-* per-KV-group interleave (Falcon's new decoder): ``Hkv × (G, 1, 1)``, part 1.
+* per-KV-group interleave (Falcon's new decoder): ``Hkv × (G, 1, 1)``, part 1;
+* multi-head, fused in g groups of three equal parts in some order, for every g dividing the
+  heads (CodeGen's ``qkv_proj``: 4 groups of ``[q | v | k]``, so K is part 2): ``g × (H/g,)*3``.
 
 Nothing here is written per architecture: :func:`candidates` lists every description whose
 shape fits a module's linear children, and the architecture probe keeps the one that
@@ -159,6 +161,9 @@ def candidates(attn: Any, d_model: int, n_heads: int, n_kv_heads: int, d_head: i
         if n == n_heads + 2 * n_kv_heads:
             out.append(ProjSpec(name, 1, (n_heads, n_kv_heads, n_kv_heads), part, d_head, tr))
             out.append(ProjSpec(name, n_kv_heads, (G, 1, 1), part, d_head, tr))
+        if n == 3 * n_heads and G == 1:  # fused MHA in g groups of three parts in any order (CodeGen)
+            for g in (g for g in range(1, n_heads + 1) if n_heads % g == 0):
+                out.extend(ProjSpec(name, g, (n_heads // g,) * 3, i, d_head, tr) for i in range(3))
         if which == "q" and n == 2 * n_heads:  # q and an output gate per head (Qwen3-Next)
             out.append(ProjSpec(name, n_heads, (1, 1), 0, d_head, tr))
             out.append(ProjSpec(name, 1, (n_heads, n_heads), 0, d_head, tr))

@@ -44,6 +44,8 @@ EXTRA: dict[str, dict[str, Any]] = {
     },
     "bloom": {"n_layer": 3, "n_head": 4},
     "gptj": {"n_positions": 1024, "rotary_dim": 8, "n_inner": 128},
+    # 8 heads: CodeGen's qkv_proj holds 4 groups (its training shards) of several heads each, here 2
+    "codegen": {"n_positions": 1024, "rotary_dim": 4, "n_inner": 128, "num_attention_heads": 8},
     "stablelm": {**_GQA, "partial_rotary_factor": 0.25, "use_qkv_bias": True, "qk_layernorm": True},
     "cohere": {**_GQA, "use_qk_norm": True},
     "gpt_bigcode": {"n_positions": 1024, "multi_query": True, "n_inner": 128},

@@ -3,7 +3,8 @@
 
 Every type runs ``scan`` (capture, W_K with its random-init baseline built from the same config,
 every analyser, the report) and ``intervene`` (a full cut along the entropy axis, edits inside
-geoprobe's attention function or, for GPT-Neo/GPT-J/Bloom, on the V projection). One type per
+geoprobe's attention function or, for GPT-Neo/Bloom (and GPT-J before transformers 5.24), on the V
+projection; CodeGen, refused before 5.24, from 5.24 on). One type per
 mechanism also runs ``sula``, ``positional`` and ``compare`` (against a Llama twin's scan on the
 same prompts): absolute positions (gpt2), ALiBi computed inline (bloom), inline SDPA (falcon),
 soft-capping + sliding window (gemma2), mixture of experts (qwen3_moe), multi-query (gpt_bigcode).
@@ -19,6 +20,7 @@ import math
 import pytest
 
 from tests.cli.test_cli import run_cli
+from tests.models.test_attention import skip_where_inline
 
 TYPES = (
     "gpt2",
@@ -26,6 +28,7 @@ TYPES = (
     "gpt_neo",
     "bloom",
     "gptj",
+    "codegen",
     "stablelm",
     "cohere",
     "gpt_bigcode",
@@ -95,6 +98,7 @@ def reference(prompts, tmp_path_factory):
 
 @pytest.mark.parametrize("model_type", TYPES)
 def test_every_command_reaches_the_architecture(model_type, prompts, reference, tmp_path, capsys, monkeypatch):
+    skip_where_inline(model_type)  # CodeGen: from transformers 5.24 on
     model = f"twin:{model_type}"
     scan_dir = tmp_path / "scan"
     code, _, err = run_cli(

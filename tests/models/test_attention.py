@@ -6,7 +6,8 @@ attention entropy of every head equals Hugging Face's own eager ``output_attenti
 left; the recorded values equal the output of the model's own V projection at the final token
 (1e-5 relative); the recorded pre-rotary keys equal x·W_K + b with the W_K geoprobe reports
 (q/k norms off). Refusals: a model without attention, one whose attention bypasses the
-interface, MLA's W_K.
+interface, MLA's W_K. GPT-J and CodeGen moved to the interface in transformers 5.24: GPT-J is
+checked on either path, CodeGen (refused before) from 5.24 on.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import functools
 
 import pytest
 import torch
+import transformers
 
 from geoprobe.errors import UnsupportedArchitectureError
 from geoprobe.models.architecture import inspect_model, probing
 from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.projections import qk_norms_off
-from geoprobe.models.tiny import VOCAB, same_weights, tiny_model
+from geoprobe.models.tiny import VOCAB, same_weights, tiny_config, tiny_model
 
 ARCHS = (
     "gpt2",
@@ -29,6 +31,7 @@ ARCHS = (
     "gpt_neo",
     "bloom",
     "gptj",
+    "codegen",
     "stablelm",
     "cohere",
     "gpt_bigcode",
@@ -53,13 +56,30 @@ ARCHS = (
     "gpt_oss",
     "jamba",
 )
+#: computed inline (and refused) before transformers 5.24, read through AttentionInterface since
+INTERFACE_FROM_5_24 = ("codegen",)
 LENGTHS = (13, 9, 5)  # the tiny twins' windows are 6 tokens: the longer prompts cross them
 ENTROPY_TOL = 1e-4  # bits
 VALUE_RTOL = 1e-5
 
 
+def skip_where_inline(model_type: str) -> None:
+    """Skip, saying why, a type of INTERFACE_FROM_5_24 that the installed transformers still computes inline."""
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    if model_type in INTERFACE_FROM_5_24 and not (
+        MODEL_FOR_CAUSAL_LM_MAPPING[type(tiny_config(model_type))]._can_set_attn_implementation()
+    ):
+        pytest.skip(
+            f"{model_type}: transformers {transformers.__version__} computes its attention inline, where geoprobe "
+            "refuses it (test_gptj_and_codegen_take_the_path_their_transformers_gives_them); 5.24 moved it to "
+            "AttentionInterface"
+        )
+
+
 @functools.lru_cache(maxsize=None)
 def twin(model_type: str):
+    skip_where_inline(model_type)
     model = tiny_model(model_type)
     return model, inspect_model(model)
 
@@ -181,6 +201,25 @@ def test_pre_rotary_keys_are_x_times_the_reported_key_weights(model_type):
         ref = torch.einsum("nm,hmd->nhd", xs[layer], w_k[i]) + (0 if b is None else b)
         got = probe.records[layer].k
         assert ((got - ref).norm() / ref.norm()).item() < 1e-4, (model_type, layer)
+
+
+@pytest.mark.parametrize("model_type", ["gptj", "codegen"])
+def test_gptj_and_codegen_take_the_path_their_transformers_gives_them(model_type):
+    """Before transformers 5.24 both compute attention inline: GPT-J is read by legacy.py's hooks,
+    CodeGen is refused in one line; from 5.24 both go through AttentionInterface and the derived
+    layout. Either way the rotary width is the number of dims rotated, the config's rotary_dim
+    (GPT-J's cos/sin are half that wide: one entry per interleaved pair)."""
+    model = tiny_model(model_type)
+    inline = not type(model)._can_set_attn_implementation()
+    if inline and model_type == "codegen":
+        with pytest.raises(UnsupportedArchitectureError, match="inline") as e:
+            inspect_model(model)
+        assert "\n" not in str(e.value) and "CodeGenForCausalLM" in str(e.value)
+        return
+    arch = inspect_model(model)
+    assert arch.mechanism == ("legacy" if inline else "interface")
+    assert arch.layout.rotary_dim == model.config.rotary_dim < arch.layout.d_head
+    assert not arch.post_rotary_layers and not arch.notes
 
 
 def test_hybrid_layers_are_the_attention_layers_only():

@@ -5,9 +5,9 @@ key of every position t is captured by running the prompt truncated to t + 1 tok
 is causal, so that key is the one the full prompt's final query attends to at position t (the
 test checks that the truncated runs' final keys fit the full run's scores). Each captured key
 is the *pre-rotary* key geoprobe reports; it is rotated back to what the scores use with the
-model's own ``apply_rotary_pos_emb`` and the cos/sin the layer received at that position
-(``Probe.rotary``, kept by ``rotary_hooks``), only the first ``r`` dims where the rotary is
-partial. The final query is rotated the same way. Then
+model's own ``apply_rotary_pos_emb`` (called as its signature says, ``rotary.py``) and the
+cos/sin the layer received at that position (``Probe.rotary``, kept by ``rotary_hooks``), only
+the first ``r`` dims where the rotary is partial. The final query is rotated the same way. Then
 
     p = softmax(softcap(scaling · q·k_t)) over t inside the layer's window (causal),
 
@@ -30,14 +30,11 @@ TOL = 1e-5
 T = 13  # crosses the tiny twins' 6-token windows
 
 
-def rotate(fn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x (head, d) at one position rotated with the model's own function; first r = cos width dims."""
-    if fn is None:
+def rotate(rf, x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """x (head, d) at one position rotated with the model's own function (on the slice it accepts)."""
+    if rf is None:
         return x
-    r = cos.shape[-1]
-    x4 = x[None, :, None, :r]
-    out = fn(x4, x4, cos[None, None, :].to(x.dtype), sin[None, None, :].to(x.dtype))[1]  # cos as (batch, pos, r)
-    return torch.cat([out[0, :, 0], x[:, r:]], dim=-1)
+    return rf.turn(x[None], tuple(p[None] for p in pair))[0]
 
 
 def final_records(model, arch, ids: torch.Tensor) -> Probe:
@@ -48,14 +45,14 @@ def final_records(model, arch, ids: torch.Tensor) -> Probe:
     return probe
 
 
-@pytest.mark.parametrize("model_type", ["llama", "qwen2", "stablelm", "gpt2", "gemma2", "bloom"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "stablelm", "gpt2", "gemma2", "bloom", "gptj"])
 def test_recorded_distribution_is_softmax_of_captured_q_and_rotated_k(model_type):
     model, arch = twin(model_type)
     if arch.mechanism == "legacy":
         pytest.skip(
-            f"{model_type}: ALiBi (a per-head linear position bias inside its legacy attention, not "
-            "rotary) would have to be rebuilt here; its distribution is checked against eager entropy in "
-            "test_attention.py"
+            f"{model_type} is read on the legacy path with this transformers (Bloom always; GPT-J before "
+            "5.24): its hooks keep no cos/sin (Probe.rotary) to rotate captured keys with, and Bloom's ALiBi "
+            "would have to be rebuilt here; its distribution is checked against eager entropy in test_attention.py"
         )
     ids = torch.randint(3, 512, (T,), generator=torch.Generator().manual_seed(1))
     full = final_records(model, arch, ids)
@@ -70,8 +67,7 @@ def test_recorded_distribution_is_softmax_of_captured_q_and_rotated_k(model_type
         def turned(p: Probe, x: torch.Tensor, fn=fn, layer=layer) -> torch.Tensor:
             if fn is None:
                 return x
-            cos, sin = p.rotary[layer]
-            return rotate(fn, x, cos[0], sin[0])
+            return rotate(fn, x, tuple(t[0] for t in p.rotary[layer]))
 
         rec = full.records[layer]
         q = turned(full, rec.q[0])  # (head, d)
