@@ -4,10 +4,11 @@ Capture runs the model's own attention (SDPA for most architectures) through tra
 ``AttentionInterface``; geoprobe's probe keeps only the final query row's distribution, O(T·d)
 per head, so a batch no longer holds (batch, heads, T, T) scores, except where the model's own
 attention is eager (its default implementation, e.g. Gemma-2 with softcapping, or the legacy
-GPT-Neo/GPT-J/Bloom modules). :func:`forward_peak_bytes` estimates the peak from the model's
-shape and implementation; :func:`check_capture_memory` refuses a capture whose largest batch
-would not fit, in one line naming the estimate, what is available and the flags that fix it,
-before any forward pass runs. ``benchmarks/capture_memory.py`` measures the peak to compare.
+GPT-Neo/Bloom modules, and GPT-J's before transformers 5.24). :func:`forward_peak_bytes`
+estimates the peak from the model's shape and implementation; :func:`check_capture_memory`
+refuses a capture whose largest batch would not fit, in one line naming the estimate, what is
+available and the flags that fix it, before any forward pass runs.
+``benchmarks/capture_memory.py`` measures the peak to compare.
 """
 
 from __future__ import annotations

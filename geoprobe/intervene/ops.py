@@ -11,9 +11,9 @@ attention function applies it (``Probe.edits``) to the value tensor as the atten
 it — after projections and any value norm, one row per KV head (GQA: ``n_kv_heads``; MHA:
 one per head) — immediately before the model's own attention function runs, so every query
 head of a group reads the same edited value, at every position. Architectures that compute
-attention inline (GPT-Neo, GPT-J, Bloom, see ``legacy.py``) get the edit on the output of
-their V projection, split by its description (Bloom's fused QKV included), which is the value
-tensor their attention reads.
+attention inline (GPT-Neo, Bloom, GPT-J before transformers 5.24, see ``legacy.py``) get the
+edit on the output of their V projection, split by its description (Bloom's fused QKV
+included), which is the value tensor their attention reads.
 
 ``intervened(model, {layer: Edit})`` switches the edits on, off again on exit, and raises
 ``InterventionError`` if a requested edit never ran during the block (e.g. a layer index that

@@ -55,7 +55,7 @@ class Architecture:
 
     name: str  # the architecture (class name)
     model_type: str
-    mechanism: str  # "interface" (AttentionInterface), "inline-sdpa" (Falcon) or "legacy" (gpt_neo, gptj, bloom)
+    mechanism: str  # "interface" (AttentionInterface), "inline-sdpa" (Falcon) or "legacy" (gpt_neo, bloom, gptj < 5.24)
     layout: Layout
     modules: dict[int, Any]  # model layer number -> attention module
     k_specs: dict[int, ProjSpec | None]

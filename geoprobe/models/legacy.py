@@ -6,8 +6,11 @@ attention module (a pre-hook marks which one runs), hands the call's q, k, v, ma
 folded into it) and output to the same :class:`Probe` the interface function uses, then calls
 torch's own. Its q/k/v layout and W_K are then identified like any interface architecture's.
 
-GPT-Neo, GPT-J and Bloom compute attention inline, eager only (Bloom adds ALiBi with
-``baddbmm`` inside its module), so no registered function ever sees their keys. Their
+GPT-Neo, Bloom and GPT-J compute attention inline, eager only (Bloom adds ALiBi with
+``baddbmm`` inside its module), so no registered function ever sees their keys. transformers
+5.24 moved GPT-J (and CodeGen, never an exception here) to ``AttentionInterface``: a type of
+``LEGACY_TYPES`` whose model class can set its attention implementation is read through the
+interface like any other (``architecture.inspect_model``), so this path serves GPT-J on 5.23 only. Their
 modules return the attention probabilities beside the output, so a forward hook on each
 attention module reads the final query row of those (their own computation, ALiBi and
 local windows included); q, k and v come from the projections described here by hand (the
