@@ -154,6 +154,9 @@ def bootstrap_batch(
     if n >= 2 and todo.any():
         rng = np.random.default_rng(random_state)
         kw = dict(vectorized=True, paired=paired and len(samples) > 1, axis=-1, confidence_level=confidence)
+        # scipy resamples (and, for BCa, jackknifes) `batch` draws at a time: memory stays near 32 MB
+        # whatever n_resamples and n; the draws and the numbers are the same as in one batch
+        kw["batch"] = chunk_size(1, sum(s.size for s in samples))
         with quiet():
             res = scipy.stats.bootstrap(samples, statistic, n_resamples=n_resamples, method=method, rng=rng, **kw)
             lo, hi = (
@@ -229,6 +232,7 @@ def permutation_pvalue(
             alternative=alternative,
             axis=axis,
             rng=np.random.default_rng(random_state),
+            batch=chunk_size(1, sum(s.size for s in samples)),  # memory near 32 MB; the same draws
         )
     p = np.where(np.isfinite(observed), np.asarray(res.pvalue, dtype=np.float64), np.nan)
     return float(p) if p.shape == () else p

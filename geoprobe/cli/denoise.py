@@ -109,8 +109,10 @@ def make_config(tiny: bool = False, **values: Any) -> Any:
 
 def execute_denoise(config: Any, output: OutputOptions) -> Any:
     """Train and evaluate: denoise.json and denoise.html in the run directory (default runs/denoise-TASK)."""
+    from geoprobe.denoise.config import check_memory
     from geoprobe.denoise.run import run_denoise
 
+    check_memory(config)  # before the run directory is claimed
     target = output.out or Path("runs") / f"denoise-{config.task}"
     request = {"command": "denoise", "config": dataclasses.asdict(config)}
 

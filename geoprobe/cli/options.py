@@ -29,6 +29,23 @@ def _seed(value: Optional[int]) -> Optional[int]:
     return None if value is None else check_seed(value)
 
 
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask; os.cpu_count() where there is none)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _threads(value: Optional[int]) -> Optional[int]:
+    from geoprobe.checks import check_range
+
+    why = "the CPUs this process may use; more threads only slow torch down, and far more abort it"
+    return None if value is None else check_range(value, low=1, high=cpu_count(), where="--threads", why=why)
+
+
 MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
 MAX_TOKENS_HELP = (
     "keep each prompt's final N tokens (default 2048; raise it up to the model's context window, "
@@ -40,6 +57,9 @@ OptionalSeedOpt = typer.Option(
     None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)"
 )
 BatchOpt = typer.Option(16, "--batch-size")
+ThreadsOpt = typer.Option(
+    None, "--threads", callback=_threads, help="torch CPU threads, 1 to the CPUs here (default: torch's)"
+)
 ResamplesOpt = typer.Option(1000, "--n-resamples")
 LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
 

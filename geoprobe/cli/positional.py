@@ -39,6 +39,10 @@ _MODEL_FLAGS = {
 
 
 def _doubling(max_length: int) -> tuple[int, ...]:
+    from geoprobe.checks import check_range
+    from geoprobe.positional.config import LENGTH_MAX, LENGTH_WHY
+
+    check_range(max_length, high=LENGTH_MAX, where="--max-length", why=LENGTH_WHY)
     if max_length < 16:
         raise GeoprobeError(
             f"--max-length {max_length} is below the grid's first length 16; pass 16 or more, or --lengths"
@@ -172,6 +176,11 @@ def execute_tunnel(
         raise GeoprobeError(f"--lengths {','.join(map(str, Ts))} must be positive, increasing and without duplicates")
     if n_eval < 2 or n_resamples < 2:
         raise GeoprobeError(f"--n-eval {n_eval} and --n-resamples {n_resamples} must both be at least 2 for a CI")
+    from geoprobe.checks import RESAMPLES_MAX, RESAMPLES_WHY, check_range
+    from geoprobe.windtunnel.config import EVAL_MAX, EVAL_WHY
+
+    check_range(n_eval, high=EVAL_MAX, where="--n-eval", why=EVAL_WHY)
+    check_range(n_resamples, high=RESAMPLES_MAX, where="--n-resamples", why=RESAMPLES_WHY)
     request = {
         "command": "positional --windtunnel",
         "run": str(run_dir),

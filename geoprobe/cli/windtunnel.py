@@ -13,7 +13,7 @@ import typer
 
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_progress, write_report
-from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
+from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, ThreadsOpt, takes
 from geoprobe.models.loading import check_device
 from geoprobe.rundir import RunOutputs
 from geoprobe.windtunnel.train import check_run_dir
@@ -161,7 +161,7 @@ def train_cmd(
     arch: str = typer.Option("both", "--arch", help="both | transformer | mlp"),
     steps: Optional[int] = typer.Option(None, "--steps", help="override the scale's number of steps"),
     seed: int = SeedOpt,
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's)"),
+    threads: Optional[int] = ThreadsOpt,
     vocab: Optional[int] = VocabOpt,
     length: Optional[int] = LengthOpt,
     states: Optional[int] = StatesOpt,
@@ -255,7 +255,7 @@ def run_cmd(
     scale: str = ScaleOpt,
     seed: int = SeedOpt,
     steps: Optional[int] = typer.Option(None, "--steps"),
-    threads: Optional[int] = typer.Option(None, "--threads"),
+    threads: Optional[int] = ThreadsOpt,
     vocab: Optional[int] = VocabOpt,
     length: Optional[int] = LengthOpt,
     states: Optional[int] = StatesOpt,
