@@ -15,7 +15,6 @@ from geoprobe.denoise.train import TrainSettings
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
-
 #: context lengths: 200× the default L = 500 (memory for n_eval prompts of that length is estimated as well)
 LENGTH_MAX = 100_000
 LENGTH_WHY = "200× the default L = 500"

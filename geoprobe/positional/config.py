@@ -9,7 +9,6 @@ from geoprobe.checks import BATCH_MAX, BATCH_WHY, RESAMPLES_MAX, RESAMPLES_WHY, 
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
-
 #: prompt lengths: the longest context window of the models geoprobe knows (Llama 3.x)
 LENGTH_MAX = 131_072
 LENGTH_WHY = "the longest context window of the models geoprobe knows"
