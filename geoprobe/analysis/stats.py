@@ -30,6 +30,7 @@ import scipy.linalg
 import scipy.stats
 from jaxtyping import Bool, Float
 
+from geoprobe.analysis.workers import check_stop, worker_pool
 from geoprobe.serial import Record
 
 RandomState = int | np.random.Generator | None
@@ -422,6 +423,7 @@ def matched_null(
         zt = None if kind == "gaussian" else np.ascontiguousarray(z.T)  # (d, n): each column contiguous
 
         def chunk(j: int) -> None:
+            check_stop()
             start, g = starts[j], gens[j]
             b = min(step, draws - start)
             if zt is not None:
@@ -432,9 +434,7 @@ def matched_null(
             stats[:, start : start + b] = spectrum_summary(batch)
 
         if len(starts) > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(2) as pool:  # LAPACK/BLAS release the GIL
+            with worker_pool(2) as pool:  # LAPACK/BLAS release the GIL
                 list(pool.map(chunk, range(len(starts))))
         else:
             chunk(0)

@@ -171,21 +171,25 @@ def check_memory(
     value: int,
     *,
     what: str,
-    flag: str,
+    flag: str | Callable[[int], str],
     otherwise: str = "",
     device: Any = "cpu",
     low: int = 1,
 ) -> None:
     """Refuse, before the work starts, a computation whose estimated peak ``need(value)`` (bytes, growing
     with ``value``, the setting of ``flag``) is more than :func:`memory_budget` allows. The one-line
-    :class:`GeoprobeError` names ``what`` needs it, the estimate, the budget and the largest ``flag`` that
-    fits (``otherwise``, when not even ``low`` fits). ``$GEOPROBE_MEMORY_AVAILABLE`` plants the figure."""
+    :class:`GeoprobeError` names ``what`` needs it, the estimate, the budget and the largest value that
+    fits: "pass FLAG N or less", or ``flag(N)`` where ``flag`` is a function (``otherwise``, when not even
+    ``low`` fits). ``$GEOPROBE_MEMORY_AVAILABLE`` plants the figure."""
     got = memory_budget(device)
     if got is None or need(value) <= got[0]:
         return
     budget, source = got
     fit = largest(lambda v: need(v) <= budget, value - 1)
-    fix = f"pass {flag} {fit} or less" if fit >= low else (otherwise or f"not even {flag} {low} fits: free some memory")
+    if fit < low:
+        fix = otherwise or f"free some memory (or set {MEMORY_ENV} if that figure is wrong)"
+    else:
+        fix = flag(fit) if callable(flag) else f"pass {flag} {fit} or less"
     raise GeoprobeError(
         f"{what} needs about {format_bytes(need(value))} of memory, more than {format_bytes(budget)} ({source}); {fix}"
     )

@@ -13,8 +13,9 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, err, out
-from geoprobe.cli.common import check_figures, execute_run, open_model, stage_progress
+from geoprobe.cli.common import check_figures, execute_run, open_model
 from geoprobe.cli.options import LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.cli.scan import CandidatesOpt, MaxTokOpt, MinTokOpt, PerQuintileOpt, execute_scan, sampling_changes
 from geoprobe.errors import GeoprobeError, OutputExistsError
 from geoprobe.models.loading import LoadOptions
@@ -68,13 +69,8 @@ def sample(
                     f"{str(out_file)!r} already exists; pass --force to replace it or choose another --out"
                 )
         m = open_model(load)
-        from rich.progress import Progress
-
-        with Progress(console=err, transient=True) as bar:
-            task = bar.add_task("entropy of candidates", total=None)
-            pset = sample_corpus_set(
-                m, prompts, cfg, seed=seed, progress=lambda d, n: bar.update(task, completed=d, total=n)
-            )
+        with stage_progress({"sampling": "entropy of candidates"}) as progress:
+            pset = sample_corpus_set(m, prompts, cfg, seed=seed, progress=lambda d, n: progress("sampling", d, n))
         write_prompt_sets({pset.name: pset}, out_file)
     out.print(
         f"wrote {out_file}: {len(pset.prompts)} prompts of set {pset.name} (sha256 {pset.hash[:12]}, seed {seed}); "

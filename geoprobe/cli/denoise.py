@@ -9,8 +9,9 @@ from typing import Any, Optional
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, print_rows, stage_progress
+from geoprobe.cli.common import execute_run, print_rows
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, int_list, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.rundir import RunOutputs
 
 OUTPUTS = RunOutputs(result="denoise.json", page="denoise.html")

@@ -25,6 +25,7 @@ from geoprobe.cli.options import (
     model_run_dir,
     takes,
 )
+from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs, check_capture_dir
@@ -190,22 +191,15 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
     return result
 
 
-def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+#: the scan's progress bars: its own stages, and one bar for the analyses (labelled by the current one)
+SCAN_LABELS = {"capture": "capturing", "sampling": "entropy of candidates", "tokenize": "tokenising"}
 
+
+def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
     from geoprobe.scan.run import scan
 
     m = open_model(load)
-    columns = (TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            key = stage if stage in ("capture", "sampling") else "analyse"
-            label = {"capture": "capturing", "sampling": "entropy of candidates"}.get(key, stage)
-            if key not in tasks:
-                tasks[key] = bar.add_task(label, total=total)
-            bar.update(tasks[key], completed=done, description=label)
+    with stage_progress(SCAN_LABELS, width=14, group=lambda s: s if s in SCAN_LABELS else "analyse") as progress:
 
         def on_resume(loaded: int, total: int, where: Path) -> None:
             err.print(

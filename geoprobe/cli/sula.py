@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, open_model, stage_progress
+from geoprobe.cli.common import execute_run, open_model
 from geoprobe.cli.options import (
     LOAD,
     OUTPUT,
@@ -22,6 +22,7 @@ from geoprobe.cli.options import (
     number_list,
     takes,
 )
+from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs

@@ -12,8 +12,9 @@ from typing import Any, Optional
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_progress, write_report
+from geoprobe.cli.common import check_figures, execute_run, print_rows, write_report
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, ThreadsOpt, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.models.loading import check_device
 from geoprobe.rundir import RunOutputs
 from geoprobe.windtunnel.train import check_run_dir

@@ -340,6 +340,7 @@ def scan(
             checkpoint_dir=checkpoint_dir,
             on_resume=on_resume,
             progress=None if progress is None else (lambda d, n: progress("capture", d, n)),
+            tokenize_progress=None if progress is None else (lambda d, n: progress("tokenize", d, n)),
         )
     for w in caught:
         notes.append(str(w.message))
