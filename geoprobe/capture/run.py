@@ -85,19 +85,28 @@ class CaptureConfig:
 
 
 def check_arrays_memory(
-    model: LoadedModel, config: CaptureConfig, n_prompts: int, longest: int, batch: int = 1
+    model: LoadedModel,
+    config: CaptureConfig,
+    n_prompts: int,
+    longest: int,
+    batch: int = 1,
+    *,
+    work_factor: float = 0.0,
 ) -> None:
     """Refuse a capture whose arrays (:meth:`CaptureConfig.nbytes` for ``n_prompts`` prompts, the longest
-    ``longest`` tokens) and one forward batch of ``batch`` prompts of that length do not fit in memory:
-    one line naming how many prompts would fit (geoprobe.capture.memory). The arrays are kept in host
-    memory; the forward pass counts there only when the model runs on the CPU."""
+    ``longest`` tokens; × (1 + ``work_factor``) for the caller's work on them) and one forward batch of
+    ``batch`` prompts of that length do not fit in memory: one line naming how many prompts would fit
+    (geoprobe.capture.memory). The arrays are kept in host memory; the forward pass counts there only
+    when the model runs on the CPU."""
     on_cpu = torch.device(model.device).type == "cpu" and not getattr(model.hf_model, "hf_device_map", None)
     forward = forward_peak_bytes(model, batch, longest) if on_cpu else 0
     L = model.layout.n_layers if config.layers is None else len(set(config.layers))
     check_memory(
-        lambda k: config.nbytes(model.layout, k, longest) + forward,
+        lambda k: int((1 + work_factor) * config.nbytes(model.layout, k, longest)) + forward,
         n_prompts,
-        what=f"the capture's arrays of {n_prompts} prompts × {L} layers (and one forward batch)",
+        what=f"the capture's arrays of {n_prompts} prompts × {L} layers ("
+        + ("and the analyses of them, " if work_factor else "")
+        + "and one forward batch)",
         flag=lambda fit: f"capture at most {fit} prompts at a time (split the --prompts file), or fewer --layers",
         otherwise="not even one prompt fits: pass fewer --layers, a lower --max-tokens or --attention entropy",
     )
@@ -220,6 +229,7 @@ def capture(
     checkpoint_dir: str | os.PathLike | None = None,
     on_resume: Callable[[int, int, Path], None] | None = None,
     tokenize_progress: Callable[[int, int], None] | None = None,
+    work_factor: float = 0.0,
 ) -> Capture:
     """Run ``prompts`` through ``model`` in padded batches and keep the final-token geometry.
 
@@ -229,15 +239,16 @@ def capture(
     called first) and returns the same numbers. The caller removes the directory when done.
 
     Before any array is allocated or any forward pass runs, the arrays of all the prompts together with
-    the largest batch's forward pass must fit in memory (:func:`check_arrays_memory`)."""
+    the largest batch's forward pass must fit in memory (:func:`check_arrays_memory`); ``work_factor``
+    adds that many times the arrays for what the caller does with them afterwards (a scan's analyses)."""
     lay = model.layout
     layers = resolve_layers(config.layers, lay.n_layers)
     if not isinstance(prompts, str):  # a str is refused by tokenize
-        check_arrays_memory(model, config, len(prompts), 1)  # before tokenising: the arrays of every prompt
+        check_arrays_memory(model, config, len(prompts), 1, work_factor=work_factor)  # before tokenising
     ids, cut = tokenize(model, prompts, config.max_tokens, progress=tokenize_progress)
     n, L = len(ids), len(layers)
     lengths = np.array([len(s) for s in ids], dtype=np.int64)
-    check_arrays_memory(model, config, n, int(lengths.max()), min(config.batch_size, n))
+    check_arrays_memory(model, config, n, int(lengths.max()), min(config.batch_size, n), work_factor=work_factor)
     kinds: list[SiteKind] = [
         k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries), ("z", config.attn_out)) if on
     ]
