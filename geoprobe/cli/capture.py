@@ -37,7 +37,7 @@ def capture(
     attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
     queries: bool = typer.Option(False, "--queries", help="also keep query vectors"),
     attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
-    top_k: int = typer.Option(10, "--top-k"),
+    top_k: int = typer.Option(10, "--top-k", help="next tokens kept per prompt (at most 1000)"),
     seed: int = SeedOpt,
     overwrite: bool = typer.Option(
         False, "--overwrite", "--force", help="replace a capture geoprobe wrote in --out (never anything else)"

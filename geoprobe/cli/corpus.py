@@ -87,14 +87,18 @@ def compare_domains_cmd(
         None, "--domains", help="comma-separated domains; default every available one"
     ),
     layer: int = typer.Option(-1, "--layer", help="layer to compare (negative from the end; default final)"),
-    candidates: Optional[int] = typer.Option(None, "--candidates", help="mixed candidate pool (default 1000)"),
-    domain_candidates: int = typer.Option(250, "--domain-candidates", help="candidate pool of each single domain"),
+    candidates: Optional[int] = typer.Option(
+        None, "--candidates", help="mixed candidate pool (default 1000, at most 100000)"
+    ),
+    domain_candidates: int = typer.Option(
+        250, "--domain-candidates", help="candidate pool of each single domain (at most 100000)"
+    ),
     per_quintile: Optional[int] = PerQuintileOpt,
     min_tokens: Optional[int] = MinTokOpt,
     max_prompt_tokens: Optional[int] = MaxTokOpt,
     no_controls: bool = typer.Option(False, "--no-controls", help="skip the length/frequency-matched controls"),
     n_resamples: int = ResamplesOpt,
-    n_permutations: int = typer.Option(1000, "--n-permutations"),
+    n_permutations: int = typer.Option(1000, "--n-permutations", help="permutations per test (at most 100000)"),
     batch_size: int = BatchOpt,
     seed: int = SeedOpt,
 ) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, get_type_hints
 
 import typer
 
-from geoprobe.checks import SEED_MAX, check_seed
+from geoprobe.checks import BATCH_MAX, RESAMPLES_MAX, SEED_MAX, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 
@@ -39,7 +39,7 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _threads(value: Optional[int]) -> Optional[int]:
+def _threads(value: Optional[int]) -> Optional[int]:  # --threads: 1 to the CPUs here
     from geoprobe.checks import check_range
 
     why = "the CPUs this process may use; more threads only slow torch down, and far more abort it"
@@ -56,11 +56,15 @@ SeedOpt = typer.Option(0, "--seed", callback=_seed, help=f"random seed, 0 to {SE
 OptionalSeedOpt = typer.Option(
     None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)"
 )
-BatchOpt = typer.Option(16, "--batch-size")
+BATCH_HELP = f"prompts per forward pass (at most {BATCH_MAX}; the memory it needs is checked first)"
+BatchOpt = typer.Option(16, "--batch-size", help=BATCH_HELP)
 ThreadsOpt = typer.Option(
-    None, "--threads", callback=_threads, help="torch CPU threads, 1 to the CPUs here (default: torch's)"
+    None,
+    "--threads",
+    callback=_threads,
+    help=f"torch CPU threads, 1 to the CPUs here (at most {cpu_count()} on this machine; default: torch's)",
 )
-ResamplesOpt = typer.Option(1000, "--n-resamples")
+ResamplesOpt = typer.Option(1000, "--n-resamples", help=f"bootstrap resamples (at most {RESAMPLES_MAX})")
 LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
 
 

@@ -12,7 +12,18 @@ from rich.table import Table
 
 from geoprobe.cli.app import app, out
 from geoprobe.cli.common import execute_run, open_model
-from geoprobe.cli.options import LOAD, OUTPUT, LayersOpt, OutputOptions, SeedOpt, int_list, layers, model_run_dir, takes
+from geoprobe.cli.options import (
+    BATCH_HELP,
+    LOAD,
+    OUTPUT,
+    LayersOpt,
+    OutputOptions,
+    SeedOpt,
+    int_list,
+    layers,
+    model_run_dir,
+    takes,
+)
 from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
@@ -64,27 +75,30 @@ def positional(
     lengths: Optional[str] = typer.Option(
         None,
         "--lengths",
-        help="prompt lengths in tokens, increasing (default 16,32,64,128,256); with --windtunnel: task lengths K",
+        help="prompt lengths in tokens, increasing (default 16,32,64,128,256; at most 131072, and the model's "
+        "context); with --windtunnel: task lengths K",
     ),
     max_length: Optional[int] = typer.Option(
-        None, "--max-length", help="instead of --lengths: 16, 32, 64, … up to this"
+        None, "--max-length", help="instead of --lengths: 16, 32, 64, … up to this (at most 131072)"
     ),
     max_distance: Optional[int] = typer.Option(
-        None, "--max-distance", help="largest distance Δ fitted (default: longest length − 1 − exclude-first)"
+        None,
+        "--max-distance",
+        help="largest distance Δ fitted (default: longest length − 1 − exclude-first; at most 131072)",
     ),
-    n_prompts: int = typer.Option(24, "--n-prompts", help="prompts per length"),
+    n_prompts: int = typer.Option(24, "--n-prompts", help="prompts per length (at most 1000)"),
     layer_spec: Optional[str] = LayersOpt,
     exclude_first: int = typer.Option(
         1, "--exclude-first", help="first tokens excluded as attention sinks (their mass is reported)"
     ),
-    n_resamples: int = typer.Option(200, "--n-resamples", help="bootstrap resamples over prompts"),
+    n_resamples: int = typer.Option(200, "--n-resamples", help="bootstrap resamples over prompts (at most 100000)"),
     no_stability: bool = typer.Option(False, "--no-stability", help="fit the priors at the longest length only"),
     windtunnel: Optional[Path] = typer.Option(
         None, "--windtunnel", help="a wind-tunnel run directory: error vs length instead (written into it unless --out)"
     ),
-    n_eval: int = typer.Option(256, "--n-eval", help="--windtunnel: sequences per length"),
+    n_eval: int = typer.Option(256, "--n-eval", help="--windtunnel: sequences per length (at most 50000)"),
     seed: int = SeedOpt,
-    batch_size: int = typer.Option(8, "--batch-size"),
+    batch_size: int = typer.Option(8, "--batch-size", help=BATCH_HELP),
 ) -> None:
     """Fit per-head positional priors (BAM) and measure geometry over prompt length; writes positional.json/.html."""
     Ts = int_list(lengths, "--lengths")

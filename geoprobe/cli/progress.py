@@ -25,19 +25,23 @@ def clock(seconds: float) -> str:
 
 
 class LineProgress:
-    """Plain progress lines on ``console``: one per bar at most every ``every`` seconds, and none in a
-    bar's first ``every`` seconds (a quick stage prints nothing): "LABEL: DONE/TOTAL (P %), H:MM:SS
-    elapsed, about H:MM:SS left"."""
+    """Plain progress lines on ``console``, "LABEL: DONE/TOTAL (P %), H:MM:SS elapsed, about H:MM:SS left":
+    for each bar at most one every ``every`` seconds, and one whenever a bar moves on to a new stage (a
+    new label); nothing in the display's first ``every`` seconds, so a quick command prints none."""
 
     def __init__(self, console=err, every: float = EVERY_DEFAULT, now: Callable[[], float] = time.monotonic) -> None:
         self.console, self.every, self.now = console, every, now
+        self.t0 = now()
         self.started: dict[str, float] = {}
         self.last: dict[str, float] = {}
+        self.label: dict[str, str] = {}
 
     def update(self, key: str, label: str, done: int, total: Optional[int]) -> None:
         t = self.now()
         start = self.started.setdefault(key, t)
-        if t - self.last.get(key, start) < self.every:
+        moved_on = self.label.get(key) != label
+        self.label[key] = label
+        if t - self.t0 < self.every or not (moved_on or t - self.last.get(key, start) >= self.every):
             return
         self.last[key] = t
         elapsed = t - start

@@ -15,6 +15,7 @@ from rich.table import Table
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import execute_run, open_model
 from geoprobe.cli.options import (
+    BATCH_HELP,
     LOAD,
     MAX_TOKENS_HELP,
     OUTPUT,
@@ -42,19 +43,25 @@ PromptsOpt = typer.Option(
     "domain (geoprobe prompts lists them), builtin (160 hand-written), or a prompt file",
 )
 DomainOpt = typer.Option(None, "--domain", help="a single corpus domain (same as --prompts DOMAIN)")
-CandidatesOpt = typer.Option(None, "--candidates", help="corpus sets: candidate pool size (default 1000)")
-PerQuintileOpt = typer.Option(
-    None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15)"
+CandidatesOpt = typer.Option(
+    None, "--candidates", help="corpus sets: candidate pool size (default 1000, at most 100000)"
 )
-MinTokOpt = typer.Option(None, "--min-tokens", help="corpus sets: shortest candidate in tokens (default 16)")
-MaxTokOpt = typer.Option(None, "--max-prompt-tokens", help="corpus sets: longest candidate in tokens (default 64)")
+PerQuintileOpt = typer.Option(
+    None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15, at most 20000)"
+)
+MinTokOpt = typer.Option(
+    None, "--min-tokens", help="corpus sets: shortest candidate in tokens (default 16, at most 4096)"
+)
+MaxTokOpt = typer.Option(
+    None, "--max-prompt-tokens", help="corpus sets: longest candidate in tokens (default 64, at most 4096)"
+)
 ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
 NullOpt = typer.Option(None, "--null", help="matched null for the value manifold: gaussian (default) or permute")
 CiOpt = typer.Option(
     None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all"
 )
 MaxTokensOpt = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP)
-OptionalBatchOpt = typer.Option(None, "--batch-size")
+OptionalBatchOpt = typer.Option(None, "--batch-size", help=BATCH_HELP)
 NoInitOpt = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline")
 
 

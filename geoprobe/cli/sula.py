@@ -37,9 +37,12 @@ def sula(
     load: LoadOptions,
     output: OutputOptions,
     k: Optional[str] = typer.Option(
-        None, "--k", help="comma-separated numbers of in-context examples (default 0,1,2,4,8)"
+        None,
+        "--k",
+        help="comma-separated numbers of in-context examples (default 0,1,2,4,8; each at most 1024, "
+        "and at most 20000 prompts in all with --n-per-k)",
     ),
-    n_per_k: int = typer.Option(50, "--n-per-k", help="prompts per k (the authors' pipeline: 50)"),
+    n_per_k: int = typer.Option(50, "--n-per-k", help="prompts per k (the authors' pipeline: 50; at most 1000)"),
     agreement: float = typer.Option(
         0.9, "--agreement", help="probability that an example's label agrees with the class"
     ),
@@ -145,11 +148,13 @@ def intervene(
     strength: Optional[str] = typer.Option(
         None,
         "--strength",
-        help="comma-separated strengths (dose–response); cut/only "
+        help="comma-separated strengths (dose–response; at most 100); cut/only "
         "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2",
     ),
-    controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
-    n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
+    controls: int = typer.Option(
+        5, "--controls", help="random-axis controls (orthogonal to the entropy axis; at most 1000)"
+    ),
+    n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8; at most 1000)"),
     n_resamples: int = ResamplesOpt,
     batch_size: int = BatchOpt,
     seed: int = SeedOpt,
