@@ -21,7 +21,7 @@ from jaxtyping import Float
 
 from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
-from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes
+from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
 from geoprobe.checks import BATCH_MAX, BATCH_WHY, Limit, check_limits
 from geoprobe.errors import CaptureError, PromptError
@@ -89,24 +89,27 @@ def check_arrays_memory(
     config: CaptureConfig,
     n_prompts: int,
     longest: int,
-    batch: int = 1,
     *,
     work_factor: float = 0.0,
 ) -> None:
     """Refuse a capture whose arrays (:meth:`CaptureConfig.nbytes` for ``n_prompts`` prompts, the longest
-    ``longest`` tokens; × (1 + ``work_factor``) for the caller's work on them) and one forward batch of
-    ``batch`` prompts of that length do not fit in memory: one line naming how many prompts would fit
-    (geoprobe.capture.memory). The arrays are kept in host memory; the forward pass counts there only
-    when the model runs on the CPU."""
+    ``longest`` tokens; × (1 + ``work_factor``) for the caller's work on them) and the forward pass of one
+    such prompt do not fit in memory: one line naming how many prompts would fit (geoprobe.capture.memory).
+    The arrays are kept in host memory; the forward pass counts there only when the model runs on the CPU.
+    Where even one prompt's forward pass does not fit, :func:`check_capture_memory` says so (it names
+    --batch-size and --max-tokens), and a batch's forward pass is checked there as before."""
     on_cpu = torch.device(model.device).type == "cpu" and not getattr(model.hf_model, "hf_device_map", None)
-    forward = forward_peak_bytes(model, batch, longest) if on_cpu else 0
+    forward = forward_peak_bytes(model, 1, longest) if on_cpu else 0
+    got = memory_budget(model.device if on_cpu else "cpu")
+    if got is None or forward > got[0]:
+        return
     L = model.layout.n_layers if config.layers is None else len(set(config.layers))
     check_memory(
         lambda k: int((1 + work_factor) * config.nbytes(model.layout, k, longest)) + forward,
         n_prompts,
         what=f"the capture's arrays of {n_prompts} prompts × {L} layers ("
         + ("and the analyses of them, " if work_factor else "")
-        + "and one forward batch)",
+        + "and a forward pass)",
         flag=lambda fit: f"capture at most {fit} prompts at a time (split the --prompts file), or fewer --layers",
         otherwise="not even one prompt fits: pass fewer --layers, a lower --max-tokens or --attention entropy",
     )
@@ -248,7 +251,7 @@ def capture(
     ids, cut = tokenize(model, prompts, config.max_tokens, progress=tokenize_progress)
     n, L = len(ids), len(layers)
     lengths = np.array([len(s) for s in ids], dtype=np.int64)
-    check_arrays_memory(model, config, n, int(lengths.max()), min(config.batch_size, n), work_factor=work_factor)
+    check_arrays_memory(model, config, n, int(lengths.max()), work_factor=work_factor)
     kinds: list[SiteKind] = [
         k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries), ("z", config.attn_out)) if on
     ]

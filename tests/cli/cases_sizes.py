@@ -139,7 +139,7 @@ CASES: tuple[Case, ...] = (
         "sizes-capture-arrays-memory",
         f"capture --model {TWIN} --prompts many.txt --out out",
         "20,000 prompts whose arrays and forward pass need ~150 MiB, 150 MiB available (figure planted)",
-        "the capture's arrays of 20000 prompts × 3 layers (and one forward batch) needs about",
+        "the capture's arrays of 20000 prompts × 3 layers (and a forward pass) needs about",
         "150 MiB set by GEOPROBE_MEMORY_AVAILABLE",
         "capture at most",
         "prompts at a time (split the --prompts file)",
