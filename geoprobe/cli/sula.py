@@ -42,7 +42,9 @@ def sula(
         help="comma-separated numbers of in-context examples (default 0,1,2,4,8; each at most 1024, "
         "and at most 20000 prompts in all with --n-per-k)",
     ),
-    n_per_k: int = typer.Option(50, "--n-per-k", help="prompts per k (the authors' pipeline: 50; at most 1000)"),
+    n_per_k: int = typer.Option(
+        50, "--n-per-k", help="prompts per k (the authors' pipeline: 50; at most 20000, over all the values of --k)"
+    ),
     agreement: float = typer.Option(
         0.9, "--agreement", help="probability that an example's label agrees with the class"
     ),

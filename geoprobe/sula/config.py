@@ -46,7 +46,7 @@ class SulaConfig(Record):
     #: upper limits (docs/sula.md); the prompts per condition are bounded as well (:data:`PROMPTS_MAX`)
     LIMITS: ClassVar[dict[str, Limit]] = {
         "k_values": Limit(1024, "128× the paper's largest k of 8; the model's context is checked when it loads", "--k"),
-        "n_per_k": Limit(1000, "4× the paper's 250 prompts per k; the authors' pipeline uses 50", "--n-per-k"),
+        "n_per_k": Limit(PROMPTS_MAX, "the limit of prompts per condition", "--n-per-k"),
         "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
         "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
     }

@@ -182,9 +182,9 @@ CASES: tuple[Case, ...] = (
     # -- sula, intervene ---------------------------------------------------------------------------
     case(
         "sizes-sula-n-per-k",
-        f"sula --model {TWIN} --n-per-k 5000 --out run",
-        "--n-per-k 5000",
-        "--n-per-k = 5000 is above the limit of 1000",
+        f"sula --model {TWIN} --n-per-k 50000 --out run",
+        "--n-per-k 50000",
+        "--n-per-k = 50000 is above the limit of 20000",
     ),
     case(
         "sizes-sula-k",
@@ -204,7 +204,7 @@ CASES: tuple[Case, ...] = (
         "sizes-sula-recipe",
         "run sula.toml --out run",
         "a sula recipe with n_per_k = 25000000",
-        "sula.n_per_k = 25000000 is above the limit of 1000",
+        "sula.n_per_k = 25000000 is above the limit of 20000",
         setup=("sizes_sula_recipe",),
     ),
     case(

@@ -48,7 +48,7 @@ def test_sula_on_a_twin_writes_results_and_report(tmp_path, capsys, monkeypatch)
         (["--labels", "bip"], "two different labels"),
         (["--agreement", "1.5"], "--agreement"),
         (["--k", "0,x"], "--k '0,x'"),
-        (["--k", "40000", "--n-per-k", "1"], "lower --k"),
+        (["--k", "40000", "--n-per-k", "1"], "pass --k values of 1024 or less"),  # was refused by the context check
         (["--n-per-k", "0"], "--n-per-k"),
     ],
 )
