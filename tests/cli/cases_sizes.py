@@ -35,6 +35,10 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "sizes_positional_recipe": recipe("pos.toml", _recipe("positional", "positional", "n_prompts", 10**6)),
     "sizes_denoise_recipe": recipe("dn.toml", _recipe("denoise", "denoise", "batch_size", 10**7)),
     "sizes_dynamics_recipe": recipe("dy.toml", _recipe("dynamics", "dynamics", "d_x", 10**6)),
+    "sizes_compare_recipe": recipe(
+        "cmp.toml",
+        '[probe]\ncommand = "compare-models"\n[models]\nrun = [' + ", ".join(f'"m{i}"' for i in range(101)) + "]\n",
+    ),
     "sizes_windtunnel_recipe": recipe("wt.toml", _recipe("windtunnel", "windtunnel", "n_eval", 10**7)),
 }
 
@@ -316,6 +320,13 @@ CASES: tuple[Case, ...] = (
         "windtunnel run --scale tiny --steps 100000000 --out wt",
         "--steps 10^8",
         "--steps = 100000000 is above the limit of 1000000",
+    ),
+    case(
+        "sizes-compare-models-recipe",
+        "run cmp.toml --out cmp",
+        "a compare-models recipe listing 101 models",
+        "models.run lists 101 entries, above the limit of 100",
+        setup=("sizes_compare_recipe",),
     ),
     case(
         "sizes-windtunnel-recipe-n-eval",
