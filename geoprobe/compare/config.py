@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from geoprobe.scan.config import ProbeError, ScanConfig
 
-
 #: models (and prompt sets) of one compare-models recipe: a Table 2 of 100 models is far more than the paper's
 LIST_MAX = 100
 
