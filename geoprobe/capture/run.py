@@ -125,7 +125,9 @@ def check_arrays_memory(
     )
 
 
-def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ...]:
+def resolve_layers(layers: Sequence[int] | None, n_layers: int, flag: str = "--layers") -> tuple[int, ...]:
+    """``layers`` as sorted, distinct indices in 0..n_layers-1 (negative ones count from the end; None:
+    every layer); one out of range is a CaptureError naming ``flag``, the setting that chose it."""
     if layers is None:
         return tuple(range(n_layers))
     out = []
@@ -133,7 +135,7 @@ def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ..
         idx = layer + n_layers if layer < 0 else layer
         if not 0 <= idx < n_layers:
             raise CaptureError(
-                f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}); fix --layers"
+                f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}); fix {flag}"
             )
         out.append(idx)
     return tuple(sorted(set(out)))

@@ -121,7 +121,14 @@ def execute_run(
     runs after the claim and before the work (e.g. discarding a checkpoint under --force)."""
     fmt = check_figures(output.figures)
     with claim_run(
-        target, outputs, request=request, force=output.force, figures=fmt, need_bytes=need_bytes, parent=output.parent
+        target,
+        outputs,
+        request=request,
+        force=output.force,
+        figures=fmt,
+        need_bytes=need_bytes,
+        parent=output.parent,
+        in_place=output.in_place,
     ) as run:
         if run.finishing:
             return finish(run, fmt)

@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 import typer
 from rich.table import Table
@@ -192,18 +192,21 @@ def execute_compare(results: list[Path], layer: int, output: OutputOptions) -> A
     target = output.out or Path("runs") / "compare"
     request = {"command": "compare", "layer": layer, "inputs": [[str(p), _digest(p)] for p in results]}
 
+    warned: set[str] = set()  # printed as they arose: the summary does not repeat them as notes
+
     def compute(run: Any) -> Any:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             comparison = compare_results(results, layer=layer)
         for w in caught:
             err.print(f"warning: {w.message}", highlight=False)
+            warned.add(str(w.message))
         return comparison
 
-    return execute_run(target, COMPARE_OUTPUTS, request, output, compute, _print_comparison)
+    return execute_run(target, COMPARE_OUTPUTS, request, output, compute, lambda c: _print_comparison(c, skip=warned))
 
 
-def _print_comparison(comparison: Any) -> None:
+def _print_comparison(comparison: Any, skip: Collection[str] = ()) -> None:
     """The Table-2 analogue in a terminal's width (compare.html has every column)."""
     keep = (
         "model",
@@ -235,7 +238,8 @@ def _print_comparison(comparison: Any) -> None:
             highlight=False,
         )
     for note in comparison.notes:
-        err.print(f"note: {note}", highlight=False)
+        if note not in skip:
+            err.print(f"note: {note}", highlight=False)
 
 
 def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions) -> Any:

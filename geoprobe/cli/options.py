@@ -73,12 +73,15 @@ class OutputOptions:
     """Where a command writes (``--out``; None: its default run directory), whether it may replace what
     geoprobe wrote there before (``--force``), and static figures to export (``--figures``). ``parent``
     (no flag): the run directory this run is part of, when a command writes runs inside its own (the
-    seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it."""
+    seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it.
+    ``in_place`` (no flag): the command writes into the run it reads (``windtunnel eval``), so it has no
+    --out to choose instead and its messages offer --force alone."""
 
     out: Path | None = None
     force: bool = False
     figures: str | None = None
     parent: Path | None = None
+    in_place: bool = False
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,7 @@ def eval_cmd(
         run_dir,
         EVAL_OUTPUTS,
         request,
-        OutputOptions(out=run_dir, force=force),
+        OutputOptions(out=run_dir, force=force, in_place=True),
         lambda run: _evaluate(run_dir, config),
         print_summary,
     )

@@ -82,8 +82,13 @@ def test_an_interrupt_during_the_value_manifold_bootstrap_ends_the_scan_at_once(
             proc.wait()
     assert code == 128 + signum, err
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning")]
-    assert lines[-1].startswith(f"interrupted ({name}); "), err
+    # a scan recipe resumes from its checkpointed batches (was: "nothing unfinished was kept")
+    assert lines[-1] == (
+        f"interrupted ({name}); rerun the same command to resume (the finished capture batches in "
+        "<run>/capture.partial are kept)"
+    ), err
     assert "Traceback" not in err and not (tmp_path / "run" / "results.json").exists()
+    assert any((tmp_path / "run" / PARTIAL_DIR).glob("batch-*.safetensors"))  # and they are still there
     assert seconds < 20
 
 
