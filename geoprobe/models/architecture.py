@@ -43,6 +43,7 @@ from geoprobe.models.legacy import (
     legacy_windows,
 )
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
+from geoprobe.models.rotary import rotary_function, rotated_width, unrotate
 
 PROBE_TOKENS = 7
 
@@ -277,8 +278,9 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         spec = k_specs[layer]
         k = probe1.records[layer].k
         if layer in probe1.rotary:
-            cos, sin = probe1.rotary[layer]
-            k_back = A.unrotate(probe1.rotary_functions[layer], k.to(cos.device), cos, sin).float().cpu()
+            pair, call = probe1.rotary[layer], probe1.rotary_functions[layer]
+            k_back = unrotate(call, k.to(pair[0].device), pair).float().cpu()
+            rot[layer] = rotated_width(call, dq, (pair[0][:, None, :], pair[1][:, None, :]))
         else:
             k_back = k
         expected = None if spec is None else spec.project(m, x_last[layer]).float().cpu()
@@ -362,10 +364,11 @@ def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
 
 
 def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
-    """Keep, per layer, the cos/sin of each row's final position and the layer's rotary function."""
+    """Keep, per layer, the position_embeddings pair of each row's final position and the layer's
+    rotary function (:class:`~geoprobe.models.rotary.RotaryCall`)."""
     rotating = {}
     for layer, m in modules.items():
-        fn = A.rotary_function(m)
+        fn = rotary_function(m)
         if fn is not None:
             probe.rotary_functions[layer] = fn
             rotating[layer] = m
@@ -374,11 +377,11 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
         pe = kwargs.get("position_embeddings")
         if not (isinstance(pe, tuple) and len(pe) == 2):
             return
-        cos, sin = pe
+        a, b = pe  # (cos, sin) for most models, (sin, cos) for GPT-J: kept in the order the function takes them
         B = (args[0] if args else kwargs["hidden_states"]).shape[0]
-        last = probe.final_positions(B, cos.shape[-2], cos.device)
-        rows = torch.arange(B, device=cos.device) if cos.shape[0] == B else torch.zeros(B, dtype=torch.long)
-        probe.rotary[layer] = (cos[rows, last], sin[rows, last])
+        last = probe.final_positions(B, a.shape[-2], a.device)
+        rows = torch.arange(B, device=a.device) if a.shape[0] == B else torch.zeros(B, dtype=torch.long)
+        probe.rotary[layer] = (a[rows, last], b[rows, last])
 
     return _pre_hooks(rotating, keep)
 

@@ -29,6 +29,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError
+from geoprobe.models.rotary import RotaryCall, unrotate
 
 PREFIX = "geoprobe_"
 BASES = ("sdpa", "eager")
@@ -129,7 +130,7 @@ class Probe:
     layer_of: Callable[[Any], int] | None = None
     records: dict[int, LayerRecord] = field(default_factory=dict)
     rotary: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
-    rotary_functions: dict[int, Callable] = field(default_factory=dict)
+    rotary_functions: dict[int, RotaryCall] = field(default_factory=dict)
     post_rotary_layers: frozenset[int] = frozenset()
     calls: list[int] = field(default_factory=list)
     edited: dict[int, int] = field(default_factory=dict)
@@ -216,37 +217,7 @@ class Probe:
         """The pre-rotary vector of a final-token q or k slice (batch, head, d)."""
         if not self.pre_rotary or layer in self.post_rotary_layers or layer not in self.rotary:
             return x
-        cos, sin = self.rotary[layer]
-        return unrotate(self.rotary_functions[layer], x, cos, sin)
-
-
-def unrotate(
-    apply_rotary: Callable, x: Float[torch.Tensor, "batch head d"], cos: torch.Tensor, sin: torch.Tensor
-) -> Float[torch.Tensor, "batch head d"]:
-    """Undo a rotary embedding on one position per row with the model's own ``apply_rotary_pos_emb``.
-
-    ``cos``/``sin`` (batch, r) are the final position's. Rotating by -θ undoes the rotation up
-    to cos² + sin² (m², YaRN's attention factor squared, else 1), which is measured per dim by
-    rotating a vector of ones forth and back, and divided out. A module that rotates only its
-    first r dims (passing the function those alone) keeps the rest as they are."""
-    x4, c, s = x[:, :, None, :], cos[:, None, :].to(x.dtype), sin[:, None, :].to(x.dtype)
-
-    def turn(t: torch.Tensor, sign: float) -> torch.Tensor:
-        return apply_rotary(t, t, c, sign * s)[1]
-
-    try:
-        ones = torch.ones_like(x4)
-        back = turn(x4, -1.0) / turn(turn(ones, 1.0), -1.0)
-    except RuntimeError:  # the module rotates the first r dims itself
-        r = c.shape[-1]
-        ones = torch.ones_like(x4[..., :r])
-        back = torch.cat([turn(x4[..., :r], -1.0) / turn(turn(ones, 1.0), -1.0), x4[..., r:]], dim=-1)
-    return back[:, :, 0]
-
-
-def rotary_function(module: Any) -> Callable | None:
-    """The ``apply_rotary_pos_emb`` of the attention module's own modeling file, if it has one."""
-    return getattr(sys.modules[type(module).__module__], "apply_rotary_pos_emb", None)
+        return unrotate(self.rotary_functions[layer], x, self.rotary[layer])
 
 
 def layer_index(module: Any) -> int:

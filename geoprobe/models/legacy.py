@@ -6,7 +6,8 @@ attention module (a pre-hook marks which one runs), hands the call's q, k, v, ma
 folded into it) and output to the same :class:`Probe` the interface function uses, then calls
 torch's own. Its q/k/v layout and W_K are then identified like any interface architecture's.
 
-GPT-Neo, GPT-J and Bloom compute attention inline, eager only (Bloom adds ALiBi with
+GPT-Neo, Bloom and GPT-J before transformers 5.24 (which moved GPT-J to AttentionInterface:
+``inspect_model`` then reads it like any other model) compute attention inline, eager only (Bloom adds ALiBi with
 ``baddbmm`` inside its module), so no registered function ever sees their keys. Their
 modules return the attention probabilities beside the output, so a forward hook on each
 attention module reads the final query row of those (their own computation, ALiBi and

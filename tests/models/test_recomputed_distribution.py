@@ -23,20 +23,19 @@ import pytest
 import torch
 
 from geoprobe.models.architecture import probing
-from geoprobe.models.attention import Probe, rotary_function
+from geoprobe.models.attention import Probe
+from geoprobe.models.rotary import rotary_function, rotated_width
 from tests.models.test_attention import eager, twin
 
 TOL = 1e-5
 T = 13  # crosses the tiny twins' 6-token windows
 
 
-def rotate(fn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x (head, d) at one position rotated with the model's own function; first r = cos width dims."""
-    if fn is None:
-        return x
-    r = cos.shape[-1]
-    x4 = x[None, :, None, :r]
-    out = fn(x4, x4, cos[None, None, :].to(x.dtype), sin[None, None, :].to(x.dtype))[1]  # cos as (batch, pos, r)
+def rotate(call, x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """x (head, d) at one position rotated with the model's own function (its first r dims)."""
+    p = (pair[0][None, None, :].to(x.dtype), pair[1][None, None, :].to(x.dtype))  # (batch, pos, width)
+    r = rotated_width(call, x.shape[-1], p)
+    out = call.turn(x[None, :, None, :r], p, 1.0)
     return torch.cat([out[0, :, 0], x[:, r:]], dim=-1)
 
 
@@ -48,14 +47,14 @@ def final_records(model, arch, ids: torch.Tensor) -> Probe:
     return probe
 
 
-@pytest.mark.parametrize("model_type", ["llama", "qwen2", "stablelm", "gpt2", "gemma2", "bloom"])
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "stablelm", "gpt2", "gemma2", "bloom", "gptj"])
 def test_recorded_distribution_is_softmax_of_captured_q_and_rotated_k(model_type):
     model, arch = twin(model_type)
     if arch.mechanism == "legacy":
         pytest.skip(
-            f"{model_type}: ALiBi (a per-head linear position bias inside its legacy attention, not "
-            "rotary) would have to be rebuilt here; its distribution is checked against eager entropy in "
-            "test_attention.py"
+            f"{model_type}: its attention is computed inline (geoprobe's legacy path: Bloom, and GPT-J before "
+            "transformers 5.24), where the recorded distribution is the module's own, not recomputed from q and "
+            "k; it is checked against eager entropy in test_attention.py"
         )
     ids = torch.randint(3, 512, (T,), generator=torch.Generator().manual_seed(1))
     full = final_records(model, arch, ids)
@@ -70,8 +69,8 @@ def test_recorded_distribution_is_softmax_of_captured_q_and_rotated_k(model_type
         def turned(p: Probe, x: torch.Tensor, fn=fn, layer=layer) -> torch.Tensor:
             if fn is None:
                 return x
-            cos, sin = p.rotary[layer]
-            return rotate(fn, x, cos[0], sin[0])
+            a, b = p.rotary[layer]
+            return rotate(fn, x, (a[0], b[0]))
 
         rec = full.records[layer]
         q = turned(full, rec.q[0])  # (head, d)

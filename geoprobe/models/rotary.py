@@ -1,0 +1,112 @@
+"""Undoing a model's rotary embedding with the model's own ``apply_rotary_pos_emb``.
+
+geoprobe reports pre-rotary queries and keys: it rotates the final position's q/k back by −θ with
+the very function the attention module used, and the cos/sin pair the module received
+(``position_embeddings``). What varies between modeling files is read from the function's
+signature (:class:`RotaryCall`), not written per architecture:
+
+* how many tensors it rotates: ``(q, k, cos, sin, …)`` returns both (Llama and nearly every
+  model), ``(x, cos, sin, …)`` (Gemma 3n/4) and ``(tensor, sin, cos)`` (GPT-J and CodeGen from
+  transformers 5.24) return one; the parameters without a default are the tensors and the pair;
+* which of the pair is the sine, the one to negate: by its name. The module passes
+  ``position_embeddings`` in the order the function takes them (Llama: ``cos, sin =
+  position_embeddings``; GPT-J: ``sin, cos = position_embeddings``), so the pair is handed over in
+  the order it was received;
+* how wide the rotated slice is: GPT-J and CodeGen rotate only the first ``rotary_dim`` dims and
+  pass the function half that width of sin/cos (they repeat-interleave it inside), Llama-style
+  partial rotary passes its full width. :func:`rotated_width` finds it by calling the function on
+  the widths those conventions allow (the whole head, the pair's width, twice it).
+
+The final position alone is rotated, so a (batch, head, 1, d) tensor and a (batch, 1, r) pair
+broadcast the same way in a heads-first function (which unsqueezes the pair at dim 1) and a
+sequence-first one (GPT-J, which indexes ``sin[:, :, None, :]``)."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from jaxtyping import Float
+
+from geoprobe.errors import GeoprobeError
+
+
+@dataclass(frozen=True)
+class RotaryCall:
+    """How to call one ``apply_rotary_pos_emb``: ``n_tensors`` (1 or 2) tensors, then the pair of
+    ``position_embeddings`` in the order received; ``sine`` (0 or 1) is the one that is the sine."""
+
+    fn: Callable
+    n_tensors: int
+    sine: int
+
+    @classmethod
+    def of(cls, fn: Callable) -> RotaryCall:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        names = [p.name for p in params]
+        if len(names) not in (3, 4) or "sin" not in names[-2:]:
+            raise GeoprobeError(
+                f"{getattr(fn, '__module__', '?')}.apply_rotary_pos_emb{inspect.signature(fn)}: geoprobe reads "
+                "(q, k, cos, sin), (x, cos, sin) or (tensor, sin, cos) and cannot tell how to rotate back with this one"
+            )
+        return cls(fn, len(names) - 2, names[-2:].index("sin"))
+
+    def turn(self, t: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor], sign: float) -> torch.Tensor:
+        """``t`` (batch, head, 1, r) rotated by ``sign`` × the angle of ``pair`` (each (batch, 1, w))."""
+        a, b = pair
+        a, b = (sign * a, b) if self.sine == 0 else (a, sign * b)
+        out = self.fn(*([t] * self.n_tensors), a, b)
+        return out[-1] if self.n_tensors == 2 else out
+
+
+def rotated_width(call: RotaryCall, d: int, pair: tuple[torch.Tensor, torch.Tensor]) -> int:
+    """How many leading dims of a d-wide head the function rotates with this ``pair``: the first
+    width among d, the pair's width w and 2w (below d) on which the function runs."""
+    w = int(pair[0].shape[-1])
+    probe = torch.ones(pair[0].shape[0], 1, 1, d, dtype=pair[0].dtype, device=pair[0].device)
+    for r in dict.fromkeys((d, w, 2 * w)):
+        if r > d:
+            continue
+        try:
+            out = call.turn(probe[..., :r], pair, 1.0)
+        except RuntimeError:  # shapes that do not broadcast: not this width
+            continue
+        if out.shape[-1] == r:
+            return r
+    raise GeoprobeError(
+        f"{getattr(call.fn, '__module__', '?')}.apply_rotary_pos_emb rotates none of the widths {d}, {w}, {2 * w} of "
+        "a head; geoprobe cannot tell which dims it rotates"
+    )
+
+
+def unrotate(
+    call: RotaryCall,
+    x: Float[torch.Tensor, "batch head d"],
+    pair: tuple[torch.Tensor, torch.Tensor],
+) -> Float[torch.Tensor, "batch head d"]:
+    """Undo a rotary embedding on one position per row; ``pair`` is the final position's
+    ``position_embeddings`` (each (batch, w)), in the order the module received them.
+
+    Rotating by −θ undoes the rotation up to cos² + sin² (m², YaRN's attention factor squared,
+    else 1), which is measured per dim by rotating a vector of ones forth and back, and divided
+    out. Dims past the rotated width (partial rotary) are kept as they are."""
+    p = (pair[0][:, None, :].to(x.dtype), pair[1][:, None, :].to(x.dtype))
+    x4 = x[:, :, None, :]
+    r = rotated_width(call, x.shape[-1], p)
+    head, rest = x4[..., :r], x4[..., r:]
+    ones = torch.ones_like(head)
+    back = call.turn(head, p, -1.0) / call.turn(call.turn(ones, p, 1.0), p, -1.0)
+    return torch.cat([back, rest], dim=-1)[:, :, 0]
+
+
+def rotary_function(module: Any) -> RotaryCall | None:
+    """The ``apply_rotary_pos_emb`` of the attention module's own modeling file, if it has one."""
+    fn = getattr(sys.modules[type(module).__module__], "apply_rotary_pos_emb", None)
+    return None if fn is None else RotaryCall.of(fn)
