@@ -14,8 +14,9 @@ signature (:class:`RotaryCall`), not written per architecture:
   the order it was received;
 * how wide the rotated slice is: GPT-J and CodeGen rotate only the first ``rotary_dim`` dims and
   pass the function half that width of sin/cos (they repeat-interleave it inside), Llama-style
-  partial rotary passes its full width. :func:`rotated_width` finds it by calling the function on
-  the widths those conventions allow (the whole head, the pair's width, twice it).
+  partial rotary passes the rotated dims alone, GPT-NeoX's passes the whole head and the function
+  keeps the rest. :func:`rotated_width` finds it by a quarter turn on a width the function runs on
+  (the whole head, the pair's width, twice it): the dims that move are the rotated ones.
 
 The final position alone is rotated, so a (batch, head, 1, d) tensor and a (batch, 1, r) pair
 broadcast the same way in a heads-first function (which unsqueezes the pair at dim 1) and a
@@ -67,19 +68,26 @@ class RotaryCall:
 
 
 def rotated_width(call: RotaryCall, d: int, pair: tuple[torch.Tensor, torch.Tensor]) -> int:
-    """How many leading dims of a d-wide head the function rotates with this ``pair``: the first
-    width among d, the pair's width w and 2w (below d) on which the function runs."""
+    """How many leading dims of a d-wide head the function rotates with this ``pair`` (each (batch, 1,
+    w)). It is called on the first width among d, w and 2w (not above d) that it runs on, with a
+    quarter turn (cos 0, sin 1), which moves every rotated dim of a generic vector and no other: GPT-NeoX's
+    function takes the whole head and passes the dims past w through itself, Llama-style partial rotary
+    is handed the w rotated dims alone, GPT-J's the 2w dims its half-width sin/cos cover."""
     w = int(pair[0].shape[-1])
-    probe = torch.ones(pair[0].shape[0], 1, 1, d, dtype=pair[0].dtype, device=pair[0].device)
+    quarter = [torch.zeros_like(pair[0]), torch.zeros_like(pair[1])]
+    quarter[call.sine] = torch.ones_like(pair[call.sine])
     for r in dict.fromkeys((d, w, 2 * w)):
         if r > d:
             continue
+        t = torch.linspace(1.0, 2.0, r, dtype=pair[0].dtype, device=pair[0].device).expand(pair[0].shape[0], 1, 1, r)
         try:
-            out = call.turn(probe[..., :r], pair, 1.0)
+            out = call.turn(t, (quarter[0], quarter[1]), 1.0)
         except RuntimeError:  # shapes that do not broadcast: not this width
             continue
-        if out.shape[-1] == r:
-            return r
+        if out.shape[-1] != r:
+            continue
+        moved = (out != t).reshape(-1, r).any(dim=0).nonzero()
+        return int(moved.max()) + 1 if len(moved) else 0
     raise GeoprobeError(
         f"{getattr(call.fn, '__module__', '?')}.apply_rotary_pos_emb rotates none of the widths {d}, {w}, {2 * w} of "
         "a head; geoprobe cannot tell which dims it rotates"
@@ -100,6 +108,8 @@ def unrotate(
     p = (pair[0][:, None, :].to(x.dtype), pair[1][:, None, :].to(x.dtype))
     x4 = x[:, :, None, :]
     r = rotated_width(call, x.shape[-1], p)
+    if r == 0:
+        return x
     head, rest = x4[..., :r], x4[..., r:]
     ones = torch.ones_like(head)
     back = call.turn(head, p, -1.0) / call.turn(call.turn(ones, p, 1.0), p, -1.0)

@@ -112,3 +112,20 @@ def test_a_function_geoprobe_cannot_read_is_refused_in_one_line():
     with pytest.raises(GeoprobeError, match=r"cannot tell how to rotate back") as e:
         RotaryCall.of(apply_rotary_pos_emb)
     assert "\n" not in str(e.value)
+
+
+def test_a_function_that_passes_the_unrotated_dims_through_itself_reports_the_rotated_width():
+    """GPT-NeoX (Pythia) hands its function the whole head with a cos/sin of the rotated width only;
+    the width is the dims that move (was reported as the whole head, 16 where Pythia's twin rotates 4)."""
+    from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+
+    call = RotaryCall.of(apply_rotary_pos_emb)
+    r = D // 4
+    theta = THETA[:, : r // 2]
+    pair = llama_pair(theta)
+    p = (pair[0][:, None, :], pair[1][:, None, :])
+    assert rotated_width(call, D, p) == r
+    rotated = call.turn(X[:, :, None, :], p, 1.0)[:, :, 0]  # the whole head, as GPT-NeoX calls it
+    want = turned_by_hand(X.reshape(B * H, D), theta.repeat_interleave(H, dim=0), halves(r))
+    torch.testing.assert_close(rotated.reshape(B * H, D), want, rtol=0, atol=1e-12)
+    torch.testing.assert_close(unrotate(call, rotated, pair), X, rtol=0, atol=1e-6)
