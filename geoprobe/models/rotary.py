@@ -74,6 +74,18 @@ def rotated_width(call: RotaryCall, d: int, pair: tuple[torch.Tensor, torch.Tens
     function takes the whole head and passes the dims past w through itself, Llama-style partial rotary
     is handed the w rotated dims alone, GPT-J's the 2w dims its half-width sin/cos cover."""
     w = int(pair[0].shape[-1])
+    key = (call, d, w)
+    if key in _WIDTHS:  # the width follows from the shapes alone: found once per layer, not per batch
+        return _WIDTHS[key]
+    _WIDTHS[key] = width = _measured_width(call, d, w, pair)
+    return width
+
+
+#: (call, head width, pair width) -> the rotated width
+_WIDTHS: dict[tuple[RotaryCall, int, int], int] = {}
+
+
+def _measured_width(call: RotaryCall, d: int, w: int, pair: tuple[torch.Tensor, torch.Tensor]) -> int:
     quarter = [torch.zeros_like(pair[0]), torch.zeros_like(pair[1])]
     quarter[call.sine] = torch.ones_like(pair[call.sine])
     for r in dict.fromkeys((d, w, 2 * w)):
