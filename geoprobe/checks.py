@@ -6,6 +6,7 @@ work, and a wrong one is an :class:`~geoprobe.errors.ArgumentError` (a ``TypeErr
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from geoprobe.errors import ArgumentError, GeoprobeError
@@ -217,3 +218,67 @@ def config_arg(config: Any, cls: type, name: str = "config") -> Any:
     raise ArgumentError(
         f"{name} is {type(config).__name__} ({_shown(config)}), not {article} {cls.__name__}; pass {hint}"
     )
+
+
+# -- sizes: every count a flag or a recipe sets has a documented upper limit (issue 27) -----------
+#: bootstrap resamples, permutations and null draws: 100× the default of 1,000 (the papers use 1,000 to
+#: 10,000); at 10^5 the Monte Carlo error of a 95 % percentile bound is a fraction of a percent of the
+#: interval and a permutation p-value resolves 1e-5, while every resample loop keeps one number per draw
+RESAMPLES_MAX = 100_000
+RESAMPLES_WHY = "100× the default; the papers use 1,000 to 10,000 and more draws no longer change a CI"
+#: optimiser steps of the training commands (windtunnel, denoise, dynamics): 10× the longest the papers run
+#: (the wind tunnel's 100,000 steps); only time grows with them (one loss per step is kept)
+STEPS_MAX = 1_000_000
+STEPS_WHY = "10× the wind tunnel paper's 100,000 steps, the longest training any of the papers runs"
+#: prompts per forward batch: far above what helps on any device (the forward-pass memory estimate,
+#: geoprobe.capture.memory, refuses a batch that does not fit well before this)
+BATCH_MAX = 4096
+BATCH_WHY = "far above what speeds up a forward pass on any device; memory is estimated as well"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The range of one size setting: at most ``high`` (``why``: the reason, said in the error and the
+    docs), at least ``low`` where no other check says more; ``flag`` is the command-line flag (or, where
+    there is none, the recipe key) that sets it."""
+
+    high: int
+    why: str
+    flag: str | None = None
+    low: int | None = None
+
+
+def check_range(value: Any, *, high: int, where: str, why: str = "", low: int | None = None) -> Any:
+    """``value`` (a number, or each number of a list) if it lies in [``low``, ``high``]; else a one-line
+    error naming ``where`` (a flag such as ``--n-resamples`` or a recipe key such as
+    ``analyses.n_resamples``), the limit, why it is there, and the largest (or smallest) value that fits.
+    Values of another type are left to :func:`check_fields` and the config's own checks."""
+    many = isinstance(value, (tuple, list))
+    what, verb = (f"{where} holds", ",") if many else (f"{where} =", " is")
+    for v in value if many else (value,):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        if low is not None and v < low:
+            raise GeoprobeError(f"{what} {v}{verb} below {low}; {_fix(where, low, 'or more', many)}")
+        if v > high:
+            reason = f" ({why})" if why else ""
+            raise GeoprobeError(
+                f"{what} {v}{verb} above the limit of {high}{reason}; {_fix(where, high, 'or less', many)}"
+            )
+    return value
+
+
+def _fix(where: str, value: int, side: str, many: bool) -> str:
+    value_s = f"values of {value}" if many else str(value)
+    return f"pass {where} {value_s} {side}" if where.startswith("--") else f"set {where} to {value_s} {side}"
+
+
+def check_limits(values: Any, limits: dict[str, Limit], name: Any = None) -> None:
+    """Every setting of ``values`` (a mapping, or an object with those attributes) that ``limits`` bounds
+    lies in its range (:func:`check_range`); ``name(field)`` says where it was set (default: the limit's
+    flag, else the field)."""
+    for field, lim in limits.items():
+        value = values.get(field) if isinstance(values, dict) else getattr(values, field, None)
+        if value is not None:
+            where = name(field) if name else (lim.flag or field)
+            check_range(value, high=lim.high, low=lim.low, where=where, why=lim.why)

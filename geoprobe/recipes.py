@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from geoprobe.checks import check_fields, name_arg
+from geoprobe.checks import check_fields, check_limits, name_arg
 from geoprobe.errors import GeoprobeError, ResultsError
 from geoprobe.paths import read_json, read_regular
 from geoprobe.sampling import SamplingConfig, is_corpus_set
@@ -144,11 +144,16 @@ def _entries(doc: dict[str, Any], sections: dict[str, dict[str, str]], p: Path) 
 
 
 def _typed(cls: type, values: dict[str, Any], p: Path, keys: dict[str, str]) -> None:
-    """Each recipe value fits its config field's type, or a one-line ProbeError naming ``section.key``."""
+    """Each recipe value fits its config field's type and stays within the field's upper limit (the
+    class's ``LIMITS``), or a one-line ProbeError naming ``section.key``."""
     try:
         check_fields(cls, values, lambda f: f"probe {str(p)!r}: {keys.get(f, f)}")
     except GeoprobeError as exc:
         raise ProbeError(f"{exc}; fix it in the recipe") from None
+    try:
+        check_limits(values, getattr(cls, "LIMITS", {}), lambda f: keys.get(f, f))
+    except GeoprobeError as exc:
+        raise ProbeError(f"probe {str(p)!r}: {exc} in the recipe") from None
 
 
 def _is_set(name: str) -> bool:

@@ -159,13 +159,16 @@ def claim_run(
     figures: str | None = None,
     need_bytes: int = MIN_FREE_BYTES,
     parent: str | os.PathLike | None = None,
+    in_place: bool = False,
 ) -> Iterator[Run]:
     """Check, lock and classify the run directory ``target`` (module docs); the lock is held while
     the ``with`` body runs. ``figures``: the static-figure format the run will also write (its files in
     ``target/figures`` must be geoprobe's; a finished run without them is finishable). ``parent``: the
     run directory this run is part of (a seed of ``windtunnel run --seeds``, a scan of
-    ``compare-models``); any other directory geoprobe wrote around ``target`` is refused."""
+    ``compare-models``); any other directory geoprobe wrote around ``target`` is refused. ``in_place``: the
+    command writes into the run it reads (``windtunnel eval``), so the messages do not offer another --out."""
     t = Path(target)
+    elsewhere = "" if in_place else " or choose another --out"
     check_location(t, need_bytes=need_bytes, writes="run", result=outputs.result, parent=parent)
     with OutputLock(t):
         for name, checker in {
@@ -191,15 +194,12 @@ def claim_run(
             if not (missing and same):
                 hint = " (made with other settings than these)" if missing and recorded is not None and not same else ""
                 raise OutputExistsError(
-                    f"{str(run.result_path)!r} already exists{hint}; pass --force to replace this "
-                    "run or choose another --out"
+                    f"{str(run.result_path)!r} already exists{hint}; pass --force to replace this run{elsewhere}"
                 )
             run.finishing, run.missing = True, missing
         elif not force:
             resuming = outputs.partial is not None and (t / outputs.partial).exists()
             earlier = [t / n for n in (outputs.data or {}) if (t / n).exists() and not resuming] + figs
             if earlier:
-                raise OutputExistsError(
-                    f"{str(earlier[0])!r} already exists; pass --force to replace it or choose another --out"
-                )
+                raise OutputExistsError(f"{str(earlier[0])!r} already exists; pass --force to replace it{elsewhere}")
         yield run

@@ -26,13 +26,13 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from jaxtyping import Float, Int
 
 import geoprobe.corpora as corpora  # called through the module: tests replace corpora.candidates
-from geoprobe.checks import check_no_bools
+from geoprobe.checks import BATCH_MAX, BATCH_WHY, Limit, check_limits, check_no_bools
 from geoprobe.corpora import CORPUS_VERSION, DOMAINS, CorpusUnavailable, UnknownDomain
 from geoprobe.errors import GeoprobeError
 from geoprobe.paths import atomic_write_text, cache_dir
@@ -57,8 +57,20 @@ class SamplingConfig:
     max_tokens: int = 64
     batch_size: int = 32
 
+    #: upper limits (docs/prompts.md): each candidate costs a forward pass; the corpus passages are
+    #: cut to at most a few thousand tokens
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "candidates": Limit(100_000, "100× the default pool; each candidate costs a forward pass", "--candidates"),
+        "per_stratum": Limit(20_000, "the candidate pool's limit over the default 5 quintiles", "--per-quintile"),
+        "n_strata": Limit(100, "20× the paper's 5 quintiles", "sampling.n_strata"),
+        "min_tokens": Limit(4096, "64× the default longest candidate of 64 tokens", "--min-tokens"),
+        "max_tokens": Limit(4096, "64× the default longest candidate of 64 tokens", "--max-prompt-tokens"),
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "sampling.batch_size"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "sampling")
+        check_limits(self, self.LIMITS)  # first: the checks below multiply these
         if self.n_strata < 2:
             raise SamplingError(f"{self.n_strata} entropy strata; stratified sampling needs at least 2 (n_strata)")
         if self.per_stratum < 1:

@@ -39,6 +39,16 @@ def test_a_finished_run_is_refused_without_force_and_claimed_with_it(tmp_path):
         assert not run.finishing
 
 
+def test_a_command_that_writes_into_the_run_it_reads_offers_force_alone(tmp_path):
+    """windtunnel eval has no --out: its refusal must not tell the user to choose one (it did)."""
+    _finished(tmp_path)
+    for in_place, tail in ((True, "pass --force to replace this run"), (False, "or choose another --out")):
+        with pytest.raises(OutputExistsError) as e:
+            with claim_run(tmp_path, OUT, request=REQ, force=False, in_place=in_place):
+                pass
+        assert str(e.value).endswith(tail) and ("--out" in str(e.value)) is not in_place
+
+
 def test_a_run_missing_its_page_is_finished_for_the_same_request_only(tmp_path):
     _finished(tmp_path, page=False)
     with claim_run(tmp_path, OUT, request={**REQ, "config": {"seed": 0, "layers": [0, 1]}}, force=False) as run:

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.stats
 from jaxtyping import Float
 
-from geoprobe.analysis.stats import Estimate, RandomState, bonferroni, bootstrap_batch, quiet
+from geoprobe.analysis.stats import Estimate, RandomState, bonferroni, bootstrap_batch, chunk_size, quiet
 from geoprobe.serial import Record
 
 ALPHA = 0.05  # significance level for the figure's markers (after Bonferroni)
@@ -96,12 +96,17 @@ def _align(
         a = scipy.stats.zscore(scipy.stats.rankdata(oc, axis=-1), axis=-1)
         b = scipy.stats.zscore(scipy.stats.rankdata(entropy))
     n = len(entropy)
-    perms = seeds[2].permuted(np.broadcast_to(np.arange(n), (n_permutations, n)), axis=-1)
     with np.errstate(invalid="ignore"):
         obs = np.abs(a @ b) / n
-        null = np.abs(a @ b[perms].T) / n  # (L, permutations)
     eps = 1e-12 * np.maximum(1.0, obs)  # ties of the statistic count as "as extreme"
-    p = (1.0 + np.sum(null >= (obs - eps)[:, None], axis=1)) / (1.0 + n_permutations)
+    extreme = np.zeros(len(a))
+    step = chunk_size(1, n)  # permutations ~32 MB at a time: the same draws as all at once
+    for start in range(0, n_permutations, step):
+        perms = seeds[2].permuted(np.broadcast_to(np.arange(n), (min(step, n_permutations - start), n)), axis=-1)
+        with np.errstate(invalid="ignore"):
+            null = np.abs(a @ b[perms].T) / n  # (L, permutations)
+        extreme += np.sum(null >= (obs - eps)[:, None], axis=1)
+    p = (1.0 + extreme) / (1.0 + n_permutations)
     p = np.where(np.isfinite(obs), p, np.nan)
     return {"orientation": o, "spearman": rho, "pearson": r, "p": np.asarray(p).reshape(-1)}
 

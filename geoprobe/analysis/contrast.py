@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -55,6 +54,7 @@ from geoprobe.analysis.stats import (
     spectrum_summary,
     zscore,
 )
+from geoprobe.analysis.workers import check_stop, worker_pool
 from geoprobe.serial import Record
 
 METRICS: tuple[str, ...] = ("pc1", "pc12", "pr")
@@ -163,6 +163,7 @@ def _permutation_diffs(x_a: np.ndarray, x_b: np.ndarray, n_permutations: int, rn
     ar = np.arange(big_n)
 
     def chunk(j: int) -> None:
+        check_stop()
         start, g = starts[j], gens[j]
         b = min(step, n_permutations - start)
         idx = g.permuted(np.broadcast_to(ar, (b, big_n)), axis=-1)
@@ -172,7 +173,7 @@ def _permutation_diffs(x_a: np.ndarray, x_b: np.ndarray, n_permutations: int, rn
 
     with quiet():
         if len(starts) > 1:
-            with ThreadPoolExecutor(2) as pool:  # LAPACK/BLAS release the GIL
+            with worker_pool(2) as pool:  # LAPACK/BLAS release the GIL
                 list(pool.map(chunk, range(len(starts))))
         else:
             chunk(0)

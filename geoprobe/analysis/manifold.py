@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -37,6 +36,7 @@ from geoprobe.analysis.stats import (
     NullKind,
     RandomState,
     as_matrix,
+    chunk_size,
     constant_columns,
     matched_null,
     one_blas_thread,
@@ -46,6 +46,7 @@ from geoprobe.analysis.stats import (
     spectrum_summary,
     zscore,
 )
+from geoprobe.analysis.workers import check_stop, worker_pool
 from geoprobe.serial import Record
 
 
@@ -121,11 +122,11 @@ def spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np
     1/64 at n = 4, below 10⁻³ from n = 5) has no spectrum; it is left out and the SE is that of
     the resamples that have one (NaN when fewer than two do)."""
     n, d = x.shape
-    idx = rng.integers(0, n, size=(n_resamples, n))
     stats = np.full((3, n_resamples), np.nan)
 
-    def one(b: int) -> None:
-        counts = np.bincount(idx[b], minlength=n)
+    def one(b: int, draw: np.ndarray) -> None:
+        check_stop()
+        counts = np.bincount(draw, minlength=n)
         rows = np.flatnonzero(counts)
         c = counts[rows].astype(np.float64)[:, None]
         xr = x[rows]
@@ -138,8 +139,11 @@ def spectrum_se(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np
         z = np.sqrt(c) * (xc[:, live] / sd[live])
         stats[:, b] = spectrum_summary(z[None])[:, 0]
 
-    with ThreadPoolExecutor(2) as pool:  # resamples are independent; LAPACK releases the GIL
-        list(pool.map(one, range(n_resamples)))
+    step = chunk_size(1, n)  # resampled indices drawn ~32 MB at a time (the same draws as all at once)
+    with worker_pool(2) as pool:  # resamples are independent; LAPACK releases the GIL
+        for start in range(0, n_resamples, step):
+            idx = rng.integers(0, n, size=(min(step, n_resamples - start), n))
+            list(pool.map(one, range(start, start + len(idx)), idx))
     ok = np.isfinite(stats).all(axis=0)
     if ok.sum() < 2:
         return np.full(3, np.nan)
@@ -156,6 +160,9 @@ class _LayerFit:
     kept: np.ndarray  # (D,) bool
 
 
+_GRAM_ELEMENTS = 4_000_000  # an n × n Gram matrix above this many entries (32 MB): the D × D covariance instead
+
+
 def _fit_or_none(x: np.ndarray) -> _LayerFit | None:
     """The top-two PCA of one layer, as ValueManifold computes it (same standardisation, same
     deterministic signs) but without the full eigendecomposition: the two leading eigenpairs
@@ -166,13 +173,19 @@ def _fit_or_none(x: np.ndarray) -> _LayerFit | None:
     if not kept.any() or n < 2:
         return None
     z = zscore(x[:, kept])
-    g = z @ z.T
-    tot, fro2 = float(np.trace(g)), float(np.einsum("ij,ij->", g, g))
-    m = g.shape[0]
     k = min(2, n - 1, int(kept.sum()))
-    lam, u = scipy.linalg.eigh(g, subset_by_index=[m - k, m - 1], driver="evr", check_finite=False)
-    lam, u = np.clip(lam[::-1], 0.0, None), u[:, ::-1]
-    comps = z.T @ u / np.sqrt(np.maximum(lam, np.finfo(float).tiny))  # (D_kept, k) unit loadings
+    if n > z.shape[1] and n * n > _GRAM_ELEMENTS:  # many prompts: the D × D covariance, never n × n
+        c = z.T @ z  # the same nonzero eigenvalues as z zᵀ; its eigenvectors are the loadings
+        tot, fro2, m = float(np.trace(c)), float(np.einsum("ij,ij->", c, c)), c.shape[0]
+        lam, comps = scipy.linalg.eigh(c, subset_by_index=[m - k, m - 1], driver="evr", check_finite=False)
+        lam, comps = np.clip(lam[::-1], 0.0, None), comps[:, ::-1]
+    else:
+        g = z @ z.T
+        tot, fro2 = float(np.trace(g)), float(np.einsum("ij,ij->", g, g))
+        m = g.shape[0]
+        lam, u = scipy.linalg.eigh(g, subset_by_index=[m - k, m - 1], driver="evr", check_finite=False)
+        lam, u = np.clip(lam[::-1], 0.0, None), u[:, ::-1]
+        comps = z.T @ u / np.sqrt(np.maximum(lam, np.finfo(float).tiny))  # (D_kept, k) unit loadings
     comps *= np.sign(comps[np.abs(comps).argmax(axis=0), np.arange(k)])  # largest |loading| positive
     coords = np.zeros((n, 2))
     coords[:, :k] = z @ comps
@@ -393,7 +406,7 @@ def value_manifold(
     if not scatter <= set(layers):
         raise ValueError(f"scatter layers {sorted(scatter - set(layers))} are not among the layers {layers}")
     rngs = [g.spawn(2) for g in np.random.default_rng(random_state).spawn(L)]  # (bootstrap, null) per layer
-    with quiet(), one_blas_thread(), ThreadPoolExecutor(_workers(L)) as pool:
+    with quiet(), one_blas_thread(), worker_pool(_workers(L)) as pool:
         fits = list(pool.map(_fit_or_none, values))  # None: no variance at all (e.g. one shared final token)
         kept = [x[:, vm.kept] if vm is not None else x[:, :0] for x, vm in zip(values, fits)]
         want = set(layers) if ci_layers is None else {int(x) for x in ci_layers}

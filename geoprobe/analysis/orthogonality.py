@@ -33,6 +33,7 @@ from geoprobe.analysis.stats import one_blas_thread
 from geoprobe.serial import Record
 
 _TOL = 1e-9  # slack for |cos| means computed in floating point
+_GRAM_ELEMENTS = 4_000_000  # float64 Gram entries held at once (32 MB) above which blocks of rows are used
 
 
 def _mean_abs_cos(gram: Float[np.ndarray, "B m m"], what: str) -> Float[np.ndarray, " B"]:
@@ -51,6 +52,26 @@ def _mean_abs_cos(gram: Float[np.ndarray, "B m m"], what: str) -> Float[np.ndarr
     inv = 1.0 / np.sqrt(sq)
     cos = np.abs(gram * inv[:, :, None] * inv[:, None, :])
     return (cos.sum(axis=(-2, -1)) - np.trace(cos, axis1=-2, axis2=-1)) / (m * (m - 1))
+
+
+def _mean_abs_cos_rows(a: Float[np.ndarray, "n d"]) -> float:
+    """:func:`_mean_abs_cos` of the Gram matrix of ``a``'s rows, summed over blocks of rows."""
+    n = a.shape[0]
+    if n < 2:
+        return math.nan
+    sq = np.einsum("ij,ij->i", a, a)
+    if not np.all(np.isfinite(sq)):
+        raise ValueError("keys contains NaN or Inf")
+    if np.any(sq <= 0):
+        raise ValueError("keys has an all-zero vector; its cosine is undefined")
+    inv = 1.0 / np.sqrt(sq)
+    step = max(1, _GRAM_ELEMENTS // n)
+    total = 0.0
+    with one_blas_thread():
+        for s in range(0, n, step):
+            cos = np.abs((a[s : s + step] @ a.T) * inv[s : s + step, None] * inv[None, :])
+            total += float(cos.sum()) - float(np.trace(cos, offset=s))
+    return total / (n * (n - 1))
 
 
 def head_orthogonality(w_k: Float[np.ndarray, "L H D d"]) -> Float[np.ndarray, "L H"]:
@@ -100,9 +121,12 @@ def key_activation_cosines(
         raise ValueError(f"keys must be (layers, prompts, heads, d_head), got shape {k.shape}")
     L, n, H, _ = k.shape
     by_head = [k[layer, :, h] for layer in range(L) for h in range(H)]  # (n, d) each
-    with one_blas_thread():
-        grams = np.stack([a @ a.T for a in by_head])
-    within = _mean_abs_cos(grams, "keys").reshape(L, H).mean(axis=1)
+    if L * H * n * n <= _GRAM_ELEMENTS:  # every head's n × n Gram matrix at once
+        with one_blas_thread():
+            grams = np.stack([a @ a.T for a in by_head])
+        within = _mean_abs_cos(grams, "keys").reshape(L, H).mean(axis=1)
+    else:  # many prompts: the same sums over blocks of rows, never n × n at once (equal up to rounding)
+        within = np.array([_mean_abs_cos_rows(a) for a in by_head]).reshape(L, H).mean(axis=1)
     flat = k.reshape(L * n, H, -1)
     across = _mean_abs_cos(np.matmul(flat, flat.transpose(0, 2, 1)), "keys").reshape(L, n).mean(axis=1)
     return within, across

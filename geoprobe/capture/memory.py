@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from geoprobe.errors import CaptureError, GeoprobeError
 from geoprobe.models.attention import base_implementation
@@ -136,8 +136,8 @@ def check_capture_memory(model: Any, shapes: Sequence[tuple[int, int]], *, fract
     need = forward_peak_bytes(model, batch, tokens)
     if need <= budget:
         return
-    fit = _largest(lambda b: forward_peak_bytes(model, b, tokens) <= budget, batch - 1)
-    t_fit = 0 if fit else _largest(lambda t: forward_peak_bytes(model, 1, t) <= budget, tokens - 1)
+    fit = largest(lambda b: forward_peak_bytes(model, b, tokens) <= budget, batch - 1)
+    t_fit = 0 if fit else largest(lambda t: forward_peak_bytes(model, 1, t) <= budget, tokens - 1)
     if fit:
         fix = f"pass --batch-size {fit} (or less), or a lower --max-tokens"
     elif t_fit:
@@ -157,13 +157,52 @@ def check_capture_memory(model: Any, shapes: Sequence[tuple[int, int]], *, fract
     )
 
 
+def memory_budget(device: Any = "cpu", fraction: float = SAFETY_FRACTION) -> tuple[int, str] | None:
+    """(bytes a computation may take, how that figure was found) on ``device``: ``fraction`` of what
+    :func:`available_memory` reports, or None where geoprobe cannot tell."""
+    got = available_memory(device)
+    if got is None:
+        return None
+    available, source = got
+    return int(available * fraction), f"{fraction:.0%} of the {format_bytes(available)} {source}"
+
+
+def check_memory(
+    need: Callable[[int], int],
+    value: int,
+    *,
+    what: str,
+    flag: str | Callable[[int], str],
+    otherwise: str = "",
+    device: Any = "cpu",
+    low: int = 1,
+) -> None:
+    """Refuse, before the work starts, a computation whose estimated peak ``need(value)`` (bytes, growing
+    with ``value``, the setting of ``flag``) is more than :func:`memory_budget` allows. The one-line
+    :class:`GeoprobeError` names ``what`` needs it, the estimate, the budget and the largest value that
+    fits: "pass FLAG N or less", or ``flag(N)`` where ``flag`` is a function (``otherwise``, when not even
+    ``low`` fits). ``$GEOPROBE_MEMORY_AVAILABLE`` plants the figure."""
+    got = memory_budget(device)
+    if got is None or need(value) <= got[0]:
+        return
+    budget, source = got
+    fit = largest(lambda v: need(v) <= budget, value - 1)
+    if fit < low:
+        fix = otherwise or f"free some memory (or set {MEMORY_ENV} if that figure is wrong)"
+    else:
+        fix = flag(fit) if callable(flag) else f"pass {flag} {fit} or less"
+    raise GeoprobeError(
+        f"{what} needs about {format_bytes(need(value))} of memory, more than {format_bytes(budget)} ({source}); {fix}"
+    )
+
+
 def _what(model: Any, tokens: int) -> str:
     if eager_attention(model):
         return f"eager attention holds {model.layout.n_heads} heads × {tokens}² scores per prompt"
     return f"a {tokens}² attention mask per prompt and the layers' activations"
 
 
-def _largest(fits: Any, high: int) -> int:
+def largest(fits: Callable[[int], bool], high: int) -> int:
     """The largest n in [1, high] with ``fits(n)`` (``fits`` is monotone: true up to some n), or 0."""
     lo, hi = 0, max(high, 0)
     while lo < hi:

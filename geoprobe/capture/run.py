@@ -13,7 +13,7 @@ import os
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Literal, Sequence
+from typing import Callable, ClassVar, Iterator, Literal, Sequence
 
 import numpy as np
 import torch
@@ -21,9 +21,18 @@ from jaxtyping import Float
 
 from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
-from geoprobe.capture.memory import check_capture_memory
+from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
-from geoprobe.checks import check_no_bools, config_arg, model_arg, prompts_arg
+from geoprobe.checks import (
+    BATCH_MAX,
+    BATCH_WHY,
+    Limit,
+    check_limits,
+    check_no_bools,
+    config_arg,
+    model_arg,
+    prompts_arg,
+)
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
@@ -33,6 +42,8 @@ from geoprobe.provenance import prompts_hash
 from geoprobe.text import is_blank
 
 DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
+TOP_K_MAX = 1000
+TOKENIZE_CHUNK = 5000  # prompts tokenised per call, between progress reports
 
 
 @dataclass(frozen=True)
@@ -52,8 +63,15 @@ class CaptureConfig:
     max_tokens: int | None = DEFAULT_MAX_TOKENS  # longer prompts keep their final tokens; None: the context window
     sort_by_length: bool = True  # batch prompts of similar length together (results keep input order)
 
+    #: upper limits (docs/capture.md); memory is estimated too (:func:`check_arrays_memory`)
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "top_k": Limit(TOP_K_MAX, "100× the default 10 next tokens kept per prompt", "--top-k"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "capture")
+        check_limits(self, self.LIMITS)
         if self.batch_size < 1:
             raise CaptureError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
         if self.top_k < 1:
@@ -76,7 +94,40 @@ class CaptureConfig:
         return 4 * (L * (n_prompts * per_prompt + w_k) + n_prompts * (3 + 2 * self.top_k))
 
 
-def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ...]:
+def check_arrays_memory(
+    model: LoadedModel,
+    config: CaptureConfig,
+    n_prompts: int,
+    longest: int,
+    *,
+    work_factor: float = 0.0,
+) -> None:
+    """Refuse a capture whose arrays (:meth:`CaptureConfig.nbytes` for ``n_prompts`` prompts, the longest
+    ``longest`` tokens; × (1 + ``work_factor``) for the caller's work on them) and the forward pass of one
+    such prompt do not fit in memory: one line naming how many prompts would fit (geoprobe.capture.memory).
+    The arrays are kept in host memory; the forward pass counts there only when the model runs on the CPU.
+    Where even one prompt's forward pass does not fit, :func:`check_capture_memory` says so (it names
+    --batch-size and --max-tokens), and a batch's forward pass is checked there as before."""
+    on_cpu = torch.device(model.device).type == "cpu" and not getattr(model.hf_model, "hf_device_map", None)
+    forward = forward_peak_bytes(model, 1, longest) if on_cpu else 0
+    got = memory_budget(model.device if on_cpu else "cpu")
+    if got is None or forward > got[0]:
+        return
+    L = model.layout.n_layers if config.layers is None else len(set(config.layers))
+    check_memory(
+        lambda k: int((1 + work_factor) * config.nbytes(model.layout, k, longest)) + forward,
+        n_prompts,
+        what=f"the capture's arrays of {n_prompts} prompts × {L} layers ("
+        + ("and the analyses of them, " if work_factor else "")
+        + "and a forward pass)",
+        flag=lambda fit: f"capture at most {fit} prompts at a time (split the --prompts file), or fewer --layers",
+        otherwise="not even one prompt fits: pass fewer --layers, a lower --max-tokens or --attention entropy",
+    )
+
+
+def resolve_layers(layers: Sequence[int] | None, n_layers: int, flag: str = "--layers") -> tuple[int, ...]:
+    """``layers`` as sorted, distinct indices in 0..n_layers-1 (negative ones count from the end; None:
+    every layer); one out of range is a CaptureError naming ``flag``, the setting that chose it."""
     if layers is None:
         return tuple(range(n_layers))
     out = []
@@ -84,14 +135,20 @@ def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> tuple[int, ..
         idx = layer + n_layers if layer < 0 else layer
         if not 0 <= idx < n_layers:
             raise CaptureError(
-                f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}); fix --layers"
+                f"layer {layer} is out of range for a model with {n_layers} layers (0..{n_layers - 1}); fix {flag}"
             )
         out.append(idx)
     return tuple(sorted(set(out)))
 
 
-def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None) -> tuple[list[list[int]], np.ndarray]:
+def tokenize(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    max_tokens: int | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[list[int]], np.ndarray]:
     """Token ids per prompt, cut to their final ``limit`` tokens; returns (ids, n_cut).
+    ``progress(done, total)`` is called every :data:`TOKENIZE_CHUNK` prompts.
 
     ``limit`` is ``max_tokens`` (None: no cap) but never more than the model's context window.
     Cutting keeps the final tokens, the ones the final-token geometry is about; a warning says
@@ -103,7 +160,11 @@ def tokenize(model: LoadedModel, prompts: Sequence[str], max_tokens: int | None)
             raise PromptError(f"prompt #{i} is empty; remove it from the --prompts file")
     ctx = model.context_length
     limit = ctx if max_tokens is None else min(max_tokens, ctx)
-    enc = model.tokenizer(list(prompts), add_special_tokens=True)["input_ids"]
+    enc: list[list[int]] = []
+    for start in range(0, len(prompts), TOKENIZE_CHUNK):  # each prompt alone: the same ids as in one call
+        enc += model.tokenizer(list(prompts[start : start + TOKENIZE_CHUNK]), add_special_tokens=True)["input_ids"]
+        if progress is not None:
+            progress(len(enc), len(prompts))
     cut = np.zeros(len(enc), dtype=np.int64)
     ids = []
     for i, seq in enumerate(enc):
@@ -182,20 +243,29 @@ def capture(
     progress: Callable[[int, int], None] | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     on_resume: Callable[[int, int, Path], None] | None = None,
+    tokenize_progress: Callable[[int, int], None] | None = None,
+    work_factor: float = 0.0,
 ) -> Capture:
     """Run ``prompts`` through ``model`` in padded batches and keep the final-token geometry.
 
     With ``checkpoint_dir`` every finished batch is written there (see
     :mod:`geoprobe.capture.checkpoint`); a later call with the same model, prompts, config and
     seed loads those batches instead of recomputing them (``on_resume(loaded, batches, dir)`` is
-    called first) and returns the same numbers. The caller removes the directory when done."""
+    called first) and returns the same numbers. The caller removes the directory when done.
+
+    Before any array is allocated or any forward pass runs, the arrays of all the prompts together with
+    the largest batch's forward pass must fit in memory (:func:`check_arrays_memory`); ``work_factor``
+    adds that many times the arrays for what the caller does with them afterwards (a scan's analyses)."""
     model, prompts = model_arg(model), prompts_arg(prompts)
     config = config_arg(config, CaptureConfig)
     lay = model.layout
     layers = resolve_layers(config.layers, lay.n_layers)
-    ids, cut = tokenize(model, prompts, config.max_tokens)
+    if not isinstance(prompts, str):  # a str is refused by tokenize
+        check_arrays_memory(model, config, len(prompts), 1, work_factor=work_factor)  # before tokenising
+    ids, cut = tokenize(model, prompts, config.max_tokens, progress=tokenize_progress)
     n, L = len(ids), len(layers)
     lengths = np.array([len(s) for s in ids], dtype=np.int64)
+    check_arrays_memory(model, config, n, int(lengths.max()), work_factor=work_factor)
     kinds: list[SiteKind] = [
         k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries), ("z", config.attn_out)) if on
     ]

@@ -11,6 +11,7 @@ import typer
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import open_model, say_prompts_read
 from geoprobe.cli.options import LOAD, MAX_TOKENS_HELP, BatchOpt, SeedOpt, layers, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.models.loading import LoadOptions
 
 
@@ -36,7 +37,7 @@ def capture(
     attention: str = typer.Option("entropy", "--attention", help="entropy|distribution (keep the final-token rows)"),
     queries: bool = typer.Option(False, "--queries", help="also keep query vectors"),
     attn_out: bool = typer.Option(False, "--attn-out", help="also keep per-head attention outputs"),
-    top_k: int = typer.Option(10, "--top-k"),
+    top_k: int = typer.Option(10, "--top-k", help="next tokens kept per prompt (at most 1000)"),
     seed: int = SeedOpt,
     overwrite: bool = typer.Option(
         False, "--overwrite", "--force", help="replace a capture geoprobe wrote in --out (never anything else)"
@@ -69,11 +70,15 @@ def capture(
             pset = resolve_prompt_set(prompts, m, seed=seed)
         texts = list(pset.prompts)
         check_free_space(out_dir, config.nbytes(m.layout, len(texts), max(len(t) for t in texts)), "the capture")
-        from rich.progress import Progress
-
-        with Progress(console=err, transient=True) as bar:
-            task = bar.add_task("capturing", total=len(texts))
-            cap = run(m, texts, config, seed=seed, progress=lambda done, total: bar.update(task, completed=done))
+        with stage_progress({"capture": "capturing", "tokenize": "tokenising"}) as progress:
+            cap = run(
+                m,
+                texts,
+                config,
+                seed=seed,
+                progress=lambda done, total: progress("capture", done, total),
+                tokenize_progress=lambda done, total: progress("tokenize", done, total),
+            )
         cap = dataclasses.replace(cap, extra={**cap.extra, "prompt_set": pset.record()})  # which set, hash, seed
         cap.save(out_dir, overwrite=overwrite)
     out.print(f"wrote {out_dir} ({cap.n_prompts} prompts × {len(cap.layers)} layers)")

@@ -3,9 +3,8 @@ into its run directory (claimed, finished or written in the order data → JSON 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from rich.table import Table
 
@@ -14,7 +13,6 @@ from geoprobe.cli.options import OutputOptions
 from geoprobe.models.loading import LoadOptions
 from geoprobe.outputs import MIN_FREE_BYTES
 from geoprobe.rundir import Run, RunOutputs, claim_run
-from geoprobe.text import inert
 
 
 def open_model(load: LoadOptions) -> Any:
@@ -42,28 +40,6 @@ def print_rows(title: str, rows: Sequence[dict]) -> None:
     for r in rows:
         table.add_row(*r.values())
     out.print(table)
-
-
-@contextmanager
-def stage_progress(labels: Optional[dict] = None, width: int = 22) -> Iterator[Callable[[str, int, int], None]]:
-    """A transient rich progress display on stderr, one bar per stage; yields ``progress(stage, done, total)``."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (
-        TextColumn(f"{{task.description:<{width}}}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:  # escaped before rich lays the bar out (a label is never markup either)
-                tasks[stage] = bar.add_task(inert((labels or {}).get(stage) or stage), total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield progress
 
 
 def check_figures(fmt: Optional[str]) -> Optional[str]:
@@ -145,7 +121,14 @@ def execute_run(
     runs after the claim and before the work (e.g. discarding a checkpoint under --force)."""
     fmt = check_figures(output.figures)
     with claim_run(
-        target, outputs, request=request, force=output.force, figures=fmt, need_bytes=need_bytes, parent=output.parent
+        target,
+        outputs,
+        request=request,
+        force=output.force,
+        figures=fmt,
+        need_bytes=need_bytes,
+        parent=output.parent,
+        in_place=output.in_place,
     ) as run:
         if run.finishing:
             return finish(run, fmt)

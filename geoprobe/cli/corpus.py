@@ -7,14 +7,15 @@ import dataclasses
 import hashlib
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, err, out
-from geoprobe.cli.common import check_figures, execute_run, open_model, stage_progress
+from geoprobe.cli.common import check_figures, execute_run, open_model
 from geoprobe.cli.options import LOAD, OUTPUT, BatchOpt, OutputOptions, ResamplesOpt, SeedOpt, model_run_dir, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.cli.scan import CandidatesOpt, MaxTokOpt, MinTokOpt, PerQuintileOpt, execute_scan, sampling_changes
 from geoprobe.compare.result import ModelComparison
 from geoprobe.domains.result import DomainComparison
@@ -72,13 +73,8 @@ def sample(
                     f"{str(out_file)!r} already exists; pass --force to replace it or choose another --out"
                 )
         m = open_model(load)
-        from rich.progress import Progress
-
-        with Progress(console=err, transient=True) as bar:
-            task = bar.add_task("entropy of candidates", total=None)
-            pset = sample_corpus_set(
-                m, prompts, cfg, seed=seed, progress=lambda d, n: bar.update(task, completed=d, total=n)
-            )
+        with stage_progress({"sampling": "entropy of candidates"}) as progress:
+            pset = sample_corpus_set(m, prompts, cfg, seed=seed, progress=lambda d, n: progress("sampling", d, n))
         write_prompt_sets({pset.name: pset}, out_file)
     out.print(
         f"wrote {out_file}: {len(pset.prompts)} prompts of set {pset.name} (sha256 {pset.hash[:12]}, seed {seed}); "
@@ -95,14 +91,18 @@ def compare_domains_cmd(
         None, "--domains", help="comma-separated domains; default every available one"
     ),
     layer: int = typer.Option(-1, "--layer", help="layer to compare (negative from the end; default final)"),
-    candidates: Optional[int] = typer.Option(None, "--candidates", help="mixed candidate pool (default 1000)"),
-    domain_candidates: int = typer.Option(250, "--domain-candidates", help="candidate pool of each single domain"),
+    candidates: Optional[int] = typer.Option(
+        None, "--candidates", help="mixed candidate pool (default 1000, at most 100000)"
+    ),
+    domain_candidates: int = typer.Option(
+        250, "--domain-candidates", help="candidate pool of each single domain (at most 100000)"
+    ),
     per_quintile: Optional[int] = PerQuintileOpt,
     min_tokens: Optional[int] = MinTokOpt,
     max_prompt_tokens: Optional[int] = MaxTokOpt,
     no_controls: bool = typer.Option(False, "--no-controls", help="skip the length/frequency-matched controls"),
     n_resamples: int = ResamplesOpt,
-    n_permutations: int = typer.Option(1000, "--n-permutations"),
+    n_permutations: int = typer.Option(1000, "--n-permutations", help="permutations per test (at most 100000)"),
     batch_size: int = BatchOpt,
     seed: int = SeedOpt,
 ) -> None:
@@ -192,18 +192,21 @@ def execute_compare(results: list[Path], layer: int, output: OutputOptions) -> A
     target = output.out or Path("runs") / "compare"
     request = {"command": "compare", "layer": layer, "inputs": [[str(p), _digest(p)] for p in results]}
 
+    warned: set[str] = set()  # printed as they arose: the summary does not repeat them as notes
+
     def compute(run: Any) -> Any:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             comparison = compare_results(results, layer=layer)
         for w in caught:
             err.print(f"warning: {w.message}", highlight=False)
+            warned.add(str(w.message))
         return comparison
 
-    return execute_run(target, COMPARE_OUTPUTS, request, output, compute, _print_comparison)
+    return execute_run(target, COMPARE_OUTPUTS, request, output, compute, lambda c: _print_comparison(c, skip=warned))
 
 
-def _print_comparison(comparison: Any) -> None:
+def _print_comparison(comparison: Any, skip: Collection[str] = ()) -> None:
     """The Table-2 analogue in a terminal's width (compare.html has every column)."""
     keep = (
         "model",
@@ -235,7 +238,8 @@ def _print_comparison(comparison: Any) -> None:
             highlight=False,
         )
     for note in comparison.notes:
-        err.print(f"note: {note}", highlight=False)
+        if note not in skip:
+            err.print(f"note: {note}", highlight=False)
 
 
 def execute_compare_models(config: Any, load: LoadOptions, output: OutputOptions) -> Any:

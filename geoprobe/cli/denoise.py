@@ -9,8 +9,9 @@ from typing import Any, Optional
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, print_rows, stage_progress
+from geoprobe.cli.common import execute_run, print_rows
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, int_list, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.denoise.result import DenoiseResult
 from geoprobe.rundir import RunOutputs
 
@@ -23,13 +24,13 @@ def denoise_cmd(
     output: OutputOptions,
     task: str = typer.Option("linear", "--task", help="linear | sphere | mixture"),
     context_length: Optional[int] = typer.Option(
-        None, "--context-length", help="L, clean context tokens (default 500)"
+        None, "--context-length", help="L, clean context tokens (default 500, at most 100000)"
     ),
     dim: Optional[int] = typer.Option(
         None,
         "--dim",
         help="d, subspace dimension (linear, sphere; default 8): the sphere is S^(d-1); with --convention authors "
-        "the sphere's own dimension (S^d)",
+        "the sphere's own dimension (S^d); at most 1024",
     ),
     convention: Optional[str] = typer.Option(
         None,
@@ -37,8 +38,8 @@ def denoise_cmd(
         help="geoprobe | authors: how --dim and --transfer-dims are read on the sphere (authors: the paper's d, "
         "S^d in a (d+1)-dim subspace, so the paper's d = 8 is geoprobe's d = 9); default geoprobe",
     ),
-    ambient: Optional[int] = typer.Option(None, "--ambient", help="n, token dimension (default 16)"),
-    clusters: Optional[int] = typer.Option(None, "--clusters", help="k, mixture centres (default 8)"),
+    ambient: Optional[int] = typer.Option(None, "--ambient", help="n, token dimension (default 16, at most 1024)"),
+    clusters: Optional[int] = typer.Option(None, "--clusters", help="k, mixture centres (default 8, at most 1024)"),
     signal_var: Optional[float] = typer.Option(
         None,
         "--signal-var",
@@ -51,22 +52,31 @@ def denoise_cmd(
         help="σZ², a VARIANCE: query noise per coordinate (default 1 linear, 0.1 sphere and mixture)",
     ),
     radius: Optional[float] = typer.Option(None, "--radius", help="R, sphere radius (default 1)"),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Adam steps per model (default 2000)"),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="fresh prompts per step (default 64)"),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Adam steps per model (default 2000, at most 1000000)"),
+    batch_size: Optional[int] = typer.Option(
+        None, "--batch-size", help="fresh prompts per step (default 64, at most 65536; memory is checked too)"
+    ),
     lr: Optional[float] = typer.Option(None, "--lr", help="Adam learning rate (default 0.01; ×0.1 at 80 % and 90 %)"),
     lengths: Optional[str] = typer.Option(
-        None, "--lengths", help="context lengths for the MSE-vs-L sweep (default 20,50,100,200,500; 'none' skips it)"
+        None,
+        "--lengths",
+        help="context lengths for the MSE-vs-L sweep (default 20,50,100,200,500, each at most 100000; 'none' skips it)",
     ),
     transfer_dims: Optional[str] = typer.Option(
         None,
         "--transfer-dims",
-        help="test dimensions d' for the dimension transfer (default 2,4,8,12; 'none' skips it; linear and sphere)",
+        help="test dimensions d' for the dimension transfer (default 2,4,8,12, at most 1024; 'none' skips it; "
+        "linear and sphere)",
     ),
     warp: bool = typer.Option(False, "--warp", help="also train on the warped geometry x → Ax"),
     warp_condition: Optional[float] = typer.Option(None, "--warp-condition", help="condition number of A (default 3)"),
     no_energy: bool = typer.Option(False, "--no-energy", help="skip the energy-landscape section"),
-    n_eval: Optional[int] = typer.Option(None, "--n-eval", help="held-out prompts per evaluation (default 2000)"),
-    n_resamples: Optional[int] = typer.Option(None, "--n-resamples", help="bootstrap resamples (default 1000)"),
+    n_eval: Optional[int] = typer.Option(
+        None, "--n-eval", help="held-out prompts per evaluation (default 2000, at most 1000000; memory is checked too)"
+    ),
+    n_resamples: Optional[int] = typer.Option(
+        None, "--n-resamples", help="bootstrap resamples (default 1000, at most 100000)"
+    ),
     tiny: bool = typer.Option(
         False, "--tiny", help="seconds-scale smoke run (n=6, d=2, L=40, 60 steps); flags still override"
     ),
@@ -110,8 +120,10 @@ def make_config(tiny: bool = False, **values: Any) -> Any:
 
 def execute_denoise(config: Any, output: OutputOptions) -> Any:
     """Train and evaluate: denoise.json and denoise.html in the run directory (default runs/denoise-TASK)."""
+    from geoprobe.denoise.config import check_memory
     from geoprobe.denoise.run import run_denoise
 
+    check_memory(config)  # before the run directory is claimed
     target = output.out or Path("runs") / f"denoise-{config.task}"
     request = {"command": "denoise", "config": dataclasses.asdict(config)}
 

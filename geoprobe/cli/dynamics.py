@@ -21,11 +21,15 @@ OUTPUTS = RunOutputs.of(DynamicsResult)
 @takes(OUTPUT)
 def dynamics_cmd(
     output: OutputOptions,
-    steps: Optional[int] = typer.Option(None, "--steps", help="full-batch steps per schedule (default 1000)"),
-    seeds: Optional[int] = typer.Option(
-        None, "--seeds", help="seeds, each a fresh chain and initialisation (default 5)"
+    steps: Optional[int] = typer.Option(
+        None, "--steps", help="full-batch steps per schedule (default 1000, at most 1000000)"
     ),
-    length: Optional[int] = typer.Option(None, "--length", help="T, positions of each seed's chain (default 2000)"),
+    seeds: Optional[int] = typer.Option(
+        None, "--seeds", help="seeds, each a fresh chain and initialisation (default 5, at most 100)"
+    ),
+    length: Optional[int] = typer.Option(
+        None, "--length", help="T, positions of each seed's chain (default 2000, at most 8192)"
+    ),
     lr: Optional[float] = typer.Option(None, "--lr", help="SGD learning rate, every weight (default 0.01)"),
     lr_routing: Optional[float] = typer.Option(None, "--lr-routing", help="EM-like: W_Q, W_K, W_O (default 0.01)"),
     lr_value: Optional[float] = typer.Option(None, "--lr-value", help="EM-like: W_V (default 0.1)"),

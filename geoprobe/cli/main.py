@@ -6,6 +6,8 @@
   130 or 143; checkpoints are kept. This holds from the first line of :func:`main` on, start-up
   included: this module imports only the standard library, and the commands (torch, scipy, typer)
   are imported inside :func:`main`'s handlers;
+* an allocation that failed (MemoryError, torch's out-of-memory errors) where the memory estimates
+  did not foresee it: ``error: out of memory (…); …`` with what to lower, exit 2;
 * anything else: ``error: unexpected …``, exit 1.
 
 ``--debug`` anywhere on the command line shows the traceback instead.
@@ -67,15 +69,32 @@ def _usage_message(exc: Exception) -> str:
     return message + (f" (see '{ctx.command_path} --help')" if ctx is not None else "")
 
 
-def _command(argv: list[str]) -> str:
+def command_of(argv: list[str]) -> str:
+    """The command ``argv`` runs; for ``geoprobe run RECIPE`` the recipe's ``[probe] command`` (read
+    with the standard library: this runs at an interrupt, perhaps before anything else is imported)."""
     words = [a for a in argv if not a.startswith("-")]
     if words[:1] == ["windtunnel"]:
         return " ".join(words[:2])
+    if words[:1] == ["run"] and len(words) > 1:
+        import os
+        import stat
+        import tomllib
+
+        try:
+            st = os.stat(words[1])
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 2**20:  # never wait on a FIFO; a recipe is small
+                return "run"
+            with open(words[1], "rb") as f:
+                probe = tomllib.load(f).get("probe", {})
+        except (OSError, ValueError, AttributeError):  # unreadable or not a table: its work never started
+            return "run"
+        named = probe.get("command") if isinstance(probe, dict) else None
+        return {"windtunnel": "windtunnel run"}.get(named, named) if isinstance(named, str) else "run"
     return words[0] if words else ""
 
 
 def _interrupted(signum: int, argv: list[str], starting: bool = False) -> None:
-    command = _command(argv)
+    command = command_of(argv)
     keep = RESUMES.get(command)
     tail = (
         "while starting, before any work; nothing was written: rerun the command"
@@ -92,6 +111,18 @@ def _interrupted(signum: int, argv: list[str], starting: bool = False) -> None:
     # then kill itself with SIGINT at exit instead of exiting 130; every exec() of a string clears it.
     exec("pass")
     sys.exit(128 + signum)
+
+
+#: what torch's CPU and CUDA allocators say when an allocation fails (a RuntimeError, not a MemoryError)
+ALLOCATOR_MESSAGES = ("DefaultCPUAllocator", "CUDA out of memory", "can't allocate memory")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation that failed: Python's and numpy's MemoryError, torch's
+    OutOfMemoryError, or the RuntimeError torch's CPU allocator raises."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in ALLOCATOR_MESSAGES)
 
 
 def _line(message: str) -> None:
@@ -142,6 +173,13 @@ def main() -> None:
             _interrupted(signal.SIGINT, argv)
         if debug:
             raise
+        if out_of_memory(exc):  # geoprobe's estimates (docs/outputs.md) let this through: still one line
+            _line(
+                f"error: out of memory ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); this run needs "
+                "more memory than is free: lower --batch-size, pass fewer prompts or layers, or free memory, then "
+                "rerun (--debug shows where)"
+            )
+            sys.exit(2)
         if isinstance(exc, OSError):  # an operating-system failure outside geoprobe's own writers
             where = f" at {exc.filename!r}" if exc.filename else ""
             _line(

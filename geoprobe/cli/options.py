@@ -20,13 +20,30 @@ from typing import Any, Callable, Optional, get_type_hints
 
 import typer
 
-from geoprobe.checks import SEED_MAX, check_seed
+from geoprobe.checks import BATCH_MAX, RESAMPLES_MAX, SEED_MAX, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 
 
 def _seed(value: Optional[int]) -> Optional[int]:
     return None if value is None else check_seed(value)
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask; os.cpu_count() where there is none)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _threads(value: Optional[int]) -> Optional[int]:  # --threads: 1 to the CPUs here
+    from geoprobe.checks import check_range
+
+    why = "the CPUs this process may use; more threads only slow torch down, and far more abort it"
+    return None if value is None else check_range(value, low=1, high=cpu_count(), where="--threads", why=why)
 
 
 MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
@@ -39,8 +56,15 @@ SeedOpt = typer.Option(0, "--seed", callback=_seed, help=f"random seed, 0 to {SE
 OptionalSeedOpt = typer.Option(
     None, "--seed", callback=_seed, help=f"random seed, 0 to {SEED_MAX} (default: the recipe's)"
 )
-BatchOpt = typer.Option(16, "--batch-size")
-ResamplesOpt = typer.Option(1000, "--n-resamples")
+BATCH_HELP = f"prompts per forward pass (at most {BATCH_MAX}; the memory it needs is checked first)"
+BatchOpt = typer.Option(16, "--batch-size", help=BATCH_HELP)
+ThreadsOpt = typer.Option(
+    None,
+    "--threads",
+    callback=_threads,
+    help=f"torch CPU threads, 1 to the CPUs here (at most {cpu_count()} on this machine; default: torch's)",
+)
+ResamplesOpt = typer.Option(1000, "--n-resamples", help=f"bootstrap resamples (at most {RESAMPLES_MAX})")
 LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (negative from the end) or all")
 
 
@@ -49,12 +73,15 @@ class OutputOptions:
     """Where a command writes (``--out``; None: its default run directory), whether it may replace what
     geoprobe wrote there before (``--force``), and static figures to export (``--figures``). ``parent``
     (no flag): the run directory this run is part of, when a command writes runs inside its own (the
-    seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it."""
+    seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it.
+    ``in_place`` (no flag): the command writes into the run it reads (``windtunnel eval``), so it has no
+    --out to choose instead and its messages offer --force alone."""
 
     out: Path | None = None
     force: bool = False
     figures: str | None = None
     parent: Path | None = None
+    in_place: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,20 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, open_model, stage_progress
-from geoprobe.cli.options import LOAD, OUTPUT, LayersOpt, OutputOptions, SeedOpt, int_list, layers, model_run_dir, takes
+from geoprobe.cli.common import execute_run, open_model
+from geoprobe.cli.options import (
+    BATCH_HELP,
+    LOAD,
+    OUTPUT,
+    LayersOpt,
+    OutputOptions,
+    SeedOpt,
+    int_list,
+    layers,
+    model_run_dir,
+    takes,
+)
+from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
@@ -41,6 +53,10 @@ _MODEL_FLAGS = {
 
 
 def _doubling(max_length: int) -> tuple[int, ...]:
+    from geoprobe.checks import check_range
+    from geoprobe.positional.config import LENGTH_MAX, LENGTH_WHY
+
+    check_range(max_length, high=LENGTH_MAX, where="--max-length", why=LENGTH_WHY)
     if max_length < 16:
         raise GeoprobeError(
             f"--max-length {max_length} is below the grid's first length 16; pass 16 or more, or --lengths"
@@ -61,27 +77,30 @@ def positional(
     lengths: Optional[str] = typer.Option(
         None,
         "--lengths",
-        help="prompt lengths in tokens, increasing (default 16,32,64,128,256); with --windtunnel: task lengths K",
+        help="prompt lengths in tokens, increasing (default 16,32,64,128,256; at most 131072, and the model's "
+        "context); with --windtunnel: task lengths K",
     ),
     max_length: Optional[int] = typer.Option(
-        None, "--max-length", help="instead of --lengths: 16, 32, 64, … up to this"
+        None, "--max-length", help="instead of --lengths: 16, 32, 64, … up to this (at most 131072)"
     ),
     max_distance: Optional[int] = typer.Option(
-        None, "--max-distance", help="largest distance Δ fitted (default: longest length − 1 − exclude-first)"
+        None,
+        "--max-distance",
+        help="largest distance Δ fitted (default: longest length − 1 − exclude-first; at most 131072)",
     ),
-    n_prompts: int = typer.Option(24, "--n-prompts", help="prompts per length"),
+    n_prompts: int = typer.Option(24, "--n-prompts", help="prompts per length (at most 1000)"),
     layer_spec: Optional[str] = LayersOpt,
     exclude_first: int = typer.Option(
         1, "--exclude-first", help="first tokens excluded as attention sinks (their mass is reported)"
     ),
-    n_resamples: int = typer.Option(200, "--n-resamples", help="bootstrap resamples over prompts"),
+    n_resamples: int = typer.Option(200, "--n-resamples", help="bootstrap resamples over prompts (at most 100000)"),
     no_stability: bool = typer.Option(False, "--no-stability", help="fit the priors at the longest length only"),
     windtunnel: Optional[Path] = typer.Option(
         None, "--windtunnel", help="a wind-tunnel run directory: error vs length instead (written into it unless --out)"
     ),
-    n_eval: int = typer.Option(256, "--n-eval", help="--windtunnel: sequences per length"),
+    n_eval: int = typer.Option(256, "--n-eval", help="--windtunnel: sequences per length (at most 50000)"),
     seed: int = SeedOpt,
-    batch_size: int = typer.Option(8, "--batch-size"),
+    batch_size: int = typer.Option(8, "--batch-size", help=BATCH_HELP),
 ) -> None:
     """Fit per-head positional priors (BAM) and measure geometry over prompt length; writes positional.json/.html."""
     Ts = int_list(lengths, "--lengths")
@@ -175,6 +194,11 @@ def execute_tunnel(
         raise GeoprobeError(f"--lengths {','.join(map(str, Ts))} must be positive, increasing and without duplicates")
     if n_eval < 2 or n_resamples < 2:
         raise GeoprobeError(f"--n-eval {n_eval} and --n-resamples {n_resamples} must both be at least 2 for a CI")
+    from geoprobe.checks import RESAMPLES_MAX, RESAMPLES_WHY, check_range
+    from geoprobe.windtunnel.config import EVAL_MAX, EVAL_WHY
+
+    check_range(n_eval, high=EVAL_MAX, where="--n-eval", why=EVAL_WHY)
+    check_range(n_resamples, high=RESAMPLES_MAX, where="--n-resamples", why=RESAMPLES_WHY)
     request = {
         "command": "positional --windtunnel",
         "run": str(run_dir),

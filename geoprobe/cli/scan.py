@@ -15,6 +15,7 @@ from rich.table import Table
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import execute_run, open_model, say_prompts_read
 from geoprobe.cli.options import (
+    BATCH_HELP,
     LOAD,
     MAX_TOKENS_HELP,
     OUTPUT,
@@ -25,6 +26,7 @@ from geoprobe.cli.options import (
     model_run_dir,
     takes,
 )
+from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from geoprobe.rundir import RunOutputs, check_capture_dir
@@ -40,19 +42,25 @@ PromptsOpt = typer.Option(
     "domain (geoprobe prompts lists them), builtin (160 hand-written), or a prompt file",
 )
 DomainOpt = typer.Option(None, "--domain", help="a single corpus domain (same as --prompts DOMAIN)")
-CandidatesOpt = typer.Option(None, "--candidates", help="corpus sets: candidate pool size (default 1000)")
-PerQuintileOpt = typer.Option(
-    None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15)"
+CandidatesOpt = typer.Option(
+    None, "--candidates", help="corpus sets: candidate pool size (default 1000, at most 100000)"
 )
-MinTokOpt = typer.Option(None, "--min-tokens", help="corpus sets: shortest candidate in tokens (default 16)")
-MaxTokOpt = typer.Option(None, "--max-prompt-tokens", help="corpus sets: longest candidate in tokens (default 64)")
+PerQuintileOpt = typer.Option(
+    None, "--per-quintile", help="corpus sets: prompts drawn per entropy quintile (default 15, at most 20000)"
+)
+MinTokOpt = typer.Option(
+    None, "--min-tokens", help="corpus sets: shortest candidate in tokens (default 16, at most 4096)"
+)
+MaxTokOpt = typer.Option(
+    None, "--max-prompt-tokens", help="corpus sets: longest candidate in tokens (default 64, at most 4096)"
+)
 ScatterOpt = typer.Option(None, "--scatter-layers", help="extra layers for value-manifold scatter plots")
 NullOpt = typer.Option(None, "--null", help="matched null for the value manifold: gaussian (default) or permute")
 CiOpt = typer.Option(
     None, "--ci-layers", help="bootstrap CIs of PCA/correlations: final (default, + scatter layers) or all"
 )
 MaxTokensOpt = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP)
-OptionalBatchOpt = typer.Option(None, "--batch-size")
+OptionalBatchOpt = typer.Option(None, "--batch-size", help=BATCH_HELP)
 NoInitOpt = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline")
 
 
@@ -191,27 +199,15 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
     return result
 
 
-def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+#: the scan's progress bars: its own stages, and one bar for the analyses (labelled by the current one)
+SCAN_LABELS = {"capture": "capturing", "sampling": "entropy of candidates", "tokenize": "tokenising"}
 
+
+def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
     from geoprobe.scan.run import scan
 
     m = open_model(load)
-    columns = (
-        TextColumn("{task.description:<14}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            key = stage if stage in ("capture", "sampling") else "analyse"
-            label = {"capture": "capturing", "sampling": "entropy of candidates"}.get(key, stage)
-            if key not in tasks:
-                tasks[key] = bar.add_task(label, total=total)
-            bar.update(tasks[key], completed=done, description=label)
+    with stage_progress(SCAN_LABELS, width=14, group=lambda s: s if s in SCAN_LABELS else "analyse") as progress:
 
         def on_resume(loaded: int, total: int, where: Path) -> None:
             err.print(

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, open_model, stage_progress
+from geoprobe.cli.common import execute_run, open_model
 from geoprobe.cli.options import (
     LOAD,
     OUTPUT,
@@ -22,6 +22,7 @@ from geoprobe.cli.options import (
     number_list,
     takes,
 )
+from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.intervene.result import InterventionResult
 from geoprobe.models.loading import LoadOptions
@@ -41,9 +42,14 @@ def sula(
     load: LoadOptions,
     output: OutputOptions,
     k: Optional[str] = typer.Option(
-        None, "--k", help="comma-separated numbers of in-context examples (default 0,1,2,4,8)"
+        None,
+        "--k",
+        help="comma-separated numbers of in-context examples (default 0,1,2,4,8; each at most 1024, "
+        "and at most 20000 prompts in all with --n-per-k)",
     ),
-    n_per_k: int = typer.Option(50, "--n-per-k", help="prompts per k (the authors' pipeline: 50)"),
+    n_per_k: int = typer.Option(
+        50, "--n-per-k", help="prompts per k (the authors' pipeline: 50; at most 20000, over all the values of --k)"
+    ),
     agreement: float = typer.Option(
         0.9, "--agreement", help="probability that an example's label agrees with the class"
     ),
@@ -187,11 +193,13 @@ def intervene(
     strength: Optional[str] = typer.Option(
         None,
         "--strength",
-        help="comma-separated strengths (dose–response); cut/only "
+        help="comma-separated strengths (dose–response; at most 100); cut/only "
         "in [0, 1]; default cut 0.25,0.5,1 · only 1 · shift -2,2",
     ),
-    controls: int = typer.Option(5, "--controls", help="random-axis controls (orthogonal to the entropy axis)"),
-    n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8)"),
+    controls: int = typer.Option(
+        5, "--controls", help="random-axis controls (orthogonal to the entropy axis; at most 1000)"
+    ),
+    n_per_k: int = typer.Option(20, "--n-per-k", help="SULA prompts per k (k = 0,1,2,4,8; at most 1000)"),
     labels: Optional[str] = LabelsOpt,
     first_token: bool = FirstTokenOpt,
     n_resamples: int = ResamplesOpt,

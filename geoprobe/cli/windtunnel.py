@@ -12,8 +12,9 @@ from typing import Any, Optional
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import check_figures, execute_run, print_rows, stage_progress, write_report
-from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
+from geoprobe.cli.common import check_figures, execute_run, print_rows, write_report
+from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, ThreadsOpt, takes
+from geoprobe.cli.progress import stage_progress
 from geoprobe.models.loading import check_device
 from geoprobe.rundir import RunOutputs
 from geoprobe.windtunnel.result import WindTunnelResult
@@ -46,6 +47,7 @@ ConventionOpt = typer.Option(
     help="geoprobe | authors: the authors' exact task (bijection: 19 pairs, keys without replacement, "
     "a repeated query, one token range, no BOS; HMM: Dirichlet(1) clipped at 0.05, K = 15, their tokens)",
 )
+StepsOpt = typer.Option(None, "--steps", help="override the scale's number of steps (at most 1000000)")
 DeviceOpt = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N (the paper scale wants a GPU)")
 
 
@@ -157,9 +159,9 @@ def train_cmd(
     task: str = TaskOpt,
     scale: str = ScaleOpt,
     arch: str = typer.Option("both", "--arch", help="both | transformer | mlp"),
-    steps: Optional[int] = typer.Option(None, "--steps", help="override the scale's number of steps"),
+    steps: Optional[int] = StepsOpt,
     seed: int = SeedOpt,
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's)"),
+    threads: Optional[int] = ThreadsOpt,
     vocab: Optional[int] = VocabOpt,
     length: Optional[int] = LengthOpt,
     states: Optional[int] = StatesOpt,
@@ -185,8 +187,10 @@ def train_cmd(
 @wt.command("eval")
 def eval_cmd(
     run_dir: Path = typer.Argument(..., help="a run directory made by 'geoprobe windtunnel train'"),
-    n_eval: Optional[int] = typer.Option(None, "--n-eval", help="held-out sequences (default: the scale's)"),
-    n_probes: Optional[int] = typer.Option(None, "--n-probes", help="probe prompts per checkpoint"),
+    n_eval: Optional[int] = typer.Option(
+        None, "--n-eval", help="held-out sequences (default: the scale's; at most 50000)"
+    ),
+    n_probes: Optional[int] = typer.Option(None, "--n-probes", help="probe prompts per checkpoint (at most 50000)"),
     no_geometry: bool = typer.Option(False, "--no-geometry", help="skip the per-checkpoint probes"),
     no_ablations: bool = typer.Option(False, "--no-ablations", help="skip the layer and head ablations"),
     force: bool = typer.Option(False, "--force", "--overwrite", help="replace a windtunnel.json geoprobe wrote"),
@@ -218,7 +222,7 @@ def eval_cmd(
         run_dir,
         EVAL_OUTPUTS,
         request,
-        OutputOptions(out=run_dir, force=force),
+        OutputOptions(out=run_dir, force=force, in_place=True),
         lambda run: _evaluate(run_dir, config),
         print_summary,
     )
@@ -252,8 +256,8 @@ def run_cmd(
     task: str = TaskOpt,
     scale: str = ScaleOpt,
     seed: int = SeedOpt,
-    steps: Optional[int] = typer.Option(None, "--steps"),
-    threads: Optional[int] = typer.Option(None, "--threads"),
+    steps: Optional[int] = StepsOpt,
+    threads: Optional[int] = ThreadsOpt,
     vocab: Optional[int] = VocabOpt,
     length: Optional[int] = LengthOpt,
     states: Optional[int] = StatesOpt,

@@ -13,7 +13,7 @@ from geoprobe.analysis.stats import bootstrap_ci
 from geoprobe.checks import config_arg
 from geoprobe.denoise.attention import MODELS, SoftmaxAttention, predict, weight_fit
 from geoprobe.denoise.bayes import bayes_linear_predicted_gain, finite_context, oracle, per_prompt_mse
-from geoprobe.denoise.config import DenoiseConfig
+from geoprobe.denoise.config import DenoiseConfig, check_memory
 from geoprobe.denoise.energy import attention_step
 from geoprobe.denoise.landscape import descent_comparison, landscape
 from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
@@ -120,6 +120,7 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
 def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
     """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU)."""
     config = config_arg(config, DenoiseConfig)
+    check_memory(config)  # before any training: the evaluation's prompts must fit
     task = config.make_task()
     settings = config.settings()
     seed = config.seed

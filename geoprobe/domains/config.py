@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import (
+    BATCH_MAX,
+    BATCH_WHY,
+    RESAMPLES_MAX,
+    RESAMPLES_WHY,
+    Limit,
+    check_limits,
+    check_no_bools,
+    check_seed,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 
@@ -31,9 +40,21 @@ class DomainsConfig:
     confidence: float = 0.95
     seed: int = 0
 
+    #: upper limits (docs/domains.md)
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+        "n_permutations": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-permutations"),
+        "null_draws": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "analyses.null_draws"),
+        "domain_candidates": Limit(
+            100_000, "400× the default pool; each candidate costs a forward pass", "--domain-candidates"
+        ),
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "compare-domains")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
+        check_limits(self, self.LIMITS)
         if self.domain_candidates < self.sampling.n_prompts:
             raise GeoprobeError(
                 f"--domain-candidates {self.domain_candidates} is below the {self.sampling.n_prompts} "

@@ -74,7 +74,7 @@ def compare_domains_run(
     all_domains = check_domains(None)  # the mixed set always draws on every available domain
     if len(all_domains) < 2:
         raise SamplingError(f"the mixed set needs at least 2 corpus domains, {len(all_domains)} available here")
-    (layer,) = resolve_layers((config.layer,), model.layout.n_layers)
+    (layer,) = resolve_layers((config.layer,), model.layout.n_layers, flag="--layer (domains.layer in a recipe)")
     timings: dict[str, float] = {}
     t = time.perf_counter()
     per_mixed = math.ceil(sc.candidates / len(all_domains))

@@ -11,8 +11,9 @@ W_Q, W_K, W_O at lr 0.01), 1,000 steps, 5 seeds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import STEPS_MAX, STEPS_WHY, Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -36,9 +37,25 @@ class DynamicsConfig(Record):
     seeds: int = 5
     seed: int = 0  # seeds 0..seeds-1 are offsets from this one
 
+    #: upper limits (docs/dynamics.md). The one head holds its T × T scores, their softmax and their
+    #: gradients: about 24·T² bytes, 1.6 GB at T = 8192
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "length": Limit(
+            8192, "4× the paper's T = 2000; the T × T attention and its gradients take 1.6 GB there", "--length"
+        ),
+        "steps": Limit(STEPS_MAX, STEPS_WHY, "--steps"),
+        "seeds": Limit(100, "20× the paper's 5 seeds", "--seeds"),
+        "n_symbols": Limit(1024, "128× the paper's 8 symbols", "dynamics.n_symbols"),
+        **{
+            name: Limit(4096, "far above the paper's 10 to 20 dimensions", f"dynamics.{name}")
+            for name in ("d_x", "d_k", "d_v")
+        },
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "dynamics")
         check_seed(self.seed, "--seed (seed in a dynamics recipe)")
+        check_limits(self, self.LIMITS)
         for name in ("n_symbols", "d_x", "d_k", "d_v", "length", "steps", "seeds"):
             least, value = (2 if name in ("n_symbols", "length") else 1), getattr(self, name)
             if value < least:

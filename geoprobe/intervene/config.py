@@ -4,8 +4,18 @@ paper's layer choices."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import (
+    BATCH_MAX,
+    BATCH_WHY,
+    RESAMPLES_MAX,
+    RESAMPLES_WHY,
+    Limit,
+    check_limits,
+    check_no_bools,
+    check_seed,
+)
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.intervene.ops import Op
 from geoprobe.sula.config import DEFAULT_LABELS, SulaConfig
@@ -14,6 +24,8 @@ from geoprobe.sula.config import DEFAULT_LABELS, SulaConfig
 PAPER_SINGLE = (12, 23)
 PAPER_MULTI = (8, 12, 16, 20, 23)
 PAPER_LAST = 23
+CONTROLS_MAX = 1000
+SWEEP_MAX = 100  # strengths of one dose–response curve, or experiments of one recipe
 DEFAULT_STRENGTHS = {"cut": (0.25, 0.5, 1.0), "only": (1.0,), "shift": (-2.0, 2.0)}
 
 
@@ -43,11 +55,32 @@ class InterventionConfig:
     labels: tuple[str, str] = DEFAULT_LABELS  # the SULA label pair (one token each, or scored by the first)
     first_token: bool = False  # multi-token labels: score the first token of each
 
+    #: upper limits (docs/intervene.md): every control, strength and experiment is one more SULA pass
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "n_controls": Limit(
+            CONTROLS_MAX, "200× the default 5; each control is a SULA pass per strength and experiment", "--controls"
+        ),
+        "n_per_k": Limit(1000, "4× the paper's 250 prompts per k", "--n-per-k"),
+        "n_texts": Limit(1000, "125× the default 8 held-out passages", "intervene.n_texts"),
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "intervene")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "labels", tuple(self.labels))
         SulaConfig(labels=self.labels, first_token=self.first_token)  # the same checks as geoprobe sula's
+        check_limits(self, self.LIMITS)
+        for name, items, flag in (
+            ("strengths", self.strengths, "--strength"),
+            ("experiments", self.experiments, "--layers"),
+        ):
+            if items is not None and len(items) > SWEEP_MAX:
+                raise InterventionError(
+                    f"{len(items)} {name} is above the limit of {SWEEP_MAX} (each is a full sweep of the controls); "
+                    f"pass at most {SWEEP_MAX} to {flag} (intervene.{name} in a recipe)"
+                )
         if self.op not in DEFAULT_STRENGTHS:
             raise InterventionError(f"operation {self.op!r} is not cut|only|shift; pass --op cut|only|shift")
         if self.n_controls < 1:

@@ -97,6 +97,21 @@ def without_flat_layers(
     return kept, [f"layer {names} left out of the default experiments: its {why}"]
 
 
+def check_logprob_memory(model: Any, sc: SulaConfig) -> None:
+    """Refuse, before any forward pass, a run whose next-token log-probabilities do not fit: the unedited
+    and one edited (n prompts × vocabulary) float32 array are held at once (one line naming the largest
+    --n-per-k that fits)."""
+    from geoprobe.capture.memory import check_memory
+
+    vocab, n_k = model.layout.vocab_size, len(sc.k_values)
+    check_memory(
+        lambda per_k: 2 * 4 * per_k * n_k * vocab,
+        sc.n_per_k,
+        what=f"the next-token log-probabilities of {sc.n_per_k * n_k} SULA prompts × {vocab} tokens (two copies)",
+        flag="--n-per-k",
+    )
+
+
 def run_interventions(
     model: Any,
     config: InterventionConfig = InterventionConfig(),
@@ -119,6 +134,7 @@ def run_interventions(
         labels=config.labels,
         first_token=config.first_token,
     )
+    check_logprob_memory(model, sc)
     prompts = generate(sc)
     texts = [p.text for p in prompts]
     labels = label_tokens(model.tokenizer, sc.labels_for("main"), lead=sc.label_lead, first_token=sc.first_token)

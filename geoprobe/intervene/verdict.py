@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from jaxtyping import Float
 
-from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci
+from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, chunk_size
 from geoprobe.serial import Record
 
 #: equivalence margin of the rule, bits of SULA MAE (docs/intervene.md explains the choice)
@@ -141,11 +141,21 @@ def calibration_change(
     axis_change = bootstrap_ci(
         d_axis, method="percentile", confidence=confidence, n_resamples=n_resamples, random_state=rng
     )
-    rows = rng.integers(0, n, size=(n_resamples, n))
-    picks = rng.integers(0, m, size=(n_resamples, m))
-    per_control = d_rand[:, rows].mean(axis=2)  # (m, B): each control's mean over the resampled prompts
-    rand_b = np.take_along_axis(per_control.T, picks, axis=1).mean(axis=1)  # (B,): over the resampled controls
-    diff_b = d_axis[rows].mean(axis=1) - rand_b
+    # prompts resampled ~32 MB of (controls × prompts) at a time: the same draws as all at once
+    per_control, axis_b = np.empty((m, n_resamples)), np.empty(n_resamples)
+    step = chunk_size(m + 1, n)
+    for start in range(0, n_resamples, step):
+        rows = rng.integers(0, n, size=(min(step, n_resamples - start), n))
+        part = slice(start, start + len(rows))
+        per_control[:, part] = d_rand[:, rows].mean(axis=2)  # each control's mean over the resampled prompts
+        axis_b[part] = d_axis[rows].mean(axis=1)
+    rand_b = np.empty(n_resamples)  # over the resampled controls
+    step = chunk_size(2, m)
+    for start in range(0, n_resamples, step):
+        picks = rng.integers(0, m, size=(min(step, n_resamples - start), m))
+        part = slice(start, start + len(picks))
+        rand_b[part] = np.take_along_axis(per_control.T[part], picks, axis=1).mean(axis=1)
+    diff_b = axis_b - rand_b
     q = [(1 - confidence) / 2, (1 + confidence) / 2]
     r_val, d_val = float(d_rand.mean()), float(d_axis.mean() - d_rand.mean())
     random_change = Estimate(r_val, *map(float, np.quantile(rand_b, q)), confidence)

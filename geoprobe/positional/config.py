@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import (
+    BATCH_MAX,
+    BATCH_WHY,
+    RESAMPLES_MAX,
+    RESAMPLES_WHY,
+    Limit,
+    check_limits,
+    check_no_bools,
+    check_seed,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
 #: the smallest largest-distance Δ a prior is fitted to (distances 0, 1, 2: three points for three parameters)
 MIN_DISTANCE = 2
+#: prompt lengths: the longest context window of the models geoprobe knows (Llama 3.x)
+LENGTH_MAX = 131_072
+LENGTH_WHY = "the longest context window of the models geoprobe knows"
 
 
 @dataclass(frozen=True)
@@ -30,10 +43,21 @@ class PositionalConfig(Record):
     batch_size: int = 8
     stability: bool = True
 
+    #: upper limits (docs/positional.md); a length is also checked against the model's context once it loads,
+    #: and the memory of the attention rows it keeps (n_prompts × heads × length per layer) is estimated
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "lengths": Limit(LENGTH_MAX, LENGTH_WHY, "--lengths"),
+        "max_distance": Limit(LENGTH_MAX, LENGTH_WHY, "--max-distance"),
+        "n_prompts": Limit(1000, "40× the default 24 prompts per length", "--n-prompts"),
+        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "positional")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
+        check_limits(self, self.LIMITS)
         if self.layers is not None:
             object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
         Ts = self.lengths

@@ -7,10 +7,19 @@ scan recipe's tables into this config; command-line flags override what it sets.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from geoprobe.capture.run import DEFAULT_MAX_TOKENS
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import (
+    BATCH_MAX,
+    BATCH_WHY,
+    RESAMPLES_MAX,
+    RESAMPLES_WHY,
+    Limit,
+    check_limits,
+    check_no_bools,
+    check_seed,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 from geoprobe.serial import Record
@@ -54,6 +63,15 @@ class ScanConfig(Record):
     seed: int = 0  # seeds the prompt sampling and every resampling
     sampling: SamplingConfig = SamplingConfig()  # how corpus sets are drawn (stratified by next-token entropy)
 
+    #: upper limits (docs/outputs.md): resampling counts, and a forward batch (memory is estimated too)
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        **{
+            name: Limit(RESAMPLES_MAX, RESAMPLES_WHY, f"analyses.{name}")
+            for name in ("n_resamples", "pca_resamples", "null_draws", "n_permutations")
+        },
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "scan")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
@@ -85,6 +103,7 @@ class ScanConfig(Record):
         for name in ("n_resamples", "pca_resamples", "null_draws", "n_permutations"):
             if getattr(self, name) < 10:
                 raise ProbeError(f"{name} {getattr(self, name)} is below 10; set {name} >= 10 in the probe")
+        check_limits(self, self.LIMITS)
         if self.null_kind not in ("permute", "gaussian"):
             raise ProbeError(
                 f"null kind {self.null_kind!r} is not gaussian|permute; pass --null gaussian|permute "

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import (
+    BATCH_MAX,
+    BATCH_WHY,
+    RESAMPLES_MAX,
+    RESAMPLES_WHY,
+    Limit,
+    check_limits,
+    check_no_bools,
+    check_seed,
+)
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -15,6 +24,9 @@ PLACEHOLDER = "item"
 CONDITIONS: tuple[str, ...] = ("main", "lexical_remap", "shuffled", "ablated")
 #: the least label mass P(L1) + P(L2) at which the two-label entropy is scored (docs/sula.md, "Label mass")
 DEFAULT_MIN_LABEL_MASS = 0.01
+#: prompts per condition (n_per_k × the values of k): 80× the paper's 250; each condition keeps their final-token
+#: values at one layer (a few GB at the limit for the largest models geoprobe loads)
+PROMPTS_MAX = 20_000
 
 
 class SulaError(GeoprobeError):
@@ -52,12 +64,21 @@ class SulaConfig(Record):
         values.setdefault("min_label_mass", None)  # a file from before the threshold: none was applied
         return cls(**values)
 
+    #: upper limits (docs/sula.md); the prompts per condition are bounded as well (:data:`PROMPTS_MAX`)
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "k_values": Limit(1024, "128× the paper's largest k of 8; the model's context is checked when it loads", "--k"),
+        "n_per_k": Limit(PROMPTS_MAX, "the limit of prompts per condition", "--n-per-k"),
+        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "sula")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "remap_labels", tuple(self.remap_labels))
+        check_limits(self, self.LIMITS)
         if not self.k_values:
             raise SulaError("no values of k given; pass --k with at least one value, e.g. 0,1,2,4,8")
         for k in self.k_values:
@@ -67,6 +88,7 @@ class SulaConfig(Record):
             raise SulaError(f"k_values {self.k_values} repeat a value; pass each k once (--k)")
         if self.n_per_k < 1:
             raise SulaError(f"n_per_k = {self.n_per_k} prompts per k must be at least 1; pass --n-per-k 1 or more")
+        check_prompt_count(self.n_per_k, len(self.k_values), "--n-per-k", "--k")
         if not 0.5 < self.agreement < 1.0:
             raise SulaError(
                 f"agreement = {self.agreement} must lie strictly between 0.5 and 1 "
@@ -96,6 +118,11 @@ class SulaConfig(Record):
             )
 
     @property
+    def n_prompts(self) -> int:
+        """Prompts per condition."""
+        return self.n_per_k * len(self.k_values)
+
+    @property
     def label_lead(self) -> str:
         """The text between the separator before the label and the label (``" "`` by default)."""
         before = self.example_format.split("{label}")[0]
@@ -103,3 +130,14 @@ class SulaConfig(Record):
 
     def labels_for(self, condition: str | None = None) -> tuple[str, str]:
         return self.remap_labels if (condition or self.condition) == "lexical_remap" else self.labels
+
+
+def check_prompt_count(n_per_k: int, n_k: int, per_k_flag: str, k_flag: str) -> None:
+    """``n_per_k`` prompts for each of ``n_k`` values of k stay within :data:`PROMPTS_MAX`, or a one-line
+    error naming the largest ``per_k_flag`` that fits."""
+    if n_per_k * n_k > PROMPTS_MAX:
+        raise SulaError(
+            f"{per_k_flag} {n_per_k} × {n_k} values of k = {n_per_k * n_k} prompts per condition, above the limit "
+            f"of {PROMPTS_MAX} (80× the paper's 250); pass {per_k_flag} {PROMPTS_MAX // n_k} or less (or fewer "
+            f"values to {k_flag})"
+        )

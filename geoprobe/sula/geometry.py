@@ -25,7 +25,7 @@ import numpy as np
 from jaxtyping import Float
 
 from geoprobe.analysis.alignment import orientation, pearson, spearman
-from geoprobe.analysis.stats import Estimate, bootstrap_ci, quiet
+from geoprobe.analysis.stats import Estimate, bootstrap_ci, chunk_size, quiet
 from geoprobe.serial import Record
 
 
@@ -85,6 +85,18 @@ class SulaGeometry(Record):
             raise ValueError(f"{len(self.k_values)} values of k but {len(self.pc1_per_k)} per-k PC1 means")
 
 
+def _resampled_means(g: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples of ``g``, drawn ~32 MB at a time (the same draws as all
+    at once)."""
+    step = chunk_size(1, g.size)
+    return np.concatenate(
+        [
+            g[rng.integers(0, g.size, size=(min(step, n_resamples - s), g.size))].mean(axis=1)
+            for s in range(0, n_resamples, step)
+        ]
+    )
+
+
 def _k_correlation(
     k: np.ndarray, pc1: np.ndarray, stat: Any, confidence: float, n_resamples: int, rng: np.random.Generator
 ) -> Estimate:
@@ -97,7 +109,7 @@ def _k_correlation(
     value = float(stat(ks.astype(np.float64), np.array([g.mean() for g in groups])))
     if not math.isfinite(value):
         return Estimate(math.nan, math.nan, math.nan, confidence)
-    means = np.stack([g[rng.integers(0, g.size, size=(n_resamples, g.size))].mean(axis=1) for g in groups], axis=1)
+    means = np.stack([_resampled_means(g, n_resamples, rng) for g in groups], axis=1)
     draws = np.asarray(stat(np.broadcast_to(ks.astype(np.float64), means.shape), means, axis=-1), dtype=np.float64)
     draws = draws[np.isfinite(draws)]
     if draws.size == 0:

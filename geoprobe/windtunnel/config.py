@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from geoprobe.checks import check_no_bools, check_seed
+from geoprobe.checks import STEPS_MAX, STEPS_WHY, Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
 from geoprobe.windtunnel.seeds import parse_seeds, seed_list
 
 ArchChoice = Literal["both", "transformer", "mlp"]
+#: held-out sequences and probe prompts: 10× the paper scale's 5,000 (the bootstrap of the paper's MAE keeps
+#: 1,000 weights per sequence: 400 MB at the limit)
+EVAL_MAX = 50_000
+EVAL_WHY = "10× the paper scale's 5,000 sequences"
 
 
 def check_arch(arch: str) -> None:
@@ -40,9 +44,17 @@ class WindTunnelConfig:
     seeds: int | tuple[int, ...] | None = None
     convention: Literal["geoprobe", "authors"] = "geoprobe"  # whose task: geoprobe's, or the authors' exactly
 
+    #: upper limits (docs/windtunnel.md); vocab, length and states are bounded by the task itself
+    LIMITS: ClassVar[dict[str, Limit]] = {
+        "steps": Limit(STEPS_MAX, STEPS_WHY, "--steps", low=1),
+        "n_eval": Limit(EVAL_MAX, EVAL_WHY, "--n-eval"),
+        "n_probes": Limit(EVAL_MAX, EVAL_WHY, "--n-probes"),
+    }
+
     def __post_init__(self) -> None:
         check_no_bools(self, "windtunnel")
         check_seed(self.seed, "--seed (seed in a probe recipe)")
+        check_limits(self, self.LIMITS)
         if self.seeds is not None:
             object.__setattr__(self, "seeds", parse_seeds(self.seeds))
             seed_list(self.seeds, self.seed)  # a list with a --seed is refused here

@@ -158,3 +158,16 @@ def test_entropy_alignment_validates_shapes():
         entropy_alignment(np.stack([t, t]), h, (0, 1, 2))
     with pytest.raises(ValueError):
         entropy_alignment(t, h, (0,))
+
+
+def test_permutations_are_drawn_in_chunks_with_the_same_p_values(monkeypatch):
+    """Many prompts × permutations are drawn ~32 MB at a time (issue 27): the same permutations."""
+    from geoprobe.analysis import stats
+
+    rng = np.random.default_rng(2)
+    h = rng.uniform(0, 5, 50)
+    coords = np.stack([h + rng.normal(scale=s, size=50) for s in (0.5, 5.0, 50.0)])
+    whole = entropy_alignment(coords, h, [0, 1, 2], n_resamples=50, n_permutations=999, random_state=3)
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 120)  # two permutations a chunk
+    chunked = entropy_alignment(coords, h, [0, 1, 2], n_resamples=50, n_permutations=999, random_state=3)
+    assert whole.to_dict() == chunked.to_dict()

@@ -233,3 +233,54 @@ def test_bootstrap_se_with_three_prompts_leaves_out_the_resamples_without_varian
     np.testing.assert_allclose(se, np.std(stats, axis=0, ddof=1), rtol=1e-9, atol=1e-12)
     # no resample with variance (every prompt the same): no SE at all (NaN), not a crash
     assert np.isnan(spectrum_se(np.repeat(x[:1], 3, axis=0), 10, np.random.default_rng(0))).all()
+
+
+# -- many prompts (issue 27) ---------------------------------------------------------------------------
+def test_the_spectrum_bootstrap_draws_its_resamples_in_chunks_with_the_same_numbers(monkeypatch):
+    from geoprobe.analysis import stats
+    from geoprobe.analysis.manifold import spectrum_se
+
+    x = np.random.default_rng(3).normal(size=(40, 10))
+    whole = spectrum_se(x, 300, np.random.default_rng(1))
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 100)  # two resamples per chunk
+    assert np.array_equal(spectrum_se(x, 300, np.random.default_rng(1)), whole)
+
+
+def _planted_values(n: int, d: int = 12, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    h = rng.uniform(0, 5, n)
+    axis = rng.normal(size=d)
+    x = np.outer(h - h.mean(), axis) + rng.normal(size=(n, d))
+    return x[None], h
+
+
+def test_many_prompts_fit_each_layer_on_the_d_by_d_covariance_with_the_same_profile(monkeypatch):
+    """Above 2,000 prompts a layer's PCA uses the D × D covariance instead of the n × n Gram matrix:
+    the same spectrum and loadings, so the same profile to rounding."""
+    from geoprobe.analysis import manifold
+
+    x, h = _planted_values(300)
+    kw = dict(n_resamples=20, null_draws=10, random_state=0)
+    gram = value_manifold(x, [0], h, **kw)
+    monkeypatch.setattr(manifold, "_GRAM_ELEMENTS", 1000)  # 300² > 1000: the covariance
+    cov = value_manifold(x, [0], h, **kw)
+    for name in ("pc1", "pc12", "pr"):
+        a, b = getattr(gram, name)[0], getattr(cov, name)[0]
+        assert a.value == pytest.approx(b.value, rel=1e-10) and a.high == pytest.approx(b.high, rel=1e-10)
+    assert np.allclose(gram.coords[0], cov.coords[0], atol=1e-9)
+    assert np.allclose(gram.pc1_coords, cov.pc1_coords, atol=1e-9)
+
+
+def test_a_layer_of_many_prompts_never_holds_an_n_by_n_matrix():
+    """Was: 6,000 prompts built a 6,000 × 6,000 Gram matrix per layer (288 MB, and 163 s for 4 layers of
+    8,000; 8 TB at a million prompts)."""
+    import tracemalloc
+
+    x, h = _planted_values(6000, d=16)
+    tracemalloc.start()
+    try:
+        value_manifold(x, [0], h, n_resamples=10, null_draws=2, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB"

@@ -273,3 +273,26 @@ def test_twin_random_init_is_near_gaussian_baseline(alias, twin_factory):
     r = key_orthogonality(w_k, range(lay.n_layers), lay.d_model, model=alias, init_w_k=w_k, init_label="itself")
     assert abs(np.mean(r.layer_mean) / r.gaussian - 1) < 0.10
     np.testing.assert_array_equal(r.init_per_head, r.per_head)
+
+
+def test_key_cosines_of_many_prompts_are_summed_over_blocks_of_rows(monkeypatch):
+    """Above 32 MB of Gram entries the within-head cosines are summed over blocks of rows, never an
+    n × n matrix per head (issue 27: 20,000 prompts × 16 heads held 51 GB); the same means to rounding."""
+    import tracemalloc
+
+    from geoprobe.analysis import orthogonality
+
+    k = np.random.default_rng(0).normal(size=(2, 300, 3, 8)) + 0.3
+    whole = key_activation_cosines(k)
+    monkeypatch.setattr(orthogonality, "_GRAM_ELEMENTS", 2000)
+    blocks = key_activation_cosines(k)
+    assert np.allclose(whole[0], blocks[0], rtol=1e-12) and np.array_equal(whole[1], blocks[1])
+    monkeypatch.undo()
+    big = np.random.default_rng(1).normal(size=(1, 6000, 2, 8))
+    tracemalloc.start()
+    try:
+        key_activation_cosines(big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 150 * 2**20, f"{peak / 2**20:.0f} MiB"  # was 2 heads × 6,000² × 8 B = 576 MB and more

@@ -13,6 +13,7 @@ from geoprobe.analysis.stats import (
     Estimate,
     NullBand,
     bonferroni,
+    bootstrap_batch,
     bootstrap_ci,
     matched_null,
     participation_ratio,
@@ -224,3 +225,56 @@ def test_null_band_round_trip_and_validation():
         NullBand("permute", 12, 30, 20, Estimate(1.5, 1.2, 1.8), e, Estimate(2, 1.5, 3))
     with pytest.raises(ValueError):
         NullBand("permute", 12, 30, 0, e, e, Estimate(2, 1.5, 3))
+
+
+# -- many prompts (issue 27): resampling in ~32 MB batches, the same draws ------------------------------
+def _peak_bytes(fn) -> int:
+    """Peak bytes traced (numpy reports its arrays to tracemalloc) while ``fn()`` runs."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_bootstraps_and_permutation_tests_in_batches_give_the_same_numbers(monkeypatch):
+    from geoprobe.analysis import stats
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(3, 60)), rng.normal(size=60)
+
+    def run() -> list:
+        return [
+            bootstrap_batch((x,), np.mean, n_resamples=999, random_state=4),
+            bootstrap_batch(
+                (x, np.broadcast_to(y, x.shape)),
+                lambda a, b, axis: np.mean(a - b, axis=axis),
+                n_resamples=500,
+                method="percentile",
+                random_state=5,
+            ),
+            permutation_pvalue(
+                (x[0], y),
+                lambda a, b, axis: np.mean(a - b, axis=axis),
+                permutation_type="samples",
+                n_resamples=999,
+                random_state=6,
+            ),
+        ]
+
+    whole = run()
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 500)  # a few resamples per batch
+    batched = run()
+    for a, b in zip(whole, batched):
+        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+def test_a_bca_bootstrap_of_many_prompts_never_holds_the_n_by_n_jackknife():
+    """Was: scipy's BCa jackknife of n = 10,000 prompts held a 10,000 × 9,999 array (800 MB; 8 TB at a
+    million prompts); in batches the peak stays near a few 32 MB batches (resamples and their indices)."""
+    x = np.random.default_rng(1).normal(size=10_000)
+    peak = _peak_bytes(lambda: bootstrap_ci(x, np.mean, n_resamples=200, random_state=0))
+    assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MiB"

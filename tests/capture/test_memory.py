@@ -159,3 +159,33 @@ def test_a_real_sized_machine_passes(twin_factory, prompts, monkeypatch):
     check_capture_memory(m, [(4, 1024)])  # about 150 MiB: fits any machine that runs the tests
     with pytest.raises(CaptureError, match="needs about"):
         check_capture_memory(m, [(1, 10**6)])  # 10^6 tokens: a 4·10^12-byte attention mask
+
+
+def test_the_arrays_of_many_prompts_are_estimated_before_tokenising_and_the_largest_count_named(
+    twin_factory, planted, monkeypatch
+):
+    """Issue 27: a million-line prompt file held its arrays (and silence) for hours; now the arrays of
+    every prompt and one prompt's forward pass must fit before anything is tokenised, and the message
+    names the largest number of prompts that does."""
+    from geoprobe.capture import run as capture_run
+
+    m = twin_factory("llama-3.2-1b")
+    cfg = CaptureConfig(batch_size=4)
+    per_prompt = cfg.nbytes(m.layout, 2, 1) - cfg.nbytes(m.layout, 1, 1)  # independent of the check's code
+    fixed = cfg.nbytes(m.layout, 0, 1) + forward_peak_bytes(m, 1, 1)
+    fits = 5000
+    planted(int((fixed + fits * per_prompt + per_prompt // 2) / SAFETY_FRACTION))  # room for 5000, not 5001
+    tokenised = []
+
+    def tokenize(*a, **k):
+        tokenised.append(1)
+        raise AssertionError("tokenised before the memory check")
+
+    monkeypatch.setattr(capture_run, "tokenize", tokenize)
+    prompts = [f"Prompt {i} reads" for i in range(20_000)]
+    with pytest.raises(GeoprobeError) as e:
+        capture(m, prompts, cfg)
+    msg = str(e.value)
+    assert tokenised == [] and "\n" not in msg
+    assert msg.startswith("the capture's arrays of 20000 prompts × 3 layers (and a forward pass) needs about")
+    assert f"capture at most {fits} prompts at a time (split the --prompts file), or fewer --layers" in msg

@@ -142,6 +142,14 @@ CASES: tuple[Case, ...] = (
         "pass --steps 20 or another --out",
         setup=("clear_seeds_20_steps",),
     ),
+    case(
+        "wt-eval-evaluated-run",
+        "windtunnel eval wt",
+        "windtunnel eval of a run evaluated before (said: or choose another --out, a flag eval does not have)",
+        "'wt/windtunnel.json' already exists",
+        "; pass --force to replace this run",
+        setup=("clear_wt_20_steps",),
+    ),
     Case(
         id="device-cuda-99",
         argv=("sula", "--model", TWIN, "--device", "cuda:99", "--out", "run"),

@@ -31,6 +31,13 @@ CASES: tuple[Case, ...] = (
         "pass --layer between 0 and 2",
     ),
     case(
+        "domains-layer-out-of-range",
+        f"compare-domains --model {TWIN} --layer 99 --out run",
+        "a compare-domains layer beyond the model's 3 layers (said: fix --layers, a flag it does not have)",
+        "layer 99 is out of range for a model with 3 layers (0..2)",
+        "fix --layer (domains.layer in a recipe)",
+    ),
+    case(
         "sula-labels-multi-token",
         f"sula --model {TWIN} --labels zorb,bip --out run",
         "a SULA label that is two tokens (said: pass first_token=True, a Python argument)",

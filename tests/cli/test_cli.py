@@ -12,7 +12,10 @@ from geoprobe.capture import Capture
 from geoprobe.cli import main
 
 
-def run_cli(args, capsys, monkeypatch):
+def run_cli(args, capsys, monkeypatch, cwd=None):
+    """``geoprobe ARGS`` in this process (in ``cwd`` if given): (exit code, stdout, stderr)."""
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "argv", ["geoprobe", *args])
     code = 0
     try:

@@ -140,7 +140,11 @@ def test_compare_warns_when_models_saw_different_prompts(tmp_path, capsys, monke
     code, out, err = run_cli(["compare", *map(str, runs), "--out", str(tmp_path / "cmp")], capsys, monkeypatch)
     assert code == 0, err
     assert "warning" in err and all(h in err for h in hashes)
-    assert json.loads((tmp_path / "cmp" / "comparison.json").read_text())["global_pca"] is None
+    # said once, as a warning (it was printed again as a note after the table)
+    flat = " ".join(err.split())  # rich wraps the lines at the console's width
+    assert flat.count("scanned on different mixed prompt sets") == 1 and flat.startswith("warning: models"), err
+    stored = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert stored["global_pca"] is None and any("different mixed prompt sets" in n for n in stored["notes"])
 
 
 def test_compare_domains_on_a_twin_writes_table_report_and_prompts(tmp_path, capsys, monkeypatch):

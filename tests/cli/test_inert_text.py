@@ -14,16 +14,15 @@ import io
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.table import Table
 
-from geoprobe.cli import main
 from tests.cli.error_cases import RAW_CONTROL
 from tests.cli.planted_runs import EVIL_MODEL, EVIL_SHOWN, scan_run
+from tests.cli.test_cli import run_cli
 
 PACKAGE = Path(__file__).resolve().parents[2] / "geoprobe"
 OSC, CSI, C1 = "\x1b]0;pwned\x07", "\x1b[2J", "\x9b31m"
@@ -94,11 +93,11 @@ def test_status_and_progress_labels_are_escaped_and_markup_free():
 
 
 def test_stage_progress_labels_are_not_markup(monkeypatch):
-    from geoprobe.cli import common
+    from geoprobe.cli import progress as display
 
     c, buf = _console(terminal=True)
-    monkeypatch.setattr(common, "err", c)
-    with common.stage_progress({"s": f"[bold]{CSI}", f"t{OSC}": None}) as progress:
+    monkeypatch.setattr(display, "err", c)
+    with display.stage_progress({"s": f"[bold]{CSI}", f"t{OSC}": None}) as progress:
         progress("s", 1, 1)
         progress(f"t{OSC}", 1, 1)  # a stage without a label shows its name
     assert r"[bold]\x1b[2J" in buf.getvalue() and r"t\x1b]0;pwned\x07" in buf.getvalue()
@@ -147,18 +146,6 @@ def test_nothing_in_geoprobe_prints_around_the_inert_consoles():
 # ------------------------------------------------------------------ commands on planted files
 
 
-def _run(args, capsys, monkeypatch, cwd):
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "argv", ["geoprobe", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 @pytest.fixture(scope="module")
 def evil_runs(tmp_path_factory):
     """A scan of a model whose name holds ESC/OSC/C1, CR and rich markup, and one of model-b on other
@@ -175,12 +162,15 @@ def test_compare_shows_a_hostile_model_name_escaped_in_its_table_warning_and_not
 ):
     for name in ("evil", "b"):
         shutil.copytree(evil_runs / name, tmp_path / name)
-    code, out, err = _run(["compare", "evil", "b", "--out", "cmp"], capsys, monkeypatch, tmp_path)
+    code, out, err = run_cli(["compare", "evil", "b", "--out", "cmp"], capsys, monkeypatch, tmp_path)
     assert code == 0, err
     assert not RAW_CONTROL.search(out + err)
     assert r"evil\x1b]0;pwned\x07\x1b[2J\x9b31m[bold]x[/bold]" in out  # the table (its cell may be cut)
     said = " ".join(err.split())
-    assert f"warning: models {EVIL_SHOWN} and model-b" in said and f"note: models {EVIL_SHOWN} and model-b" in said
+    # said once, as the warning (the summary no longer repeats a warning as a note; notes print through
+    # the same console: "note: global PCA skipped …" below)
+    assert said.count(f"models {EVIL_SHOWN} and model-b") == 1 and f"warning: models {EVIL_SHOWN} and model-b" in said
+    assert "note: global PCA skipped" in said
     assert r"vs set\x9b31m\x07b.txt" in said  # the prompt-set name the results file records
 
 
@@ -190,14 +180,14 @@ def test_report_and_capture_show_hostile_paths_and_prompts_escaped(evil_runs, tm
     as they are in capture.json and never printed raw."""
     run = tmp_path / f"run{CSI}"
     shutil.copytree(evil_runs / "evil", run)
-    code, out, err = _run(["report", run.name], capsys, monkeypatch, tmp_path)
+    code, out, err = run_cli(["report", run.name], capsys, monkeypatch, tmp_path)
     assert code == 0, err
     assert not RAW_CONTROL.search(out + err) and r"wrote run\x1b[2J/report.html" in out
 
     prompts = [f"Prompt {i} with {OSC} and {C1} in it" for i in range(12)]
     (tmp_path / f"p{OSC}.txt").write_bytes("\r".join(prompts).encode("utf-8"))  # old Mac line ends
     args = ["capture", "--model", "twin:llama-3.2-1b", "--prompts", f"p{OSC}.txt", "--layers", "0"]
-    code, out, err = _run([*args, "--out", f"out{CSI}"], capsys, monkeypatch, tmp_path)
+    code, out, err = run_cli([*args, "--out", f"out{CSI}"], capsys, monkeypatch, tmp_path)
     assert code == 0, err
     assert not RAW_CONTROL.search(out + err)
     assert r"prompts: 12 read from" in out and r"p\x1b]0;pwned\x07.txt" in out
@@ -214,6 +204,6 @@ def test_a_model_path_that_looks_like_markup_loads(tmp_path, capsys, monkeypatch
     tiny_model_dir(tmp_path, "m[/x]", pickle=False)
     (tmp_path / "p.txt").write_text("".join(f"Prompt {i} says that the weather\n" for i in range(3)))
     args = ["capture", "--model", "m[/x]", "--prompts", "p.txt", "--layers", "0", "--out", "out"]
-    code, out, err = _run(args, capsys, monkeypatch, tmp_path)
+    code, out, err = run_cli(args, capsys, monkeypatch, tmp_path)
     assert code == 0, err
     assert "wrote out (3 prompts × 1 layers)" in out

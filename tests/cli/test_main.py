@@ -90,3 +90,58 @@ def test_an_interrupt_at_start_up_is_one_line_and_exit_128_plus_signal(tmp_path,
     )
     assert lines[0] == f"interrupted ({name}); {tail}"
     assert out == "" and list(work.iterdir()) == []  # nothing on stdout after the marker, nothing written
+
+
+def test_the_interrupt_line_of_geoprobe_run_is_the_recipes_commands(tmp_path):
+    """Was: `geoprobe run scan.toml` interrupted said "nothing unfinished was kept" although the scan
+    keeps its finished capture batches in <run>/capture.partial and resumes from them."""
+    from geoprobe.cli.main import RESUMES, command_of
+
+    def recipe(name: str, text: str) -> str:
+        (tmp_path / name).write_text(text)
+        return str(tmp_path / name)
+
+    assert command_of(["run", recipe("s.toml", '[probe]\ncommand = "scan"\n'), "--out", "r"]) == "scan"
+    assert command_of(["run", recipe("w.toml", '[probe]\ncommand = "windtunnel"\n')]) == "windtunnel run"
+    assert command_of(["run", recipe("d.toml", '[probe]\ncommand = "denoise"\n')]) == "denoise"
+    assert "scan" in RESUMES and "windtunnel run" in RESUMES and "denoise" not in RESUMES
+    assert command_of(["run", recipe("bad.toml", "not [toml")]) == "run"  # its work never started
+    assert command_of(["run", recipe("arr.toml", "probe = [1]\n")]) == "run"
+    assert command_of(["run", str(tmp_path / "missing.toml")]) == "run"
+    os.mkfifo(tmp_path / "fifo.toml")
+    assert command_of(["run", str(tmp_path / "fifo.toml")]) == "run"  # never waits on it
+    assert command_of(["windtunnel", "train", "--scale", "tiny"]) == "windtunnel train"
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        MemoryError("Unable to allocate 477. GiB for an array with shape (1000000000, 64) and data type float64"),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to "
+            "allocate 4000000000000 bytes."
+        ),
+    ],
+    ids=["numpy", "torch-cpu"],
+)
+def test_an_allocation_that_fails_is_one_line_saying_out_of_memory(exc, tmp_path, capsys, monkeypatch):
+    """Was: "error: unexpected MemoryError: …" (exit 1), as if geoprobe had a bug; the estimates before the
+    work catch what they foresee (docs/outputs.md), and what they do not still ends in one line that says
+    what happened and what to lower."""
+    from geoprobe.capture import run as capture_run
+    from tests.cli.test_cli import run_cli
+
+    def fails(*args, **kwargs):
+        raise exc
+
+    (tmp_path / "p.txt").write_text("The cat sat on the\nOnce upon a time\n")
+    monkeypatch.setattr(capture_run, "tokenize", fails)
+    args = ["capture", "--model", "twin:llama-3.2-1b", "--prompts", str(tmp_path / "p.txt")]
+    code, out, err = run_cli([*args, "--out", str(tmp_path / "c")], capsys, monkeypatch)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith(f"error: out of memory ({type(exc).__name__}: ") and "lower --batch-size" in lines[0]
+    assert not (tmp_path / "c").exists()
+    monkeypatch.setattr(capture_run, "tokenize", lambda *a, **k: (_ for _ in ()).throw(ValueError("other")))
+    code, _, err = run_cli([*args, "--out", str(tmp_path / "c")], capsys, monkeypatch)
+    assert code == 1 and err.startswith("error: unexpected ValueError: other")  # anything else stays unexpected

@@ -7,24 +7,11 @@ the capture (a recipe naming /etc/passwd used to copy it there silently, exit 0)
 from __future__ import annotations
 
 import json
-import sys
 
-from geoprobe.cli import main
+from tests.cli.test_cli import run_cli
 
 FAST = "[analyses]\nn_resamples = 20\npca_resamples = 10\nnull_draws = 10\nn_permutations = 20\n"
 TWIN = "twin:llama-3.2-1b"
-
-
-def _run(args, capsys, monkeypatch, cwd):
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "argv", ["geoprobe", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def test_recipe_and_flag_read_the_same_file_the_same_way_and_say_so(tmp_path, capsys, monkeypatch):
@@ -36,7 +23,7 @@ def test_recipe_and_flag_read_the_same_file_the_same_way_and_say_so(tmp_path, ca
     (work / "p.txt").write_text("".join(f"Decoy prompt {i} in the working directory\n" for i in range(12)))
     (recipes / "r.toml").write_text('[probe]\ncommand = "scan"\n[prompts]\nfile = "p.txt"\n' + FAST)
 
-    code, out, err = _run(
+    code, out, err = run_cli(
         ["run", "../recipes/r.toml", "--model", TWIN, "--out", "by_recipe"], capsys, monkeypatch, work
     )
     assert code == 0, err
@@ -45,7 +32,7 @@ def test_recipe_and_flag_read_the_same_file_the_same_way_and_say_so(tmp_path, ca
     kept = json.loads((work / "by_recipe" / "capture" / "capture.json").read_text(encoding="utf-8"))["prompts"]
     assert kept == ours  # the recipe's file, not the working directory's p.txt
 
-    code, out, err = _run(
+    code, out, err = run_cli(
         ["run", "../recipes/r.toml", "--model", TWIN, "--prompts", "../recipes/p.txt", "--out", "by_flag"],
         capsys,
         monkeypatch,
@@ -64,7 +51,7 @@ def test_any_text_file_given_as_prompts_is_named_with_its_line_count(tmp_path, c
     passwd = tmp_path / "passwd"
     passwd.write_text("".join(f"user{i}:x:{1000 + i}:{1000 + i}::/home/user{i}:/bin/sh\n" for i in range(14)))
     args = ["capture", "--model", TWIN, "--prompts", str(passwd), "--layers", "0", "--out", "out"]
-    code, out, err = _run(args, capsys, monkeypatch, tmp_path)
+    code, out, err = run_cli(args, capsys, monkeypatch, tmp_path)
     assert code == 0, err
     assert f"prompts: 14 read from {str(passwd)!r}" in " ".join(out.split())
     assert out.index("prompts: 14 read from") < out.index("wrote out")

@@ -84,7 +84,7 @@ def test_a_twin_whose_label_mass_is_tiny_is_flagged_everywhere(tmp_path, capsys,
         (["--labels", "bip"], "two different labels"),
         (["--agreement", "1.5"], "--agreement"),
         (["--k", "0,x"], "--k '0,x'"),
-        (["--k", "40000", "--n-per-k", "1"], "lower --k"),
+        (["--k", "40000", "--n-per-k", "1"], "pass --k values of 1024 or less"),  # was refused by the context check
         (["--n-per-k", "0"], "--n-per-k"),
     ],
 )

@@ -149,3 +149,34 @@ def test_a_0_1_0_file_has_no_verdict_and_says_so():
     first = sections(old)[0]
     assert first.title == "Verdict" and "No calibration verdict" in first.html
     assert all(r["metric"] != "sula_mae_posterior" for r in old.summary())
+
+
+def test_the_verdicts_resamples_are_drawn_in_chunks_with_the_same_numbers(monkeypatch):
+    """Controls × resamples × prompts are resampled ~32 MB at a time (issue 27: 1,000 controls × 10^5
+    resamples × 5,000 prompts held 4 TB at once): the same draws, the same estimates."""
+    from geoprobe.analysis import stats
+
+    rng = np.random.default_rng(0)
+    h, base, axis = rng.random(100), rng.random(100), rng.random(100)
+    controls = rng.random((7, 100))
+    whole = calibration_change(h, base, axis, controls, n_resamples=3000, random_state=1)
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 900)  # a handful of resamples a chunk
+    chunked = calibration_change(h, base, axis, controls, n_resamples=3000, random_state=1)
+    assert [e.to_dict() for e in whole] == [e.to_dict() for e in chunked]
+
+
+def test_the_verdict_of_many_controls_and_prompts_holds_chunks_not_the_whole_resample():
+    """Was: 20 controls × 1,000 resamples × 1,500 prompts resampled at once, 240 MB (and 4 TB at the
+    limits); now about one 32 MB chunk at a time."""
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+    h, base, axis = rng.random(1500), rng.random(1500), rng.random(1500)
+    controls = rng.random((20, 1500))
+    tracemalloc.start()
+    try:
+        calibration_change(h, base, axis, controls, n_resamples=1000, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 120 * 2**20, f"{peak / 2**20:.0f} MiB"

@@ -55,7 +55,7 @@ def test_positional_end_to_end_in_a_subprocess(tmp_path):
         (["--lengths", "8,x"], "comma-separated"),
         (["--n-prompts", "2"], "--n-prompts 2"),
         (["--lengths", "64", "--max-distance", "600"], "--max-distance 600 needs prompts of at least 602"),
-        (["--lengths", "16,200000"], "context window of 131072"),
+        (["--lengths", "16,200000"], "above the limit of 131072 (the longest context window"),
         (["--model", "no-such-model"], "unknown model"),
     ],
 )

@@ -162,3 +162,17 @@ def test_a_file_without_the_posterior_target_reports_it_absent():
     assert math.isnan(old.summary()["main"]["mae_bits_posterior"])
     assert all(row[POSTERIOR] == "n/a" for row in per_k_rows(old))
     assert len(old.calibration_figure().data) == 2
+
+
+def test_the_k_correlations_resamples_are_drawn_in_chunks_with_the_same_numbers(monkeypatch):
+    """Prompts within each k are resampled ~32 MB at a time (issue 27): the same draws and estimates."""
+    from geoprobe.analysis import stats
+
+    rng = np.random.default_rng(4)
+    k = np.repeat([0, 1, 2, 4, 8], 30)
+    pc1 = k + rng.normal(size=k.size)
+    h = rng.random(k.size)
+    whole = geometry_stats(k, pc1, h, n_resamples=500, random_state=np.random.default_rng(5))
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 100)
+    chunked = geometry_stats(k, pc1, h, n_resamples=500, random_state=np.random.default_rng(5))
+    assert whole.to_dict() == chunked.to_dict()

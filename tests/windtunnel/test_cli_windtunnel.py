@@ -143,3 +143,19 @@ def test_shipped_recipe_loads():
 
     cfg = load_probe("probes/windtunnel.toml").config
     assert (cfg.task, cfg.scale, cfg.arch) == ("bijection", "cpu", "both")
+
+
+@pytest.mark.parametrize("command", ["run", "train"])
+def test_more_threads_than_cpus_is_refused_naming_the_cpus_here(tmp_path, capsys, monkeypatch, command):
+    """Was: `windtunnel run --threads 100000` aborted (a Rust allocator panic, exit 134). The limit is this
+    machine's CPUs, so the case lives here rather than in docs/errors.md."""
+    cpus = len(os.sched_getaffinity(0))
+    code, _, err = run_cli(
+        ["windtunnel", command, "--scale", "tiny", "--threads", "100000", "--out", str(tmp_path / "wt")],
+        capsys,
+        monkeypatch,
+    )
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith(f"error: --threads = 100000 is above the limit of {cpus} (the CPUs this process")
+    assert lines[0].endswith(f"pass --threads {cpus} or less") and not (tmp_path / "wt").exists()
