@@ -370,7 +370,7 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
     module received them: (sin, cos) for GPT-J) and the layer's rotary function (``rotary.py``)."""
     rotating = {}
     for layer, m in modules.items():
-        fn = rotary_function(m)
+        fn = A.rotary_function(m)
         if fn is not None:
             probe.rotary_functions[layer] = fn
             rotating[layer] = m

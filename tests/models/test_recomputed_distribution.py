@@ -23,8 +23,7 @@ import pytest
 import torch
 
 from geoprobe.models.architecture import probing
-from geoprobe.models.attention import Probe
-from geoprobe.models.rotary import rotary_function, rotated_width
+from geoprobe.models.attention import Probe, rotary_function
 from tests.models.test_attention import eager, twin
 
 TOL = 1e-5
