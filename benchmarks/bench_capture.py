@@ -734,7 +734,7 @@ def report(args, command: str, results: dict, loads: list[dict], load_avg: tuple
             checks.append(
                 check(key, "geoprobe / bare, alternated pairs (median)", med, f"{med:.3f}", med <= 1.10, "≤ 1.10")
             )
-            if "nnsight" in r:
+            if r.get("nnsight_ratios"):  # timed with --nnsight only (the worker echoes nnsight=False otherwise)
                 nmed = statistics.median(r["nnsight_ratios"])
                 out.append(
                     f"| {key}: nnsight | {statistics.median(r['bare']):.2f} | "
