@@ -247,6 +247,21 @@ class Limit:
     flag: str | None = None
     low: int | None = None
 
+    @classmethod
+    def resamples(cls, flag: str) -> Limit:
+        """Bootstrap resamples, permutations or null draws (:data:`RESAMPLES_MAX`)."""
+        return cls(RESAMPLES_MAX, RESAMPLES_WHY, flag)
+
+    @classmethod
+    def batch(cls, flag: str) -> Limit:
+        """Prompts per forward batch (:data:`BATCH_MAX`)."""
+        return cls(BATCH_MAX, BATCH_WHY, flag)
+
+    @classmethod
+    def steps(cls, flag: str, low: int | None = None) -> Limit:
+        """Optimiser steps of a training command (:data:`STEPS_MAX`)."""
+        return cls(STEPS_MAX, STEPS_WHY, flag, low)
+
 
 def check_range(value: Any, *, high: int, where: str, why: str = "", low: int | None = None) -> Any:
     """``value`` (a number, or each number of a list) if it lies in [``low``, ``high``]; else a one-line

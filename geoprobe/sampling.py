@@ -32,7 +32,7 @@ import numpy as np
 from jaxtyping import Float, Int
 
 import geoprobe.corpora as corpora  # called through the module: tests replace corpora.candidates
-from geoprobe.checks import BATCH_MAX, BATCH_WHY, Limit, check_limits, check_no_bools
+from geoprobe.checks import Limit, check_limits, check_no_bools
 from geoprobe.corpora import CORPUS_VERSION, DOMAINS, CorpusUnavailable, UnknownDomain
 from geoprobe.errors import GeoprobeError
 from geoprobe.paths import atomic_write_text, cache_dir
@@ -65,7 +65,7 @@ class SamplingConfig:
         "n_strata": Limit(100, "20× the paper's 5 quintiles", "sampling.n_strata"),
         "min_tokens": Limit(4096, "64× the default longest candidate of 64 tokens", "--min-tokens"),
         "max_tokens": Limit(4096, "64× the default longest candidate of 64 tokens", "--max-prompt-tokens"),
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "sampling.batch_size"),
+        "batch_size": Limit.batch("sampling.batch_size"),
     }
 
     def __post_init__(self) -> None:

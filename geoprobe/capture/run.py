@@ -23,16 +23,7 @@ from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
 from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
-from geoprobe.checks import (
-    BATCH_MAX,
-    BATCH_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    config_arg,
-    model_arg,
-    prompts_arg,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, config_arg, model_arg, prompts_arg
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
@@ -65,7 +56,7 @@ class CaptureConfig:
 
     #: upper limits (docs/capture.md); memory is estimated too (:func:`check_arrays_memory`)
     LIMITS: ClassVar[dict[str, Limit]] = {
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "batch_size": Limit.batch("--batch-size"),
         "top_k": Limit(TOP_K_MAX, "100× the default 10 next tokens kept per prompt", "--top-k"),
     }
 

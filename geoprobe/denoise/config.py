@@ -9,16 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from geoprobe.checks import (
-    RESAMPLES_MAX,
-    RESAMPLES_WHY,
-    STEPS_MAX,
-    STEPS_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    check_seed,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.denoise.tasks import DenoiseTask, check_convention, make_task, subspace_dim
 from geoprobe.denoise.train import TrainSettings
 from geoprobe.errors import GeoprobeError
@@ -68,10 +59,10 @@ class DenoiseConfig(Record):
         "clusters": Limit(1024, "128× the default 8 centres", "--clusters"),
         "context_length": Limit(LENGTH_MAX, LENGTH_WHY, "--context-length"),
         "lengths": Limit(LENGTH_MAX, LENGTH_WHY, "--lengths"),
-        "steps": Limit(STEPS_MAX, STEPS_WHY, "--steps"),
+        "steps": Limit.steps("--steps"),
         "batch_size": Limit(65_536, "1024× the default 64 prompts per step", "--batch-size"),
         "n_eval": Limit(1_000_000, "500× the default 2,000 held-out prompts", "--n-eval"),
-        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+        "n_resamples": Limit.resamples("--n-resamples"),
     }
 
     def __post_init__(self) -> None:

@@ -5,16 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from geoprobe.checks import (
-    BATCH_MAX,
-    BATCH_WHY,
-    RESAMPLES_MAX,
-    RESAMPLES_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    check_seed,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 
@@ -42,13 +33,13 @@ class DomainsConfig:
 
     #: upper limits (docs/domains.md)
     LIMITS: ClassVar[dict[str, Limit]] = {
-        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
-        "n_permutations": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-permutations"),
-        "null_draws": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "analyses.null_draws"),
+        "n_resamples": Limit.resamples("--n-resamples"),
+        "n_permutations": Limit.resamples("--n-permutations"),
+        "null_draws": Limit.resamples("analyses.null_draws"),
         "domain_candidates": Limit(
             100_000, "400× the default pool; each candidate costs a forward pass", "--domain-candidates"
         ),
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "batch_size": Limit.batch("--batch-size"),
     }
 
     def __post_init__(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from geoprobe.checks import STEPS_MAX, STEPS_WHY, Limit, check_limits, check_no_bools, check_seed
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -43,7 +43,7 @@ class DynamicsConfig(Record):
         "length": Limit(
             8192, "4× the paper's T = 2000; the T × T attention and its gradients take 1.6 GB there", "--length"
         ),
-        "steps": Limit(STEPS_MAX, STEPS_WHY, "--steps"),
+        "steps": Limit.steps("--steps"),
         "seeds": Limit(100, "20× the paper's 5 seeds", "--seeds"),
         "n_symbols": Limit(1024, "128× the paper's 8 symbols", "dynamics.n_symbols"),
         **{

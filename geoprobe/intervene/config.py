@@ -6,16 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from geoprobe.checks import (
-    BATCH_MAX,
-    BATCH_WHY,
-    RESAMPLES_MAX,
-    RESAMPLES_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    check_seed,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.intervene.ops import Op
 from geoprobe.sula.config import DEFAULT_LABELS, SulaConfig
@@ -62,8 +53,8 @@ class InterventionConfig:
         ),
         "n_per_k": Limit(1000, "4× the paper's 250 prompts per k", "--n-per-k"),
         "n_texts": Limit(1000, "125× the default 8 held-out passages", "intervene.n_texts"),
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
-        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+        "batch_size": Limit.batch("--batch-size"),
+        "n_resamples": Limit.resamples("--n-resamples"),
     }
 
     def __post_init__(self) -> None:

@@ -27,6 +27,7 @@ rotated dim and no other.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -71,19 +72,10 @@ class RotaryFunction:
         return out[self.out_index] if isinstance(out, (tuple, list)) else out
 
     def width(self, pair: Pair, d: int) -> int:
-        """The width of the leading slice the function accepts (see the module docstring); 0: none."""
-        r = int(pair[0].shape[-1])
-        c = tuple(p[:1, None, :] for p in pair)
-        for w in dict.fromkeys((d, r, 2 * r)):
-            if w > d:
-                continue
-            x = torch.ones(1, 1, 1, w, dtype=pair[0].dtype, device=pair[0].device)
-            try:
-                if self._call(x, c, 1.0).shape == x.shape:
-                    return w
-            except RuntimeError:
-                continue
-        return 0
+        """The width of the leading slice the function accepts (see the module docstring); 0: none.
+        It follows from the shapes alone, so it is found once per (function, pair width, d): unrotate
+        runs for every layer of every batch."""
+        return _accepted_width(self, int(pair[0].shape[-1]), d)
 
     def turn(
         self, x: Float[torch.Tensor, "batch head d"], pair: Pair, sign: float = 1.0, width: int | None = None
@@ -117,3 +109,19 @@ def unrotate(
     w = rotary.width(pair, x.shape[-1])
     ones = torch.ones_like(x)
     return rotary.turn(x, pair, -1.0, w) / rotary.turn(rotary.turn(ones, pair, 1.0, w), pair, -1.0, w)
+
+
+@functools.lru_cache(maxsize=None)
+def _accepted_width(rotary: RotaryFunction, r: int, d: int) -> int:
+    """:meth:`RotaryFunction.width` for a pair of width ``r`` and a head of ``d`` dims."""
+    c = (torch.ones(1, 1, r), torch.ones(1, 1, r))
+    for w in dict.fromkeys((d, r, 2 * r)):
+        if w > d:
+            continue
+        x = torch.ones(1, 1, 1, w)
+        try:
+            if rotary._call(x, c, 1.0).shape == x.shape:
+                return w
+        except RuntimeError:
+            continue
+    return 0

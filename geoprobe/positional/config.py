@@ -5,16 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from geoprobe.checks import (
-    BATCH_MAX,
-    BATCH_WHY,
-    RESAMPLES_MAX,
-    RESAMPLES_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    check_seed,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -49,8 +40,8 @@ class PositionalConfig(Record):
         "lengths": Limit(LENGTH_MAX, LENGTH_WHY, "--lengths"),
         "max_distance": Limit(LENGTH_MAX, LENGTH_WHY, "--max-distance"),
         "n_prompts": Limit(1000, "40× the default 24 prompts per length", "--n-prompts"),
-        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "n_resamples": Limit.resamples("--n-resamples"),
+        "batch_size": Limit.batch("--batch-size"),
     }
 
     def __post_init__(self) -> None:

@@ -10,16 +10,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar, Literal
 
 from geoprobe.capture.run import DEFAULT_MAX_TOKENS
-from geoprobe.checks import (
-    BATCH_MAX,
-    BATCH_WHY,
-    RESAMPLES_MAX,
-    RESAMPLES_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    check_seed,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.sampling import SamplingConfig
 from geoprobe.serial import Record
@@ -66,10 +57,10 @@ class ScanConfig(Record):
     #: upper limits (docs/outputs.md): resampling counts, and a forward batch (memory is estimated too)
     LIMITS: ClassVar[dict[str, Limit]] = {
         **{
-            name: Limit(RESAMPLES_MAX, RESAMPLES_WHY, f"analyses.{name}")
+            name: Limit.resamples(f"analyses.{name}")
             for name in ("n_resamples", "pca_resamples", "null_draws", "n_permutations")
         },
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
+        "batch_size": Limit.batch("--batch-size"),
     }
 
     def __post_init__(self) -> None:

@@ -5,16 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from geoprobe.checks import (
-    BATCH_MAX,
-    BATCH_WHY,
-    RESAMPLES_MAX,
-    RESAMPLES_WHY,
-    Limit,
-    check_limits,
-    check_no_bools,
-    check_seed,
-)
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
 
@@ -68,8 +59,8 @@ class SulaConfig(Record):
     LIMITS: ClassVar[dict[str, Limit]] = {
         "k_values": Limit(1024, "128× the paper's largest k of 8; the model's context is checked when it loads", "--k"),
         "n_per_k": Limit(PROMPTS_MAX, "the limit of prompts per condition", "--n-per-k"),
-        "batch_size": Limit(BATCH_MAX, BATCH_WHY, "--batch-size"),
-        "n_resamples": Limit(RESAMPLES_MAX, RESAMPLES_WHY, "--n-resamples"),
+        "batch_size": Limit.batch("--batch-size"),
+        "n_resamples": Limit.resamples("--n-resamples"),
     }
 
     def __post_init__(self) -> None:

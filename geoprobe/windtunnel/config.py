@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from geoprobe.checks import STEPS_MAX, STEPS_WHY, Limit, check_limits, check_no_bools, check_seed
+from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
@@ -46,7 +46,7 @@ class WindTunnelConfig:
 
     #: upper limits (docs/windtunnel.md); vocab, length and states are bounded by the task itself
     LIMITS: ClassVar[dict[str, Limit]] = {
-        "steps": Limit(STEPS_MAX, STEPS_WHY, "--steps", low=1),
+        "steps": Limit.steps("--steps", low=1),
         "n_eval": Limit(EVAL_MAX, EVAL_WHY, "--n-eval"),
         "n_probes": Limit(EVAL_MAX, EVAL_WHY, "--n-probes"),
     }
