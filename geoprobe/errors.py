@@ -34,7 +34,13 @@ class ModelUnavailableError(GeoprobeError):
 
 
 class UnsupportedArchitectureError(GeoprobeError):
-    """An architecture no geoprobe adapter covers."""
+    """A model geoprobe refuses to measure. ``reason`` is a key of ``geoprobe.models.reasons.REASONS``
+    (the documented list of why an architecture is refused; docs/models.md), or None for a refusal
+    of one model's numbers (head counts that do not divide, a TransformerLens bridge)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class PromptError(GeoprobeError):

@@ -124,7 +124,8 @@ def _refuse_without_attention(hf_model: Any) -> None:
     what = f" (its layers are {', '.join(mixers[:3])})" if mixers else ""
     raise UnsupportedArchitectureError(
         f"{name}: the model has no attention layers{what}: it is a state-space or recurrent model, and geoprobe "
-        "measures attention; pass a transformer to --model"
+        "measures attention; pass a transformer to --model",
+        reason="no-attention",
     )
 
 
@@ -169,14 +170,16 @@ def inspect_model(hf_model: Any) -> Architecture:
         if impl != "sdpa":
             raise UnsupportedArchitectureError(
                 f"{name}: with attn_implementation={impl!r} its attention is computed inline, where geoprobe cannot "
-                "read it; load it with attn_implementation='sdpa' (transformers' default)"
+                "read it; load it with attn_implementation='sdpa' (transformers' default)",
+                reason="inline",
             )
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
     if not type(hf_model)._can_set_attn_implementation():
         raise UnsupportedArchitectureError(
             f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
             "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
-            "read it"
+            "read it",
+            reason="inline",
         )
     return _interface(hf_model, name, mt, mods)
 
@@ -250,7 +253,8 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         )
         raise UnsupportedArchitectureError(
             f"{name}: its attention does not go through transformers' AttentionInterface once per layer "
-            f"({what}); geoprobe cannot capture it"
+            f"({what}); geoprobe cannot capture it",
+            reason="interface-calls",
         )
     # second pass, same ids: inputs at position 0 and at the final position, keys there as received
     probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
@@ -299,10 +303,13 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     if len(shapes) > 1:
         raise UnsupportedArchitectureError(
             f"{name}: attention layers differ in head counts or widths ({shapes}); "
-            "geoprobe needs one head layout for every attention layer"
+            "geoprobe needs one head layout for every attention layer",
+            reason="head-layouts",
         )
     if Hq % Hkv:
-        raise UnsupportedArchitectureError(f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads")
+        raise UnsupportedArchitectureError(
+            f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads", reason="heads"
+        )
     n_layers_model = int(getattr(hf_model.config, "num_hidden_layers", 0) or 0)
     layout = Layout(
         n_layers=len(layers),

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import torch
 from jaxtyping import Float
 
-from geoprobe.errors import GeoprobeError
+from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.rotary import RotaryFunction, unrotate
 
 PREFIX = "geoprobe_"
@@ -231,9 +231,10 @@ def layer_index(module: Any) -> int:
         v = getattr(module, name, None)
         if isinstance(v, int):
             return v
-    raise GeoprobeError(
+    raise UnsupportedArchitectureError(
         f"attention module {type(module).__name__} has no layer_idx; geoprobe cannot tell which "
-        "layer it is (this architecture is not supported)"
+        "layer it is (this architecture is not supported)",
+        reason="no-layer-index",
     )
 
 

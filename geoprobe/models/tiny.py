@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from geoprobe.models.shrink import shrink
+
 VOCAB = 512
 COMMON: dict[str, Any] = {
     "vocab_size": VOCAB,
@@ -121,6 +123,10 @@ EXTRA: dict[str, dict[str, Any]] = {
 }
 
 
+#: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only
+GENERIC: dict[str, dict[str, Any]] = {}
+
+
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "falcon/mq": ("falcon", {"new_decoder_architecture": False, "multi_query": True}),
@@ -133,12 +139,18 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def tiny_config(model_type: str, **overrides: Any) -> Any:
     """The tiny config of ``model_type`` or of a ``type/variant`` in ``VARIANTS`` (see module
-    docstring); ``overrides`` win."""
+    docstring); ``overrides`` win. A type without an ``EXTRA`` entry is shrunk by rule
+    (``shrink.py``) from its own defaults, sub-configs included."""
     from transformers import AutoConfig
 
     if model_type in VARIANTS:
         model_type, extra = VARIANTS[model_type]
         overrides = {**extra, **overrides}
+    if model_type not in EXTRA:
+        base = shrink(AutoConfig.for_model(model_type).to_dict())
+        for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
+            base.pop(key, None)
+        return AutoConfig.for_model(model_type, **{**base, **GENERIC.get(model_type, {}), **overrides})
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
 

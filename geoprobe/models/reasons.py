@@ -1,0 +1,31 @@
+"""Why geoprobe refuses an architecture: the documented list (docs/models.md, "Refusals").
+
+Every refusal of an architecture (``UnsupportedArchitectureError``) carries one of these keys
+as its ``reason``; the census (tests/models/census.py) fails on a refusal without one. The
+first three say the model is not a decoder-only softmax-attention model, which geoprobe
+measures; the others are decoder-only softmax-attention models geoprobe cannot yet read and
+are counted against it.
+"""
+
+from __future__ import annotations
+
+#: reason key -> what it means (one line each)
+REASONS: dict[str, str] = {
+    "no-attention": "no softmax attention layers (state-space, recurrent or linear-attention model)",
+    "encoder-decoder": "the decoder of an encoder-decoder model: its layers also attend to an encoder's output",
+    "bidirectional": "an encoder: its attention is not causal, so a position sees the tokens after it",
+    "inline": "attention computed inline, outside transformers' AttentionInterface, and not one geoprobe reads",
+    "interface-calls": "attention modules that do not call the attention function once per layer",
+    "other-computation": "under geoprobe's attention function the model computes something other than its own",
+    "head-layouts": "attention layers with different head counts or widths",
+    "heads": "query heads that do not divide into key/value heads",
+    "no-layer-index": "attention modules that do not say which layer they are",
+}
+
+#: reasons that say the model is not a decoder-only softmax-attention model (not counted in the census)
+NOT_DECODER_ONLY = frozenset({"no-attention", "encoder-decoder", "bidirectional"})
+
+
+def counted(reason: str) -> bool:
+    """Whether a model refused for ``reason`` is a decoder-only softmax-attention model."""
+    return reason not in NOT_DECODER_ONLY

@@ -1,0 +1,48 @@
+"""The census of every causal-LM type of the installed transformers (tests/models/census.py):
+nothing wrong, nothing crashing, and every status as docs/models.md's generated table says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.models import census as C
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "models.md"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[C.Row]:
+    return C.census()
+
+
+def test_every_type_is_classified(rows):
+    assert [r.model_type for r in rows] == C.types()
+    assert {r.status for r in rows} <= {"captured", "refused", "cannot build", "wrong", "crash"}
+
+
+def test_nothing_is_wrong_and_nothing_crashes(rows):
+    bad = [f"{r.model_type}: {r.status}: {r.detail}" for r in rows if r.status in ("wrong", "crash")]
+    assert not bad, "\n".join(bad)
+
+
+def test_every_refusal_has_a_documented_reason(rows):
+    from geoprobe.models.reasons import REASONS
+
+    text = DOCS.read_text()
+    for r in rows:
+        if r.status == "refused":
+            assert r.mechanism in REASONS, r
+    for key in REASONS:
+        assert f"`{key}`" in text, f"reason {key} is not described in docs/models.md"
+
+
+def test_the_table_in_docs_is_the_census(rows):
+    """Regenerate with: python -m tests.models.census --markdown (and paste between the census markers)."""
+    table = C.parse(DOCS.read_text())
+    now = {r.model_type: (r.status, r.mechanism) for r in rows}
+    changed = sorted(
+        f"{t}: table {table.get(t)}, census {now.get(t)}" for t in set(table) | set(now) if table.get(t) != now.get(t)
+    )
+    assert not changed, "docs/models.md's census table is out of date:\n" + "\n".join(changed)
