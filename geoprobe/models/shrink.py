@@ -69,23 +69,54 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _layer_count(d: dict) -> int | None:
+    return next((d[k] for k in _LAYERS if _is_int(d.get(k))), None)
+
+
+def _per_layer_lists(d: dict) -> list[str]:
+    """Keys of lists with one entry per layer: the known names, and any list as long as the layer count."""
+    L = _layer_count(d)
+    return [k for k, v in d.items() if isinstance(v, (list, str)) and (k in _PER_LAYER or (L and len(v) == L > 1))]
+
+
 def _n_layers(d: dict) -> int:
-    """How many layers keep every kind the model has (the shortest prefix of its pattern, >= 3)."""
-    for key in _PER_LAYER:
-        pattern = d.get(key)
-        if isinstance(pattern, (list, str)) and len(pattern) > 0:
-            kinds = set(pattern)
-            for n in range(1, len(pattern) + 1):
-                if set(pattern[:n]) == kinds:
-                    return min(max(n, LAYERS), MAX_LAYERS)
+    """How many layers keep every kind the model has (the shortest prefix of each of its patterns that
+    holds every kind, >= 3; a layer of ``per_layer_config`` included)."""
+    need = LAYERS
+    for key in _per_layer_lists(d):
+        pattern = d[key]
+        if len(pattern) == 0 or isinstance(d[key], str) and key not in _PER_LAYER:
+            continue
+        kinds = {str(x) for x in pattern}
+        n = next(n for n in range(1, len(pattern) + 1) if {str(x) for x in pattern[:n]} == kinds)
+        need = max(need, n)
+    overrides = d.get("per_layer_config")
+    if isinstance(overrides, dict) and overrides:
+        need = max(need, min(int(k) for k in overrides) + 1)
     for period, offset in (("attn_layer_period", "attn_layer_offset"), ("full_attention_interval", None)):
         if _is_int(d.get(period)) and d[period] > 0:
-            return min(max(d[period] + int(d.get(offset or "", 0) or 0), LAYERS), MAX_LAYERS)
-    return LAYERS
+            need = max(need, d[period] + int(d.get(offset or "", 0) or 0))
+    return min(need, MAX_LAYERS)
 
 
 def _cut(pattern: Any, n: int) -> Any:
     return pattern[:n] if isinstance(pattern, (list, str)) and len(pattern) >= n else pattern
+
+
+def _per_layer_config(overrides: dict, base: dict, tiny: dict, n: int) -> dict:
+    """Per-layer overrides of the layers kept: a size equal to the model's own stays equal to the tiny
+    one, a different size becomes twice the tiny one (the layers still differ, as in the model)."""
+    out = {}
+    for k, sizes in overrides.items():
+        if int(k) >= n:
+            continue
+        out[k] = {
+            key: (tiny.get(key, v) if v == base.get(key) else 2 * tiny.get(key, v))
+            if _is_int(v) and _is_int(tiny.get(key))
+            else v
+            for key, v in sizes.items()
+        }
+    return out
 
 
 def shrink(d: dict) -> dict:
@@ -94,10 +125,13 @@ def shrink(d: dict) -> dict:
     special = iter(range(VOCAB - 1, VOCAB - 64, -1))  # other special ids (image, audio tokens) at the top
     heads = next((d[k] for k in _HEADS if _is_int(d.get(k))), None)
     n = _n_layers(d)
+    per_layer = set(_per_layer_lists(d))
     for key, v in d.items():
+        if key == "per_layer_config" and isinstance(v, dict):
+            continue  # below, once the tiny sizes are known
         if isinstance(v, dict) and ("model_type" in v or key.endswith("_config")):
             out[key] = shrink(v)
-        elif key in _PER_LAYER:
+        elif key in per_layer:
             out[key] = _cut(v, n)
         elif not _is_int(v) and not (key in _FIXED and v is None):
             out[key] = v
@@ -121,4 +155,6 @@ def shrink(d: dict) -> dict:
             out[key] = v  # the pattern is kept, layers are counted by _n_layers
         else:
             out[key] = v
+    if isinstance(d.get("per_layer_config"), dict):
+        out["per_layer_config"] = _per_layer_config(d["per_layer_config"], d, out, n)
     return out
