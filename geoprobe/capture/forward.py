@@ -18,6 +18,7 @@ import torch
 from geoprobe.errors import CaptureError
 from geoprobe.models.attention import Probe
 from geoprobe.models.loading import LoadedModel
+from geoprobe.models.verify import position_ids
 
 #: recorded field of the probe -> site name in error messages
 SITES = (("v", "v"), ("k", "k"), ("q", "q"), ("z", "z"), ("entropy", "pattern"))
@@ -50,11 +51,11 @@ def run_batch(model: LoadedModel, probe: Probe, tok: torch.Tensor, mask: torch.T
     device = model.device
     last = (mask.shape[1] - 1 - mask.flip(1).argmax(1)).to(device)
     probe.new_batch(last)
-    position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+    positions = position_ids(model.arch.position_offset, mask, model.arch.name)
     out = model.hf_model(
         tok.to(device),
         attention_mask=mask.to(device),
-        position_ids=position_ids.to(device),
+        **({} if positions is None else {"position_ids": positions.to(device)}),
         logits_to_keep=0,
         use_cache=False,
     )

@@ -29,6 +29,7 @@ from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.layout import Layout, SiteKind
 from geoprobe.models.loading import LoadedModel
+from geoprobe.models.verify import position_ids
 from geoprobe.provenance import prompts_hash
 from geoprobe.text import is_blank
 
@@ -211,11 +212,11 @@ def final_position_logits(
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
             tok, mask = pad_batch([ids[r] for r in rows], pad_id, "left")
-            position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+            positions = position_ids(model.arch.position_offset, mask, model.arch.name)
             logits = model.hf_model(
                 tok.to(model.device),
                 attention_mask=mask.to(model.device),
-                position_ids=position_ids.to(model.device),
+                **({} if positions is None else {"position_ids": positions.to(model.device)}),
                 logits_to_keep=1,
                 use_cache=False,
             ).logits

@@ -19,6 +19,7 @@ from geoprobe.errors import GeoprobeError
 from geoprobe.models.architecture import probing
 from geoprobe.models.attention import Probe, current
 from geoprobe.models.loading import LoadedModel
+from geoprobe.models.verify import position_ids
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Batch:
     rows: list[int]
     ids: torch.Tensor
     mask: torch.Tensor
-    position_ids: torch.Tensor
+    position_ids: torch.Tensor | None
     last: torch.Tensor  # final real position per row
 
 
@@ -40,7 +41,9 @@ def batches(
     for i in range(0, len(ids), batch_size):
         rows = [int(r) for r in order[i : i + batch_size]]
         tok, mask = pad_batch([ids[r] for r in rows], model.tokenizer.pad_token_id, "right")
-        out.append(Batch(rows, tok, mask, (mask.cumsum(1) - 1).clamp(min=0), mask.sum(1) - 1))
+        out.append(
+            Batch(rows, tok, mask, position_ids(model.arch.position_offset, mask, model.arch.name), mask.sum(1) - 1)
+        )
     return out
 
 
@@ -110,7 +113,7 @@ def text_nll(model: LoadedModel, texts: Sequence[str], batch_size: int = 4) -> n
             logits = model.hf_model(
                 b.ids.to(device),
                 attention_mask=b.mask.to(device),
-                position_ids=b.position_ids.to(device),
+                **({} if b.position_ids is None else {"position_ids": b.position_ids.to(device)}),
                 logits_to_keep=0,
                 use_cache=False,
             ).logits

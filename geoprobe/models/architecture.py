@@ -65,6 +65,8 @@ class Architecture:
     post_rotary_layers: frozenset[int] = frozenset()
     sinks: bool = False
     notes: list[str] = field(default_factory=list)
+    #: the model's own number for its first position (``verify.position_offset``; None: unknown, never passed)
+    position_offset: int | None = 0
 
     #: what a missing W_K means (the mechanism), for messages
     NO_KEY_WEIGHTS = (

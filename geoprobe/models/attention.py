@@ -31,7 +31,7 @@ from jaxtyping import Float
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.rotary import RotaryFunction, unrotate
 
-PREFIX = "geoprobe_"
+PREFIX = "geoprobe_"  # the name of its wrapper functions
 BASES = ("sdpa", "eager")
 _LN2 = math.log(2.0)
 _ACTIVE: contextvars.ContextVar["Probe | None"] = contextvars.ContextVar("geoprobe_probe", default=None)
@@ -60,8 +60,11 @@ def final_row_distribution(
     ``key`` is not repeated across query-head groups (query head h reads KV head h // G).
     ``mask_row`` is the final query's row of the layer's mask, (batch, 1|head, pos): bool
     (True = attend) or additive float; None means causal (keys up to ``last[b]``). ``sinks``
-    (head,) are the logits of a virtual key that takes mass but has no value (gpt-oss); the
-    returned distribution then sums to 1 - sink mass. Scores are computed in float32."""
+    (head,) are the logits of a virtual key that takes mass but has no value (gpt-oss, Granite-SWA).
+    With sinks, the returned distribution is the one over the real keys (it sums to 1: the
+    attention given that it goes to a token) and the sink's mass is returned beside it: one
+    definition for every sink architecture, whatever its eager ``output_attentions`` returns (gpt-oss
+    leaves the sink's mass out, Granite-SWA renormalises). Scores are computed in float32."""
     B, Hq, d = query_last.shape
     Hkv, T = key.shape[1], key.shape[2]
     s = torch.einsum("bkgd,bktd->bkgt", query_last.float().reshape(B, Hkv, Hq // Hkv, d), key.float())
@@ -77,11 +80,11 @@ def final_row_distribution(
         s = s.masked_fill(~mask_row.to(s.device), float("-inf"))
     else:
         s = s + mask_row.float().to(s.device)
+    p = torch.softmax(s, dim=-1)
     if sinks is None:
-        return torch.softmax(s, dim=-1), None
+        return p, None
     sink = sinks.float().to(s.device).reshape(1, Hq, 1).expand(B, Hq, 1)
-    p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)
-    return p[..., :-1], p[..., -1]
+    return p, torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., -1]
 
 
 @dataclass
@@ -134,6 +137,11 @@ class Probe:
     post_rotary_layers: frozenset[int] = frozenset()
     calls: list[int] = field(default_factory=list)
     edited: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def silent(cls) -> "Probe":
+        """A probe that records nothing (geoprobe's function runs, the model's own output comes back)."""
+        return cls(queries=False, keys=False, values=False, attn_out=False, attention=False)
 
     def new_batch(self, last: torch.Tensor | None) -> None:
         self.last, self.records, self.rotary, self.calls = last, {}, {}, []
@@ -254,10 +262,14 @@ def current_set(probe: Probe) -> Iterator[Probe]:
         _ACTIVE.reset(token)
 
 
-# -- registration ----------------------------------------------------------------------------
-def _stock(base: str, module: Any) -> Callable:
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+# -- installation ----------------------------------------------------------------------------
+#: the function geoprobe's ``sdpa`` wraps: what ALL_ATTENTION_FUNCTIONS held when geoprobe installed itself
+_STOCK_SDPA: list[Callable] = []
+_depth: dict[str, int] = {}
+_previous: dict[str, tuple[Callable | None, bool]] = {}
 
+
+def _stock(base: str, module: Any) -> Callable:
     if base == "eager":  # each modeling file has its own eager function (softcap, sinks, ...)
         fn = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
         if fn is None:
@@ -266,7 +278,7 @@ def _stock(base: str, module: Any) -> Callable:
                 "geoprobe cannot run its eager attention (not supported)"
             )
         return fn
-    return ALL_ATTENTION_FUNCTIONS[base]
+    return _STOCK_SDPA[-1]
 
 
 def _make(base: str) -> Callable:
@@ -313,42 +325,62 @@ def _make(base: str) -> Callable:
     return attention
 
 
-_registered: list[str] = []
+_WRAPPERS = {base: _make(base) for base in BASES}
 
 
-def register() -> None:
-    """Register ``geoprobe_sdpa`` and ``geoprobe_eager`` (attention and mask functions); idempotent."""
-    if _registered:
-        return
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
+@contextmanager
+def installed(base: str) -> Iterator[None]:
+    """geoprobe's function in transformers' ``ALL_ATTENTION_FUNCTIONS`` under the implementation's own
+    name (``sdpa`` or ``eager``) inside the block; what was there before is put back on exit.
 
-    for base, mask in (("sdpa", sdpa_mask), ("eager", eager_mask)):
-        AttentionInterface.register(PREFIX + base, _make(base))
-        AttentionMaskInterface.register(PREFIX + base, mask)
-        _registered.append(PREFIX + base)
+    Under its own name every branch a modeling file takes on ``config._attn_implementation`` (the
+    sparse-attention indexers of DeepSeek-V3.2 and GLM-5 fold their top-k into the mask only for
+    ``eager``/``sdpa``; GPT-2's eager upcasts) is the branch the model takes without geoprobe, and
+    the mask is the one its implementation builds. Nested blocks share one installation."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as functions
+
+    if _depth.get(base, 0) == 0:
+        held = functions.get(base)
+        library = type(functions)().get(base)  # a fresh interface holds only the library-wide mapping
+        _previous[base] = (held, held is library)
+        if base == "sdpa":
+            _STOCK_SDPA.append(held)
+        functions[base] = _WRAPPERS[base]
+    _depth[base] = _depth.get(base, 0) + 1
+    try:
+        yield
+    finally:
+        _depth[base] -= 1
+        if _depth[base] == 0:
+            held, from_library = _previous.pop(base)
+            if from_library:
+                del functions[base]  # the local entry geoprobe added; the library's shows again
+            else:
+                functions[base] = held
+            if base == "sdpa":
+                _STOCK_SDPA.pop()
 
 
 def base_implementation(hf_model: Any) -> str:
-    """The implementation geoprobe's function wraps: the model's own (sdpa or eager)."""
+    """The implementation geoprobe's function wraps: the model's own (sdpa or eager; any other, flash
+    attention for one, is run as sdpa while geoprobe reads it)."""
     impl = hf_model.config._attn_implementation or "eager"
-    if impl.startswith(PREFIX):
-        impl = impl.removeprefix(PREFIX)
     return impl if impl in BASES else "sdpa"
 
 
 @contextmanager
 def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
-    """Switch ``hf_model`` to geoprobe's function around its base implementation, with ``probe``
-    recording; restores the implementation on exit, also after an error."""
-    register()
+    """Run ``hf_model``'s attention through geoprobe's function (under the name of its own
+    implementation, :func:`installed`) with ``probe`` recording; everything is put back on exit,
+    also after an error."""
     previous = hf_model.config._attn_implementation
     base = base_implementation(hf_model)
     token = _ACTIVE.set(probe)
     try:
-        if previous != PREFIX + base:
-            hf_model.set_attn_implementation(PREFIX + base)
-        yield probe
+        if previous != base:
+            hf_model.set_attn_implementation(base)
+        with installed(base):
+            yield probe
     finally:
         _ACTIVE.reset(token)
         if hf_model.config._attn_implementation != previous:

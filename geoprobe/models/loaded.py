@@ -14,11 +14,13 @@ from typing import Any, Literal
 import torch
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
-from geoprobe.models.architecture import Architecture, input_device, inspect_model
+from geoprobe.models.architecture import Architecture, architecture_name, input_device, inspect_model, probing
+from geoprobe.models.attention import Probe
 from geoprobe.models.bridge import unwrap_bridge
 from geoprobe.models.heads import check_heads
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ModelSpec
+from geoprobe.models.verify import check_causal, check_same_model, position_offset
 from geoprobe.provenance import Provenance
 
 DType = Literal["float32", "bfloat16", "float16"]
@@ -97,7 +99,10 @@ def boot(
     hf_model = unwrap_bridge(hf_model)
     hf_model.eval()
     check_heads(hf_model.config.to_dict(), provenance.model_id)
+    check_causal(hf_model, architecture_name(hf_model))
     arch = inspect_model(hf_model)
+    arch.position_offset = position_offset(hf_model)
+    check_same_model(hf_model, arch.name, lambda: probing(hf_model, arch, Probe.silent()))
     hf_model.config.architectures = [arch.name]
     return LoadedModel(
         hf_model=hf_model,

@@ -129,6 +129,11 @@ GENERIC: dict[str, dict[str, Any]] = {}
 
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    # BERT-style encoders trained as decoders (is_decoder: causal self-attention); RoBERTa's family numbers
+    # its positions from padding_idx + 1
+    "bert/decoder": ("bert", {"is_decoder": True}),
+    "roberta/decoder": ("roberta", {"is_decoder": True}),
+    "xlm-roberta/decoder": ("xlm-roberta", {"is_decoder": True}),
     "falcon/mq": ("falcon", {"new_decoder_architecture": False, "multi_query": True}),
     "falcon/alibi": (
         "falcon",

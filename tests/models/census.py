@@ -6,11 +6,15 @@ puts it in one of these classes:
 
 * ``captured``: a right-padded batch of three prompts (13, 9 and 5 tokens: longer than the
   twins' 6-token windows and sparse-attention top-k) captured through geoprobe equals, for
-  every attention layer and head, the attention entropy of the final row of Hugging Face's own
-  eager ``output_attentions`` (each prompt run alone, 1e-4 bits); the next-token entropy of
-  every prompt equals the one of the model's own forward pass without geoprobe (1e-4 bits), so
-  geoprobe measured the model and not another one; the recorded values equal the layer's V
-  projection of its input at the final token (1e-5 relative) where a linear V exists;
+  every attention layer and head, the attention entropy of each prompt's final row of Hugging
+  Face's own eager ``output_attentions`` on the same batch (1e-4 bits; the row normalised over the
+  keys, which is geoprobe's one definition for models with attention sinks); the next-token
+  entropy of every prompt equals the one of the model's own forward pass on the same batch
+  without geoprobe (1e-4 bits), so geoprobe measured the model and not another one; the recorded
+  values equal the layer's V projection of its input at the final token (1e-5 relative) where a
+  linear V exists. Where the model's own output for a prompt moves with padding (DeepSeek-V3.2's
+  top-k indexer breaks ties by position), the row says by how much; padding correctness of geoprobe
+  itself is checked per prompt, unpadded, by tests/models/test_attention.py;
 * ``refused``: geoprobe refuses it in one line, with a reason from ``REASONS``
   (``UnsupportedArchitectureError.reason``);
 * ``cannot build``: transformers cannot build its tiny twin (the reason is kept);
@@ -38,6 +42,7 @@ import torch
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.reasons import REASONS, counted
+from geoprobe.models.verify import position_ids
 
 LENGTHS = (13, 9, 5)
 ENTROPY_TOL = 1e-4  # bits, as tests/models/test_attention.py
@@ -59,10 +64,16 @@ class Row:
         return self.status != "cannot build" and not (self.status == "refused" and not counted(self.mechanism))
 
 
+#: configurations of a type beside its default that the census also covers (``tiny.VARIANTS``): BERT-style
+#: models trained as decoders, where RoBERTa's own position numbering matters
+DECODER_VARIANTS = ("bert/decoder", "roberta/decoder", "xlm-roberta/decoder")
+
+
 def types() -> list[str]:
+    """Every key of the installed transformers' MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, then DECODER_VARIANTS."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) + list(DECODER_VARIANTS)
 
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:
@@ -122,19 +133,22 @@ def _check(model: Any, loaded: Any) -> str:
         return f"layers {missing} recorded nothing"
     eager = same_weights(hf, "eager")
     last = probe.last
-    for b, seq in enumerate(seqs):
-        with torch.no_grad():
-            own = hf(seq[None], use_cache=False).logits[0, -1].float()
-            out = eager(seq[None], output_attentions=True, use_cache=False)
+    positions = position_ids(arch.position_offset, mask)
+    kw = {"attention_mask": mask, "use_cache": False, **({} if positions is None else {"position_ids": positions})}
+    with torch.no_grad():
+        own = hf(ids, **kw).logits.float()
+        out = eager(ids, output_attentions=True, **kw)
+    maps = [a for a in (out.attentions or ()) if a is not None]
+    if len(maps) != len(layers):
+        return f"eager gave {len(maps)} attention maps for {len(layers)} attention layers"
+    for b in range(len(seqs)):
         got = entropy_bits(torch.softmax(logits[b].double(), -1))
-        want = entropy_bits(torch.softmax(own.double(), -1))
+        want = entropy_bits(torch.softmax(own[b, last[b]].double(), -1))
         if abs(float(got - want)) > ENTROPY_TOL:
             return f"prompt {b}: next-token entropy {float(got):.4f} bits, the model's own {float(want):.4f}"
-        maps = [a for a in (out.attentions or ()) if a is not None]
-        if len(maps) != len(layers):
-            return f"eager gave {len(maps)} attention maps for {len(layers)} attention layers"
         for i, layer in enumerate(layers):
-            ref = entropy_bits(maps[i][0, :, -1].double())
+            row = maps[i][b, :, last[b]].double()
+            ref = entropy_bits(row / row.sum(-1, keepdim=True))  # the distribution over the keys (sinks: eager.md)
             rec = probe.records[layer].entropy[b].double()
             if ref.shape != rec.shape:
                 return f"layer {layer}: {rec.shape[0]} heads recorded, eager has {ref.shape[0]}"
@@ -152,6 +166,25 @@ def _check(model: Any, loaded: Any) -> str:
         if err > VALUE_RTOL:
             return f"layer {layer}: recorded values differ from the V projection by {err:.2g} (relative)"
     return ""
+
+
+def padding_note(loaded: Any) -> str:
+    """'' when each prompt's final next-token entropy is the same in the padded batch and alone; else
+    how far the model's own output moves with padding (the model's property, not geoprobe's)."""
+    hf, arch = loaded.hf_model, loaded.arch
+    seqs = _prompts(int(hf.config.get_text_config().vocab_size))
+    ids, mask = _right_padded(seqs)
+    positions = position_ids(arch.position_offset, mask)
+    with torch.no_grad():
+        padded = hf(
+            ids, attention_mask=mask, use_cache=False, **({} if positions is None else {"position_ids": positions})
+        ).logits
+        moved = 0.0
+        for b, seq in enumerate(seqs):
+            alone = hf(seq[None], use_cache=False).logits[0, -1].double()
+            h = entropy_bits(torch.softmax(padded[b, len(seq) - 1].double(), -1))
+            moved = max(moved, abs(float(h - entropy_bits(torch.softmax(alone, -1)))))
+    return "" if moved <= ENTROPY_TOL else f"; padding moves the model's own next-token entropy by {moved:.2g} bits"
 
 
 def _loaded(model: Any) -> Any:
@@ -211,7 +244,7 @@ def classify(model_type: str) -> Row:
         model_type,
         "captured",
         loaded.arch.mechanism,
-        f"{lay.n_layers} attention layers{where}, {lay.n_heads}/{lay.n_kv_heads} heads",
+        f"{lay.n_layers} attention layers{where}, {lay.n_heads}/{lay.n_kv_heads} heads{padding_note(loaded)}",
     )
 
 

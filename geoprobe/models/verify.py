@@ -1,0 +1,125 @@
+"""Checks at load time that geoprobe measures the model and not another one.
+
+Each runs the model's own forward pass on a few random tokens (``PROBE_TOKENS``, twin-sized: a
+few milliseconds on a tiny model, one short forward pass of a real one):
+
+* :func:`check_causal`: a decoder's output at a position never depends on later tokens. Change
+  the final token; every earlier position's logits must stay the same. An encoder used with an
+  LM head (BERT, RoBERTa without ``is_decoder``) fails it and is refused (``bidirectional``):
+  its "next-token" distribution is not one, and its final row is not a causal one.
+* :func:`position_offset`: how the model numbers positions when it is given none. geoprobe must
+  pass ``position_ids`` where a batch is left-padded; it passes the model's own numbering:
+  ``0..n-1`` for almost every model, ``padding_idx + 1 ..`` for RoBERTa-style learned positions
+  (RoBERTa, XLM-R, CamemBERT, Data2Vec-text …). None: the model numbers positions some other
+  way, and geoprobe then never passes any (right padding only).
+* :func:`check_same_model`: the logits with geoprobe's attention function installed (recording
+  nothing) equal the model's own. A model that computes something else under it (a branch on the
+  implementation's name that geoprobe does not reproduce, a mask it does not see) is refused
+  (``other-computation``) instead of measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from geoprobe.errors import CaptureError, UnsupportedArchitectureError
+
+PROBE_TOKENS = 7
+RTOL = 1e-4  # relative, of the logits' scale: float32 kernels with different orders agree to ~1e-6
+
+
+def probe_ids(hf_model: Any, batch: int = 1, tokens: int = PROBE_TOKENS) -> torch.Tensor:
+    """Random token ids that avoid the special ids below 3 and the model's pad id."""
+    cfg = hf_model.config.get_text_config()
+    vocab = int(getattr(cfg, "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0])
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(min(3, vocab - 1), vocab, (batch, tokens), generator=g)
+    pad = getattr(cfg, "pad_token_id", None)
+    if isinstance(pad, int) and 3 <= pad < vocab:
+        ids[ids == pad] = pad + 1 if pad + 1 < vocab else pad - 1
+    return ids
+
+
+def _logits(hf_model: Any, ids: torch.Tensor, **kw: Any) -> torch.Tensor:
+    from geoprobe.models.architecture import input_device
+
+    with torch.no_grad():
+        return hf_model(ids.to(input_device(hf_model)), use_cache=False, **kw).logits.float().cpu()
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    scale = float(b.abs().max().clamp_min(1e-6))
+    return a.shape == b.shape and float((a - b).abs().max()) <= RTOL * scale
+
+
+def check_causal(hf_model: Any, name: str) -> None:
+    """Refuse (``bidirectional``) a model whose output at a position depends on later tokens."""
+    ids = probe_ids(hf_model)
+    other = ids.clone()
+    other[0, -1] = ids[0, -2] if int(ids[0, -2]) != int(ids[0, -1]) else int(ids[0, -1]) - 1
+    a, b = _logits(hf_model, ids), _logits(hf_model, other)
+    if not _close(a[:, :-1], b[:, :-1]):
+        hint = " (a BERT-style model: load it with is_decoder=True if it was trained as a decoder)"
+        hint = hint if hasattr(hf_model.config, "is_decoder") else ""
+        raise UnsupportedArchitectureError(
+            f"{name}: its attention is not causal: changing the final token changes the output at earlier "
+            f"positions, so it is an encoder{hint}; geoprobe measures decoders, whose final token attends to "
+            "the tokens before it",
+            reason="bidirectional",
+        )
+
+
+def _position_embeddings(hf_model: Any) -> list[torch.nn.Embedding]:
+    return [
+        m
+        for n, m in hf_model.named_modules()
+        if isinstance(m, torch.nn.Embedding) and "position" in n.rsplit(".", 1)[-1] and m.padding_idx is not None
+    ]
+
+
+def position_offset(hf_model: Any) -> int | None:
+    """The first position number the model gives itself (see the module docstring); None when no
+    candidate reproduces what it computes with no position ids."""
+    ids = probe_ids(hf_model)
+    own = _logits(hf_model, ids)
+    candidates = [0] + sorted({int(e.padding_idx) + 1 for e in _position_embeddings(hf_model)})
+    for offset in candidates:
+        try:
+            got = _logits(hf_model, ids, position_ids=torch.arange(ids.shape[1])[None] + offset)
+        except TypeError:  # the model takes no position ids: it numbers positions itself
+            return None
+        if _close(got, own):
+            return offset
+    return None
+
+
+def position_ids(offset: int | None, mask: torch.Tensor, what: str = "this model") -> torch.Tensor | None:
+    """The position ids to pass with a padded batch (``mask``: 1 on tokens): the model's own numbering
+    of each row's real tokens, or None (let the model number them) for a model whose numbering
+    geoprobe does not know, which only right-padded batches may use."""
+    if offset is not None:
+        return (mask.cumsum(1) - 1).clamp(min=0) + offset
+    if bool((mask[:, 0] == 0).any()):
+        raise CaptureError(
+            f"{what} numbers positions its own way, which geoprobe cannot reproduce for left-padded prompts; "
+            "pass --padding-side right"
+        )
+    return None
+
+
+def check_same_model(hf_model: Any, name: str, activated: Any) -> None:
+    """Refuse (``other-computation``) a model whose logits change when ``activated`` (a context
+    manager factory installing geoprobe's attention function, recording nothing) is active."""
+    ids = probe_ids(hf_model, batch=2)
+    own = _logits(hf_model, ids)
+    with activated():
+        got = _logits(hf_model, ids)
+    if not _close(got, own):
+        diff = float((got - own).abs().max())
+        raise UnsupportedArchitectureError(
+            f"{name}: with geoprobe's attention function its logits change (by up to {diff:.3g}), so the model "
+            "computes something else under it than on its own; geoprobe refuses to measure another model",
+            reason="other-computation",
+        )
