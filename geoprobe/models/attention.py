@@ -3,11 +3,11 @@
 A decoder that computes attention through ``ALL_ATTENTION_FUNCTIONS`` (every modern
 transformers architecture) calls one function per attention layer with the query, key and
 value *as the scores use them* (after projections, q/k norms and rotary), the mask (causal,
-sliding window, padding), ``scaling``, ``softcap`` and attention sinks. geoprobe registers
-``geoprobe_sdpa`` and ``geoprobe_eager`` there, and under the same names in
-``AttentionMaskInterface`` (an unknown name gets no mask at all, so padding would be
-silently ignored). Each calls the stock function of the model's own default implementation
-for the real output, so the forward pass is the model's, and then, only while a
+sliding window, padding), ``scaling``, ``softcap`` and attention sinks. While geoprobe reads a
+model, its function sits there under the name of the model's own implementation (``sdpa`` or
+``eager``, :func:`installed`), so the model takes every branch and builds every mask as it does
+without geoprobe. It calls the stock function of that implementation for the real output, so the
+forward pass is the model's, and then, only while a
 :class:`Probe` is active (a ``contextvars`` variable), computes from the final query row of
 each batch row its distribution over the keys and its entropy: O(T·d) per head, never the
 T×T score matrix. It also keeps q, k, v and the attention output z at the final token, and

@@ -17,7 +17,7 @@ from geoprobe.models.architecture import inspect_model, probing
 from geoprobe.models.attention import Probe
 from geoprobe.models.tiny import same_weights, tiny_model
 
-SINK_TYPES = ("gpt_oss", "granite_swa", "granitemoe_swa")
+SINK_TYPES = ("gpt_oss", "granite_swa", "granitemoe_swa", "flint", "hy_v4")
 TOL = 1e-5
 
 
