@@ -414,7 +414,7 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
     if arch.mechanism == "legacy":
         with (
             legacy_hooks(
-                hf_model, arch.model_type, arch.modules, probe, (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])
+                arch.model_type, arch.modules, probe, (arch.q_specs[0], arch.k_specs[0], arch.v_specs[0])
             ) as p,
             A.current_set(p),
         ):

@@ -8,16 +8,16 @@ torch's own. Its q/k/v layout and W_K are then identified like any interface arc
 
 The types of :data:`INLINE` compute attention inside the module (eager only) and return
 their attention probabilities as the second item of its output: GPT-Neo, Bloom and GPT-J
-before transformers 5.24, MPT, XGLM, OpenAI GPT, GPT-NeoX-Japanese and CPM-Ant. transformers
-moves such types to ``AttentionInterface`` one by one (GPT-J and CodeGen in 5.24): a type of
-``INLINE`` whose model class can set its attention implementation is read through the
-interface like any other (``architecture.inspect_model``). A forward hook on each attention
-module reads the final query row of those probabilities: the model's own computation, its
-ALiBi (Bloom, MPT), local windows (GPT-Neo), rotary (GPT-J, GPT-NeoX-Japanese) and relative
-position bias (CPM-Ant) included. A module whose ``forward`` takes ``output_attentions`` (OpenAI
-GPT, CPM-Ant) returns them only when asked, so a pre-hook asks; the caller, which did not, never
-reads them. At load :func:`inline_layers` runs one forward pass and requires every attention
-module to return, exactly once, a (batch, head, query, key) tensor whose rows sum to 1, else
+before transformers 5.24, MPT, XGLM, OpenAI GPT and GPT-NeoX-Japanese (CPM-Ant is described
+too, and refused below). transformers moves such types to ``AttentionInterface`` one by one
+(GPT-J and CodeGen in 5.24): a type of ``INLINE`` whose model class can set its attention
+implementation is read through the interface like any other (``architecture.inspect_model``).
+A forward hook on each attention module reads the final query row of those probabilities: the
+model's own computation, its ALiBi (Bloom, MPT), local windows (GPT-Neo) and rotary (GPT-J,
+GPT-NeoX-Japanese) included. A module whose ``forward`` takes ``output_attentions`` (OpenAI
+GPT) returns them only when asked, so a pre-hook asks; the caller, which did not, never reads
+them. At load :func:`inline_layers` runs two forward passes and requires every attention
+module to return, once per pass, a (batch, head, query, key) tensor whose rows sum to 1, else
 the architecture is refused in one line.
 
 Where q/k/v live is data (:class:`InlineLayout`, one line per type, read from its modeling
@@ -28,12 +28,15 @@ q, k and v are then x·W (+ b) at the final token, pre-rotary. Value edits (``Pr
 run on the output of the V projection, split by its description (fused projections included),
 and out-edits (``Probe.out_edits``) on the input of the output projection.
 
-CPM-Ant prepends ``prompt_length`` learned prompt tokens inside the model: its attention runs
-over more positions than the input has. The difference (attention length minus input length,
-read by a pre-hook on the model) is an offset: the final query is the input's final token
-moved by it, and the mass on the prepended keys, which are no input token, is recorded like an
-attention sink's (``LayerRecord.sink_mass``): the distribution over the input's tokens is the
-row without them, which is what transformers' ``output_attentions`` returns for CPM-Ant.
+The load-time pass also changes the final token of its prompts: where what any attention layer
+reads at an earlier position changes with it, the model is not causal and is refused
+(``bidirectional``). CPM-Ant is: transformers runs its whole input as CPM-Ant's bidirectional
+context (``context = 1`` everywhere in ``CpmAntModel.forward``). A setting that transforms q, k
+and v after their projection (MPT's ``clip_qkv``, ``InlineLayout.refuse_if``) is refused too.
+
+For the refusal of an inline type that is not described, :func:`softmax_calls` tells softmax
+attention from a module that is only named *Attention*: RWKV's ``RwkvSelfAttention`` (a linear
+recurrence) makes no softmax call, so that model is refused as having no softmax attention.
 """
 
 from __future__ import annotations
@@ -154,7 +157,7 @@ def inline_layers(hf_model: Any, mods: list[Any], ids: torch.Tensor, name: str) 
             p = output[1] if isinstance(output, (tuple, list)) and len(output) > 1 else None
             if not (isinstance(p, torch.Tensor) and p.dim() == 4):
                 bad.append(f"{type(mod).__name__} returned no (batch, head, query, key) probabilities")
-            elif float((p.float().sum(-1) - 1).abs().max()) > 1e-3:
+            elif float((p.float().sum(-1) - 1).abs().max()) > max(1e-3, 8 * torch.finfo(p.dtype).eps):
                 bad.append(f"{type(mod).__name__} returned rows that do not sum to 1")
             else:
                 heads.add(int(p.shape[1]))
@@ -201,7 +204,6 @@ def refuse_unsupported(layout: InlineLayout, module: Any, name: str) -> None:
 
 @contextmanager
 def legacy_hooks(
-    hf_model: Any,
     model_type: str,
     modules: dict[int, Any],
     probe: Probe,
@@ -212,23 +214,8 @@ def legacy_hooks(
     handles = []
     inputs: dict[int, torch.Tensor] = {}
     edited_v: dict[int, torch.Tensor] = {}
-    length: dict[str, int] = {}
+    final = probe.final_positions
 
-    def model_pre(mod: Any, args: tuple, kwargs: dict) -> None:
-        ids = args[0] if args else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
-        length.pop("input", None)
-        if isinstance(ids, torch.Tensor) and ids.dim() >= 2:
-            length["input"] = int(ids.shape[1])
-
-    def offset(T: int) -> int:
-        """Positions the model put before the input's (CPM-Ant's prompt tokens)."""
-        return max(T - length.get("input", T), 0)
-
-    def final(B: int, T: int, device: Any) -> torch.Tensor:
-        off = offset(T)
-        return probe.final_positions(B, T - off, device) + off
-
-    handles.append(hf_model.register_forward_pre_hook(model_pre, with_kwargs=True))
     for layer, module in modules.items():
         sig = _asking(module)
 
@@ -244,12 +231,12 @@ def legacy_hooks(
             rec = probe.records.setdefault(_layer, LayerRecord(_layer))
             rec.calls += 1
             B, _, T, _ = probs.shape
-            off = offset(T)
             with torch.no_grad():
                 x = inputs.pop(_layer)
                 if probe.attention:
-                    row = probs[torch.arange(B, device=probs.device), :, final(B, T, probs.device)].float()
-                    probe.keep_distribution(rec, row[..., off:], row[..., :off].sum(-1) if off else None)
+                    probe.keep_distribution(
+                        rec, probs[torch.arange(B, device=probs.device), :, final(B, T, probs.device)].float()
+                    )
                 for on, spec, name in (
                     (probe.queries, q_spec, "q"),
                     (probe.keys, k_spec, "k"),
@@ -265,8 +252,7 @@ def legacy_hooks(
             if fn is None:
                 return None
             probe.edited[_layer] = probe.edited.get(_layer, 0) + 1
-            off = offset(output.shape[1])
-            y = torch.cat([output[:, :off], v_spec.edit_output(output[:, off:], fn)], dim=1)
+            y = v_spec.edit_output(output, fn)
             if probe.values:
                 B, T = y.shape[:2]
                 rows = torch.arange(B, device=y.device)
@@ -278,9 +264,7 @@ def legacy_hooks(
             B, T = z.shape[:2]
             edit = probe.out_edits.get(_layer)
             if edit is not None:
-                off = offset(T)
-                tail = edit(z[:, off:].reshape(B, T - off, q_spec.n_heads, -1)).reshape(B, T - off, -1)
-                z = torch.cat([z[:, :off], tail.to(z.dtype)], dim=1)
+                z = edit(z.reshape(B, T, q_spec.n_heads, -1)).reshape(z.shape).to(z.dtype)
             if probe.attn_out:
                 sl = z[torch.arange(B, device=z.device), final(B, T, z.device)]
                 rec = probe.records.setdefault(_layer, LayerRecord(_layer))
