@@ -178,7 +178,7 @@ def inspect_model(hf_model: Any) -> Architecture:
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
     if not type(hf_model)._can_set_attn_implementation():
         kind = type(mods[0]).__name__
-        if not softmax_calls(hf_model, mods, _probe_ids(hf_model, batch=1).to(_device(hf_model))):
+        if softmax_calls(hf_model, mods, _probe_ids(hf_model, batch=1).to(_device(hf_model))) == 0:
             raise UnsupportedArchitectureError(
                 f"{name}: its {kind} modules compute no softmax over keys (no softmax or scaled-dot-product "
                 "attention call in a forward pass: a recurrent or linear-attention mixer), and geoprobe measures "

@@ -282,10 +282,11 @@ def legacy_hooks(
             h.remove()
 
 
-def softmax_calls(hf_model: Any, modules: list[Any], ids: torch.Tensor) -> int:
+def softmax_calls(hf_model: Any, modules: list[Any], ids: torch.Tensor) -> int | None:
     """How many softmax (or scaled-dot-product attention) calls ``modules`` make in one forward
     pass of ``ids``: every torch function call is seen (``TorchFunctionMode``), counted only while
-    one of the modules runs."""
+    one of the modules runs. None where that forward pass fails (a model that needs more than
+    token ids): then nothing is known."""
     from torch.overrides import TorchFunctionMode
 
     running: list[Any] = []
@@ -311,6 +312,8 @@ def softmax_calls(hf_model: Any, modules: list[Any], ids: torch.Tensor) -> int:
     try:
         with torch.no_grad(), Count():
             hf_model(ids, use_cache=False)
+    except Exception:  # a diagnostic pass for a refusal: its failure leaves the refusal as it was
+        return None
     finally:
         for h in handles:
             h.remove()

@@ -184,3 +184,12 @@ def test_value_edits_reach_exactly_the_values_attention_reads(model_type):
     plain, edited = runs
     assert plain.z.abs().max() > 1e-3 and edited.z.abs().max() == 0 and edited.v.abs().max() == 0
     torch.testing.assert_close(edited.distribution, plain.distribution, atol=1e-6, rtol=0)
+
+
+def test_an_inline_model_whose_forward_fails_stays_an_inline_refusal(monkeypatch):
+    """The softmax count is a diagnostic: where the forward pass fails, the refusal is the inline one."""
+    model = tiny_model("rwkv")
+    monkeypatch.setattr(model, "forward", lambda *a, **k: (_ for _ in ()).throw(ValueError("needs pixel values")))
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        inspect_model(model)
+    assert e.value.reason == "inline" and "RwkvSelfAttention" in str(e.value)
