@@ -11,7 +11,7 @@ attention function applies it (``Probe.edits``) to the value tensor as the atten
 it — after projections and any value norm, one row per KV head (GQA: ``n_kv_heads``; MHA:
 one per head) — immediately before the model's own attention function runs, so every query
 head of a group reads the same edited value, at every position. Architectures that compute
-attention inline (GPT-Neo, Bloom, GPT-J before transformers 5.24, see ``legacy.py``) get the
+attention inline (GPT-Neo, Bloom, MPT, XGLM, OpenAI GPT, ..., see ``legacy.INLINE``) get the
 edit on the output of their V projection, split by its description (Bloom's fused QKV
 included), which is the value tensor their attention reads.
 

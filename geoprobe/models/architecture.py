@@ -1,10 +1,11 @@
 """What geoprobe knows about a model's attention, derived from the model itself at load time.
 
 :func:`inspect_model` replaces per-family adapters. It finds the attention modules, refuses
-in one line what cannot be measured (no attention layers; attention computed inline, outside
-transformers' ``AttentionInterface``, and not one of the hand-written exceptions in
-``legacy.py``), then runs two 7-token forward passes through geoprobe's attention function
-with any q/k norms swapped for identities:
+in one line what cannot be measured (no attention layers, or modules named *Attention* that
+make no softmax call in a forward pass, RWKV's; attention computed inline, outside
+transformers' ``AttentionInterface``, and not one of the exceptions ``legacy.py`` describes),
+then runs two 7-token forward passes through geoprobe's attention function with any q/k norms
+swapped for identities:
 
 * every attention module must call the function exactly once per forward pass, else the
   architecture is refused naming the modules that did not;
@@ -35,13 +36,14 @@ from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import (
+    INLINE,
     INLINE_SDPA_TYPES,
-    LEGACY_TYPES,
+    inline_layers,
     inline_sdpa,
     legacy_hooks,
-    legacy_rotary_dim,
-    legacy_specs,
     legacy_windows,
+    refuse_unsupported,
+    softmax_calls,
 )
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
 from geoprobe.models.rotary import unrotate
@@ -55,7 +57,7 @@ class Architecture:
 
     name: str  # the architecture (class name)
     model_type: str
-    mechanism: str  # "interface" (AttentionInterface), "inline-sdpa" (Falcon) or "legacy" (gpt_neo, bloom, gptj < 5.24)
+    mechanism: str  # "interface" (AttentionInterface), "inline-sdpa" (Falcon) or "legacy" (legacy.INLINE)
     layout: Layout
     modules: dict[int, Any]  # model layer number -> attention module
     k_specs: dict[int, ProjSpec | None]
@@ -161,7 +163,7 @@ def inspect_model(hf_model: Any) -> Architecture:
     mods = attention_modules(hf_model)
     if not mods:
         _refuse_without_attention(hf_model)
-    if mt in LEGACY_TYPES and not type(hf_model)._can_set_attn_implementation():
+    if mt in INLINE and not type(hf_model)._can_set_attn_implementation():
         # transformers moves these to AttentionInterface one by one (GPT-J in 5.24); once moved, the
         # derived layout reads them like any other architecture
         return _legacy(hf_model, name, mt, mods)
@@ -177,10 +179,17 @@ def inspect_model(hf_model: Any) -> Architecture:
             )
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
     if not type(hf_model)._can_set_attn_implementation():
+        kind = type(mods[0]).__name__
+        if softmax_calls(hf_model, mods, _probe_ids(hf_model, batch=1).to(_device(hf_model))) == 0:
+            raise UnsupportedArchitectureError(
+                f"{name}: its {kind} modules compute no softmax over keys (no softmax or scaled-dot-product "
+                "attention call in a forward pass: a recurrent or linear-attention mixer), and geoprobe measures "
+                "softmax attention; pass a transformer to --model",
+                reason="no-attention",
+            )
         raise UnsupportedArchitectureError(
-            f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
-            "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
-            "read it",
+            f"{name}: its attention ({kind}) is computed inline, not through transformers' AttentionInterface, "
+            f"and is not one of geoprobe's exceptions ({', '.join(INLINE)}); geoprobe cannot read it",
             reason="inline",
         )
     return _interface(hf_model, name, mt, mods)
@@ -347,21 +356,25 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
 
 
 def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
-    cfg = hf_model.config
-    specs = legacy_specs(cfg)
-    by_layer = dict(enumerate(mods))
-    H, d = specs[0].n_heads, specs[0].d_head
+    """An architecture of ``legacy.INLINE``: layers and heads from one forward pass, q/k/v from its description."""
+    cfg, described = hf_model.config, INLINE[mt]
+    for m in mods:
+        refuse_unsupported(described, m, name)
+    by_layer, H = inline_layers(hf_model, mods, _probe_ids(hf_model).to(_device(hf_model)), name)
+    specs = described.specs(by_layer[0], H)
+    d = specs[2].d_head
+    n = len(by_layer)
     layout = Layout(
-        n_layers=len(mods),
+        n_layers=n,
         n_heads=H,
         n_kv_heads=H,
         d_head=d,
         d_model=int(cfg.hidden_size),
         vocab_size=int(cfg.vocab_size),
-        rotary_dim=legacy_rotary_dim(cfg),
-        sliding_window=legacy_windows(cfg, len(mods)),
+        rotary_dim=described.rotary_dim(by_layer[0], specs[1].d_head),
+        sliding_window=legacy_windows(cfg, n),
+        d_key=None if specs[1].d_head == d else specs[1].d_head,
     )
-    n = len(mods)
     return Architecture(
         name,
         mt,

@@ -3,9 +3,10 @@
 * A full cut leaves the final-token values attention read with no component along the axis
   (and their orthogonal complement as it was), on interface architectures (GPT-2 with its
   fused ``c_attn``, Qwen2, Gemma-2 with soft-capping and sliding windows, Llama, GPT-NeoX) and
-  on the inline-attention exceptions (Bloom's fused per-head QKV, GPT-Neo), whose edit runs on
-  the V projection output) and Falcon (read and edited in its inline SDPA call, K/V broadcast
-  to every query head in its new decoder architecture).
+  on the inline-attention exceptions (Bloom's fused per-head QKV, GPT-Neo, MPT's and OpenAI
+  GPT's fused ``[q|k|v]``), whose edit runs on the V projection output) and Falcon (read and
+  edited in its inline SDPA call, K/V broadcast to every query head in its new decoder
+  architecture).
 * Editing the values inside geoprobe's attention function gives the same log-probs as editing
   the output of the V projection (split by its description) with the same edit.
 * Zeroing a head's attention output (``zeroed_heads``, an out-edit) equals zeroing its slice of
@@ -24,7 +25,7 @@ from geoprobe.windtunnel.evaluate import zeroed_heads
 from tests.intervene._util import CALIBRATION, axis_for
 
 PROMPTS = CALIBRATION[:6]
-TYPES = ("gpt2", "qwen2", "gemma2", "llama", "gpt_neox", "bloom", "gpt_neo", "falcon")
+TYPES = ("gpt2", "qwen2", "gemma2", "llama", "gpt_neox", "bloom", "gpt_neo", "falcon", "mpt", "openai-gpt")
 
 
 @pytest.mark.parametrize("name", TYPES)
@@ -70,7 +71,8 @@ def test_edit_in_the_attention_function_equals_edit_of_the_v_projection(name, tw
 
 
 @pytest.mark.parametrize(
-    "name, out_proj", [("qwen2", "o_proj"), ("gemma2", "o_proj"), ("bloom", "dense"), ("falcon", "dense")]
+    "name, out_proj",
+    [("qwen2", "o_proj"), ("gemma2", "o_proj"), ("bloom", "dense"), ("falcon", "dense"), ("xglm", "out_proj")],
 )
 def test_zeroed_heads_equals_zeroing_the_output_projection_input(name, out_proj, twin_factory):
     model = twin_factory(name)

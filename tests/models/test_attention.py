@@ -55,6 +55,10 @@ ARCHS = (
     "gpt_neox",
     "gpt_oss",
     "jamba",
+    "mpt",
+    "xglm",
+    "openai-gpt",
+    "gpt_neox_japanese",
 )
 #: computed inline (and refused) before transformers 5.24, read through AttentionInterface since
 INTERFACE_FROM_5_24 = ("codegen",)
