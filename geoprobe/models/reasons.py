@@ -13,7 +13,7 @@ from __future__ import annotations
 REASONS: dict[str, str] = {
     "no-attention": "no softmax attention layers (state-space, recurrent or linear-attention model)",
     "encoder-decoder": "the decoder of an encoder-decoder model: its layers also attend to an encoder's output",
-    "bidirectional": "an encoder: its attention is not causal, so a position sees the tokens after it",
+    "bidirectional": "attention that is not causal: a position sees the tokens after it (an encoder, CPM-Ant)",
     "inline": "attention computed inline, outside transformers' AttentionInterface, and not one geoprobe reads",
     "interface-calls": "attention modules that do not call the attention function once per layer",
     "other-computation": "under geoprobe's attention function the model computes something other than its own",

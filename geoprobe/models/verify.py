@@ -74,8 +74,8 @@ def check_causal(hf_model: Any, name: str) -> None:
         hint = hint if hasattr(hf_model.config, "is_decoder") else ""
         raise UnsupportedArchitectureError(
             f"{name}: its attention is not causal: changing the final token changes the output at earlier "
-            f"positions, so it is an encoder{hint}; geoprobe measures decoders, whose final token attends to "
-            "the tokens before it",
+            f"positions, so each token sees later ones, as in an encoder{hint}; geoprobe measures decoders, whose "
+            "tokens attend only to the tokens before them",
             reason="bidirectional",
         )
 
