@@ -33,6 +33,7 @@ from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
+from geoprobe.models import layers as L
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import (
     INLINE_SDPA_TYPES,
@@ -121,10 +122,11 @@ def _refuse_without_attention(hf_model: Any) -> None:
             if "Mixer" in type(m).__name__ or "Mamba" in type(m).__name__ or "Rwkv" in type(m).__name__
         }
     )
-    what = f" (its layers are {', '.join(mixers[:3])})" if mixers else ""
+    what = f": its layers are {', '.join(mixers[:3])}, a state-space or recurrent model" if mixers else ""
     raise UnsupportedArchitectureError(
-        f"{name}: the model has no attention layers{what}: it is a state-space or recurrent model, and geoprobe "
-        "measures attention; pass a transformer to --model",
+        f"{name}: the model has no attention layers (no module calls transformers' attention function or is "
+        f"an attention module with its own projections){what}; geoprobe measures softmax attention; pass a "
+        "transformer to --model",
         reason="no-attention",
     )
 
@@ -157,14 +159,19 @@ def inspect_model(hf_model: Any) -> Architecture:
     name = architecture_name(hf_model)
     mt = getattr(hf_model.config, "model_type", "?")
     mods = attention_modules(hf_model)
-    if not mods:
+    if hf_model.training:
+        hf_model.eval()
+    settable = type(hf_model)._can_set_attn_implementation()
+    legacy = mt in LEGACY_TYPES and not settable
+    ids = _probe_ids(hf_model).to(_device(hf_model))
+    seen = L.survey(hf_model, mods, ids, interface=settable and not legacy and mt not in INLINE_SDPA_TYPES)
+    L.refuse_encoder_decoder(hf_model, name, seen, ids)
+    if not mods and not seen.calls:
         _refuse_without_attention(hf_model)
-    if mt in LEGACY_TYPES and not type(hf_model)._can_set_attn_implementation():
+    if legacy:
         # transformers moves these to AttentionInterface one by one (GPT-J in 5.24); once moved, the
         # derived layout reads them like any other architecture
         return _legacy(hf_model, name, mt, mods)
-    if hf_model.training:
-        hf_model.eval()
     if mt in INLINE_SDPA_TYPES:
         impl = hf_model.config._attn_implementation
         if impl != "sdpa":
@@ -174,14 +181,18 @@ def inspect_model(hf_model: Any) -> Architecture:
                 reason="inline",
             )
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
-    if not type(hf_model)._can_set_attn_implementation():
+    if not settable:
+        L.refuse_without_softmax(hf_model, name, mods, ids)
         raise UnsupportedArchitectureError(
             f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
             "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
             "read it",
             reason="inline",
         )
-    return _interface(hf_model, name, mt, mods)
+    found = L.attention_layers(hf_model, name, seen, ids)
+    arch = _interface(hf_model, name, mt, [*found.modules.values(), *found.undecided], layer_of=L.lookup(found.modules))
+    arch.notes.extend(found.notes)
+    return arch
 
 
 @contextmanager
@@ -217,18 +228,27 @@ def _activated(hf_model: Any, mechanism: str, modules: Iterable[Any], probe: A.P
     return A.active(hf_model, probe)
 
 
-def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: str = "interface") -> Architecture:
+def _interface(
+    hf_model: Any,
+    name: str,
+    mt: str,
+    mods: list[Any],
+    mechanism: str = "interface",
+    layer_of: Callable[[Any], int | None] = A.layer_index,
+) -> Architecture:
     ids = _probe_ids(hf_model).to(_device(hf_model))
     B, T = ids.shape
     by_layer: dict[int, Any] = {}
-    probe0 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe0 = A.Probe(attn_out=False, attention=False, pre_rotary=False, layer_of=layer_of)
     probe0.new_batch(torch.zeros(B, dtype=torch.long))
     x0: dict[int, torch.Tensor] = {}
     seen: dict[int, Any] = {}
     rot: dict[int, int] = {}
 
     def keep(mod: Any, args: tuple, kwargs: dict) -> None:
-        layer = A.layer_index(mod)
+        layer = layer_of(mod)
+        if layer is None:
+            return  # named like attention but never called the function: refused below
         seen[layer] = mod
         pe = kwargs.get("position_embeddings")
         # the pair's width; measured with the rotary function below where the layer has one
@@ -257,7 +277,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
             reason="interface-calls",
         )
     # second pass, same ids: inputs at position 0 and at the final position, keys there as received
-    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False, layer_of=layer_of)
     probe1.new_batch(torch.full((B,), T - 1, dtype=torch.long))
     x_last: dict[int, torch.Tensor] = {}
     with ExitStack() as stack:
@@ -408,7 +428,7 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
             yield p
         return
     probe.post_rotary_layers = arch.post_rotary_layers
-    probe.layer_of = A.layer_index
+    probe.layer_of = L.lookup(arch.modules)
     with rotary_hooks(arch.modules, probe), _activated(hf_model, arch.mechanism, arch.modules.values(), probe) as p:
         yield p
 

@@ -127,7 +127,7 @@ class Probe:
     out_edits: dict[int, OutEdit] = field(default_factory=dict)  # model layer -> edit of the attention output z
     only: frozenset[int] | None = None  # model layers to record (None: all)
     last: torch.Tensor | None = None
-    layer_of: Callable[[Any], int] | None = None
+    layer_of: Callable[[Any], int | None] | None = None  # None for a module that is no attention layer
     records: dict[int, LayerRecord] = field(default_factory=dict)
     rotary: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     rotary_functions: dict[int, RotaryFunction] = field(default_factory=dict)
@@ -138,7 +138,7 @@ class Probe:
     def new_batch(self, last: torch.Tensor | None) -> None:
         self.last, self.records, self.rotary, self.calls = last, {}, {}, []
 
-    def layer(self, module: Any) -> int:
+    def layer(self, module: Any) -> int | None:
         if self.layer_of is not None:
             return self.layer_of(module)
         return layer_index(module)
@@ -178,6 +178,8 @@ class Probe:
     ) -> None:
         """One interface call: query (B, Hq, T, d), key/value (B, Hkv, T, d), out (B, T, Hq, d_v)."""
         layer = self.layer(module)
+        if layer is None:
+            return  # not one of the model's attention layers (geoprobe.models.layers)
         self.calls.append(layer)
         if self.only is not None and layer not in self.only:
             return

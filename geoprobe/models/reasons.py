@@ -20,6 +20,8 @@ REASONS: dict[str, str] = {
     "head-layouts": "attention layers with different head counts or widths",
     "heads": "query heads that do not divide into key/value heads",
     "no-layer-index": "attention modules that do not say which layer they are",
+    "differential": "differential attention: a layer combines two softmax maps per head, where geoprobe measures one",
+    "looped": "one attention module runs at several depths of a forward pass (looped or shared layers)",
 }
 
 #: reasons that say the model is not a decoder-only softmax-attention model (not counted in the census)

@@ -124,7 +124,25 @@ EXTRA: dict[str, dict[str, Any]] = {
 
 
 #: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only
-GENERIC: dict[str, dict[str, Any]] = {}
+GENERIC: dict[str, dict[str, Any]] = {
+    # sizes the rule does not know by name (i28-hybrids): linear-attention heads, experts routed per
+    # token, the width of the attention input of Zamba's blocks (twice the hidden size)
+    "kimi_linear": {"num_experts_per_token": 2, "linear_head_dim": 16, "linear_num_heads": 4},
+    "bailing_hybrid": {"num_experts_per_token": 2, "num_expert_group": 1, "linear_num_heads": 4},
+    "longcat_flash": {"zero_expert_num": 2, "expert_ffn_hidden_size": 32, "head_dim": 8},  # head_dim: the rotary width
+    # Zamba derives these from the hidden size (the shrunk dict kept the full model's values)
+    "zamba": {"attention_hidden_size": None, "attention_head_dim": None, "mamba_dt_rank": "auto"},
+    "xlstm": {"embedding_dim": 64},
+    # 13 layers: the prefix of Zamba 2's pattern that holds two hybrid layers, so that its one shared
+    # attention block runs at two depths as in the real model
+    "zamba2": {
+        "attention_hidden_size": 128,  # 2 * hidden_size, as Zamba2Config derives it
+        "attention_head_dim": 32,  # attention_hidden_size / heads
+        "mamba_headdim": 16,  # mamba_expand * hidden_size / n_mamba_heads
+        "num_hidden_layers": 13,
+        "layers_block_type": ["linear_attention"] * 6 + ["hybrid"] + ["linear_attention"] * 5 + ["hybrid"],
+    },
+}
 
 
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts

@@ -123,7 +123,7 @@ def _check(model: Any, loaded: Any) -> str:
     eager = same_weights(hf, "eager")
     last = probe.last
     for b, seq in enumerate(seqs):
-        with torch.no_grad():
+        with torch.no_grad(), _weights_of(eager, hf, arch) as by_layer:
             own = hf(seq[None], use_cache=False).logits[0, -1].float()
             out = eager(seq[None], output_attentions=True, use_cache=False)
         got = entropy_bits(torch.softmax(logits[b].double(), -1))
@@ -131,6 +131,10 @@ def _check(model: Any, loaded: Any) -> str:
         if abs(float(got - want)) > ENTROPY_TOL:
             return f"prompt {b}: next-token entropy {float(got):.4f} bits, the model's own {float(want):.4f}"
         maps = [a for a in (out.attentions or ()) if a is not None]
+        if len(maps) != len(layers) and len(by_layer) == len(layers):
+            # the model also returns something from other modules (MiniMax's linear-attention state):
+            # take the maps the captured layers' own modules returned
+            maps = [by_layer[layer] for layer in layers]
         if len(maps) != len(layers):
             return f"eager gave {len(maps)} attention maps for {len(layers)} attention layers"
         for i, layer in enumerate(layers):
@@ -152,6 +156,27 @@ def _check(model: Any, loaded: Any) -> str:
         if err > VALUE_RTOL:
             return f"layer {layer}: recorded values differ from the V projection by {err:.2g} (relative)"
     return ""
+
+
+@contextlib.contextmanager
+def _weights_of(eager: Any, hf: Any, arch: Any) -> Any:
+    """{layer: the attention weights its module returned} in ``eager`` (the same modules as ``hf``'s)."""
+    names = {id(m): n for n, m in hf.named_modules()}
+    mods = dict(eager.named_modules())
+    kept: dict[int, torch.Tensor] = {}
+    handles = []
+    for layer, mod in arch.modules.items():
+
+        def post(m: Any, args: Any, out: Any, _layer: int = layer) -> None:
+            if isinstance(out, tuple) and len(out) > 1 and isinstance(out[1], torch.Tensor):
+                kept[_layer] = out[1]
+
+        handles.append(mods[names[id(mod)]].register_forward_hook(post))
+    try:
+        yield kept
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _loaded(model: Any) -> Any:
