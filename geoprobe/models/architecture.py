@@ -319,10 +319,10 @@ def _interface(
     layers = list(by_layer)
     r = probe0.records[layers[0]]
     Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
-    shapes = {(probe0.records[ly].q.shape[1:], probe0.records[ly].v.shape[1:]) for ly in layers}
-    if len(shapes) > 1:
+    shapes = {ly: (tuple(probe0.records[ly].q.shape[1:]), tuple(probe0.records[ly].v.shape[1:])) for ly in layers}
+    if len(set(shapes.values())) > 1:
         raise UnsupportedArchitectureError(
-            f"{name}: attention layers differ in head counts or widths ({shapes}); "
+            f"{name}: attention layers differ in head counts or widths ({L.head_layouts(shapes)}); "
             "geoprobe needs one head layout for every attention layer",
             reason="head-layouts",
         )

@@ -60,7 +60,7 @@ def final_row_distribution(
     ``key`` is not repeated across query-head groups (query head h reads KV head h // G).
     ``mask_row`` is the final query's row of the layer's mask, (batch, 1|head, pos): bool
     (True = attend) or additive float; None means causal (keys up to ``last[b]``). ``sinks``
-    (head,) are the logits of a virtual key that takes mass but has no value (gpt-oss); the
+    (head,), or (batch, head) where each query has its own, are the logits of a virtual key that takes mass but has no value (gpt-oss); the
     returned distribution then sums to 1 - sink mass. Scores are computed in float32."""
     B, Hq, d = query_last.shape
     Hkv, T = key.shape[1], key.shape[2]
@@ -79,7 +79,7 @@ def final_row_distribution(
         s = s + mask_row.float().to(s.device)
     if sinks is None:
         return torch.softmax(s, dim=-1), None
-    sink = sinks.float().to(s.device).reshape(1, Hq, 1).expand(B, Hq, 1)
+    sink = sinks.float().to(s.device).reshape(-1, Hq, 1).expand(B, Hq, 1)  # (head,) or (batch, head)
     p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)
     return p[..., :-1], p[..., -1]
 
@@ -204,8 +204,11 @@ class Probe:
                 mask_row = None
                 if mask is not None:
                     m = mask if mask.shape[0] == B else mask.expand(B, *mask.shape[1:])
-                    mask_row = (m[:, :, 0] if m.shape[2] == 1 else _rows_at(m, last, 2))[..., :T]
+                    # one column per key (DeepSeek-V4 appends compressed keys after the T positions)
+                    mask_row = (m[:, :, 0] if m.shape[2] == 1 else _rows_at(m, last, 2))[..., : key.shape[2]]
                 bias_row = None if bias is None else _rows_at(bias.expand(B, *bias.shape[1:]), last, 2)
+                if sinks is not None and sinks.dim() == 4:  # a sink logit per query (batch, head, pos, 1): Inkling 2
+                    sinks = _rows_at(sinks.expand(B, *sinks.shape[1:]), last, 2)[..., 0]
                 p, sink = final_row_distribution(q_last, key, last, mask_row, scaling, softcap, sinks, bias_row)
                 self.keep_distribution(rec, p, sink)
 

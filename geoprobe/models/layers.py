@@ -301,6 +301,13 @@ def attention_layers(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) 
             reason="no-layer-index",
         )
     modules = {numbers[id(m)]: m for m in calling}
+    extra = sorted(numbers[id(c.module)] for c in token_calls if c.key.shape[2] > seen.tokens)
+    if extra:
+        notes.append(
+            f"layers {extra} attend to more keys than tokens (entries built from the tokens: DeepSeek-V4's "
+            "compressed keys): attention entropy is over every key, a saved attention pattern holds the token "
+            "positions only"
+        )
     called = {id(c.module) for c in seen.calls}
     silent = [m for m in seen.named if id(m) not in called]
     linear = _linear_attention(hf_model, [m for m in silent if id(m) in seen.ran], modules, ids)
@@ -334,3 +341,18 @@ def _linear_attention(
         if kind is not None:
             out[layer] = (m, kind)
     return out
+
+
+def head_layouts(shapes: dict[int, tuple[tuple[int, int], tuple[int, int]]]) -> str:
+    """Which layers have which head layout, from {layer: ((query heads, q/k width), (KV heads, value
+    width))}: "layers [0, 2]: 4 query heads and 2 key/value heads of width 16; layers [1]: ..."."""
+    groups: dict[tuple, list[int]] = {}
+    for layer, shape in sorted(shapes.items()):
+        groups.setdefault(shape, []).append(layer)
+
+    def one(shape: tuple[tuple[int, int], tuple[int, int]]) -> str:
+        (hq, dq), (hkv, dv) = shape
+        widths = f"of width {dq}" if dq == dv else f"of width {dq} (values {dv})"
+        return f"{hq} query heads and {hkv} key/value heads {widths}"
+
+    return "; ".join(f"layers {layers}: {one(shape)}" for shape, layers in groups.items())
