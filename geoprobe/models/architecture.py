@@ -1,10 +1,12 @@
 """What geoprobe knows about a model's attention, derived from the model itself at load time.
 
-:func:`inspect_model` replaces per-family adapters. It finds the attention modules, refuses
-in one line what cannot be measured (no attention layers; attention computed inline, outside
-transformers' ``AttentionInterface``, and not one of the hand-written exceptions in
-``legacy.py``), then runs two 7-token forward passes through geoprobe's attention function
-with any q/k norms swapped for identities:
+:func:`inspect_model` replaces per-family adapters. A first 7-token forward pass finds the
+attention layers from what the model does (``layers.py``: modules calling the attention
+function, linear-attention layers left out, encoder-decoders, differential and looped attention
+refused). It refuses in one line what cannot be measured (no attention layers; attention
+computed inline, outside transformers' ``AttentionInterface``, and not one of the hand-written
+exceptions in ``legacy.py``), then runs two 7-token forward passes through geoprobe's attention
+function with any q/k norms swapped for identities:
 
 * every attention module must call the function exactly once per forward pass, else the
   architecture is refused naming the modules that did not;

@@ -60,8 +60,9 @@ def final_row_distribution(
     ``key`` is not repeated across query-head groups (query head h reads KV head h // G).
     ``mask_row`` is the final query's row of the layer's mask, (batch, 1|head, pos): bool
     (True = attend) or additive float; None means causal (keys up to ``last[b]``). ``sinks``
-    (head,), or (batch, head) where each query has its own, are the logits of a virtual key that takes mass but has no value (gpt-oss); the
-    returned distribution then sums to 1 - sink mass. Scores are computed in float32."""
+    (head,), or (batch, head) where each query has its own (Inkling 2), are the logits of a
+    virtual key that takes mass but has no value (gpt-oss); the returned distribution then sums
+    to 1 - sink mass. Scores are computed in float32."""
     B, Hq, d = query_last.shape
     Hkv, T = key.shape[1], key.shape[2]
     s = torch.einsum("bkgd,bktd->bkgt", query_last.float().reshape(B, Hkv, Hq // Hkv, d), key.float())
