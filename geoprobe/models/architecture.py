@@ -126,9 +126,9 @@ def _refuse_without_attention(hf_model: Any) -> None:
     )
     what = f": its layers are {', '.join(mixers[:3])}, a state-space or recurrent model" if mixers else ""
     raise UnsupportedArchitectureError(
-        f"{name}: the model has no attention layers (no module calls transformers' attention function or is "
-        f"an attention module with its own projections){what}; geoprobe measures softmax attention; pass a "
-        "transformer to --model",
+        f"{name}: geoprobe finds no attention layers in the model (no module calls transformers' attention "
+        f"function or is an attention module with its own projections){what}; geoprobe measures softmax "
+        "attention; pass a transformer to --model",
         reason="no-attention",
     )
 

@@ -284,6 +284,8 @@ def attention_layers(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) 
     for calls in per_module.values():
         if len(calls) > 1:
             raise _repeated(name, calls[0].module, calls)
+    if not per_module:
+        refuse_without_softmax(hf_model, name, seen.named, ids)
     calling = [calls[0].module for calls in per_module.values()]
     numbers = layer_numbers(hf_model, calling)
     unnumbered = [m for m in calling if numbers[id(m)] is None]
@@ -304,9 +306,8 @@ def attention_layers(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) 
     extra = sorted(numbers[id(c.module)] for c in token_calls if c.key.shape[2] > seen.tokens)
     if extra:
         notes.append(
-            f"layers {extra} attend to more keys than tokens (entries built from the tokens: DeepSeek-V4's "
-            "compressed keys): attention entropy is over every key, a saved attention pattern holds the token "
-            "positions only"
+            f"layers {extra} attend to more keys than tokens (entries built from the tokens, such as compressed "
+            "keys): attention entropy is over every key, a saved attention pattern holds the token positions only"
         )
     called = {id(c.module) for c in seen.calls}
     silent = [m for m in seen.named if id(m) not in called]
