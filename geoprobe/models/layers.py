@@ -20,7 +20,10 @@ from that, never from a table of class names:
   and the config's per-layer kinds (``layer_types`` and the like) give its layer a kind that
   no calling layer has; otherwise it stays, and the architecture probe refuses it;
 * a layer's number is the module's own ``layer_idx`` (``layer_id``, ``layer_number``) or,
-  where it has none (Zamba's shared-weight blocks), the index of the model layer it sits in.
+  where it has none (Zamba's shared-weight blocks), the index of the model layer it sits in;
+* a model whose modules named like attention all run, compute no softmax and never call the
+  function (RWKV), or with no call over the tokens at all, is refused as ``no-attention``; layers
+  that read more keys than tokens (DeepSeek-V4's compressed keys) are noted.
 
 :func:`refuse_encoder_decoder` runs first: attention modules that stay idle on tokens alone
 and run once the model is given an encoder's output (``encoder_hidden_states`` or
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from jaxtyping import Int
 from torch.overrides import TorchFunctionMode
 
 from geoprobe.errors import UnsupportedArchitectureError
@@ -82,7 +86,7 @@ def _run_hooks(modules: list[Any], ran: set[int]) -> ExitStack:
     return stack
 
 
-def survey(hf_model: Any, named: list[Any], ids: torch.Tensor, interface: bool) -> Survey:
+def survey(hf_model: Any, named: list[Any], ids: Int[torch.Tensor, "batch pos"], interface: bool) -> Survey:
     """One forward pass of ``ids``, through geoprobe's attention function where ``interface``."""
     ran: set[int] = set()
     rec = Recorder(queries=False, keys=False, values=False, attn_out=False, attention=False)
@@ -115,7 +119,7 @@ class _SoftmaxWatch(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def computing_softmax(hf_model: Any, modules: list[Any], ids: torch.Tensor) -> set[int]:
+def computing_softmax(hf_model: Any, modules: list[Any], ids: Int[torch.Tensor, "batch pos"]) -> set[int]:
     """Ids of the ``modules`` inside whose forward a softmax (or SDPA) is computed, in one pass of ``ids``."""
     watch = _SoftmaxWatch()
     with ExitStack() as stack, torch.no_grad():
@@ -134,7 +138,7 @@ def _names(modules: list[Any]) -> str:
 
 
 # -- encoder-decoders --------------------------------------------------------------------------
-def refuse_encoder_decoder(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) -> None:
+def refuse_encoder_decoder(hf_model: Any, name: str, seen: Survey, ids: Int[torch.Tensor, "batch pos"]) -> None:
     """Refuse the decoder of an encoder-decoder: attention modules idle on tokens alone that run
     once the model is given an encoder's output (cross-attention)."""
     idle = [m for m in seen.named if id(m) not in seen.ran]
@@ -151,7 +155,7 @@ def refuse_encoder_decoder(hf_model: Any, name: str, seen: Survey, ids: torch.Te
         int(cfg.hidden_size),
     )
     enc = torch.randn(ids.shape[0], 5, width, generator=torch.Generator().manual_seed(0))
-    enc = enc.to(device=ids.device, dtype=next(hf_model.parameters()).dtype)
+    enc = enc.to(device=ids.device, dtype=hf_model.get_input_embeddings().weight.dtype)
     if "encoder_hidden_states" in params:
         given = {"encoder_hidden_states": enc}
     elif "encoder_outputs" in params:
@@ -174,7 +178,7 @@ def refuse_encoder_decoder(hf_model: Any, name: str, seen: Survey, ids: torch.Te
         )
 
 
-def refuse_without_softmax(hf_model: Any, name: str, named: list[Any], ids: torch.Tensor) -> None:
+def refuse_without_softmax(hf_model: Any, name: str, named: list[Any], ids: Int[torch.Tensor, "batch pos"]) -> None:
     """Refuse as having no softmax attention a model whose modules named like attention all run and
     compute no softmax (RWKV's time mixing: a recurrence, not softmax attention)."""
     ran: set[int] = set()
@@ -268,7 +272,7 @@ def _repeated(name: str, module: Any, calls: list[Call]) -> UnsupportedArchitect
     )
 
 
-def attention_layers(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) -> Layers:
+def attention_layers(hf_model: Any, name: str, seen: Survey, ids: Int[torch.Tensor, "batch pos"]) -> Layers:
     """The model's attention layers from a :func:`survey`, or a one-line refusal (module docstring)."""
     notes: list[str] = []
     token_calls = [c for c in seen.calls if c.query.shape[2] == seen.tokens]
@@ -286,6 +290,12 @@ def attention_layers(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) 
             raise _repeated(name, calls[0].module, calls)
     if not per_module:
         refuse_without_softmax(hf_model, name, seen.named, ids)
+        if not seen.named:
+            raise UnsupportedArchitectureError(
+                f"{name}: geoprobe finds no attention over the tokens: only {_names(other)} call the attention "
+                "function, with queries that are not one per token; geoprobe measures softmax attention",
+                reason="no-attention",
+            )
     calling = [calls[0].module for calls in per_module.values()]
     numbers = layer_numbers(hf_model, calling)
     unnumbered = [m for m in calling if numbers[id(m)] is None]
@@ -324,7 +334,7 @@ def attention_layers(hf_model: Any, name: str, seen: Survey, ids: torch.Tensor) 
 
 
 def _linear_attention(
-    hf_model: Any, silent: list[Any], calling: dict[int, Any], ids: torch.Tensor
+    hf_model: Any, silent: list[Any], calling: dict[int, Any], ids: Int[torch.Tensor, "batch pos"]
 ) -> dict[int, tuple[Any, str]]:
     """{layer: (module, its kind)} of the silent modules that are linear attention (module docstring)."""
     if not silent or not calling:
