@@ -1,11 +1,13 @@
 """What geoprobe knows about a model's attention, derived from the model itself at load time.
 
-:func:`inspect_model` replaces per-family adapters. It finds the attention modules, refuses
-in one line what cannot be measured (no attention layers, or modules named *Attention* that
-make no softmax call in a forward pass, RWKV's; attention computed inline, outside
-transformers' ``AttentionInterface``, and not one of the exceptions ``legacy.py`` describes),
-then runs two 7-token forward passes through geoprobe's attention function with any q/k norms
-swapped for identities:
+:func:`inspect_model` replaces per-family adapters. A first 7-token forward pass finds the
+attention layers from what the model does (``layers.py``: modules calling the attention
+function, linear-attention layers left out, encoder-decoders, differential and looped attention
+refused). It refuses in one line what cannot be measured (no attention layers, or modules named
+*Attention* that make no softmax call, RWKV's; attention computed inline, outside transformers'
+``AttentionInterface``, and not one of the exceptions ``legacy.py`` describes), then runs two
+7-token forward passes through geoprobe's attention function with any q/k norms swapped for
+identities:
 
 * every attention module must call the function exactly once per forward pass, else the
   architecture is refused naming the modules that did not;
@@ -34,6 +36,7 @@ from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
+from geoprobe.models import layers as L
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import (
     INLINE,
@@ -43,7 +46,6 @@ from geoprobe.models.legacy import (
     legacy_hooks,
     legacy_windows,
     refuse_unsupported,
-    softmax_calls,
 )
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
 from geoprobe.models.rotary import unrotate
@@ -125,10 +127,11 @@ def _refuse_without_attention(hf_model: Any) -> None:
             if "Mixer" in type(m).__name__ or "Mamba" in type(m).__name__ or "Rwkv" in type(m).__name__
         }
     )
-    what = f" (its layers are {', '.join(mixers[:3])})" if mixers else ""
+    what = f": its layers are {', '.join(mixers[:3])}, a state-space or recurrent model" if mixers else ""
     raise UnsupportedArchitectureError(
-        f"{name}: the model has no attention layers{what}: it is a state-space or recurrent model, and geoprobe "
-        "measures attention; pass a transformer to --model",
+        f"{name}: geoprobe finds no attention layers in the model (no module calls transformers' attention "
+        f"function or is an attention module with its own projections){what}; geoprobe measures softmax "
+        "attention; pass a transformer to --model",
         reason="no-attention",
     )
 
@@ -161,14 +164,27 @@ def inspect_model(hf_model: Any) -> Architecture:
     name = architecture_name(hf_model)
     mt = getattr(hf_model.config, "model_type", "?")
     mods = attention_modules(hf_model)
-    if not mods:
+    if hf_model.training:
+        hf_model.eval()
+    settable = type(hf_model)._can_set_attn_implementation()
+    legacy = mt in INLINE and not settable
+    ids = _probe_ids(hf_model).to(_device(hf_model))
+    try:
+        seen = L.survey(hf_model, mods, ids, interface=settable and not legacy and mt not in INLINE_SDPA_TYPES)
+    except (RuntimeError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise UnsupportedArchitectureError(
+            f"{name}: its own forward pass on token ids fails ({type(exc).__name__}: {first}); geoprobe feeds "
+            "text only and cannot measure it",
+            reason="forward-fails",
+        ) from exc
+    L.refuse_encoder_decoder(hf_model, name, seen, ids)
+    if not mods and not seen.calls:
         _refuse_without_attention(hf_model)
-    if mt in INLINE and not type(hf_model)._can_set_attn_implementation():
+    if legacy:
         # transformers moves these to AttentionInterface one by one (GPT-J in 5.24); once moved, the
         # derived layout reads them like any other architecture
         return _legacy(hf_model, name, mt, mods)
-    if hf_model.training:
-        hf_model.eval()
     if mt in INLINE_SDPA_TYPES:
         impl = hf_model.config._attn_implementation
         if impl != "sdpa":
@@ -178,21 +194,18 @@ def inspect_model(hf_model: Any) -> Architecture:
                 reason="inline",
             )
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
-    if not type(hf_model)._can_set_attn_implementation():
+    if not settable:
+        L.refuse_without_softmax(hf_model, name, mods, ids)
         kind = type(mods[0]).__name__
-        if softmax_calls(hf_model, mods, _probe_ids(hf_model, batch=1).to(_device(hf_model))) == 0:
-            raise UnsupportedArchitectureError(
-                f"{name}: its {kind} modules compute no softmax over keys (no softmax or scaled-dot-product "
-                "attention call in a forward pass: a recurrent or linear-attention mixer), and geoprobe measures "
-                "softmax attention; pass a transformer to --model",
-                reason="no-attention",
-            )
         raise UnsupportedArchitectureError(
             f"{name}: its attention ({kind}) is computed inline, not through transformers' AttentionInterface, "
             f"and is not one of geoprobe's exceptions ({', '.join(INLINE)}); geoprobe cannot read it",
             reason="inline",
         )
-    return _interface(hf_model, name, mt, mods)
+    found = L.attention_layers(hf_model, name, seen, ids)
+    arch = _interface(hf_model, name, mt, [*found.modules.values(), *found.undecided], layer_of=L.lookup(found.modules))
+    arch.notes.extend(found.notes)
+    return arch
 
 
 @contextmanager
@@ -228,18 +241,27 @@ def _activated(hf_model: Any, mechanism: str, modules: Iterable[Any], probe: A.P
     return A.active(hf_model, probe)
 
 
-def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: str = "interface") -> Architecture:
+def _interface(
+    hf_model: Any,
+    name: str,
+    mt: str,
+    mods: list[Any],
+    mechanism: str = "interface",
+    layer_of: Callable[[Any], int | None] = A.layer_index,
+) -> Architecture:
     ids = _probe_ids(hf_model).to(_device(hf_model))
     B, T = ids.shape
     by_layer: dict[int, Any] = {}
-    probe0 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe0 = A.Probe(attn_out=False, attention=False, pre_rotary=False, layer_of=layer_of)
     probe0.new_batch(torch.zeros(B, dtype=torch.long))
     x0: dict[int, torch.Tensor] = {}
     seen: dict[int, Any] = {}
     rot: dict[int, int] = {}
 
     def keep(mod: Any, args: tuple, kwargs: dict) -> None:
-        layer = A.layer_index(mod)
+        layer = layer_of(mod)
+        if layer is None:
+            return  # named like attention but never called the function: refused below
         seen[layer] = mod
         pe = kwargs.get("position_embeddings")
         # the pair's width; measured with the rotary function below where the layer has one
@@ -268,7 +290,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
             reason="interface-calls",
         )
     # second pass, same ids: inputs at position 0 and at the final position, keys there as received
-    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe1 = A.Probe(attn_out=False, attention=False, pre_rotary=False, layer_of=layer_of)
     probe1.new_batch(torch.full((B,), T - 1, dtype=torch.long))
     x_last: dict[int, torch.Tensor] = {}
     with ExitStack() as stack:
@@ -310,10 +332,10 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     layers = list(by_layer)
     r = probe0.records[layers[0]]
     Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
-    shapes = {(probe0.records[ly].q.shape[1:], probe0.records[ly].v.shape[1:]) for ly in layers}
-    if len(shapes) > 1:
+    shapes = {ly: (tuple(probe0.records[ly].q.shape[1:]), tuple(probe0.records[ly].v.shape[1:])) for ly in layers}
+    if len(set(shapes.values())) > 1:
         raise UnsupportedArchitectureError(
-            f"{name}: attention layers differ in head counts or widths ({shapes}); "
+            f"{name}: attention layers differ in head counts or widths ({L.head_layouts(shapes)}); "
             "geoprobe needs one head layout for every attention layer",
             reason="head-layouts",
         )
@@ -423,7 +445,7 @@ def probing(hf_model: Any, arch: Architecture, probe: A.Probe) -> Iterator[A.Pro
             yield p
         return
     probe.post_rotary_layers = arch.post_rotary_layers
-    probe.layer_of = A.layer_index
+    probe.layer_of = L.lookup(arch.modules)
     with rotary_hooks(arch.modules, probe), _activated(hf_model, arch.mechanism, arch.modules.values(), probe) as p:
         yield p
 

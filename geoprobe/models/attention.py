@@ -60,11 +60,12 @@ def final_row_distribution(
     ``key`` is not repeated across query-head groups (query head h reads KV head h // G).
     ``mask_row`` is the final query's row of the layer's mask, (batch, 1|head, pos): bool
     (True = attend) or additive float; None means causal (keys up to ``last[b]``). ``sinks``
-    (head,) are the logits of a virtual key that takes mass but has no value (gpt-oss, Granite-SWA).
-    With sinks, the returned distribution is the one over the real keys (it sums to 1: the
-    attention given that it goes to a token) and the sink's mass is returned beside it: one
-    definition for every sink architecture, whatever its eager ``output_attentions`` returns (gpt-oss
-    leaves the sink's mass out, Granite-SWA renormalises). Scores are computed in float32."""
+    (head,), or (batch, head) where each query has its own (Inkling 2), are the logits of a virtual
+    key that takes mass but has no value (gpt-oss, Granite-SWA). With sinks, the returned
+    distribution is the one over the real keys (it sums to 1: the attention given that it goes to a
+    token) and the sink's mass is returned beside it: one definition for every sink architecture,
+    whatever its eager ``output_attentions`` returns (gpt-oss leaves the sink's mass out,
+    Granite-SWA renormalises). Scores are computed in float32."""
     B, Hq, d = query_last.shape
     Hkv, T = key.shape[1], key.shape[2]
     s = torch.einsum("bkgd,bktd->bkgt", query_last.float().reshape(B, Hkv, Hq // Hkv, d), key.float())
@@ -83,7 +84,7 @@ def final_row_distribution(
     p = torch.softmax(s, dim=-1)
     if sinks is None:
         return p, None
-    sink = sinks.float().to(s.device).reshape(1, Hq, 1).expand(B, Hq, 1)
+    sink = sinks.float().to(s.device).reshape(-1, Hq, 1).expand(B, Hq, 1)  # (head,) or (batch, head)
     return p, torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., -1]
 
 
@@ -130,7 +131,7 @@ class Probe:
     out_edits: dict[int, OutEdit] = field(default_factory=dict)  # model layer -> edit of the attention output z
     only: frozenset[int] | None = None  # model layers to record (None: all)
     last: torch.Tensor | None = None
-    layer_of: Callable[[Any], int] | None = None
+    layer_of: Callable[[Any], int | None] | None = None  # None for a module that is no attention layer
     records: dict[int, LayerRecord] = field(default_factory=dict)
     rotary: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     rotary_functions: dict[int, RotaryFunction] = field(default_factory=dict)
@@ -146,7 +147,7 @@ class Probe:
     def new_batch(self, last: torch.Tensor | None) -> None:
         self.last, self.records, self.rotary, self.calls = last, {}, {}, []
 
-    def layer(self, module: Any) -> int:
+    def layer(self, module: Any) -> int | None:
         if self.layer_of is not None:
             return self.layer_of(module)
         return layer_index(module)
@@ -186,6 +187,8 @@ class Probe:
     ) -> None:
         """One interface call: query (B, Hq, T, d), key/value (B, Hkv, T, d), out (B, T, Hq, d_v)."""
         layer = self.layer(module)
+        if layer is None:
+            return  # not one of the model's attention layers (geoprobe.models.layers)
         self.calls.append(layer)
         if self.only is not None and layer not in self.only:
             return
@@ -210,8 +213,11 @@ class Probe:
                 mask_row = None
                 if mask is not None:
                     m = mask if mask.shape[0] == B else mask.expand(B, *mask.shape[1:])
-                    mask_row = (m[:, :, 0] if m.shape[2] == 1 else _rows_at(m, last, 2))[..., :T]
+                    # one column per key (DeepSeek-V4 appends compressed keys after the T positions)
+                    mask_row = (m[:, :, 0] if m.shape[2] == 1 else _rows_at(m, last, 2))[..., : key.shape[2]]
                 bias_row = None if bias is None else _rows_at(bias.expand(B, *bias.shape[1:]), last, 2)
+                if sinks is not None and sinks.dim() == 4:  # a sink logit per query (batch, head, pos, 1): Inkling 2
+                    sinks = _rows_at(sinks.expand(B, *sinks.shape[1:]), last, 2)[..., 0]
                 p, sink = final_row_distribution(q_last, key, last, mask_row, scaling, softcap, sinks, bias_row)
                 self.keep_distribution(rec, p, sink)
 

@@ -34,9 +34,9 @@ reads at an earlier position changes with it, the model is not causal and is ref
 context (``context = 1`` everywhere in ``CpmAntModel.forward``). A setting that transforms q, k
 and v after their projection (MPT's ``clip_qkv``, ``InlineLayout.refuse_if``) is refused too.
 
-For the refusal of an inline type that is not described, :func:`softmax_calls` tells softmax
-attention from a module that is only named *Attention*: RWKV's ``RwkvSelfAttention`` (a linear
-recurrence) makes no softmax call, so that model is refused as having no softmax attention.
+An inline type that is not described is refused; ``layers.refuse_without_softmax`` first tells
+softmax attention from a module that is only named *Attention*: RWKV's ``RwkvSelfAttention`` (a
+linear recurrence) makes no softmax call, so that model is refused as having no softmax attention.
 """
 
 from __future__ import annotations
@@ -280,44 +280,6 @@ def legacy_hooks(
     finally:
         for h in handles:
             h.remove()
-
-
-def softmax_calls(hf_model: Any, modules: list[Any], ids: torch.Tensor) -> int | None:
-    """How many softmax (or scaled-dot-product attention) calls ``modules`` make in one forward
-    pass of ``ids``: every torch function call is seen (``TorchFunctionMode``), counted only while
-    one of the modules runs. None where that forward pass fails (a model that needs more than
-    token ids): then nothing is known."""
-    from torch.overrides import TorchFunctionMode
-
-    running: list[Any] = []
-    calls = [0]
-
-    class Count(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-            name = getattr(func, "__name__", "")
-            if running and ("softmax" in name or "scaled_dot_product_attention" in name):
-                calls[0] += 1
-            return func(*args, **(kwargs or {}))
-
-    def enter(mod: Any, args: tuple) -> None:
-        running.append(mod)
-
-    def leave(mod: Any, args: tuple, out: Any) -> None:
-        running.pop()
-
-    handles = []
-    for m in modules:
-        handles.append(m.register_forward_pre_hook(enter))
-        handles.append(m.register_forward_hook(leave))
-    try:
-        with torch.no_grad(), Count():
-            hf_model(ids, use_cache=False)
-    except Exception:  # a diagnostic pass for a refusal: its failure leaves the refusal as it was
-        return None
-    finally:
-        for h in handles:
-            h.remove()
-    return calls[0]
 
 
 @contextmanager

@@ -200,6 +200,8 @@ def best_fit(
     """The first description reproducing ``target`` (n, head, d) from ``x`` (n, d_model), and the
     fitted scalar (1.0 unless ``scaled``: rotary attention factors scale k at position 0)."""
     for spec in specs:
+        if spec.linear(attn).weight.shape[0 if spec.transposed else 1] != x.shape[-1]:
+            continue  # the layer reads a wider input than the residual stream (Zamba: [h | embedding])
         with torch.no_grad():
             y = spec.project(attn, x).float()
         if y.shape != target.shape:

@@ -19,7 +19,10 @@ REASONS: dict[str, str] = {
     "other-computation": "under geoprobe's attention function the model computes something other than its own",
     "head-layouts": "attention layers with different head counts or widths",
     "heads": "query heads that do not divide into key/value heads",
+    "forward-fails": "the model's own forward pass on token ids alone fails (it needs other inputs)",
     "no-layer-index": "attention modules that do not say which layer they are",
+    "differential": "differential attention: a layer combines two softmax maps per head, where geoprobe measures one",
+    "looped": "one attention module runs at several depths of a forward pass (looped or shared layers)",
 }
 
 #: reasons that say the model is not a decoder-only softmax-attention model (not counted in the census)

@@ -123,8 +123,49 @@ EXTRA: dict[str, dict[str, Any]] = {
 }
 
 
+# Inkling: the sliding layers' heads as the full layers' (Inkling 2: the same; Inkling: more KV heads),
+# 6-token windows, blocks of 2 layers (so that attention over earlier blocks has some), and for the
+# loop variant 2 passes over the second block (its layers 2-3), as the real model loops its middle
+_INKLING2 = {
+    "swa_num_attention_heads": 4,
+    "swa_num_key_value_heads": 2,
+    "sliding_window_size": 6,
+    "n_layers_per_attn_res_block": 2,
+}
+
 #: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only
-GENERIC: dict[str, dict[str, Any]] = {}
+GENERIC: dict[str, dict[str, Any]] = {
+    # sizes the rule does not know by name (i28-hybrids): linear-attention heads, experts routed per
+    # token, the width of the attention input of Zamba's blocks (twice the hidden size)
+    "kimi_linear": {"num_experts_per_token": 2, "linear_head_dim": 16, "linear_num_heads": 4},
+    "bailing_hybrid": {"num_experts_per_token": 2, "num_expert_group": 1, "linear_num_heads": 4},
+    "longcat_flash": {"zero_expert_num": 2, "expert_ffn_hidden_size": 32, "head_dim": 8},  # head_dim: the rotary width
+    # Zamba derives these from the hidden size (the shrunk dict kept the full model's values)
+    "zamba": {"attention_hidden_size": None, "attention_head_dim": None, "mamba_dt_rank": "auto"},
+    "xlstm": {"embedding_dim": 64},
+    "inkling2_text": _INKLING2,
+    "inkling2_loop_text": {**_INKLING2, "loop_layer_index_start": 2, "loop_layer_index_end": 4, "loop_num_passes": 2},
+    "inkling_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 4, "sliding_window_size": 6},
+    # looped layers: Dory's 16 input, 40 recurrent and 16 output layers of 72 as 2, 4 and 2 of 8 (the
+    # pattern's first 8 entries); HRM's stacks of 16 layers as stacks of 2
+    "dory": {
+        "num_hidden_layers": 8,
+        "n_input_layers": 2,
+        "n_recurrent_layers": 4,
+        "n_output_layers": 2,
+        "layer_types": ["sliding_attention", "mlp"] * 3 + ["full_attention", "mlp"],
+    },
+    "hrm_text": {"num_layers_per_stack": 2},
+    # 13 layers: the prefix of Zamba 2's pattern that holds two hybrid layers, so that its attention
+    # block, whose weights every hybrid layer shares, is there twice as in the real model
+    "zamba2": {
+        "attention_hidden_size": 128,  # 2 * hidden_size, as Zamba2Config derives it
+        "attention_head_dim": 32,  # attention_hidden_size / heads
+        "mamba_headdim": 16,  # mamba_expand * hidden_size / n_mamba_heads
+        "num_hidden_layers": 13,
+        "layers_block_type": ["linear_attention"] * 6 + ["hybrid"] + ["linear_attention"] * 5 + ["hybrid"],
+    },
+}
 
 
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts

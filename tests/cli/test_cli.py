@@ -241,7 +241,7 @@ def test_gpt2_from_a_local_directory_is_captured_and_mamba_refused(tmp_path, cap
     d = _save_local(tmp_path / "mamba", cfg, tok)
     code, out, err = run_cli(["capture", "--model", str(d), "--out", str(tmp_path / "m")], capsys, monkeypatch)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "MambaForCausalLM: the model has no attention layers" in err
+    assert "MambaForCausalLM: geoprobe finds no attention layers" in err
 
 
 def test_nan_activation_from_the_cli_names_layer_and_site(tmp_path, capsys, monkeypatch, twin_factory):

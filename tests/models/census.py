@@ -135,10 +135,14 @@ def _check(model: Any, loaded: Any) -> str:
     last = probe.last
     positions = position_ids(arch.position_offset, mask)
     kw = {"attention_mask": mask, "use_cache": False, **({} if positions is None else {"position_ids": positions})}
-    with torch.no_grad():
+    with torch.no_grad(), _weights_of(eager, hf, arch) as by_layer:
         own = hf(ids, **kw).logits.float()
         out = eager(ids, output_attentions=True, **kw)
     maps = [a for a in (out.attentions or ()) if a is not None]
+    if len(maps) != len(layers) and len(by_layer) == len(layers):
+        # the model also returns something from other modules (MiniMax's linear-attention state):
+        # take the maps the captured layers' own modules returned
+        maps = [by_layer[layer] for layer in layers]
     if len(maps) != len(layers):
         return f"eager gave {len(maps)} attention maps for {len(layers)} attention layers"
     for b in range(len(seqs)):
@@ -148,7 +152,7 @@ def _check(model: Any, loaded: Any) -> str:
             return f"prompt {b}: next-token entropy {float(got):.4f} bits, the model's own {float(want):.4f}"
         for i, layer in enumerate(layers):
             row = maps[i][b, :, last[b]].double()
-            ref = entropy_bits(row / row.sum(-1, keepdim=True))  # the distribution over the keys (sinks: eager.md)
+            ref = entropy_bits(row / row.sum(-1, keepdim=True))  # over the keys (sinks: docs/models.md)
             rec = probe.records[layer].entropy[b].double()
             if ref.shape != rec.shape:
                 return f"layer {layer}: {rec.shape[0]} heads recorded, eager has {ref.shape[0]}"
@@ -185,6 +189,27 @@ def padding_note(loaded: Any) -> str:
             h = entropy_bits(torch.softmax(padded[b, len(seq) - 1].double(), -1))
             moved = max(moved, abs(float(h - entropy_bits(torch.softmax(alone, -1)))))
     return "" if moved <= ENTROPY_TOL else f"; padding moves the model's own next-token entropy by {moved:.2g} bits"
+
+
+@contextlib.contextmanager
+def _weights_of(eager: Any, hf: Any, arch: Any) -> Any:
+    """{layer: the attention weights its module returned} in ``eager`` (the same modules as ``hf``'s)."""
+    names = {id(m): n for n, m in hf.named_modules()}
+    mods = dict(eager.named_modules())
+    kept: dict[int, torch.Tensor] = {}
+    handles = []
+    for layer, mod in arch.modules.items():
+
+        def post(m: Any, args: Any, out: Any, _layer: int = layer) -> None:
+            if isinstance(out, tuple) and len(out) > 1 and isinstance(out[1], torch.Tensor):
+                kept[_layer] = out[1]
+
+        handles.append(mods[names[id(mod)]].register_forward_hook(post))
+    try:
+        yield kept
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _loaded(model: Any) -> Any:
