@@ -19,7 +19,10 @@ with any q/k norms swapped for identities:
   where it does not (multi-head latent attention) the layer keeps what the scores use.
 
 Hybrid models (attention + state-space layers) are measured on their attention layers only;
-``Layout.layer_ids`` records which model layers those are.
+``Layout.layer_ids`` records which model layers those are. Multimodal checkpoints are measured on
+their language model (``language.py``): the attention modules of vision and audio encoders are not
+attention layers, nor are layers the model skips on a text prompt (Llama 3.2 Vision's
+cross-attention layers); sizes are read from the text config.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
+from geoprobe.models.language import LayersRun, language_modules, language_notes, owners, text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import (
     INLINE_SDPA_TYPES,
@@ -130,7 +134,9 @@ def _refuse_without_attention(hf_model: Any) -> None:
 
 
 def _probe_ids(hf_model: Any, batch: int = 2) -> torch.Tensor:
-    vocab = int(getattr(hf_model.config, "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0])
+    vocab = int(
+        getattr(text_config(hf_model.config), "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0]
+    )
     g = torch.Generator().manual_seed(0)
     return torch.randint(min(3, vocab - 1), vocab, (batch, PROBE_TOKENS), generator=g)
 
@@ -159,6 +165,7 @@ def inspect_model(hf_model: Any) -> Architecture:
     mods = attention_modules(hf_model)
     if not mods:
         _refuse_without_attention(hf_model)
+    mods = language_modules(hf_model, mods) or mods
     if mt in LEGACY_TYPES and not type(hf_model)._can_set_attn_implementation():
         # transformers moves these to AttentionInterface one by one (GPT-J in 5.24); once moved, the
         # derived layout reads them like any other architecture
@@ -174,7 +181,7 @@ def inspect_model(hf_model: Any) -> Architecture:
                 reason="inline",
             )
         return _interface(hf_model, name, mt, mods, "inline-sdpa")
-    if not type(hf_model)._can_set_attn_implementation():
+    if not all(cls._can_set_attn_implementation() for cls in owners(hf_model, mods)):
         raise UnsupportedArchitectureError(
             f"{name}: its attention ({type(mods[0]).__name__}) is computed inline, not through transformers' "
             "AttentionInterface, and is not one of geoprobe's exceptions (gpt_neo, gptj, bloom); geoprobe cannot "
@@ -226,6 +233,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
     x0: dict[int, torch.Tensor] = {}
     seen: dict[int, Any] = {}
     rot: dict[int, int] = {}
+    layers_run = LayersRun(hf_model, mods)
 
     def keep(mod: Any, args: tuple, kwargs: dict) -> None:
         layer = A.layer_index(mod)
@@ -239,9 +247,11 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         for m in mods:
             h = m.register_forward_pre_hook(keep, with_kwargs=True)
             stack.callback(h.remove)
+        stack.enter_context(layers_run)
         stack.enter_context(_activated(hf_model, mechanism, mods, probe0))
         with torch.no_grad():
             hf_model(ids, use_cache=False)
+    mods, skipped = layers_run.split()  # layers the model skips on text prompts are not measured
     by_layer = dict(sorted(seen.items()))
     called = {id(by_layer[layer]) for layer in probe0.calls}
     silent = [type(m).__name__ for m in mods if id(m) not in called]
@@ -268,7 +278,8 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         stack.enter_context(_activated(hf_model, mechanism, mods, probe1))
         with torch.no_grad():
             hf_model(ids, use_cache=False)
-    d_model = int(hf_model.config.hidden_size)
+    text = text_config(hf_model.config)
+    d_model = int(text.hidden_size)
     k_specs: dict[int, ProjSpec | None] = {}
     v_specs: dict[int, ProjSpec | None] = {}
     q_specs: dict[int, ProjSpec | None] = {}
@@ -310,14 +321,14 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         raise UnsupportedArchitectureError(
             f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads", reason="heads"
         )
-    n_layers_model = int(getattr(hf_model.config, "num_hidden_layers", 0) or 0)
+    n_layers_model = int(getattr(text, "num_hidden_layers", 0) or 0)
     layout = Layout(
         n_layers=len(layers),
         n_heads=Hq,
         n_kv_heads=Hkv,
         d_head=dv,
         d_model=d_model,
-        vocab_size=int(hf_model.config.vocab_size),
+        vocab_size=int(text.vocab_size),
         rotary_dim=max(rot.values(), default=0),
         sliding_window=tuple(probe0.records[ly].window for ly in layers),
         layer_ids=None if layers == list(range(n_layers_model)) else tuple(layers),
@@ -336,6 +347,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
         frozenset(post | unrotated),
         sinks=hasattr(by_layer[layers[0]], "sinks"),
     )
+    arch.notes += language_notes(hf_model, skipped)
     if post:
         arch.notes.append(
             f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "
@@ -345,7 +357,7 @@ def _interface(hf_model: Any, name: str, mt: str, mods: list[Any], mechanism: st
 
 
 def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
-    cfg = hf_model.config
+    cfg = text_config(hf_model.config)
     specs = legacy_specs(cfg)
     by_layer = dict(enumerate(mods))
     H, d = specs[0].n_heads, specs[0].d_head

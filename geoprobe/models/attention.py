@@ -29,6 +29,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
+from geoprobe.models.language import text_config
 from geoprobe.models.rotary import RotaryFunction, unrotate
 
 PREFIX = "geoprobe_"
@@ -330,8 +331,9 @@ def register() -> None:
 
 
 def base_implementation(hf_model: Any) -> str:
-    """The implementation geoprobe's function wraps: the model's own (sdpa or eager)."""
-    impl = hf_model.config._attn_implementation or "eager"
+    """The implementation geoprobe's function wraps: the model's own (sdpa or eager), as its language
+    model's config says (a multimodal model's top-level class may support no other)."""
+    impl = text_config(hf_model.config)._attn_implementation or "eager"
     if impl.startswith(PREFIX):
         impl = impl.removeprefix(PREFIX)
     return impl if impl in BASES else "sdpa"
@@ -342,7 +344,8 @@ def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
     """Switch ``hf_model`` to geoprobe's function around its base implementation, with ``probe``
     recording; restores the implementation on exit, also after an error."""
     register()
-    previous = hf_model.config._attn_implementation
+    text = text_config(hf_model.config)
+    previous = text._attn_implementation
     base = base_implementation(hf_model)
     token = _ACTIVE.set(probe)
     try:
@@ -351,5 +354,5 @@ def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
         yield probe
     finally:
         _ACTIVE.reset(token)
-        if hf_model.config._attn_implementation != previous:
+        if text._attn_implementation != previous:
             hf_model.set_attn_implementation(previous)

@@ -17,6 +17,7 @@ from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.architecture import Architecture, input_device, inspect_model
 from geoprobe.models.bridge import unwrap_bridge
 from geoprobe.models.heads import check_heads
+from geoprobe.models.language import text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ModelSpec
 from geoprobe.provenance import Provenance
@@ -73,10 +74,12 @@ def quiet_libraries() -> None:
 
 
 def context_length(cfg: Any) -> int:
-    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-        v = getattr(cfg, key, None)
-        if isinstance(v, int) and v > 0:
-            return v
+    """The model's context window, from its (language model's) config; 2048 where none says."""
+    for c in (text_config(cfg), cfg):
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            v = getattr(c, key, None)
+            if isinstance(v, int) and v > 0:
+                return v
     return 2048
 
 

@@ -124,7 +124,21 @@ EXTRA: dict[str, dict[str, Any]] = {
 
 
 #: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only
-GENERIC: dict[str, dict[str, Any]] = {}
+GENERIC: dict[str, dict[str, Any]] = {
+    # Llama 3.2 Vision: its first cross-attention layer (3, as in the model) and a self-attention layer after it
+    "mllama": {"text_config": {"num_hidden_layers": 5, "cross_attention_layers": [3]}},
+    # Phi-4-multimodal: its audio encoder's depth and convolution widths (11M parameters by the rule alone)
+    "phi4_multimodal": {
+        "audio_config": {
+            "num_blocks": 2,
+            "nemo_conv_channels": 64,
+            "ext_pw_out_channel": 64,
+            "depthwise_separable_out_channel": 64,
+        }
+    },
+    # Gemma 4: the per-layer input embeddings' vocabulary and width (sizes the rule does not know yet)
+    "gemma4": {"text_config": {"vocab_size_per_layer_input": 512, "hidden_size_per_layer_input": 16}},
+}
 
 
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts
@@ -135,6 +149,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         {"new_decoder_architecture": False, "multi_query": False, "alibi": True, "bias": True, "num_kv_heads": 4},
     ),
 }
+
+
+def _merged(base: dict, extra: dict) -> dict:
+    """``base`` updated with ``extra``; a sub-config dict (``text_config``) is updated key by key."""
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def tiny_config(model_type: str, **overrides: Any) -> Any:
@@ -150,7 +172,7 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         base = shrink(AutoConfig.for_model(model_type).to_dict())
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
-        return AutoConfig.for_model(model_type, **{**base, **GENERIC.get(model_type, {}), **overrides})
+        return AutoConfig.for_model(model_type, **_merged(_merged(base, GENERIC.get(model_type, {})), overrides))
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
 
@@ -173,10 +195,10 @@ def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None =
 
 def same_weights(model: Any, attn_implementation: str) -> Any:
     """Another instance of ``model``'s architecture with its weights and ``attn_implementation``."""
-    from transformers import AutoModelForCausalLM
-
-    other = AutoModelForCausalLM.from_config(
-        copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation
-    ).eval()
+    other = (
+        type(model)
+        ._from_config(copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation)
+        .eval()
+    )
     other.load_state_dict(model.state_dict())
     return other

@@ -55,6 +55,14 @@ ARCHS = (
     "gpt_neox",
     "gpt_oss",
     "jamba",
+    # multimodal checkpoints, measured on their language model (tests/models/test_multimodal.py)
+    "gemma3",
+    "mllama",
+    "phi4_multimodal",
+    "got_ocr2",
+    "moss_transcribe_diarize",
+    "fuyu",
+    "emu3",
 )
 #: computed inline (and refused) before transformers 5.24, read through AttentionInterface since
 INTERFACE_FROM_5_24 = ("codegen",)
