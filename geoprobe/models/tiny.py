@@ -159,10 +159,22 @@ def _merged(base: dict, extra: dict) -> dict:
     return out
 
 
+def _to_text_config(base: dict, overrides: dict) -> dict:
+    """``overrides`` with the keys only a multimodal config's ``text_config`` has moved there
+    (``vocab_size`` of Gemma 3: the language model's)."""
+    text = base.get("text_config")
+    if not isinstance(text, dict):
+        return overrides
+    moved = {k: v for k, v in overrides.items() if k not in base and k in text}
+    rest = {k: v for k, v in overrides.items() if k not in moved}
+    return _merged(rest, {"text_config": moved}) if moved else rest
+
+
 def tiny_config(model_type: str, **overrides: Any) -> Any:
     """The tiny config of ``model_type`` or of a ``type/variant`` in ``VARIANTS`` (see module
-    docstring); ``overrides`` win. A type without an ``EXTRA`` entry is shrunk by rule
-    (``shrink.py``) from its own defaults, sub-configs included."""
+    docstring); ``overrides`` win (a size only the ``text_config`` of a multimodal type has goes
+    there). A type without an ``EXTRA`` entry is shrunk by rule (``shrink.py``) from its own
+    defaults, sub-configs included."""
     from transformers import AutoConfig
 
     if model_type in VARIANTS:
@@ -172,7 +184,8 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         base = shrink(AutoConfig.for_model(model_type).to_dict())
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
-        return AutoConfig.for_model(model_type, **_merged(_merged(base, GENERIC.get(model_type, {})), overrides))
+        base = _merged(base, GENERIC.get(model_type, {}))
+        return AutoConfig.for_model(model_type, **_merged(base, _to_text_config(base, overrides)))
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
 

@@ -150,3 +150,18 @@ def test_head_counts_of_the_text_config_are_checked():
     with pytest.raises(UnsupportedArchitectureError, match="text_config: hidden_size 64 does not divide") as e:
         check_heads(cfg, "here")
     assert "Gemma3ForConditionalGeneration (here)" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_type_twin_of_a_multimodal_checkpoint_captures_with_the_tokenizers_vocabulary():
+    """``twin:gemma3`` (``geoprobe capture --model twin:gemma3``): the SmolLM2 tokenizer's vocabulary
+    goes to the language model's config (Gemma3Config keeps none of its own), so real prompts embed."""
+    from geoprobe.capture import CaptureConfig, capture
+    from geoprobe.models import load_model
+
+    m = load_model("twin:gemma3")
+    text = m.hf_model.config.get_text_config()
+    assert text.vocab_size == len(m.tokenizer) == m.layout.vocab_size
+    assert m.context_length == text.max_position_embeddings
+    cap = capture(m, ["The cat sat on the", "A vision model reads text too"], CaptureConfig(batch_size=2))
+    assert cap.layout.n_layers == text.num_hidden_layers
+    assert np.isfinite(cap.attn_entropy).all() and np.isfinite(cap.next_entropy).all()
