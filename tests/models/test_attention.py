@@ -244,8 +244,11 @@ def test_a_model_without_attention_is_refused_in_one_line():
 
 def test_attention_that_bypasses_the_interface_is_refused_in_one_line(monkeypatch):
     model = tiny_model("llama", seed=3)  # as if it computed attention inline, like no exception geoprobe has
-    monkeypatch.setattr(type(model), "_can_set_attn_implementation", classmethod(lambda cls: False))
-    with pytest.raises(UnsupportedArchitectureError, match="AttentionInterface") as e:
+    for cls in (type(model), type(model.model)):  # the model, and the model that holds the attention modules
+        monkeypatch.setattr(cls, "_can_set_attn_implementation", classmethod(lambda cls: False))
+    with pytest.raises(
+        UnsupportedArchitectureError, match="computed inline, not through transformers' AttentionInterface"
+    ) as e:
         inspect_model(model)
     assert "\n" not in str(e.value) and "LlamaForCausalLM" in str(e.value)
 
