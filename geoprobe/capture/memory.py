@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from geoprobe.errors import CaptureError, GeoprobeError
 from geoprobe.models.attention import base_implementation
+from geoprobe.models.language import text_config
 
 SAFETY_FRACTION = 0.9  # of the memory available: room for the rest of the process and estimate error
 MEMORY_ENV = "GEOPROBE_MEMORY_AVAILABLE"  # bytes (or 12GiB, 512MiB, ...) to assume available instead
@@ -74,7 +75,7 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     dominates small shapes. The eager term is the previous path's fit (two score-sized
     tensors alive at once: the scores and their softmax)."""
     lay = model.layout
-    cfg = model.hf_model.config
+    cfg = text_config(model.hf_model.config)
     d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (
         getattr(cfg, "num_experts_per_tok", None) or 1
     )

@@ -22,7 +22,10 @@ identities:
   where it does not (multi-head latent attention) the layer keeps what the scores use.
 
 Hybrid models (attention + state-space layers) are measured on their attention layers only;
-``Layout.layer_ids`` records which model layers those are.
+``Layout.layer_ids`` records which model layers those are. Multimodal checkpoints are measured on
+their language model (``language.py``): the attention modules of vision and audio encoders are not
+attention layers, nor are layers the model skips on a text prompt (Llama 3.2 Vision's
+cross-attention layers); sizes are read from the text config.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from jaxtyping import Float
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
 from geoprobe.models import layers as L
+from geoprobe.models.language import LayersRun, language_modules, language_notes, owners, text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import (
     INLINE,
@@ -137,7 +141,9 @@ def _refuse_without_attention(hf_model: Any) -> None:
 
 
 def _probe_ids(hf_model: Any, batch: int = 2) -> torch.Tensor:
-    vocab = int(getattr(hf_model.config, "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0])
+    vocab = int(
+        getattr(text_config(hf_model.config), "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0]
+    )
     g = torch.Generator().manual_seed(0)
     return torch.randint(min(3, vocab - 1), vocab, (batch, PROBE_TOKENS), generator=g)
 
@@ -166,7 +172,9 @@ def inspect_model(hf_model: Any) -> Architecture:
     mods = attention_modules(hf_model)
     if hf_model.training:
         hf_model.eval()
-    settable = type(hf_model)._can_set_attn_implementation()
+    mods = language_modules(hf_model, mods) or mods  # not the encoders of other modalities
+    # asked of the model that holds the attention (a multimodal checkpoint's language model)
+    settable = all(cls._can_set_attn_implementation() for cls in owners(hf_model, mods)) if mods else True
     legacy = mt in INLINE and not settable
     ids = _probe_ids(hf_model).to(_device(hf_model))
     try:
@@ -257,6 +265,7 @@ def _interface(
     x0: dict[int, torch.Tensor] = {}
     seen: dict[int, Any] = {}
     rot: dict[int, int] = {}
+    layers_run = LayersRun(hf_model, mods)
 
     def keep(mod: Any, args: tuple, kwargs: dict) -> None:
         layer = layer_of(mod)
@@ -272,9 +281,11 @@ def _interface(
         for m in mods:
             h = m.register_forward_pre_hook(keep, with_kwargs=True)
             stack.callback(h.remove)
+        stack.enter_context(layers_run)
         stack.enter_context(_activated(hf_model, mechanism, mods, probe0))
         with torch.no_grad():
             hf_model(ids, use_cache=False)
+    mods, skipped = layers_run.split()  # layers the model skips on text prompts are not measured
     by_layer = dict(sorted(seen.items()))
     called = {id(by_layer[layer]) for layer in probe0.calls}
     silent = [type(m).__name__ for m in mods if id(m) not in called]
@@ -301,7 +312,8 @@ def _interface(
         stack.enter_context(_activated(hf_model, mechanism, mods, probe1))
         with torch.no_grad():
             hf_model(ids, use_cache=False)
-    d_model = int(hf_model.config.hidden_size)
+    text = text_config(hf_model.config)
+    d_model = int(text.hidden_size)
     k_specs: dict[int, ProjSpec | None] = {}
     v_specs: dict[int, ProjSpec | None] = {}
     q_specs: dict[int, ProjSpec | None] = {}
@@ -343,14 +355,14 @@ def _interface(
         raise UnsupportedArchitectureError(
             f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads", reason="heads"
         )
-    n_layers_model = int(getattr(hf_model.config, "num_hidden_layers", 0) or 0)
+    n_layers_model = int(getattr(text, "num_hidden_layers", 0) or 0)
     layout = Layout(
         n_layers=len(layers),
         n_heads=Hq,
         n_kv_heads=Hkv,
         d_head=dv,
         d_model=d_model,
-        vocab_size=int(hf_model.config.vocab_size),
+        vocab_size=int(text.vocab_size),
         rotary_dim=max(rot.values(), default=0),
         sliding_window=tuple(probe0.records[ly].window for ly in layers),
         layer_ids=None if layers == list(range(n_layers_model)) else tuple(layers),
@@ -369,6 +381,7 @@ def _interface(
         frozenset(post | unrotated),
         sinks=hasattr(by_layer[layers[0]], "sinks"),
     )
+    arch.notes += language_notes(hf_model, skipped)
     if post:
         arch.notes.append(
             f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "
@@ -379,7 +392,7 @@ def _interface(
 
 def _legacy(hf_model: Any, name: str, mt: str, mods: list[Any]) -> Architecture:
     """An architecture of ``legacy.INLINE``: layers and heads from one forward pass, q/k/v from its description."""
-    cfg, described = hf_model.config, INLINE[mt]
+    cfg, described = text_config(hf_model.config), INLINE[mt]
     for m in mods:
         refuse_unsupported(described, m, name)
     by_layer, H = inline_layers(hf_model, mods, _probe_ids(hf_model).to(_device(hf_model)), name)

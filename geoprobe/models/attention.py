@@ -29,6 +29,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
+from geoprobe.models.language import text_config
 from geoprobe.models.rotary import RotaryFunction, unrotate
 
 PREFIX = "geoprobe_"  # the name of its wrapper functions
@@ -369,8 +370,9 @@ def installed(base: str) -> Iterator[None]:
 
 def base_implementation(hf_model: Any) -> str:
     """The implementation geoprobe's function wraps: the model's own (sdpa or eager; any other, flash
-    attention for one, is run as sdpa while geoprobe reads it)."""
-    impl = hf_model.config._attn_implementation or "eager"
+    attention for one, is run as sdpa while geoprobe reads it), as its language model's config says
+    (a multimodal model's top-level class may support no other)."""
+    impl = text_config(hf_model.config)._attn_implementation or "eager"
     return impl if impl in BASES else "sdpa"
 
 
@@ -379,7 +381,8 @@ def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
     """Run ``hf_model``'s attention through geoprobe's function (under the name of its own
     implementation, :func:`installed`) with ``probe`` recording; everything is put back on exit,
     also after an error."""
-    previous = hf_model.config._attn_implementation
+    text = text_config(hf_model.config)
+    previous = text._attn_implementation
     base = base_implementation(hf_model)
     token = _ACTIVE.set(probe)
     try:
@@ -389,5 +392,5 @@ def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
             yield probe
     finally:
         _ACTIVE.reset(token)
-        if hf_model.config._attn_implementation != previous:
+        if text._attn_implementation != previous:
             hf_model.set_attn_implementation(previous)

@@ -5,8 +5,9 @@ head width; ``num_attention_heads 4`` with ``num_key_value_heads 3`` cannot shar
 among a whole number of query heads. transformers refuses the first when it validates the
 config (a ``StrictDataclassClassValidationError`` with a multi-line message) and builds the
 second, failing later in a forward pass with a tensor-size ``RuntimeError``. geoprobe checks the
-config first (``config.json`` of a local directory, the config of any model it boots) and says
-which architecture and which numbers, as an :class:`UnsupportedArchitectureError` (exit 2).
+config first (``config.json`` of a local directory, the config of any model it boots; the
+``text_config`` of a multimodal one too) and says which architecture and which numbers, as an
+:class:`UnsupportedArchitectureError` (exit 2).
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def head_problem(cfg: Mapping[str, Any]) -> str | None:
 
 
 def check_heads(cfg: Mapping[str, Any], where: str) -> None:
-    """Raise the one-line refusal for ``cfg`` (a config dict); ``where`` names the model."""
+    """Raise the one-line refusal for ``cfg`` (a config dict, its ``text_config`` included: a multimodal
+    checkpoint keeps its language model's sizes there); ``where`` names the model."""
     why = head_problem(cfg)
+    text = cfg.get("text_config")
+    if why is None and isinstance(text, Mapping) and (why := head_problem(text)) is not None:
+        why = f"text_config: {why}"
     if why is None:
         return
     arch = (cfg.get("architectures") or [cfg.get("model_type") or "?"])[0]

@@ -30,6 +30,8 @@ from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.architecture import Architecture, attention_modules, inspect_model
+from geoprobe.models.attention import layer_index
+from geoprobe.models.language import build_causal_lm, language_modules
 
 MAX_BYTES = 2 * 2**30
 
@@ -40,10 +42,8 @@ def parameter_bytes(cfg: Any) -> int:
 
 
 def _meta_model(cfg: Any) -> Any:
-    from transformers import AutoModelForCausalLM
-
     with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(copy.deepcopy(cfg))
+        return build_causal_lm(copy.deepcopy(cfg))
 
 
 def _stack(views: list[torch.Tensor]) -> np.ndarray:
@@ -55,15 +55,32 @@ def _fresh_views(model: Any, arch: Architecture) -> list[torch.Tensor]:
     reason = arch.key_weights_reason
     if reason:
         raise UnsupportedArchitectureError(reason)
-    mods = attention_modules(model)
+    by_layer = fresh_modules(model, arch)
+    return [arch.k_specs[layer].weight(by_layer[layer]) for layer in arch.layout.model_layers]
+
+
+def _number(module: Any) -> int | None:
+    try:
+        return layer_index(module)
+    except UnsupportedArchitectureError:
+        return None
+
+
+def fresh_modules(model: Any, arch: Architecture) -> dict[int, Any]:
+    """{model layer: attention module} of ``model`` for the layers ``arch`` measures: the language
+    model's attention modules (not a vision or audio encoder's), by their layer number where each
+    has one (a layer skipped on text prompts has its own number), else in order."""
+    mods = language_modules(model, attention_modules(model))
     layers = sorted(arch.modules)
+    numbered = {n: m for m in mods if (n := _number(m)) is not None}
+    if len(numbered) == len(mods) and set(layers) <= set(numbered):
+        return {layer: numbered[layer] for layer in layers}
     if len(mods) != len(layers):
         raise GeoprobeError(
             f"{arch.name}: the config builds {len(mods)} attention modules but the loaded model "
             f"has {len(layers)}; no random-init baseline"
         )
-    by_layer = dict(zip(layers, mods))
-    return [arch.k_specs[layer].weight(by_layer[layer]) for layer in arch.layout.model_layers]
+    return dict(zip(layers, mods))
 
 
 def init_key_weights(
@@ -73,8 +90,6 @@ def init_key_weights(
 
     Equal to the W_K of ``torch.manual_seed(seed); AutoModelForCausalLM.from_config(cfg)``
     when the model fits ``max_bytes``; above it, the key projections alone (module docstring)."""
-    from transformers import AutoModelForCausalLM
-
     if parameter_bytes(cfg) > max_bytes:
         if arch is None:
             raise GeoprobeError(
@@ -85,7 +100,7 @@ def init_key_weights(
     rng = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), dtype=torch.float32).eval()
+        model = build_causal_lm(copy.deepcopy(cfg), dtype=torch.float32).eval()
     finally:
         torch.random.set_rng_state(rng)
     if arch is None:
@@ -100,7 +115,7 @@ def _key_projections_only(cfg: Any, seed: int, arch: Architecture) -> np.ndarray
     if reason:
         raise UnsupportedArchitectureError(reason)
     model = _meta_model(cfg)
-    mods = dict(zip(sorted(arch.modules), attention_modules(model)))
+    mods = fresh_modules(model, arch)
     rng = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:

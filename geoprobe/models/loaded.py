@@ -18,6 +18,7 @@ from geoprobe.models.architecture import Architecture, architecture_name, input_
 from geoprobe.models.attention import Probe
 from geoprobe.models.bridge import unwrap_bridge
 from geoprobe.models.heads import check_heads
+from geoprobe.models.language import text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ModelSpec
 from geoprobe.models.verify import check_causal, check_same_model, position_offset
@@ -75,10 +76,12 @@ def quiet_libraries() -> None:
 
 
 def context_length(cfg: Any) -> int:
-    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-        v = getattr(cfg, key, None)
-        if isinstance(v, int) and v > 0:
-            return v
+    """The model's context window, from its (language model's) config; 2048 where none says."""
+    for c in (text_config(cfg), cfg):
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            v = getattr(c, key, None)
+            if isinstance(v, int) and v > 0:
+                return v
     return 2048
 
 

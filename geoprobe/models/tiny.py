@@ -165,6 +165,19 @@ GENERIC: dict[str, dict[str, Any]] = {
         "num_hidden_layers": 13,
         "layers_block_type": ["linear_attention"] * 6 + ["hybrid"] + ["linear_attention"] * 5 + ["hybrid"],
     },
+    # Llama 3.2 Vision: its first cross-attention layer (3, as in the model) and a self-attention layer after it
+    "mllama": {"text_config": {"num_hidden_layers": 5, "cross_attention_layers": [3]}},
+    # Phi-4-multimodal: its audio encoder's depth and convolution widths (11M parameters by the rule alone)
+    "phi4_multimodal": {
+        "audio_config": {
+            "num_blocks": 2,
+            "nemo_conv_channels": 64,
+            "ext_pw_out_channel": 64,
+            "depthwise_separable_out_channel": 64,
+        }
+    },
+    # Gemma 4: the per-layer input embeddings' vocabulary and width (sizes the rule does not know yet)
+    "gemma4": {"text_config": {"vocab_size_per_layer_input": 512, "hidden_size_per_layer_input": 16}},
 }
 
 
@@ -183,10 +196,30 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def _merged(base: dict, extra: dict) -> dict:
+    """``base`` updated with ``extra``; a sub-config dict (``text_config``) is updated key by key."""
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _to_text_config(base: dict, overrides: dict) -> dict:
+    """``overrides`` with the keys only a multimodal config's ``text_config`` has moved there
+    (``vocab_size`` of Gemma 3: the language model's)."""
+    text = base.get("text_config")
+    if not isinstance(text, dict):
+        return overrides
+    moved = {k: v for k, v in overrides.items() if k not in base and k in text}
+    rest = {k: v for k, v in overrides.items() if k not in moved}
+    return _merged(rest, {"text_config": moved}) if moved else rest
+
+
 def tiny_config(model_type: str, **overrides: Any) -> Any:
     """The tiny config of ``model_type`` or of a ``type/variant`` in ``VARIANTS`` (see module
-    docstring); ``overrides`` win. A type without an ``EXTRA`` entry is shrunk by rule
-    (``shrink.py``) from its own defaults, sub-configs included."""
+    docstring); ``overrides`` win (a size only the ``text_config`` of a multimodal type has goes
+    there). A type without an ``EXTRA`` entry is shrunk by rule (``shrink.py``) from its own
+    defaults, sub-configs included."""
     from transformers import AutoConfig
 
     if model_type in VARIANTS:
@@ -196,7 +229,8 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         base = shrink(AutoConfig.for_model(model_type).to_dict())
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
-        return AutoConfig.for_model(model_type, **{**base, **GENERIC.get(model_type, {}), **overrides})
+        base = _merged(base, GENERIC.get(model_type, {}))
+        return AutoConfig.for_model(model_type, **_merged(base, _to_text_config(base, overrides)))
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
 
@@ -219,10 +253,10 @@ def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None =
 
 def same_weights(model: Any, attn_implementation: str) -> Any:
     """Another instance of ``model``'s architecture with its weights and ``attn_implementation``."""
-    from transformers import AutoModelForCausalLM
-
-    other = AutoModelForCausalLM.from_config(
-        copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation
-    ).eval()
+    other = (
+        type(model)
+        ._from_config(copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation)
+        .eval()
+    )
     other.load_state_dict(model.state_dict())
     return other

@@ -8,6 +8,7 @@ from geoprobe.capture import CaptureConfig, capture
 from geoprobe.capture.run import resolve_layers
 from geoprobe.checks import config_arg, model_arg
 from geoprobe.errors import GeoprobeError
+from geoprobe.models.language import text_config
 from geoprobe.paths import read_json
 from geoprobe.positional.config import PositionalConfig
 from geoprobe.positional.heads import fit_heads
@@ -31,7 +32,7 @@ def check_model(config: PositionalConfig, model: Any) -> None:
 def rope_of(model: Any) -> tuple[float, int] | None:
     """(rope_theta, rotary_dim) of a RoPE model, None otherwise (or where the base is per layer type)."""
     rot = int(getattr(model.layout, "rotary_dim", 0) or 0)
-    cfg = model.hf_model.config
+    cfg = text_config(model.hf_model.config)
     theta = getattr(cfg, "rope_theta", None)
     if theta is None:
         params = getattr(cfg, "rope_parameters", None) or {}

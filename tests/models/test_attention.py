@@ -59,6 +59,14 @@ ARCHS = (
     "xglm",
     "openai-gpt",
     "gpt_neox_japanese",
+    # multimodal checkpoints, measured on their language model (tests/models/test_multimodal.py)
+    "gemma3",
+    "mllama",
+    "phi4_multimodal",
+    "got_ocr2",
+    "moss_transcribe_diarize",
+    "fuyu",
+    "emu3",
 )
 #: computed inline (and refused) before transformers 5.24, read through AttentionInterface since
 INTERFACE_FROM_5_24 = ("codegen",)
@@ -243,8 +251,11 @@ def test_a_model_without_attention_is_refused_in_one_line():
 
 def test_attention_that_bypasses_the_interface_is_refused_in_one_line(monkeypatch):
     model = tiny_model("llama", seed=3)  # as if it computed attention inline, like no exception geoprobe has
-    monkeypatch.setattr(type(model), "_can_set_attn_implementation", classmethod(lambda cls: False))
-    with pytest.raises(UnsupportedArchitectureError, match="AttentionInterface") as e:
+    for cls in (type(model), type(model.model)):  # the model, and the model that holds the attention modules
+        monkeypatch.setattr(cls, "_can_set_attn_implementation", classmethod(lambda cls: False))
+    with pytest.raises(
+        UnsupportedArchitectureError, match="computed inline, not through transformers' AttentionInterface"
+    ) as e:
         inspect_model(model)
     assert "\n" not in str(e.value) and "LlamaForCausalLM" in str(e.value)
 
