@@ -3,15 +3,28 @@
 :func:`shrink` walks a config's dict (and every sub-config: text, vision, audio) and replaces each
 size it knows by name with a tiny one: widths 64, 4 heads of 16 (KV heads 2 where the type has
 fewer KV heads than query heads, 1 where it has one), 4 experts of which 2 are routed, a
-512-token vocabulary, 6-token sliding windows and sparse-attention top-k of 4, so that 13-token
-prompts cross them. Layer counts are cut to the shortest prefix of the model's own layer
-pattern (``layer_types`` and friends) that holds every kind of layer, at least 3; period-based
-patterns (attention every k-th layer) keep one period past the offset. Only sizes change, never
-a mechanism: a switch (a bool, a string, a rope type) is left as the type's default.
+512-token vocabulary (every vocabulary, and every special token id inside it), 6-token sliding
+windows and sparse-attention top-k of 4, so that 13-token prompts cross them. Layer counts are
+cut to the shortest prefix of the model's own layer pattern (``layer_types`` and any other list
+with one entry per layer) that holds every kind of layer, at least 3, rounded up to whole
+periods of a periodic pattern; period-based patterns (attention every k-th layer) keep one
+period past the offset. ``per_layer_config`` keeps the layers kept, their sizes still different
+from the others'. Sizes that the model ties together stay tied (a state-space mixer's heads ×
+head width = expand × width; an MLA layer's head width = its no-rope + rope widths).
+
+Only sizes change, never a mechanism: a switch (a bool, a string, a rope type) is left as the
+type's default, and an optional size left unset (``q_lora_rank`` None: no query compression;
+``sliding_window`` None: no window) stays unset. An unset size the model cannot run without is
+set: ``head_dim`` (the width over the heads), KV heads (as many as query heads) and the experts
+per token where the experts are counted.
+
+:func:`own_sizes` is the dict to shrink: a config's own values, without the sizes its class
+derives from others (they are derived again from the tiny sizes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 WIDTH = 64
@@ -20,11 +33,24 @@ HEAD_DIM = 16
 LAYERS = 3
 MAX_LAYERS = 12
 VOCAB = 512
+WINDOW = 6
+TOPK = 4
 
-_WIDTHS = {"hidden_size", "d_model", "n_embd", "embed_dim", "word_embed_proj_dim", "hidden_dim", "projection_dim"}
+_WIDTHS = {
+    "hidden_size",
+    "d_model",
+    "n_embd",
+    "embed_dim",
+    "emb_dim",
+    "word_embed_proj_dim",
+    "hidden_dim",
+    "projection_dim",
+}
 _HEADS = {"num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads", "decoder_attention_heads"}
 _KV = {"num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num", "num_kv_heads_swa"}
 _LAYERS = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers", "encoder_layers"}
+_EXPERTS = {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"}
+_EXPERTS_PER_TOKEN = {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "moe_top_k"}
 _FIXED = {
     # per-head widths
     "head_dim": HEAD_DIM,
@@ -39,34 +65,40 @@ _FIXED = {
     "kv_lora_rank": 16,
     "q_lora_rank": 24,
     # sparse attention and its indexer
-    "index_topk": 4,
+    "index_topk": TOPK,
     "index_head_dim": HEAD_DIM,
     "index_n_heads": 2,
     # experts
-    "num_experts": 4,
-    "num_local_experts": 4,
-    "n_routed_experts": 4,
-    "moe_num_experts": 4,
-    "num_experts_per_tok": 2,
-    "moe_topk": 2,
-    "moe_k": 2,
+    **dict.fromkeys(_EXPERTS, 4),
+    **dict.fromkeys(_EXPERTS_PER_TOKEN, 2),
     "n_shared_experts": 1,
     "num_shared_experts": 1,
+    "zero_expert_num": 2,
     "n_group": 1,
     "topk_group": 1,
     "vocab_size": VOCAB,
-    "sliding_window": 6,
-    "attention_window_size": 6,
-    "window_size": 6,
+    "sliding_window": WINDOW,
+    "attention_window_size": WINDOW,
+    "window_size": WINDOW,
+    "local_attention_window_len": WINDOW,
     "initializer_range": 0.2,
 }
 _SPECIAL = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
-#: lists with one entry per layer
+#: lists with one entry per layer (strings too: "M-M*-" patterns)
 _PER_LAYER = ("layer_types", "attention_layers", "layers_block_type", "block_types", "hybrid_override_pattern")
+#: a state-space mixer's (heads, head width, expand): heads × head width = expand × the model's width
+_SSM_HEADS = ("mamba_n_heads", "mamba_num_heads", "n_mamba_heads")
+_SSM_HEAD_DIM = ("mamba_d_head", "mamba_head_dim", "mamba_headdim")
+_SSM_EXPAND = ("mamba_expand", "expand")
+_SSM_GROUPS = ("mamba_n_groups", "mamba_ngroups", "n_groups")
 
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_token_key(key: str) -> bool:
+    return "token_id" in key or key.endswith(("_tokens", "token_index"))
 
 
 def _layer_count(d: dict) -> int | None:
@@ -74,21 +106,37 @@ def _layer_count(d: dict) -> int | None:
 
 
 def _per_layer_lists(d: dict) -> list[str]:
-    """Keys of lists with one entry per layer: the known names, and any list as long as the layer count."""
+    """Keys of lists with one entry per layer: the known names, and any other list (not a string,
+    not token ids) as long as the layer count."""
     L = _layer_count(d)
-    return [k for k, v in d.items() if isinstance(v, (list, str)) and (k in _PER_LAYER or (L and len(v) == L > 1))]
+    return [
+        k
+        for k, v in d.items()
+        if (isinstance(v, (list, str)) and k in _PER_LAYER)
+        or (isinstance(v, list) and not _is_token_key(k) and L is not None and len(v) == L > 1)
+    ]
+
+
+def _period(pattern: Any) -> int:
+    """The pattern's period (the shortest p with pattern[i] == pattern[i % p]); its length if none."""
+    s = [str(x) for x in pattern]
+    return next(p for p in range(1, len(s) + 1) if all(s[i] == s[i % p] for i in range(len(s))))
 
 
 def _n_layers(d: dict) -> int:
-    """How many layers keep every kind the model has (the shortest prefix of each of its patterns that
-    holds every kind, >= 3; a layer of ``per_layer_config`` included)."""
+    """How many layers keep every kind the model has: the shortest prefix of each of its patterns that
+    holds every kind (rounded up to whole periods of a periodic pattern), >= 3; a layer of
+    ``per_layer_config`` included."""
     need = LAYERS
     for key in _per_layer_lists(d):
         pattern = d[key]
-        if len(pattern) == 0 or isinstance(d[key], str) and key not in _PER_LAYER:
+        if len(pattern) == 0:
             continue
         kinds = {str(x) for x in pattern}
         n = next(n for n in range(1, len(pattern) + 1) if {str(x) for x in pattern[:n]} == kinds)
+        p = _period(pattern)
+        if p < len(pattern):
+            n = -(-n // p) * p
         need = max(need, n)
     overrides = d.get("per_layer_config")
     if isinstance(overrides, dict) and overrides:
@@ -103,20 +151,66 @@ def _cut(pattern: Any, n: int) -> Any:
     return pattern[:n] if isinstance(pattern, (list, str)) and len(pattern) >= n else pattern
 
 
+def _mla_tied(sizes: dict) -> bool:
+    """The layer's head width is its no-rope + rope widths (an MLA layer whose head_dim is that sum)."""
+    parts = [sizes.get(k) for k in ("head_dim", "qk_nope_head_dim", "qk_rope_head_dim")]
+    return all(_is_int(x) for x in parts) and parts[0] == parts[1] + parts[2]
+
+
 def _per_layer_config(overrides: dict, base: dict, tiny: dict, n: int) -> dict:
     """Per-layer overrides of the layers kept: a size equal to the model's own stays equal to the tiny
-    one, a different size becomes twice the tiny one (the layers still differ, as in the model)."""
+    one, a different size becomes twice the tiny one (the layers still differ, as in the model); a
+    layer whose head width was its no-rope + rope widths keeps it so."""
     out = {}
     for k, sizes in overrides.items():
         if int(k) >= n:
             continue
-        out[k] = {
+        layer = {
             key: (tiny.get(key, v) if v == base.get(key) else 2 * tiny.get(key, v))
             if _is_int(v) and _is_int(tiny.get(key))
             else v
             for key, v in sizes.items()
         }
+        if _mla_tied({**base, **sizes}) and not _mla_tied({**tiny, **layer}):
+            mine = {**tiny, **layer}
+            layer["head_dim"] = mine["qk_nope_head_dim"] + mine["qk_rope_head_dim"]
+        out[k] = layer
     return out
+
+
+def _state_space(d: dict, out: dict) -> None:
+    """A state-space mixer's heads × head width = expand × width: heads of 16, as many as that takes."""
+    heads = next((k for k in _SSM_HEADS if _is_int(d.get(k))), None)
+    width = next((k for k in _SSM_HEAD_DIM if _is_int(d.get(k))), None)
+    expand = next((d[k] for k in _SSM_EXPAND if _is_int(d.get(k))), None)
+    if heads is None or width is None or expand is None:
+        return
+    out[width] = HEAD_DIM
+    out[heads] = max(1, expand * WIDTH // HEAD_DIM)
+    if _is_int(d.get("mamba_d_ssm")):
+        out["mamba_d_ssm"] = out[heads] * HEAD_DIM
+    for key in _SSM_GROUPS:
+        if _is_int(d.get(key)) and d[key] > 0 and out[heads] % d[key]:
+            out[key] = 1
+
+
+def _token_ids(key: str, v: Any, special: Any) -> Any:
+    """Special token ids inside the tiny vocabulary (lists of them too)."""
+    if isinstance(v, list):
+        return [next(special) if _is_int(x) and x >= VOCAB else x for x in v]
+    return _SPECIAL.get(key, None) or next(special)
+
+
+def _unset(key: str, d: dict, heads: Any) -> Any:
+    """An unset size the model cannot run without; None where unset means 'off'."""
+    has_width = any(_is_int(d.get(k)) for k in _WIDTHS)
+    if key == "head_dim" and heads is not None and has_width:
+        return WIDTH // HEADS  # the width over the heads, as the model derives it
+    if key in _KV and heads is not None:
+        return HEADS  # as many KV heads as query heads
+    if key in _EXPERTS_PER_TOKEN and any(_is_int(d.get(k)) and d[k] > 0 for k in _EXPERTS):
+        return _FIXED[key]
+    return None
 
 
 def shrink(d: dict) -> dict:
@@ -133,13 +227,13 @@ def shrink(d: dict) -> dict:
             out[key] = shrink(v)
         elif key in per_layer:
             out[key] = _cut(v, n)
-        elif not _is_int(v) and not (key in _FIXED and v is None):
-            out[key] = v
-        elif key.endswith(("token_id", "token_index")) and _is_int(v) and v >= VOCAB:
-            out[key] = _SPECIAL.get(key, None) or next(special)
+        elif _is_token_key(key) and (_is_int(v) and v >= VOCAB or isinstance(v, list)):
+            out[key] = _token_ids(key, v, special)
         elif v is None:
-            out[key] = v  # an optional size left unset (q_lora_rank None: no query compression) stays unset
-        elif key in _WIDTHS:
+            out[key] = _unset(key, d, heads)
+        elif not _is_int(v):
+            out[key] = v
+        elif key in _WIDTHS or (key.startswith("hidden_size") and v > WIDTH):
             out[key] = WIDTH
         elif key in _HEADS:
             out[key] = HEADS
@@ -149,12 +243,48 @@ def shrink(d: dict) -> dict:
             out[key] = n
         elif key in _FIXED:
             out[key] = _FIXED[key]
+        elif "vocab" in key and v > VOCAB:
+            out[key] = VOCAB
         elif key.endswith("intermediate_size") or key.endswith("ffn_dim") or key in ("n_inner", "ffn_hidden_size"):
             out[key] = 32 if ("moe" in key or "expert" in key) else 2 * WIDTH
-        elif key in ("attn_layer_period", "attn_layer_offset", "full_attention_interval"):
-            out[key] = v  # the pattern is kept, layers are counted by _n_layers
+        elif key == "expert_ffn_hidden_size":
+            out[key] = 32
         else:
-            out[key] = v
+            out[key] = v  # period-based patterns (attn_layer_period, ...) are kept: _n_layers counts them
+    _state_space(d, out)
     if isinstance(d.get("per_layer_config"), dict):
         out["per_layer_config"] = _per_layer_config(d["per_layer_config"], d, out, n)
+    return out
+
+
+def _has_rule(key: str) -> bool:
+    return key in _WIDTHS | _HEADS | _KV | _LAYERS or key in _FIXED or key in _SSM_HEADS + _SSM_HEAD_DIM
+
+
+def own_sizes(config: Any) -> dict:
+    """``config.to_dict()`` without the sizes its class derives from others in ``__post_init__`` (an
+    attribute that is no field of the class, or a field declared None that no rule of :func:`shrink`
+    sizes), sub-configs likewise: built again from the tiny dict, the config derives them from the
+    tiny sizes instead of keeping the big ones. ``per_layer_config`` is kept (the layers' own sizes)."""
+    d = config.to_dict()
+    if not dataclasses.is_dataclass(config):
+        return d
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    out = {}
+    for key, v in d.items():
+        sub = getattr(config, key, None) if isinstance(v, dict) else None
+        if sub is not None and hasattr(sub, "to_dict") and dataclasses.is_dataclass(sub):
+            out[key] = own_sizes(sub)
+            continue
+        f = fields.get(key)
+        derived = (
+            f is None
+            and key not in ("per_layer_config", "model_type", "transformers_version", "output_attentions")
+            or f is not None
+            and f.default is None
+            and _is_int(v)
+            and not _has_rule(key)
+        )
+        if not derived:
+            out[key] = v
     return out

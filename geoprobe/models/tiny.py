@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from geoprobe.models.shrink import shrink
+from geoprobe.models.shrink import own_sizes, shrink
 
 VOCAB = 512
 COMMON: dict[str, Any] = {
@@ -147,12 +147,21 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         model_type, extra = VARIANTS[model_type]
         overrides = {**extra, **overrides}
     if model_type not in EXTRA:
-        base = shrink(AutoConfig.for_model(model_type).to_dict())
+        generic = GENERIC.get(model_type, {})
+        base = shrink(own_sizes(AutoConfig.for_model(model_type, **generic)))
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
-        return AutoConfig.for_model(model_type, **{**base, **GENERIC.get(model_type, {}), **overrides})
+        return AutoConfig.for_model(model_type, **merged(merged(base, generic), overrides))
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
+
+
+def merged(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` on top; a sub-config dict of ``extra`` updates ``base``'s one key by key."""
+    out = dict(base)
+    for key, v in extra.items():
+        out[key] = merged(out[key], v) if isinstance(v, dict) and isinstance(out.get(key), dict) else v
+    return out
 
 
 def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None = None, **overrides: Any) -> Any:
@@ -163,6 +172,8 @@ def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None =
     torch.manual_seed(seed)
     kw = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
     model = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), dtype=torch.float32, **kw).eval()
+    if hasattr(model, "set_default_language"):  # X-MOD: one adapter per language; the first is the default
+        model.set_default_language(next(iter(model.config.languages)))
     g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -172,10 +183,9 @@ def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None =
 
 
 def same_weights(model: Any, attn_implementation: str) -> Any:
-    """Another instance of ``model``'s architecture with its weights and ``attn_implementation``."""
-    from transformers import AutoModelForCausalLM
-
-    other = AutoModelForCausalLM.from_config(
+    """Another instance of ``model``'s architecture (its own class: the config it keeps may be a
+    sub-config no auto class maps) with its weights and ``attn_implementation``."""
+    other = type(model)._from_config(
         copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation
     ).eval()
     other.load_state_dict(model.state_dict())
