@@ -45,6 +45,9 @@ _WIDTHS = {
     "word_embed_proj_dim",
     "hidden_dim",
     "projection_dim",
+    "adapter_in_dim",
+    "adapter_out_dim",
+    "out_hidden_size",
 }
 _HEADS = {"num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads", "decoder_attention_heads"}
 _KV = {"num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num", "num_kv_heads_swa"}
@@ -68,6 +71,11 @@ _FIXED = {
     "index_topk": TOPK,
     "index_head_dim": HEAD_DIM,
     "index_n_heads": 2,
+    # linear attention beside softmax layers
+    "linear_num_heads": HEADS,
+    "linear_head_dim": HEAD_DIM,
+    "linear_key_head_dim": HEAD_DIM,
+    "linear_value_head_dim": HEAD_DIM,
     # experts
     **dict.fromkeys(_EXPERTS, 4),
     **dict.fromkeys(_EXPERTS_PER_TOKEN, 2),
@@ -75,6 +83,7 @@ _FIXED = {
     "num_shared_experts": 1,
     "zero_expert_num": 2,
     "n_group": 1,
+    "num_expert_group": 1,
     "topk_group": 1,
     "vocab_size": VOCAB,
     "sliding_window": WINDOW,
@@ -83,6 +92,11 @@ _FIXED = {
     "local_attention_window_len": WINDOW,
     "initializer_range": 0.2,
 }
+#: counts of leading layers of one kind (dense before MoE): the twin keeps them and one layer more
+_LEADING = ("first_k_dense_replace", "num_dense_layers", "moe_layer_start_index")
+#: counts of trailing layers (that reuse earlier layers' KV): the twin keeps as many as the model's
+#: layer pattern needs to hold every kind, after a prefix that holds every kind
+_TRAILING = ("num_kv_shared_layers",)
 _SPECIAL = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 #: lists with one entry per layer (strings too: "M-M*-" patterns)
 _PER_LAYER = ("layer_types", "attention_layers", "layers_block_type", "block_types", "hybrid_override_pattern")
@@ -123,6 +137,27 @@ def _period(pattern: Any) -> int:
     return next(p for p in range(1, len(s) + 1) if all(s[i] == s[i % p] for i in range(len(s))))
 
 
+def _kinds_prefix(pattern: Any) -> int:
+    """The shortest prefix of ``pattern`` that holds every kind, rounded up to whole periods."""
+    kinds = {str(x) for x in pattern}
+    n = next(n for n in range(1, len(pattern) + 1) if {str(x) for x in pattern[:n]} == kinds)
+    p = _period(pattern)
+    return -(-n // p) * p if p < len(pattern) else n
+
+
+def _pattern_prefix(d: dict) -> int:
+    """The layers that hold every kind of the model's layer pattern (``layer_types`` and friends)."""
+    return max([LAYERS] + [_kinds_prefix(d[k]) for k in _PER_LAYER if isinstance(d.get(k), list) and d[k]])
+
+
+def _trailing(d: dict, key: str) -> int | None:
+    """The tiny count of trailing layers ``key`` (see ``_TRAILING``); None where it is no such count."""
+    v, L = d.get(key), _layer_count(d)
+    if key not in _TRAILING or not _is_int(v) or L is None or not 0 < v < L:
+        return None
+    return min(v, _pattern_prefix(d))
+
+
 def _n_layers(d: dict) -> int:
     """How many layers keep every kind the model has: the shortest prefix of each of its patterns that
     holds every kind (rounded up to whole periods of a periodic pattern), >= 3; a layer of
@@ -130,14 +165,15 @@ def _n_layers(d: dict) -> int:
     need = LAYERS
     for key in _per_layer_lists(d):
         pattern = d[key]
-        if len(pattern) == 0:
-            continue
-        kinds = {str(x) for x in pattern}
-        n = next(n for n in range(1, len(pattern) + 1) if {str(x) for x in pattern[:n]} == kinds)
-        p = _period(pattern)
-        if p < len(pattern):
-            n = -(-n // p) * p
-        need = max(need, n)
+        if len(pattern):
+            need = max(need, _kinds_prefix(pattern))
+    for key in _TRAILING:
+        k = _trailing(d, key)
+        if k is not None:
+            need = max(need, _pattern_prefix(d) + k)
+    for key in _LEADING:
+        if _is_int(d.get(key)):
+            need = max(need, d[key] + 1)
     overrides = d.get("per_layer_config")
     if isinstance(overrides, dict) and overrides:
         need = max(need, min(int(k) for k in overrides) + 1)
@@ -151,10 +187,30 @@ def _cut(pattern: Any, n: int) -> Any:
     return pattern[:n] if isinstance(pattern, (list, str)) and len(pattern) >= n else pattern
 
 
-def _mla_tied(sizes: dict) -> bool:
-    """The layer's head width is its no-rope + rope widths (an MLA layer whose head_dim is that sum)."""
-    parts = [sizes.get(k) for k in ("head_dim", "qk_nope_head_dim", "qk_rope_head_dim")]
-    return all(_is_int(x) for x in parts) and parts[0] == parts[1] + parts[2]
+def _ties(sizes: dict) -> dict[str, tuple[str, ...]]:
+    """Head widths an MLA layer ties to others: {width: the widths it is the sum of}. ``head_dim``
+    is the rope width (the rotary module's width) or the no-rope + rope widths in some models."""
+    out: dict[str, tuple[str, ...]] = {}
+    for key in ("head_dim", "qk_head_dim"):
+        v = sizes.get(key)
+        parts = [sizes.get(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim")]
+        if not (_is_int(v) and all(_is_int(x) for x in parts)):
+            continue
+        if v == parts[1]:
+            out[key] = ("qk_rope_head_dim",)
+        elif v == parts[0] + parts[1]:
+            out[key] = ("qk_nope_head_dim", "qk_rope_head_dim")
+    return out
+
+
+def _keep_ties(model: dict, tiny: dict) -> dict:
+    """The head widths ``tiny`` must change to tie them as ``model`` does."""
+    out = {}
+    for key, parts in _ties(model).items():
+        want = sum(tiny[p] for p in parts)
+        if tiny.get(key) != want:
+            out[key] = want
+    return out
 
 
 def _per_layer_config(overrides: dict, base: dict, tiny: dict, n: int) -> dict:
@@ -171,9 +227,7 @@ def _per_layer_config(overrides: dict, base: dict, tiny: dict, n: int) -> dict:
             else v
             for key, v in sizes.items()
         }
-        if _mla_tied({**base, **sizes}) and not _mla_tied({**tiny, **layer}):
-            mine = {**tiny, **layer}
-            layer["head_dim"] = mine["qk_nope_head_dim"] + mine["qk_rope_head_dim"]
+        layer.update(_keep_ties({**base, **sizes}, {**tiny, **layer}))
         out[k] = layer
     return out
 
@@ -213,11 +267,52 @@ def _unset(key: str, d: dict, heads: Any) -> Any:
     return None
 
 
+def _first(d: dict, keys: Any) -> int | None:
+    return next((d[k] for k in keys if _is_int(d.get(k))), None)
+
+
+def _size(key: str, v: int, d: dict, n: int) -> int:
+    """The tiny value of the size ``key`` = ``v`` of the config dict ``d`` (``n`` layers kept)."""
+    heads, width = _first(d, _HEADS), _first(d, _WIDTHS)
+    if key in _WIDTHS or (key.startswith("hidden_size") and v > WIDTH):
+        return WIDTH
+    if key in _HEADS:
+        return HEADS
+    if key in _KV:
+        return 1 if v == 1 else (HEADS if heads is None or v >= heads else 2)
+    if _trailing(d, key) is not None:
+        return _trailing(d, key)
+    if key in _LAYERS or ("layers" in key and v == _layer_count(d)):
+        return n  # a count of every layer (all layers share KV, none has a window) stays every layer
+    if key in _EXPERTS_PER_TOKEN:
+        return min(v, _FIXED[key])  # top-1 routing stays top-1
+    if key in _FIXED:
+        return _FIXED[key]
+    if "vocab" in key and v > VOCAB:
+        return VOCAB
+    if key.endswith("intermediate_size") or key.endswith("ffn_dim") or key in ("n_inner", "ffn_hidden_size"):
+        return 32 if ("moe" in key or "expert" in key) else 2 * WIDTH
+    if key == "expert_ffn_hidden_size":
+        return 32
+    if v == width and v > WIDTH and not any(w in key for w in ("position", "vocab", "length")):
+        return WIDTH  # a size the model ties to its width (an adapter's input) stays tied
+    return v  # period-based patterns (attn_layer_period, ...) are kept: _n_layers counts them
+
+
+def _per_layer_sizes(key: str, sizes: list, d: dict, n: int) -> list:
+    """A per-layer list of sizes cut to ``n`` layers: the most common size becomes the tiny one, any
+    other twice the tiny one (the layers still differ, as in the model)."""
+    kept = sizes[:n]
+    common = max(set(kept), key=kept.count)
+    tiny = _size(key, common, d, n)
+    return [x if tiny == common else tiny if x == common else 2 * tiny for x in kept]
+
+
 def shrink(d: dict) -> dict:
     """A tiny copy of the config dict ``d`` (sub-config dicts shrunk too); see the module docstring."""
     out: dict = {}
     special = iter(range(VOCAB - 1, VOCAB - 64, -1))  # other special ids (image, audio tokens) at the top
-    heads = next((d[k] for k in _HEADS if _is_int(d.get(k))), None)
+    heads = _first(d, _HEADS)
     n = _n_layers(d)
     per_layer = set(_per_layer_lists(d))
     for key, v in d.items():
@@ -225,40 +320,26 @@ def shrink(d: dict) -> dict:
             continue  # below, once the tiny sizes are known
         if isinstance(v, dict) and ("model_type" in v or key.endswith("_config")):
             out[key] = shrink(v)
+        elif key in per_layer and all(_is_int(x) for x in v) and key not in _PER_LAYER:
+            out[key] = _per_layer_sizes(key, v, d, n)
         elif key in per_layer:
             out[key] = _cut(v, n)
         elif _is_token_key(key) and (_is_int(v) and v >= VOCAB or isinstance(v, list)):
             out[key] = _token_ids(key, v, special)
         elif v is None:
             out[key] = _unset(key, d, heads)
-        elif not _is_int(v):
-            out[key] = v
-        elif key in _WIDTHS or (key.startswith("hidden_size") and v > WIDTH):
-            out[key] = WIDTH
-        elif key in _HEADS:
-            out[key] = HEADS
-        elif key in _KV:
-            out[key] = 1 if v == 1 else (HEADS if heads is None or v >= heads else 2)
-        elif key in _LAYERS:
-            out[key] = n
-        elif key in _FIXED:
-            out[key] = _FIXED[key]
-        elif "vocab" in key and v > VOCAB:
-            out[key] = VOCAB
-        elif key.endswith("intermediate_size") or key.endswith("ffn_dim") or key in ("n_inner", "ffn_hidden_size"):
-            out[key] = 32 if ("moe" in key or "expert" in key) else 2 * WIDTH
-        elif key == "expert_ffn_hidden_size":
-            out[key] = 32
         else:
-            out[key] = v  # period-based patterns (attn_layer_period, ...) are kept: _n_layers counts them
+            out[key] = _size(key, v, d, n) if _is_int(v) else v
     _state_space(d, out)
+    out.update(_keep_ties(d, out))
     if isinstance(d.get("per_layer_config"), dict):
         out["per_layer_config"] = _per_layer_config(d["per_layer_config"], d, out, n)
     return out
 
 
 def _has_rule(key: str) -> bool:
-    return key in _WIDTHS | _HEADS | _KV | _LAYERS or key in _FIXED or key in _SSM_HEADS + _SSM_HEAD_DIM
+    big = 1 << 20
+    return _size(key, big, {}, LAYERS) != big or key in _SSM_HEADS + _SSM_HEAD_DIM
 
 
 def own_sizes(config: Any) -> dict:
@@ -270,6 +351,9 @@ def own_sizes(config: Any) -> dict:
     if not dataclasses.is_dataclass(config):
         return d
     fields = {f.name: f for f in dataclasses.fields(config)}
+    aliases = getattr(config, "attribute_map", {}) or {}
+    fields.update({alias: fields[name] for alias, name in aliases.items() if name in fields})
+    fields.update({name: fields[alias] for alias, name in aliases.items() if alias in fields})
     out = {}
     for key, v in d.items():
         sub = getattr(config, key, None) if isinstance(v, dict) else None

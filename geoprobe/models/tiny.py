@@ -123,8 +123,42 @@ EXTRA: dict[str, dict[str, Any]] = {
 }
 
 
-#: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only
-GENERIC: dict[str, dict[str, Any]] = {}
+#: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only, or a
+#: value its default config lacks and transformers cannot build without (the reason is given). Also
+#: applied to the default config before shrinking where that one does not validate.
+GENERIC: dict[str, dict[str, Any]] = {
+    # Mamba-2: its SSM heads are num_heads × head_dim = expand × hidden_size (the rule's heads are 4)
+    "mamba2": {"num_heads": 8},
+    # the default leaves the experts unset (None), which the MoE layers cannot run with
+    "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1},
+    # transformers' DbrxAttention reads attn_config.rope_theta, which the default attn_config lacks, and
+    # cannot clamp with clip_qkv None (the default); DBRX clips at 8
+    "dbrx": {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
+    # the default has no layer pattern (None), which the model indexes: LFM2's short convolutions and attention
+    "lfm2_moe": {"layer_types": ["conv", "conv", "full_attention", "conv"], "num_hidden_layers": 4},
+    # the default has no RoPE parameters, which the rotary module indexes per layer type: none (NoPE), as given
+    "cohere_compass_text": {"rope_parameters": {"full_attention": None}},
+    # ReformerModelWithLMHead is a decoder only with is_decoder=True; its axial position embeddings'
+    # widths sum to the width
+    "reformer": {"is_decoder": True, "axial_pos_embds_dim": [16, 48]},
+    # the default leaves Qwen4-Exp's QSA indexer unset (None), which every attention layer builds; a
+    # budget of 4 tokens in blocks of 2 so that 13-token prompts are sparse
+    **{
+        t: {"text_config": qsa} if t == "qwen4_exp" else qsa
+        for t, qsa in {
+            t: {
+                "indexer_n_heads": 2,
+                "indexer_kv_heads": 1,
+                "indexer_head_dim": 16,
+                "indexer_budget": 4,
+                "indexer_compress_ratio": 2,
+            }
+            for t in ("qwen4_exp", "qwen4_exp_text")
+        }.items()
+    },
+    # the assistant reads the target model's KV (every layer shared) and has no per-layer inputs
+    "gemma4_assistant": {"text_config": {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0}},
+}
 
 
 #: other layouts of one model type, named ``type/variant``: Falcon's three QKV layouts
@@ -148,7 +182,11 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         overrides = {**extra, **overrides}
     if model_type not in EXTRA:
         generic = GENERIC.get(model_type, {})
-        base = shrink(own_sizes(AutoConfig.for_model(model_type, **generic)))
+        try:
+            default = AutoConfig.for_model(model_type)
+        except Exception:  # noqa: BLE001 - a default config that does not validate: with GENERIC's values
+            default = AutoConfig.for_model(model_type, **generic)
+        base = shrink(own_sizes(default))
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
         return AutoConfig.for_model(model_type, **merged(merged(base, generic), overrides))
