@@ -36,7 +36,7 @@ VOCAB = 512
 WINDOW = 6
 TOPK = 4
 
-_WIDTHS = {
+_WIDTHS = (
     "hidden_size",
     "d_model",
     "n_embd",
@@ -48,12 +48,12 @@ _WIDTHS = {
     "adapter_in_dim",
     "adapter_out_dim",
     "out_hidden_size",
-}
-_HEADS = {"num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads", "decoder_attention_heads"}
-_KV = {"num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num", "num_kv_heads_swa"}
-_LAYERS = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers", "encoder_layers"}
-_EXPERTS = {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"}
-_EXPERTS_PER_TOKEN = {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "moe_top_k"}
+)
+_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads", "decoder_attention_heads")
+_KV = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num", "num_kv_heads_swa")
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers", "encoder_layers")
+_EXPERTS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "moe_top_k")
 _FIXED = {
     # per-head widths
     "head_dim": HEAD_DIM,
@@ -90,6 +90,12 @@ _FIXED = {
     "attention_window_size": WINDOW,
     "window_size": WINDOW,
     "local_attention_window_len": WINDOW,
+    "sliding_window_size": WINDOW,
+    "attention_chunk_size": WINDOW,  # chunked attention (Llama 4)
+    "local_attention": 2 * WINDOW,  # ModernBERT: the whole local window, half on each side
+    "keep_window_size": TOPK,  # Doge's dynamic mask keeps the top keys
+    "index_block_size": 2,  # block-sparse attention: 2 of the 7 blocks of a 13-token prompt
+    "index_topk_blocks": 2,
     "initializer_range": 0.2,
 }
 #: counts of leading layers of one kind (dense before MoE): the twin keeps them and one layer more
@@ -274,6 +280,10 @@ def _first(d: dict, keys: Any) -> int | None:
 def _size(key: str, v: int, d: dict, n: int) -> int:
     """The tiny value of the size ``key`` = ``v`` of the config dict ``d`` (``n`` layers kept)."""
     heads, width = _first(d, _HEADS), _first(d, _WIDTHS)
+    if key.startswith("swa_") and _is_int(d.get(key[4:])):  # a sliding-window layer's own size (Inkling)
+        base = d[key[4:]]
+        tiny = _size(key[4:], base, d, n)
+        return v if tiny == base else tiny if v == base else 2 * tiny
     if key in _WIDTHS or (key.startswith("hidden_size") and v > WIDTH):
         return WIDTH
     if key in _HEADS:
@@ -320,6 +330,8 @@ def shrink(d: dict) -> dict:
             continue  # below, once the tiny sizes are known
         if isinstance(v, dict) and ("model_type" in v or key.endswith("_config")):
             out[key] = shrink(v)
+        elif key == "compress_rates" and isinstance(v, dict):  # tokens per compressed key, some in a prompt
+            out[key] = {k: min(r, 2 * TOPK) if _is_int(r) else r for k, r in v.items()}
         elif key in per_layer and all(_is_int(x) for x in v) and key not in _PER_LAYER:
             out[key] = _per_layer_sizes(key, v, d, n)
         elif key in per_layer:

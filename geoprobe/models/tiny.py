@@ -202,14 +202,28 @@ def merged(base: dict, extra: dict) -> dict:
     return out
 
 
+def causal_lm(cfg: Any, **kw: Any) -> Any:
+    """The causal LM transformers maps ``cfg``'s type to, built from ``cfg`` or, where that class takes
+    one of ``cfg``'s sub-configs (MusicGen's decoder), from that sub-config."""
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(cfg)]
+    wants = getattr(cls, "config_class", None)
+    if wants is not None and not isinstance(cfg, wants):
+        sub = [getattr(cfg, k, None) for k in getattr(cfg, "sub_configs", {})]
+        sub = [c for c in sub if isinstance(c, wants)]
+        if len(sub) == 1:
+            return cls._from_config(sub[0], **kw)
+    return AutoModelForCausalLM.from_config(cfg, **kw)
+
+
 def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None = None, **overrides: Any) -> Any:
     """A tiny random-init causal LM of ``model_type`` in eval mode (float32, CPU)."""
-    from transformers import AutoModelForCausalLM
-
     cfg = tiny_config(model_type, **overrides)
     torch.manual_seed(seed)
     kw = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    model = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), dtype=torch.float32, **kw).eval()
+    model = causal_lm(copy.deepcopy(cfg), dtype=torch.float32, **kw).eval()
     if hasattr(model, "set_default_language"):  # X-MOD: one adapter per language; the first is the default
         model.set_default_language(next(iter(model.config.languages)))
     g = torch.Generator().manual_seed(seed + 1)
