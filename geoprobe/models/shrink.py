@@ -138,7 +138,7 @@ def _per_layer_lists(d: dict) -> list[str]:
 
 
 def _period(pattern: Any) -> int:
-    """The pattern's period (the shortest p with pattern[i] == pattern[i % p]); its length if none."""
+    """The pattern's period: the shortest p with pattern[i] == pattern[i % p] for every i."""
     s = [str(x) for x in pattern]
     return next(p for p in range(1, len(s) + 1) if all(s[i] == s[i % p] for i in range(len(s))))
 
@@ -148,7 +148,7 @@ def _kinds_prefix(pattern: Any) -> int:
     kinds = {str(x) for x in pattern}
     n = next(n for n in range(1, len(pattern) + 1) if {str(x) for x in pattern[:n]} == kinds)
     p = _period(pattern)
-    return -(-n // p) * p if p < len(pattern) else n
+    return -(-n // p) * p if 2 * p <= len(pattern) else n  # periodic: it repeats at least twice
 
 
 def _pattern_prefix(d: dict) -> int:

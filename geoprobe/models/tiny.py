@@ -138,6 +138,9 @@ GENERIC: dict[str, dict[str, Any]] = {
     "lfm2_moe": {"layer_types": ["conv", "conv", "full_attention", "conv"], "num_hidden_layers": 4},
     # the default has no RoPE parameters, which the rotary module indexes per layer type: none (NoPE), as given
     "cohere_compass_text": {"rope_parameters": {"full_attention": None}},
+    # Dory's input, looped and output sections of its layers (counted as attention + MLP blocks, twice the
+    # layers): one input and one output layer around the looped ones
+    "dory": {"n_input_layers": 2, "n_output_layers": 2},
     # ReformerModelWithLMHead is a decoder only with is_decoder=True; its axial position embeddings'
     # widths sum to the width
     "reformer": {"is_decoder": True, "axial_pos_embds_dim": [16, 48]},
@@ -189,9 +192,24 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         base = shrink(own_sizes(default))
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
-        return AutoConfig.for_model(model_type, **merged(merged(base, generic), overrides))
+        return AutoConfig.for_model(model_type, **merged(merged(base, generic), _routed(base, overrides)))
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
+
+
+#: the sub-configs of a composite config that hold its language model
+_LANGUAGE = ("text_config", "decoder", "language_config", "llm_config")
+
+
+def _routed(base: dict, overrides: dict) -> dict:
+    """``overrides`` with each key the language model's sub-config holds set there too (``vocab_size``
+    for a tokenizer's vocabulary reaches the text model of a vision-language config)."""
+    out = dict(overrides)
+    for sub in _LANGUAGE:
+        inner = {k: v for k, v in overrides.items() if isinstance(base.get(sub), dict) and k in base[sub]}
+        if inner:
+            out[sub] = merged(inner, out.get(sub, {}))
+    return out
 
 
 def merged(base: dict, extra: dict) -> dict:
