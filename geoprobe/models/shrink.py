@@ -117,8 +117,9 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_token_key(key: str) -> bool:
-    return "token_id" in key or key.endswith(("_tokens", "token_index"))
+def _is_token_key(key: str, v: Any) -> bool:
+    """A token id, or a list of them (``eos_token_id``, ``image_token_index``, ``suppress_tokens``)."""
+    return "token_id" in key or key.endswith("token_index") or (isinstance(v, list) and key.endswith("_tokens"))
 
 
 def _layer_count(d: dict) -> int | None:
@@ -133,7 +134,7 @@ def _per_layer_lists(d: dict) -> list[str]:
         k
         for k, v in d.items()
         if (isinstance(v, (list, str)) and k in _PER_LAYER)
-        or (isinstance(v, list) and not _is_token_key(k) and L is not None and len(v) == L > 1)
+        or (isinstance(v, list) and not _is_token_key(k, v) and L is not None and len(v) == L > 1)
     ]
 
 
@@ -336,7 +337,7 @@ def shrink(d: dict) -> dict:
             out[key] = _per_layer_sizes(key, v, d, n)
         elif key in per_layer:
             out[key] = _cut(v, n)
-        elif _is_token_key(key) and (_is_int(v) and v >= VOCAB or isinstance(v, list)):
+        elif _is_token_key(key, v) and (_is_int(v) and v >= VOCAB or isinstance(v, list)):
             out[key] = _token_ids(key, v, special)
         elif v is None:
             out[key] = _unset(key, d, heads)
@@ -373,14 +374,10 @@ def own_sizes(config: Any) -> dict:
             out[key] = own_sizes(sub)
             continue
         f = fields.get(key)
-        derived = (
-            f is None
-            and key not in ("per_layer_config", "model_type", "transformers_version", "output_attentions")
-            or f is not None
-            and f.default is None
-            and _is_int(v)
-            and not _has_rule(key)
-        )
+        if f is None:
+            derived = key not in ("per_layer_config", "model_type", "transformers_version", "output_attentions")
+        else:
+            derived = f.default is None and _is_int(v) and not _has_rule(key)
         if not derived:
             out[key] = v
     return out

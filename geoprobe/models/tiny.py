@@ -255,8 +255,10 @@ def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None =
 def same_weights(model: Any, attn_implementation: str) -> Any:
     """Another instance of ``model``'s architecture (its own class: the config it keeps may be a
     sub-config no auto class maps) with its weights and ``attn_implementation``."""
-    other = type(model)._from_config(
-        copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation
-    ).eval()
+    other = (
+        type(model)
+        ._from_config(copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation)
+        .eval()
+    )
     other.load_state_dict(model.state_dict())
     return other
