@@ -141,6 +141,12 @@ GENERIC: dict[str, dict[str, Any]] = {
     # Dory's input, looped and output sections of its layers (counted as attention + MLP blocks, twice the
     # layers): one input and one output layer around the looped ones
     "dory": {"n_input_layers": 2, "n_output_layers": 2},
+    # Zamba2 calls one shared attention block at every "hybrid" layer: the twin keeps the first 13 layers
+    # of its pattern, so that the block is called twice (the prefix holding every kind calls it once)
+    "zamba2": {
+        "num_hidden_layers": 13,
+        "layers_block_type": ["linear_attention"] * 6 + ["hybrid"] + ["linear_attention"] * 5 + ["hybrid"],
+    },
     # ReformerModelWithLMHead is a decoder only with is_decoder=True; its axial position embeddings'
     # widths sum to the width
     "reformer": {"is_decoder": True, "axial_pos_embds_dim": [16, 48]},

@@ -74,6 +74,7 @@ def test_a_config_s_derived_sizes_are_derived_again_from_the_tiny_ones():
     cfg = tiny_config("zamba2")
     assert cfg.attention_hidden_size == 2 * cfg.hidden_size
     assert cfg.mamba_headdim * cfg.n_mamba_heads == cfg.mamba_expand * cfg.hidden_size
+    assert len(cfg.hybrid_layer_ids) == 2  # its one shared block is called at several layers, as in the model
     assert tiny_config("kimi_linear").num_experts == 4  # an attribute_map alias is no derived size
 
 
