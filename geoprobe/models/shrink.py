@@ -25,6 +25,7 @@ derives from others (they are derived again from the tiny sizes).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 WIDTH = 64
@@ -138,6 +139,21 @@ def _per_layer_lists(d: dict) -> list[str]:
     ]
 
 
+def _index_lists(d: dict) -> list[str]:
+    """Keys of lists of layer indices (``cross_attention_layers``: some layers, by index)."""
+    L = _layer_count(d)
+    return [
+        k
+        for k, v in d.items()
+        if L is not None
+        and isinstance(v, list)
+        and 0 < len(v) < L
+        and re.search(r"layers|idxs|indices|layer_ids", k)
+        and all(_is_int(x) and 0 <= x < L for x in v)
+        and v == sorted(set(v))
+    ]
+
+
 def _period(pattern: Any) -> int:
     """The pattern's period: the shortest p with pattern[i] == pattern[i % p] for every i."""
     s = [str(x) for x in pattern]
@@ -181,6 +197,8 @@ def _n_layers(d: dict) -> int:
     for key in _LEADING:
         if _is_int(d.get(key)):
             need = max(need, d[key] + 1)
+    for key in _index_lists(d):
+        need = max(need, d[key][0] + 1)  # the first layer listed is kept
     overrides = d.get("per_layer_config")
     if isinstance(overrides, dict) and overrides:
         need = max(need, min(int(k) for k in overrides) + 1)
@@ -326,6 +344,7 @@ def shrink(d: dict) -> dict:
     heads = _first(d, _HEADS)
     n = _n_layers(d)
     per_layer = set(_per_layer_lists(d))
+    indices = set(_index_lists(d))
     for key, v in d.items():
         if key == "per_layer_config" and isinstance(v, dict):
             continue  # below, once the tiny sizes are known
@@ -337,6 +356,8 @@ def shrink(d: dict) -> dict:
             out[key] = _per_layer_sizes(key, v, d, n)
         elif key in per_layer:
             out[key] = _cut(v, n)
+        elif key in indices:
+            out[key] = [i for i in v if i < n]
         elif _is_token_key(key, v) and (_is_int(v) and v >= VOCAB or isinstance(v, list)):
             out[key] = _token_ids(key, v, special)
         elif v is None:

@@ -147,6 +147,9 @@ GENERIC: dict[str, dict[str, Any]] = {
         "num_hidden_layers": 13,
         "layers_block_type": ["linear_attention"] * 6 + ["hybrid"] + ["linear_attention"] * 5 + ["hybrid"],
     },
+    # Inkling2-Loop loops layers [start, end) (multiples of its attention-residual block): blocks of 2 layers
+    # and layers 2-3 looped, inside the 6 layers kept (the defaults loop layers 6-17, beyond them)
+    "inkling2_loop_text": {"n_layers_per_attn_res_block": 2, "loop_layer_index_start": 2, "loop_layer_index_end": 4},
     # ReformerModelWithLMHead is a decoder only with is_decoder=True; its axial position embeddings'
     # widths sum to the width
     "reformer": {"is_decoder": True, "axial_pos_embds_dim": [16, 48]},

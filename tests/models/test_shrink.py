@@ -177,3 +177,10 @@ def test_sliding_layers_keep_their_own_head_counts():
 def test_sub_configs_are_shrunk_too():
     out = shrink({"text_config": {**planted(), "model_type": "x_text"}, "vision_config": {"hidden_size": 1152}})
     assert out["text_config"]["hidden_size"] == WIDTH and out["vision_config"]["hidden_size"] == WIDTH
+
+
+def test_layers_listed_by_index_keep_one_in_the_twin():
+    """Mllama's cross-attention layers (3, 8, ...): the twin keeps layer 3, so it has one."""
+    out = shrink(planted(num_hidden_layers=40, cross_attention_layers=[3, 8, 13, 18, 23, 28, 33, 38]))
+    assert out["num_hidden_layers"] == 4 and out["cross_attention_layers"] == [3]
+    assert shrink(planted(mlp_only_layers=[0, 1]))["mlp_only_layers"] == [0, 1]

@@ -78,6 +78,14 @@ def test_a_config_s_derived_sizes_are_derived_again_from_the_tiny_ones():
     assert tiny_config("kimi_linear").num_experts == 4  # an attribute_map alias is no derived size
 
 
+def test_a_twin_keeps_the_layers_that_make_its_mechanism():
+    """Inkling2-Loop's looped layers and Mllama's cross-attention layers lie inside the twin's layers."""
+    loop = tiny_config("inkling2_loop_text")
+    assert 0 < loop.loop_layer_index_start < loop.loop_layer_index_end <= loop.num_hidden_layers
+    text = tiny_config("mllama").text_config
+    assert text.cross_attention_layers and max(text.cross_attention_layers) < text.num_hidden_layers
+
+
 def test_a_default_config_that_does_not_validate_gets_generic_values():
     cfg = tiny_config("gemma4_assistant")
     assert cfg.text_config.num_kv_shared_layers == cfg.text_config.num_hidden_layers
