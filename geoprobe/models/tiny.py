@@ -3,10 +3,13 @@
 ``tiny_model("qwen2")`` is ``AutoConfig.for_model("qwen2", ...)`` with d_model 64, 3 layers,
 4 query heads (2 KV heads where the type has GQA), a 512-token vocabulary and an
 ``initializer_range`` of 0.2 (so attention is far from uniform), built by
-``AutoModelForCausalLM.from_config``. ``EXTRA`` holds only the keys a type's defaults need on
-top of that to build small (its default head_dim or KV heads do not fit 4 heads of 16, or its
-layer pattern puts attention beyond layer 3); it describes sizes, never mechanisms. Norm
-weights are perturbed so that q/k norms are not identities.
+``AutoModelForCausalLM.from_config`` (:func:`causal_lm`: from the sub-config its class takes, where
+it takes one). ``EXTRA`` holds only the keys a type's defaults need on top of that to build small
+(its default head_dim or KV heads do not fit 4 heads of 16, or its layer pattern puts attention
+beyond layer 3); it describes sizes, never mechanisms. Every other type is shrunk by rule from
+its own defaults (``shrink.py``), with ``GENERIC``'s few keys on top. Norm weights are perturbed
+so that q/k norms are not identities; a model with per-language adapters (X-MOD) gets its first
+language as the default.
 """
 
 from __future__ import annotations

@@ -371,11 +371,11 @@ def test_capture_of_multi_head_latent_attention_keeps_all_but_w_k(tmp_path, prom
     assert np.isfinite(cap.attn_entropy).all()
 
 
-@pytest.mark.parametrize("model_type", ["deepseek_v2", "mllama"])
+@pytest.mark.parametrize("model_type", ["deepseek_v2", "emu3"])
 def test_capture_a_twin_shrunk_by_rule(tmp_path, prompt_file, capsys, monkeypatch, model_type):
     """Twins of types with no hand-written sizes: DeepSeek-V2, whose default config leaves its experts per
-    token unset (the twin builder crashed in topk), and Mllama, whose tokenizer's vocabulary must reach
-    its text sub-config."""
+    token unset (the twin builder crashed in topk), and Emu3, whose tokenizer's vocabulary must reach
+    its text sub-config (an IndexError before)."""
     out = tmp_path / "run"
     code, _, err = run_cli(
         ["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file), "--out", str(out)],
