@@ -53,8 +53,8 @@ from geoprobe.models.legacy import (
 )
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
 from geoprobe.models.rotary import unrotate
-
-PROBE_TOKENS = 7
+from geoprobe.models.verify import FORWARD_ERRORS, forward_fails, probe_ids
+from geoprobe.models.where import architecture_name, input_device
 
 
 @dataclass
@@ -106,10 +106,6 @@ class Architecture:
         return [self.key_weight_view(layer) for layer in self.layout.model_layers]
 
 
-def architecture_name(hf_model: Any) -> str:
-    return (getattr(hf_model.config, "architectures", None) or [type(hf_model).__name__])[0]
-
-
 def attention_modules(hf_model: Any) -> list[Any]:
     """Modules that are a self-attention block: 'Attention' in the class name and a linear child of
     their own (wrappers that only hold the real module are skipped)."""
@@ -141,24 +137,7 @@ def _refuse_without_attention(hf_model: Any) -> None:
 
 
 def _probe_ids(hf_model: Any, batch: int = 2) -> torch.Tensor:
-    vocab = int(
-        getattr(text_config(hf_model.config), "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0]
-    )
-    g = torch.Generator().manual_seed(0)
-    return torch.randint(min(3, vocab - 1), vocab, (batch, PROBE_TOKENS), generator=g)
-
-
-def input_device(hf_model: Any) -> torch.device:
-    """Where the token ids go: the input embedding's device or, where accelerate offloaded it
-    (its weight on the meta device), the device its dispatch hook runs it on (cpu for disk)."""
-    emb = hf_model.get_input_embeddings()
-    if emb.weight.device.type != "meta":
-        return emb.weight.device
-    for m in (emb, hf_model):
-        dev = getattr(getattr(m, "_hf_hook", None), "execution_device", None)
-        if dev is not None and torch.device(dev).type != "meta":
-            return torch.device(dev)
-    return torch.device("cpu")
+    return probe_ids(hf_model, batch)
 
 
 def _device(hf_model: Any) -> torch.device:
@@ -179,13 +158,8 @@ def inspect_model(hf_model: Any) -> Architecture:
     ids = _probe_ids(hf_model).to(_device(hf_model))
     try:
         seen = L.survey(hf_model, mods, ids, interface=settable and not legacy and mt not in INLINE_SDPA_TYPES)
-    except (RuntimeError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise UnsupportedArchitectureError(
-            f"{name}: its own forward pass on token ids fails ({type(exc).__name__}: {first}); geoprobe feeds "
-            "text only and cannot measure it",
-            reason="forward-fails",
-        ) from exc
+    except FORWARD_ERRORS as exc:
+        raise forward_fails(name, exc) from exc
     L.refuse_encoder_decoder(hf_model, name, seen, ids)
     if not mods and not seen.calls:
         _refuse_without_attention(hf_model)

@@ -3,10 +3,13 @@
 ``tiny_model("qwen2")`` is ``AutoConfig.for_model("qwen2", ...)`` with d_model 64, 3 layers,
 4 query heads (2 KV heads where the type has GQA), a 512-token vocabulary and an
 ``initializer_range`` of 0.2 (so attention is far from uniform), built by
-``AutoModelForCausalLM.from_config``. ``EXTRA`` holds only the keys a type's defaults need on
-top of that to build small (its default head_dim or KV heads do not fit 4 heads of 16, or its
-layer pattern puts attention beyond layer 3); it describes sizes, never mechanisms. Norm
-weights are perturbed so that q/k norms are not identities.
+``AutoModelForCausalLM.from_config`` (:func:`causal_lm`: from the sub-config its class takes, where
+it takes one). ``EXTRA`` holds only the keys a type's defaults need on top of that to build small
+(its default head_dim or KV heads do not fit 4 heads of 16, or its layer pattern puts attention
+beyond layer 3); it describes sizes, never mechanisms. Every other type is shrunk by rule from
+its own defaults (``shrink.py``), with ``GENERIC``'s few keys on top. Norm weights are perturbed
+so that q/k norms are not identities; a model with per-language adapters (X-MOD) gets its first
+language as the default.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import torch
 
-from geoprobe.models.shrink import shrink
+from geoprobe.models.shrink import own_sizes, shrink
 
 VOCAB = 512
 COMMON: dict[str, Any] = {
@@ -134,7 +137,41 @@ _INKLING2 = {
 }
 
 #: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only
+#: what a type shrunk by rule (``shrink.py``) needs on top, for types not in EXTRA: sizes only, or a
+#: value its default config lacks and transformers cannot build without (the reason is given). Also
+#: applied to the default config before shrinking where that one does not validate.
 GENERIC: dict[str, dict[str, Any]] = {
+    # Mamba-2: its SSM heads are num_heads × head_dim = expand × hidden_size (the rule's heads are 4)
+    "mamba2": {"num_heads": 8},
+    # the default leaves the experts unset (None), which the MoE layers cannot run with
+    "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1},
+    # transformers' DbrxAttention reads attn_config.rope_theta, which the default attn_config lacks, and
+    # cannot clamp with clip_qkv None (the default); DBRX clips at 8
+    "dbrx": {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
+    # the default has no layer pattern (None), which the model indexes: LFM2's short convolutions and attention
+    "lfm2_moe": {"layer_types": ["conv", "conv", "full_attention", "conv"], "num_hidden_layers": 4},
+    # the default has no RoPE parameters, which the rotary module indexes per layer type: none (NoPE), as given
+    "cohere_compass_text": {"rope_parameters": {"full_attention": None}},
+    # ReformerModelWithLMHead is a decoder only with is_decoder=True; its axial position embeddings'
+    # widths sum to the width
+    "reformer": {"is_decoder": True, "axial_pos_embds_dim": [16, 48]},
+    # the default leaves Qwen4-Exp's QSA indexer unset (None), which every attention layer builds; a
+    # budget of 4 tokens in blocks of 2 so that 13-token prompts are sparse
+    **{
+        t: {"text_config": qsa} if t == "qwen4_exp" else qsa
+        for t, qsa in {
+            t: {
+                "indexer_n_heads": 2,
+                "indexer_kv_heads": 1,
+                "indexer_head_dim": 16,
+                "indexer_budget": 4,
+                "indexer_compress_ratio": 2,
+            }
+            for t in ("qwen4_exp", "qwen4_exp_text")
+        }.items()
+    },
+    # the assistant reads the target model's KV (every layer shared) and has no per-layer inputs
+    "gemma4_assistant": {"text_config": {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0}},
     # sizes the rule does not know by name (i28-hybrids): linear-attention heads, experts routed per
     # token, the width of the attention input of Zamba's blocks (twice the hidden size)
     "kimi_linear": {"num_experts_per_token": 2, "linear_head_dim": 16, "linear_num_heads": 4},
@@ -196,25 +233,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def _merged(base: dict, extra: dict) -> dict:
-    """``base`` updated with ``extra``; a sub-config dict (``text_config``) is updated key by key."""
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-def _to_text_config(base: dict, overrides: dict) -> dict:
-    """``overrides`` with the keys only a multimodal config's ``text_config`` has moved there
-    (``vocab_size`` of Gemma 3: the language model's)."""
-    text = base.get("text_config")
-    if not isinstance(text, dict):
-        return overrides
-    moved = {k: v for k, v in overrides.items() if k not in base and k in text}
-    rest = {k: v for k, v in overrides.items() if k not in moved}
-    return _merged(rest, {"text_config": moved}) if moved else rest
-
-
 def tiny_config(model_type: str, **overrides: Any) -> Any:
     """The tiny config of ``model_type`` or of a ``type/variant`` in ``VARIANTS`` (see module
     docstring); ``overrides`` win (a size only the ``text_config`` of a multimodal type has goes
@@ -226,23 +244,66 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
         model_type, extra = VARIANTS[model_type]
         overrides = {**extra, **overrides}
     if model_type not in EXTRA:
-        base = shrink(AutoConfig.for_model(model_type).to_dict())
+        generic = GENERIC.get(model_type, {})
+        try:
+            default = AutoConfig.for_model(model_type)
+        except Exception:  # noqa: BLE001 - a default config that does not validate: with GENERIC's values
+            default = AutoConfig.for_model(model_type, **generic)
+        base = shrink(own_sizes(default))
         for key in ("model_type", "transformers_version", "architectures", "_name_or_path"):
             base.pop(key, None)
-        base = _merged(base, GENERIC.get(model_type, {}))
-        return AutoConfig.for_model(model_type, **_merged(base, _to_text_config(base, overrides)))
+        return AutoConfig.for_model(model_type, **merged(merged(base, generic), _routed(base, overrides)))
     kw = {**COMMON, **EXTRA.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **{k: v for k, v in kw.items() if v is not None})
 
 
+#: the sub-configs of a composite config that hold its language model
+_LANGUAGE = ("text_config", "decoder", "language_config", "llm_config")
+
+
+def _routed(base: dict, overrides: dict) -> dict:
+    """``overrides`` with each key the language model's sub-config holds set there too (``vocab_size``
+    for a tokenizer's vocabulary reaches the text model of a vision-language config)."""
+    out = dict(overrides)
+    for sub in _LANGUAGE:
+        inner = {k: v for k, v in overrides.items() if isinstance(base.get(sub), dict) and k in base[sub]}
+        if inner:
+            out[sub] = merged(inner, out.get(sub, {}))
+    return out
+
+
+def merged(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` on top; a sub-config dict of ``extra`` updates ``base``'s one key by key."""
+    out = dict(base)
+    for key, v in extra.items():
+        out[key] = merged(out[key], v) if isinstance(v, dict) and isinstance(out.get(key), dict) else v
+    return out
+
+
+def causal_lm(cfg: Any, **kw: Any) -> Any:
+    """The causal LM transformers maps ``cfg``'s type to, built from ``cfg`` or, where that class takes
+    one of ``cfg``'s sub-configs (MusicGen's decoder), from that sub-config."""
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(cfg)]
+    wants = getattr(cls, "config_class", None)
+    if wants is not None and not isinstance(cfg, wants):
+        sub = [getattr(cfg, k, None) for k in getattr(cfg, "sub_configs", {})]
+        sub = [c for c in sub if isinstance(c, wants)]
+        if len(sub) == 1:
+            return cls._from_config(sub[0], **kw)
+    return AutoModelForCausalLM.from_config(cfg, **kw)
+
+
 def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None = None, **overrides: Any) -> Any:
     """A tiny random-init causal LM of ``model_type`` in eval mode (float32, CPU)."""
-    from transformers import AutoModelForCausalLM
-
     cfg = tiny_config(model_type, **overrides)
     torch.manual_seed(seed)
     kw = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    model = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), dtype=torch.float32, **kw).eval()
+    model = causal_lm(copy.deepcopy(cfg), dtype=torch.float32, **kw).eval()
+    if hasattr(model, "set_default_language"):  # X-MOD: one adapter per language; the first is the default
+        model.set_default_language(next(iter(model.config.languages)))
     g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -252,7 +313,8 @@ def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None =
 
 
 def same_weights(model: Any, attn_implementation: str) -> Any:
-    """Another instance of ``model``'s architecture with its weights and ``attn_implementation``."""
+    """Another instance of ``model``'s architecture (its own class: the config it keeps may be a
+    sub-config no auto class maps) with its weights and ``attn_implementation``."""
     other = (
         type(model)
         ._from_config(copy.deepcopy(model.config), dtype=torch.float32, attn_implementation=attn_implementation)

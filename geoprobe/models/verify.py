@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from geoprobe.errors import CaptureError, UnsupportedArchitectureError
+from geoprobe.models.where import architecture_name, input_device
 
 PROBE_TOKENS = 7
 RTOL = 1e-4  # relative, of the logits' scale: float32 kernels with different orders agree to ~1e-6
@@ -42,11 +43,28 @@ def probe_ids(hf_model: Any, batch: int = 1, tokens: int = PROBE_TOKENS) -> torc
     return ids
 
 
-def _logits(hf_model: Any, ids: torch.Tensor, **kw: Any) -> torch.Tensor:
-    from geoprobe.models.architecture import input_device
+#: what a model's own forward pass raises when token ids alone are not what it runs on
+FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, IndexError, KeyError, AttributeError)
 
-    with torch.no_grad():
-        return hf_model(ids.to(input_device(hf_model)), use_cache=False, **kw).logits.float().cpu()
+
+def forward_fails(name: str, exc: BaseException) -> UnsupportedArchitectureError:
+    """The one-line refusal of a model whose own forward pass on token ids fails (``forward-fails``)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return UnsupportedArchitectureError(
+        f"{name}: its own forward pass on token ids fails ({type(exc).__name__}: {first}); geoprobe feeds "
+        "text only and cannot measure it",
+        reason="forward-fails",
+    )
+
+
+def _logits(hf_model: Any, ids: torch.Tensor, **kw: Any) -> torch.Tensor:
+    try:
+        with torch.no_grad():
+            return hf_model(ids.to(input_device(hf_model)), use_cache=False, **kw).logits.float().cpu()
+    except FORWARD_ERRORS as exc:
+        if isinstance(exc, TypeError) and kw:
+            raise  # a keyword the model does not take (position_ids): the caller decides
+        raise forward_fails(architecture_name(hf_model), exc) from exc
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -371,6 +371,23 @@ def test_capture_of_multi_head_latent_attention_keeps_all_but_w_k(tmp_path, prom
     assert np.isfinite(cap.attn_entropy).all()
 
 
+@pytest.mark.parametrize("model_type", ["deepseek_v2", "emu3"])
+def test_capture_a_twin_shrunk_by_rule(tmp_path, prompt_file, capsys, monkeypatch, model_type):
+    """Twins of types with no hand-written sizes: DeepSeek-V2, whose default config leaves its experts per
+    token unset (the twin builder crashed in topk), and Emu3, whose tokenizer's vocabulary must reach
+    its text sub-config (an IndexError before)."""
+    out = tmp_path / "run"
+    code, _, err = run_cli(
+        ["capture", "--model", f"twin:{model_type}", "--prompts", str(prompt_file), "--out", str(out)],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 0, err
+    cap = Capture.load(out)
+    assert cap.n_prompts == 3 and cap.provenance.model_id == f"twin:{model_type}:tiny"
+    assert np.isfinite(cap.attn_entropy).all() and (cap.attn_entropy > 0).any()
+
+
 def test_scan_of_multi_head_latent_attention_runs_all_but_key_orthogonality(tmp_path, capsys, monkeypatch):
     """MLA has no W_K: the scan says so (stderr and results.json notes) and runs every other analysis."""
     prompts = tmp_path / "p.txt"

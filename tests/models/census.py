@@ -225,12 +225,10 @@ def _loaded(model: Any) -> Any:
 
 def parameters_on_meta(model_type: str) -> int:
     """The tiny twin's parameter count, built on the meta device (nothing allocated)."""
-    from transformers import AutoModelForCausalLM
-
-    from geoprobe.models.tiny import tiny_config
+    from geoprobe.models.tiny import causal_lm, tiny_config
 
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(tiny_config(model_type))
+        model = causal_lm(tiny_config(model_type))
     return sum(p.numel() for p in model.parameters())
 
 
