@@ -288,14 +288,23 @@ def census(only: list[str] | None = None, progress: bool = False) -> list[Row]:
 def summary(rows: list[Row]) -> str:
     counted_rows = [r for r in rows if r.counted]
     captured = sum(r.status == "captured" for r in counted_rows)
+    variants = sum("/" in r.model_type for r in rows)
     return (
-        f"{len(rows)} causal-LM types; {len(counted_rows)} decoder-only softmax-attention architectures, "
-        f"{captured} captured and equal to eager, "
+        f"{len(rows) - variants} causal-LM types and {variants} decoder variants; {len(counted_rows)} decoder-only "
+        f"softmax-attention architectures, {captured} captured and equal to eager, "
         f"{sum(r.status == 'refused' for r in counted_rows)} refused with a reason, "
         f"{sum(r.status in ('wrong', 'crash') for r in rows)} wrong or crashing; "
         f"{sum(r.status == 'refused' and not r.counted for r in rows)} refused as not that kind of model, "
         f"{sum(r.status == 'cannot build' for r in rows)} whose tiny twin transformers cannot build"
     )
+
+
+def table_version(text: str) -> str | None:
+    """The transformers version the table in ``text`` was generated with."""
+    import re
+
+    m = re.search(r"census --markdown` with transformers ([0-9][^:\s]*):", text)
+    return m.group(1) if m else None
 
 
 def _cell(text: str) -> str:

@@ -40,7 +40,15 @@ def test_every_refusal_has_a_documented_reason(rows):
 
 def test_the_table_in_docs_is_the_census(rows):
     """Regenerate with: python -m tests.models.census --markdown (and paste between the census markers)."""
-    table = C.parse(DOCS.read_text())
+    import transformers
+
+    text = DOCS.read_text()
+    if C.table_version(text) != transformers.__version__:
+        pytest.skip(
+            f"docs/models.md's census was generated with transformers {C.table_version(text)}, this is "
+            f"{transformers.__version__} (what CI installs is checked there); the census itself ran above"
+        )
+    table = C.parse(text)
     now = {r.model_type: (r.status, r.mechanism) for r in rows}
     changed = sorted(
         f"{t}: table {table.get(t)}, census {now.get(t)}" for t in set(table) | set(now) if table.get(t) != now.get(t)
