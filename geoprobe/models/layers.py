@@ -230,13 +230,17 @@ def lookup(modules: dict[int, Any]) -> Callable[[Any], int | None]:
 
 # -- the layers --------------------------------------------------------------------------------
 def _per_layer_kinds(hf_model: Any) -> list[list[str]]:
-    """The config's per-layer lists (``layer_types``, ``layers_block_type``, ...): every list or
-    string as long as the layer count."""
+    """The config's per-layer lists (``layer_types``, ``layers_block_type``, ...): every public list
+    as long as the layer count (not a string: "eager" is no pattern of five layers)."""
     cfg = hf_model.config.get_text_config()
     n = getattr(cfg, "num_hidden_layers", None)
     if not isinstance(n, int) or n < 2:
         return []
-    return [[str(x) for x in v] for v in vars(cfg).values() if isinstance(v, (list, tuple, str)) and len(v) == n]
+    return [
+        [str(x) for x in v]
+        for k, v in vars(cfg).items()
+        if not k.startswith("_") and isinstance(v, (list, tuple)) and len(v) == n
+    ]
 
 
 @dataclass

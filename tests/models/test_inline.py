@@ -137,7 +137,8 @@ def test_a_recurrent_mixer_named_attention_is_refused_as_no_attention():
 
 def test_inline_softmax_attention_that_is_not_described_stays_an_inline_refusal(monkeypatch):
     model = tiny_model("llama", seed=3)  # its attention calls SDPA: softmax attention, read by no exception
-    monkeypatch.setattr(type(model), "_can_set_attn_implementation", classmethod(lambda cls: False))
+    for cls in (type(model), type(model.model)):  # the class holding the attention is asked (language.owners)
+        monkeypatch.setattr(cls, "_can_set_attn_implementation", classmethod(lambda cls: False))
     with pytest.raises(UnsupportedArchitectureError) as e:
         inspect_model(model)
     assert e.value.reason == "inline" and "mpt" in str(e.value)

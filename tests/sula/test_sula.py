@@ -219,7 +219,10 @@ def _fake_model(tokenizer, prompts, label_ids, predictive=None):
                 out[b, 0, label_ids[1]] = math.log(1 - q)
         return SimpleNamespace(logits=out)
 
-    return SimpleNamespace(tokenizer=tokenizer, hf_model=hf_model, context_length=4096, device=torch.device("cpu"))
+    arch = SimpleNamespace(name="fake", position_offset=0)  # numbers positions 0..n-1, as most models
+    return SimpleNamespace(
+        tokenizer=tokenizer, hf_model=hf_model, context_length=4096, device=torch.device("cpu"), arch=arch
+    )
 
 
 def test_planted_model_is_calibrated(tokenizer):
