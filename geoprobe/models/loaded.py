@@ -21,7 +21,7 @@ from geoprobe.models.heads import check_heads
 from geoprobe.models.language import text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ModelSpec
-from geoprobe.models.verify import check_causal, check_same_model, position_offset
+from geoprobe.models.verify import check_causal, check_same_model, own_logits, position_offset
 from geoprobe.provenance import Provenance
 
 DType = Literal["float32", "bfloat16", "float16"]
@@ -102,10 +102,11 @@ def boot(
     hf_model = unwrap_bridge(hf_model)
     hf_model.eval()
     check_heads(hf_model.config.to_dict(), provenance.model_id)
-    check_causal(hf_model, architecture_name(hf_model))
+    own = own_logits(hf_model)  # the reference of the three load-time checks (verify.py)
+    check_causal(hf_model, architecture_name(hf_model), own)
     arch = inspect_model(hf_model)
-    arch.position_offset = position_offset(hf_model)
-    check_same_model(hf_model, arch.name, lambda: probing(hf_model, arch, Probe.silent()))
+    arch.position_offset = position_offset(hf_model, own)
+    check_same_model(hf_model, arch.name, lambda: probing(hf_model, arch, Probe.silent()), own)
     hf_model.config.architectures = [arch.name]
     return LoadedModel(
         hf_model=hf_model,

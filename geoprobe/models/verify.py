@@ -81,12 +81,19 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return float((a - b).abs().max()) <= RTOL * float(b.abs().max().clamp_min(1e-6))
 
 
-def check_causal(hf_model: Any, name: str) -> None:
+def own_logits(hf_model: Any) -> torch.Tensor:
+    """The model's own logits on :func:`probe_ids` (one row): the reference every check below compares
+    with, computed once per load and passed to each."""
+    return _logits(hf_model, probe_ids(hf_model))
+
+
+def check_causal(hf_model: Any, name: str, own: torch.Tensor | None = None) -> None:
     """Refuse (``bidirectional``) a model whose output at a position depends on later tokens."""
     ids = probe_ids(hf_model)
     other = ids.clone()
     other[0, -1] = ids[0, -2] if int(ids[0, -2]) != int(ids[0, -1]) else int(ids[0, -1]) - 1
-    a, b = _logits(hf_model, ids), _logits(hf_model, other)
+    a = own if own is not None else _logits(hf_model, ids)
+    b = _logits(hf_model, other)
     if not _close(a[:, :-1], b[:, :-1]):
         hint = " (a BERT-style model: load it with is_decoder=True if it was trained as a decoder)"
         hint = hint if hasattr(hf_model.config, "is_decoder") else ""
@@ -106,11 +113,11 @@ def _position_embeddings(hf_model: Any) -> list[torch.nn.Embedding]:
     ]
 
 
-def position_offset(hf_model: Any) -> int | None:
+def position_offset(hf_model: Any, own: torch.Tensor | None = None) -> int | None:
     """The first position number the model gives itself (see the module docstring); None when no
     candidate reproduces what it computes with no position ids."""
     ids = probe_ids(hf_model)
-    own = _logits(hf_model, ids)
+    own = own if own is not None else _logits(hf_model, ids)
     candidates = [0] + sorted({int(e.padding_idx) + 1 for e in _position_embeddings(hf_model)})
     for offset in candidates:
         try:
@@ -136,11 +143,11 @@ def position_ids(offset: int | None, mask: torch.Tensor, what: str = "this model
     return None
 
 
-def check_same_model(hf_model: Any, name: str, activated: Any) -> None:
+def check_same_model(hf_model: Any, name: str, activated: Any, own: torch.Tensor | None = None) -> None:
     """Refuse (``other-computation``) a model whose logits change when ``activated`` (a context
     manager factory installing geoprobe's attention function, recording nothing) is active."""
-    ids = probe_ids(hf_model, batch=2)
-    own = _logits(hf_model, ids)
+    ids = probe_ids(hf_model)
+    own = own if own is not None else _logits(hf_model, ids)
     with activated():
         got = _logits(hf_model, ids)
     if not _close(got, own):
