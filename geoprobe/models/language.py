@@ -149,13 +149,24 @@ def owners(hf_model: Any, modules: list[Any]) -> set[type]:
 
 
 def build_causal_lm(cfg: Any, **kwargs: Any) -> Any:
-    """``AutoModelForCausalLM.from_config(cfg, **kwargs)``, also for the text config of a multimodal
-    type, which the auto class maps from the full config only (Llama 3.2 Vision's ``MllamaTextConfig``
-    builds ``MllamaForCausalLM``): then the causal-LM class that takes that config, named by
+    """``AutoModelForCausalLM.from_config(cfg, **kwargs)``, also where the causal-LM class takes one of
+    ``cfg``'s sub-configs (MusicGen's decoder) and for the text config of a multimodal type, which the
+    auto class maps from the full config only (Llama 3.2 Vision's ``MllamaTextConfig`` builds
+    ``MllamaForCausalLM``): then the causal-LM class that takes that config, named by
     ``cfg.architectures`` or by the auto mapping of the config's own model package."""
     import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
+    try:
+        mapped = MODEL_FOR_CAUSAL_LM_MAPPING[type(cfg)]
+    except KeyError:
+        mapped = None
+    wants = getattr(mapped, "config_class", None)
+    if wants is not None and not isinstance(cfg, wants):
+        subs = [getattr(cfg, k, None) for k in getattr(cfg, "sub_configs", {})]
+        subs = [c for c in subs if isinstance(c, wants)]
+        if len(subs) == 1:
+            return mapped._from_config(subs[0], **kwargs)
     try:
         return transformers.AutoModelForCausalLM.from_config(cfg, **kwargs)
     except ValueError:

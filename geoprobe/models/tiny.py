@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from geoprobe.models.language import build_causal_lm
 from geoprobe.models.shrink import own_sizes, shrink
 
 VOCAB = 512
@@ -280,20 +281,8 @@ def merged(base: dict, extra: dict) -> dict:
     return out
 
 
-def causal_lm(cfg: Any, **kw: Any) -> Any:
-    """The causal LM transformers maps ``cfg``'s type to, built from ``cfg`` or, where that class takes
-    one of ``cfg``'s sub-configs (MusicGen's decoder), from that sub-config."""
-    from transformers import AutoModelForCausalLM
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(cfg)]
-    wants = getattr(cls, "config_class", None)
-    if wants is not None and not isinstance(cfg, wants):
-        sub = [getattr(cfg, k, None) for k in getattr(cfg, "sub_configs", {})]
-        sub = [c for c in sub if isinstance(c, wants)]
-        if len(sub) == 1:
-            return cls._from_config(sub[0], **kw)
-    return AutoModelForCausalLM.from_config(cfg, **kw)
+#: the causal LM of a config, also from the sub-config its class takes (``language.build_causal_lm``)
+causal_lm = build_causal_lm
 
 
 def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None = None, **overrides: Any) -> Any:
