@@ -32,6 +32,9 @@ from geoprobe.paths import atomic_write, read_regular, write_json
 from geoprobe.version import __version__
 
 PARTIAL_DIR = "capture.partial"  #: the checkpoint directory inside a scan's run directory
+#: what a killed write leaves: geoprobe's ``.<name>.*.tmp`` (paths.atomic_write) and the safetensors
+#: writer's own temporary file (Rust's ``tempfile``: ``.tmp`` and six random characters)
+STRAY = ("*.tmp", ".tmp??????")
 MANIFEST = "manifest.json"
 PROMPTS = "prompts.json"
 KIND = CHECKPOINT_KIND
@@ -124,8 +127,9 @@ class CaptureCheckpoint:
         self.resumed = (
             check_or_write(self.dir / MANIFEST, fingerprint, what=what, extra={"n_batches": n_batches}) is not None
         )
-        for stray in self.dir.glob("*.tmp"):  # half-written batches of a killed run
-            stray.unlink(missing_ok=True)
+        for pattern in STRAY:  # half-written batches of a killed run
+            for stray in self.dir.glob(pattern):
+                stray.unlink(missing_ok=True)
 
     def path(self, i: int) -> Path:
         return self.dir / f"batch-{i:05d}.safetensors"
@@ -161,7 +165,7 @@ def discard(directory: Path) -> None:
     checkpoint holds, then the directory if that empties it. Anything else stays (with a warning)."""
     import warnings
 
-    if not remove_owned(directory, (MANIFEST, PROMPTS), patterns=("batch-*.safetensors", "*.tmp")):
+    if not remove_owned(directory, (MANIFEST, PROMPTS), patterns=("batch-*.safetensors", *STRAY)):
         left = foreign_entries(directory, (), stray_prefixes=())
         warnings.warn(f"kept {str(directory)!r}: it holds {left[0]!r}, which geoprobe did not write", stacklevel=2)
 
