@@ -78,8 +78,9 @@ class Architecture:
 
     #: what a missing W_K means (the mechanism), for messages
     NO_KEY_WEIGHTS = (
-        "keys here are not x·W_K (multi-head latent attention compresses them through a latent and a "
-        "norm), so there is no W_K to measure"
+        "keys here are not x·W_K: between the projection and the scores something geoprobe does not undo "
+        "changes them (multi-head latent attention compresses them through a latent and a norm; Llama 4 "
+        "L2-normalises them after its rotary embedding), so there is no W_K to measure"
     )
 
     @property

@@ -306,3 +306,13 @@ def test_the_model_is_left_as_it_was():
     run(model, arch, Probe(), *padded(prompts(), "right"))
     assert model.config._attn_implementation == impl
     assert sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()) == n_hooks
+
+
+def test_llama4_missing_w_k_is_blamed_on_what_llama4_does():
+    """Llama 4 L2-normalises q and k after its rotary embedding (no latent): the refusal of W_K says what
+    geoprobe found (no linear map reproduces the keys; the module's children, qk_norm among them) and
+    names both causes it knows, not multi-head latent attention alone."""
+    model = tiny_model("llama4_text")
+    arch = inspect_model(model)
+    reason = arch.key_weights_reason
+    assert "qk_norm" in reason and "after its rotary embedding" in reason and "\n" not in reason
