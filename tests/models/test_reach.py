@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from geoprobe.models import attention
-from geoprobe.models.architecture import inspect_model
+from geoprobe.models.architecture import inspect_model, probing
 from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.tiny import same_weights, tiny_model
 from tests.models import test_attention as ta
@@ -82,3 +82,41 @@ def test_geoprobe_sits_in_a_modeling_files_own_interface_only_while_it_reads():
         modeling_doge.DogeAttention.forward = original
     assert seen == ["geoprobe_sdpa"] * 3
     assert own._local_mapping == before
+
+
+@pytest.mark.parametrize("model_type", ["llama4_text", "llama4"])
+def test_llama4_has_no_key_weights_because_of_its_norm_and_says_so(model_type):
+    """Llama 4 L2-normalises q and k after rotary (no learned weights): its keys are x·W_K rescaled per
+    head and token, not multi-head latent attention. The message says what geoprobe found, and what it
+    found is checked here independently: at position 0 the keys the scores use are qk_norm(x·W_K)."""
+    model = tiny_model(model_type)
+    arch = inspect_model(model)
+    reason = arch.key_weights_reason
+    assert "latent" not in reason and "latent" not in arch.NO_KEY_WEIGHTS and "\n" not in reason
+    assert "rescaled per head and token" in reason and "qk_norm: Llama4TextL2Norm" in reason
+    layer = min(ly for ly, s in arch.k_specs.items() if s is None)
+    module = arch.modules[layer]
+    assert f"keys of layer {layer} " in reason and hasattr(module, "qk_norm")
+    ids = torch.randint(3, 500, (2, 7), generator=torch.Generator().manual_seed(0))
+    x0: dict[str, torch.Tensor] = {}
+
+    def keep(mod, args, kwargs):
+        x0["x"] = (args[0] if args else kwargs["hidden_states"])[:, 0]
+
+    hook = module.register_forward_pre_hook(keep, with_kwargs=True)
+    probe = Probe(attn_out=False, attention=False, pre_rotary=False)
+    probe.new_batch(torch.zeros(2, dtype=torch.long))
+    try:
+        with probing(model, arch, probe), torch.no_grad():
+            model(ids, use_cache=False)
+    finally:
+        hook.remove()
+    with torch.no_grad():
+        ref = module.qk_norm(module.k_proj(x0["x"]).view(2, -1, module.head_dim))
+    got = probe.records[layer].k
+    assert ((got - ref).norm() / ref.norm()).item() < 1e-5
+
+
+def test_mla_keeps_a_message_that_names_its_latent():
+    arch = inspect_model(tiny_model("deepseek_v3"))
+    assert "latent" in arch.key_weights_reason and "rescaled" not in arch.key_weights_reason
