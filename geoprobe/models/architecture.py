@@ -163,6 +163,8 @@ def inspect_model(hf_model: Any) -> Architecture:
     except FORWARD_ERRORS as exc:
         raise forward_fails(name, exc) from exc
     L.refuse_encoder_decoder(hf_model, name, seen, ids)
+    if mt in INLINE and mods and not seen.calls:
+        legacy = True  # the class can set an implementation (GIT: for its vision encoder); its text attention is inline
     if not mods and not seen.calls:
         _refuse_without_attention(hf_model)
     if legacy:
