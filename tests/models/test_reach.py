@@ -120,3 +120,17 @@ def test_llama4_has_no_key_weights_because_of_its_norm_and_says_so(model_type):
 def test_mla_keeps_a_message_that_names_its_latent():
     arch = inspect_model(tiny_model("deepseek_v3"))
     assert "latent" in arch.key_weights_reason and "rescaled" not in arch.key_weights_reason
+
+
+def test_blt_stays_refused_saying_where_its_layers_zero_sit():
+    """BLT runs separate stacks (its entropy patcher, local encoder, the global transformer over patches,
+    local decoder and its cross-attention), each numbering its layers from 0; the global transformer's
+    queries are patches, not tokens. geoprobe does not guess an order: it refuses, naming the stacks."""
+    from geoprobe.errors import UnsupportedArchitectureError
+
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        inspect_model(tiny_model("blt"))
+    msg = str(e.value)
+    assert e.value.reason == "no-layer-index" and "\n" not in msg
+    assert "separate stacks of layers" in msg and "model.patcher.layers" in msg and "model.local_encoder.layers" in msg
+    assert "say they are layer 0" in msg
