@@ -19,7 +19,8 @@ identities:
   that reproduces them (relative error < 1e-4) is kept: W_K and W_V need no table;
 * at the final position the recorded key, rotated back with the model's own rotary, must
   equal x·W_K (+ b): where it does, geoprobe reports pre-rotary q/k, as it always has;
-  where it does not (multi-head latent attention) the layer keeps what the scores use.
+  where it does not (multi-head latent attention; Llama 4's weightless L2 norm after rotary) the
+  layer keeps what the scores use, and ``keys.py`` says what its keys were found to be.
 
 Hybrid models (attention + state-space layers) are measured on their attention layers only;
 ``Layout.layer_ids`` records which model layers those are. Multimodal checkpoints are measured on
@@ -40,6 +41,7 @@ from jaxtyping import Float
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models import attention as A
 from geoprobe.models import layers as L
+from geoprobe.models.keys import no_linear_map_reason, rescaled_fit, rescaled_reason
 from geoprobe.models.language import LayersRun, language_modules, language_notes, owners, text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.legacy import (
@@ -76,12 +78,13 @@ class Architecture:
     #: the model's own number for its first position (``verify.position_offset``; None: unknown, never passed)
     position_offset: int | None = 0
 
-    #: what a missing W_K means (the mechanism), for messages
-    NO_KEY_WEIGHTS = (
-        "keys here are not x·W_K: between the projection and the scores something geoprobe does not undo "
-        "changes them (multi-head latent attention compresses them through a latent and a norm; Llama 4 "
-        "L2-normalises them after its rotary embedding), so there is no W_K to measure"
-    )
+    #: what geoprobe found where a layer has no W_K (``keys.py``), for messages; '' where every layer has one
+    key_weights_found: str = ""
+
+    @property
+    def NO_KEY_WEIGHTS(self) -> str:  # noqa: N802 (the name callers have always read)
+        """What a missing W_K means here: what geoprobe found the keys to be."""
+        return self.key_weights_found or "keys here are not x·W_K, so there is no W_K to measure"
 
     @property
     def key_weights_reason(self) -> str:
@@ -90,10 +93,8 @@ class Architecture:
         if not missing:
             return ""
         mod = self.modules[missing[0]]
-        return (
-            f"{self.name}: no linear map from the attention input reproduces the keys of layer {missing[0]} "
-            f"({type(mod).__name__}: {', '.join(n for n, _ in mod.named_children())}); {self.NO_KEY_WEIGHTS}"
-        )
+        children = ", ".join(n for n, _ in mod.named_children())
+        return f"{self.name} ({type(mod).__name__}: {children}): {self.NO_KEY_WEIGHTS}"
 
     def key_weight_view(self, model_layer: int) -> Float[torch.Tensor, "kv_head d_model d_head"]:
         """W_K of one attention layer (its number in the model) as (kv_head, d_model, d_head)."""
@@ -162,6 +163,8 @@ def inspect_model(hf_model: Any) -> Architecture:
     except FORWARD_ERRORS as exc:
         raise forward_fails(name, exc) from exc
     L.refuse_encoder_decoder(hf_model, name, seen, ids)
+    if mt in INLINE and mods and not seen.calls:
+        legacy = True  # the class can set an implementation (GIT: for its vision encoder); its text attention is inline
     if not mods and not seen.calls:
         _refuse_without_attention(hf_model)
     if legacy:
@@ -293,6 +296,7 @@ def _interface(
     v_specs: dict[int, ProjSpec | None] = {}
     q_specs: dict[int, ProjSpec | None] = {}
     post: set[int] = set()
+    found: dict[int, str] = {}  # why a layer has no W_K (keys.py)
     unrotated: set[int] = set()  # given cos/sin but no rotary applied (Falcon with ALiBi): keys kept as received
     for layer, m in by_layer.items():
         r0 = probe0.records[layer]
@@ -309,6 +313,14 @@ def _interface(
             if rf.width(pair, dq):  # else it cannot be turned back: the layer keeps what the scores use
                 k_back = unrotate(rf, k.to(pair[0].device), pair).float().cpu()
                 rot[layer] = rf.rotated_dims(pair, dq)
+        if spec is None:
+            ks = candidates(m, d_model, Hq, Hkv, dq, "k")
+            scaled = rescaled_fit(ks, m, x0[layer], r0.k)
+            # at the final position too, where geoprobe can turn the model's rotary back
+            if scaled is not None and (k_back is k or rescaled_fit([scaled], m, x_last[layer], k_back)):
+                found[layer] = rescaled_reason(layer, scaled, m, checked_last=k_back is not k)
+            else:
+                found[layer] = no_linear_map_reason(layer, dq, dv)
         expected = None if spec is None else spec.project(m, x_last[layer]).float().cpu()
         if expected is None or rel_err(expected, k_back) > 1e-4:
             if expected is not None and rel_err(expected, k) <= 1e-4:
@@ -355,6 +367,7 @@ def _interface(
         tuple(norms),
         frozenset(post | unrotated),
         sinks=hasattr(by_layer[layers[0]], "sinks"),
+        key_weights_found=found[min(found)] if found else "",
     )
     arch.notes += language_notes(hf_model, skipped)
     if post:

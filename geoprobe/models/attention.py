@@ -272,8 +272,8 @@ def current_set(probe: Probe) -> Iterator[Probe]:
 # -- installation ----------------------------------------------------------------------------
 #: the function geoprobe's ``sdpa`` wraps: what ALL_ATTENTION_FUNCTIONS held when geoprobe installed itself
 _STOCK_SDPA: list[Callable] = []
-_depth: dict[str, int] = {}
-_previous: dict[str, tuple[Callable | None, bool]] = {}
+_depth: dict[tuple[str, int], int] = {}
+_previous: dict[tuple[str, int], tuple[Callable | None, bool]] = {}
 
 
 def _stock(base: str, module: Any) -> Callable:
@@ -335,10 +335,26 @@ def _make(base: str) -> Callable:
 _WRAPPERS = {base: _make(base) for base in BASES}
 
 
+def interfaces(hf_model: Any) -> list[Any]:
+    """Every ``AttentionInterface`` ``hf_model``'s attention may read: transformers' library-wide
+    ``ALL_ATTENTION_FUNCTIONS`` and any instance a modeling file keeps for itself (Doge's module-level
+    ``ALL_ATTENTION_FUNCTIONS = AttentionInterface()``, which sees the library's functions but not
+    another instance's local entries)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
+
+    found = [ALL_ATTENTION_FUNCTIONS]
+    for name in sorted({type(m).__module__ for m in hf_model.modules()}):
+        for value in vars(sys.modules[name]).values() if name in sys.modules else ():
+            if isinstance(value, AttentionInterface) and all(value is not f for f in found):
+                found.append(value)
+    return found
+
+
 @contextmanager
-def installed(base: str) -> Iterator[None]:
-    """geoprobe's function in transformers' ``ALL_ATTENTION_FUNCTIONS`` under the implementation's own
-    name (``sdpa`` or ``eager``) inside the block; what was there before is put back on exit.
+def installed(base: str, extra: tuple[Any, ...] = ()) -> Iterator[None]:
+    """geoprobe's function in transformers' ``ALL_ATTENTION_FUNCTIONS`` (and in the interfaces of
+    ``extra``, :func:`interfaces`) under the implementation's own name (``sdpa`` or ``eager``) inside
+    the block; what was there before is put back on exit.
 
     Under its own name every branch a modeling file takes on ``config._attn_implementation`` (the
     sparse-attention indexers of DeepSeek-V3.2 and GLM-5 fold their top-k into the mask only for
@@ -346,26 +362,31 @@ def installed(base: str) -> Iterator[None]:
     the mask is the one its implementation builds. Nested blocks share one installation."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as functions
 
-    if _depth.get(base, 0) == 0:
-        held = functions.get(base)
-        library = type(functions)().get(base)  # a fresh interface holds only the library-wide mapping
-        _previous[base] = (held, held is library)
-        if base == "sdpa":
-            _STOCK_SDPA.append(held)
-        functions[base] = _WRAPPERS[base]
-    _depth[base] = _depth.get(base, 0) + 1
+    library = type(functions)().get(base)  # a fresh interface holds only the library-wide mapping
+    targets = [functions, *(f for f in extra if f is not functions)]
+    for mapping in targets:
+        key = (base, id(mapping))
+        if _depth.get(key, 0) == 0:
+            held = mapping.get(base)
+            _previous[key] = (held, held is library)
+            if mapping is functions and base == "sdpa":
+                _STOCK_SDPA.append(held)
+            mapping[base] = _WRAPPERS[base]
+        _depth[key] = _depth.get(key, 0) + 1
     try:
         yield
     finally:
-        _depth[base] -= 1
-        if _depth[base] == 0:
-            held, from_library = _previous.pop(base)
-            if from_library:
-                del functions[base]  # the local entry geoprobe added; the library's shows again
-            else:
-                functions[base] = held
-            if base == "sdpa":
-                _STOCK_SDPA.pop()
+        for mapping in reversed(targets):
+            key = (base, id(mapping))
+            _depth[key] -= 1
+            if _depth[key] == 0:
+                held, from_library = _previous.pop(key)
+                if from_library:
+                    del mapping[base]  # the local entry geoprobe added; the library's shows again
+                else:
+                    mapping[base] = held
+                if mapping is functions and base == "sdpa":
+                    _STOCK_SDPA.pop()
 
 
 def base_implementation(hf_model: Any) -> str:
@@ -388,7 +409,7 @@ def active(hf_model: Any, probe: Probe) -> Iterator[Probe]:
     try:
         if previous != base:
             hf_model.set_attn_implementation(base)
-        with installed(base):
+        with installed(base, tuple(interfaces(hf_model))):
             yield probe
     finally:
         _ACTIVE.reset(token)

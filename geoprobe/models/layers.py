@@ -276,6 +276,28 @@ def _repeated(name: str, module: Any, calls: list[Call]) -> UnsupportedArchitect
     )
 
 
+def _same_number(hf_model: Any, name: str, modules: list[Any], number: int) -> UnsupportedArchitectureError:
+    """Several attention modules say they are layer ``number``: where they sit (the stacks of layers,
+    each numbering from 0, as in BLT's patcher, local encoder and decoder), in one line."""
+    paths = {id(m): p for p, m in hf_model.named_modules()}
+    stacks: list[str] = []
+    for m in modules:
+        parts = paths.get(id(m), "?").split(".")
+        stack = ".".join(parts[: next((i for i, q in enumerate(parts) if q.isdigit()), len(parts))])
+        if stack not in stacks:
+            stacks.append(stack)
+    where = (
+        f"they sit in {len(stacks)} separate stacks of layers ({', '.join(stacks)}), each numbering its own layers"
+        if len(stacks) > 1
+        else f"all in {stacks[0]}"
+    )
+    return UnsupportedArchitectureError(
+        f"{name}: {len(modules)} attention modules with one query per token say they are layer {number}: {where}; "
+        "geoprobe cannot order them into one stack of layers",
+        reason="no-layer-index",
+    )
+
+
 def attention_layers(hf_model: Any, name: str, seen: Survey, ids: Int[torch.Tensor, "batch pos"]) -> Layers:
     """The model's attention layers from a :func:`survey`, or a one-line refusal (module docstring)."""
     notes: list[str] = []
@@ -312,10 +334,7 @@ def attention_layers(hf_model: Any, name: str, seen: Survey, ids: Int[torch.Tens
         )
     twice = [layer for layer, k in Counter(numbers.values()).items() if k > 1]
     if twice:
-        raise UnsupportedArchitectureError(
-            f"{name}: several attention modules say they are layer {twice[0]}; geoprobe cannot tell the layers apart",
-            reason="no-layer-index",
-        )
+        raise _same_number(hf_model, name, [m for m in calling if numbers[id(m)] == twice[0]], twice[0])
     modules = {numbers[id(m)]: m for m in calling}
     extra = sorted(numbers[id(c.module)] for c in token_calls if c.key.shape[2] > seen.tokens)
     if extra:

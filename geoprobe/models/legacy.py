@@ -16,7 +16,10 @@ A forward hook on each attention module reads the final query row of those proba
 model's own computation, its ALiBi (Bloom, MPT), local windows (GPT-Neo) and rotary (GPT-J,
 GPT-NeoX-Japanese) included. A module whose ``forward`` takes ``output_attentions`` (OpenAI
 GPT) returns them only when asked, so a pre-hook asks; the caller, which did not, never reads
-them. At load :func:`inline_layers` runs two forward passes and requires every attention
+them. GIT's text self-attention (BERT-style) returns them always and its attention output z, its
+output projection sitting in a sibling module; its model class can set an implementation (for the
+vision encoder), so a described type whose attention modules make no interface call on the
+load-time pass is read here too. At load :func:`inline_layers` runs two forward passes and requires every attention
 module to return, once per pass, a (batch, head, query, key) tensor whose rows sum to 1, else
 the architecture is refused in one line.
 
@@ -61,7 +64,7 @@ class InlineLayout:
     """Where an inline attention module keeps q, k, v and its output projection (module docstring)."""
 
     projections: tuple[str, ...]  # (q, k, v) linear children, or the one fused child
-    out: str  # the output projection: its input is z
+    out: str  # the output projection: its input is z ('': z is the module's own first output, as in GIT)
     fused: str = ""  # "" (three children), "concat" ([q | k | v], all heads each) or "per-head" ([q, k, v] per head)
     rotary: str = ""  # module attribute holding the rotated width (None there: the whole head); '' no rotary
     refuse_if: tuple[str, ...] = ()  # module attributes that, when set, make q/k/v more than x·W
@@ -105,6 +108,8 @@ INLINE: dict[str, InlineLayout] = {
     "openai-gpt": InlineLayout(("c_attn",), "c_proj", "concat"),  # Conv1D, c_attn(x).split(n_embd)
     "gpt_neox_japanese": InlineLayout(("query_key_value",), "dense", "per-head", rotary="rotary_ndims"),
     "cpmant": InlineLayout(("project_q", "project_k", "project_v"), "attention_out"),
+    # GitSelfAttention: BERT-style, returns (z, probs); its output projection is in the sibling GitSelfOutput
+    "git": InlineLayout(("query", "key", "value"), ""),
 }
 
 
@@ -225,7 +230,7 @@ def legacy_hooks(
             inputs[_layer] = x[torch.arange(B, device=x.device), final(B, T, x.device)]
             return _ask(_sig, args, kwargs)
 
-        def post(mod: Any, args: tuple, kwargs: dict, output: Any, _layer: int = layer) -> None:
+        def post(mod: Any, args: tuple, kwargs: dict, output: Any, _layer: int = layer) -> Any:
             probs = output[1]
             probe.calls.append(_layer)
             rec = probe.records.setdefault(_layer, LayerRecord(_layer))
@@ -246,6 +251,10 @@ def legacy_hooks(
                         setattr(rec, name, spec.project(mod, x).float().cpu())
                 if probe.values and _layer in edited_v:  # what attention read: the edited values
                     rec.v = edited_v.pop(_layer)
+            if INLINE[model_type].out:
+                return None
+            z = z_pre(mod, (output[0],), _layer)  # z is the module's own output (GIT)
+            return None if z is None else (z[0], *output[1:])
 
         def v_post(lin: Any, args: tuple, output: torch.Tensor, _layer: int = layer) -> torch.Tensor | None:
             fn = probe.edits.get(_layer)
@@ -273,7 +282,8 @@ def legacy_hooks(
 
         handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(module.register_forward_hook(post, with_kwargs=True))
-        handles.append(getattr(module, INLINE[model_type].out).register_forward_pre_hook(z_pre))
+        if INLINE[model_type].out:
+            handles.append(getattr(module, INLINE[model_type].out).register_forward_pre_hook(z_pre))
         handles.append(v_spec.linear(module).register_forward_hook(v_post))
     try:
         yield probe

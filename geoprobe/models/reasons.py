@@ -20,7 +20,7 @@ REASONS: dict[str, str] = {
     "head-layouts": "attention layers with different head counts or widths",
     "heads": "query heads that do not divide into key/value heads",
     "forward-fails": "the model's own forward pass on token ids alone fails (it needs other inputs)",
-    "no-layer-index": "attention modules that do not say which layer they are",
+    "no-layer-index": "attention modules that do not say which layer they are, or several that say the same layer",
     "differential": "differential attention: a layer combines two softmax maps per head, where geoprobe measures one",
     "looped": "one attention module runs at several depths of a forward pass (looped or shared layers)",
 }

@@ -59,7 +59,7 @@ def scores(model_type: str, model, attn, q: torch.Tensor, k: torch.Tensor) -> to
         return s * attn.inv_norm_factor + alibi[:, 0].double()
     if model_type == "xglm":
         return s * attn.scaling
-    if model_type == "openai-gpt":
+    if model_type in ("openai-gpt", "git"):
         return s / q.shape[-1] ** 0.5
     if model_type == "gpt_neox_japanese":
         return s / attn.norm_factor
@@ -69,7 +69,7 @@ def scores(model_type: str, model, attn, q: torch.Tensor, k: torch.Tensor) -> to
     raise AssertionError(model_type)
 
 
-@pytest.mark.parametrize("model_type", ["mpt", "xglm", "openai-gpt", "gpt_neox_japanese", "bloom", "gpt_neo"])
+@pytest.mark.parametrize("model_type", ["mpt", "xglm", "openai-gpt", "gpt_neox_japanese", "bloom", "gpt_neo", "git"])
 def test_distribution_is_softmax_of_described_q_and_k_with_the_models_own_positions(model_type):
     model, arch = twin(model_type)
     assert arch.mechanism == "legacy"
@@ -108,7 +108,7 @@ def test_distribution_is_softmax_of_described_q_and_k_with_the_models_own_positi
         assert arch.layout.rotary_dim == arch.modules[0].rotary_ndims == arch.layout.d_head
 
 
-@pytest.mark.parametrize("model_type", ["mpt", "xglm", "openai-gpt", "gpt_neox_japanese"])
+@pytest.mark.parametrize("model_type", ["mpt", "xglm", "openai-gpt", "gpt_neox_japanese", "git"])
 def test_probing_leaves_the_models_output_and_hooks_as_they_were(model_type):
     """OpenAI GPT's module is asked for its probabilities (output_attentions) while probed: the
     model's logits are unchanged and every hook is gone afterwards."""
@@ -169,7 +169,7 @@ def test_a_module_that_returns_no_probabilities_is_refused(monkeypatch):
     assert e.value.reason == "inline" and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("model_type", ["mpt", "xglm", "openai-gpt", "gpt_neox_japanese"])
+@pytest.mark.parametrize("model_type", ["mpt", "xglm", "openai-gpt", "gpt_neox_japanese", "git"])
 def test_value_edits_reach_exactly_the_values_attention_reads(model_type):
     """A value edit runs on the V part of the (fused) projection: zeroed values make the layer's
     attention output z zero and leave its distribution (q and k) as it was."""
@@ -185,6 +185,39 @@ def test_value_edits_reach_exactly_the_values_attention_reads(model_type):
     plain, edited = runs
     assert plain.z.abs().max() > 1e-3 and edited.z.abs().max() == 0 and edited.v.abs().max() == 0
     torch.testing.assert_close(edited.distribution, plain.distribution, atol=1e-6, rtol=0)
+
+
+def test_git_out_edits_reach_its_sibling_output_projection_and_z_is_recorded():
+    """GIT's text self-attention returns z itself; its output projection (GitSelfOutput.dense) sits in a
+    sibling module. The recorded z is what that projection receives at the final token, and an out-edit
+    of one head changes exactly that head's part of its input."""
+    model, arch = twin("git")
+    ids = torch.randint(3, 512, (2, 9), generator=torch.Generator().manual_seed(4))
+    dense = model.git.encoder.layer[1].attention.output.dense
+    seen: list[torch.Tensor] = []
+    hook = dense.register_forward_pre_hook(lambda mod, args: seen.append(args[0][:, -1].detach().clone()))
+    H, d = arch.layout.n_heads, arch.layout.d_head
+
+    def zero_head_2(z):
+        z = z.clone()
+        z[:, :, 2] = 0
+        return z
+
+    try:
+        runs = []
+        for out_edits in ({}, {1: zero_head_2}):
+            probe = Probe()
+            probe.new_batch(None)
+            with probing(model, arch, probe), editing(model, arch, out_edits=out_edits), torch.no_grad():
+                model(ids, use_cache=False)
+            runs.append(probe.records[1].z)
+    finally:
+        hook.remove()
+    plain_in, edited_in = (x.reshape(2, H, d) for x in seen)
+    torch.testing.assert_close(runs[0], plain_in, atol=0, rtol=0)
+    torch.testing.assert_close(runs[1], edited_in, atol=0, rtol=0)
+    assert edited_in[:, 2].abs().max() == 0 and plain_in[:, 2].abs().max() > 1e-3
+    torch.testing.assert_close(edited_in[:, [0, 1, 3]], plain_in[:, [0, 1, 3]], atol=0, rtol=0)
 
 
 def test_a_model_whose_forward_fails_is_refused_saying_so(monkeypatch):
