@@ -166,7 +166,7 @@ class AttentionFocusing(Record):
 
 
 def attention_focusing(
-    attn_entropy: Float[np.ndarray, "L n H"],
+    attn_entropy: Float[np.ndarray, "L n H"] | Sequence[Float[np.ndarray, "n H_l"]],
     layers: Sequence[int],
     n_tokens: Int[np.ndarray, " n"],
     *,
@@ -175,28 +175,37 @@ def attention_focusing(
     n_resamples: int = 1000,
     random_state: int | np.random.Generator | None = 0,
 ) -> AttentionFocusing:
-    """Attention-focusing profile from per-head final-token entropies in bits (L, n, H)."""
-    e = np.asarray(attn_entropy, dtype=np.float64)
-    if e.ndim != 3 or 0 in e.shape:
-        raise ValueError(f"attn_entropy must be a non-empty (layers, prompts, heads) array, got shape {e.shape}")
-    L, n, _ = e.shape
+    """Attention-focusing profile from per-head final-token entropies in bits (L, n, H), or one (n, H_l)
+    array per layer where layers differ in head count (``Capture.per_layer``): every layer's mean is
+    over its own heads."""
+    if isinstance(attn_entropy, np.ndarray) or not isinstance(attn_entropy, Sequence):
+        e = np.asarray(attn_entropy, dtype=np.float64)
+        if e.ndim != 3 or 0 in e.shape:
+            raise ValueError(f"attn_entropy must be a non-empty (layers, prompts, heads) array, got shape {e.shape}")
+        per_layer = list(e)
+    else:
+        per_layer = [np.asarray(x, dtype=np.float64) for x in attn_entropy]
+        if not per_layer or any(x.ndim != 2 or 0 in x.shape or x.shape[0] != per_layer[0].shape[0] for x in per_layer):
+            shapes = [x.shape for x in per_layer]
+            raise ValueError(f"attn_entropy must be non-empty (prompts, heads) arrays, got {shapes}")
+    L, n = len(per_layer), per_layer[0].shape[0]
     if len(layers) != L:
         raise ValueError(f"{len(layers)} layers given for attn_entropy with {L} layers")
     t = np.asarray(n_tokens)
     if t.shape != (n,) or np.any(t < 1):
         raise ValueError(f"n_tokens must be {n} token counts >= 1, got shape {t.shape}")
-    if not np.all(np.isfinite(e)) or e.min() < -_TOL:
+    if any(not np.all(np.isfinite(x)) or x.min() < -_TOL for x in per_layer):
         raise ValueError("attn_entropy must be finite and >= 0 bits")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     rng = np.random.default_rng(random_state)
-    per_prompt = e.mean(axis=2)
+    per_prompt = np.stack([x.mean(axis=1) for x in per_layer])
     # one batched scipy bootstrap over prompts for all layers (same as bootstrap_ci per layer)
     value, low, high = bootstrap_batch(
         (per_prompt,), np.mean, confidence=confidence, n_resamples=n_resamples, random_state=rng
     )
     mean = tuple(Estimate(float(v), float(a), float(b), confidence) for v, a, b in zip(value, low, high))
-    band = np.percentile(e.mean(axis=1), [10, 90], axis=1)
+    band = np.array([np.percentile(x.mean(axis=0), [10, 90]) for x in per_layer]).T  # over each layer's heads
     ceiling = float(np.mean(np.log2(t.astype(np.float64))))
     first, last = per_prompt[0], per_prompt[-1]
     if first.mean() <= 0:  # no entropy to reduce: undefined

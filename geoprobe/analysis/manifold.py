@@ -367,8 +367,21 @@ class ManifoldProfile(Record):
         return fig
 
 
+def _per_layer(values: Any, L: int) -> list[np.ndarray]:
+    """``values`` (an (L, n, D) array or L arrays (n, D_l) with one n) as L float64 (n, D_l) arrays."""
+    if isinstance(values, np.ndarray) or not isinstance(values, Sequence):
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.ndim != 3 or arr.shape[0] != L:
+            raise ValueError(f"values {arr.shape} must be (L, n, D) with L = {L} layers")
+        return list(arr)
+    out = [np.asarray(v, dtype=np.float64) for v in values]
+    if len(out) != L or any(v.ndim != 2 or v.shape[0] != out[0].shape[0] for v in out):
+        raise ValueError(f"values must be {L} arrays (n, D_l) with the same n, got {[v.shape for v in out]}")
+    return out
+
+
 def value_manifold(
-    values: Float[np.ndarray, "L n D"],
+    values: Float[np.ndarray, "L n D"] | Sequence[Float[np.ndarray, "n D_l"]],
     layers: Sequence[int],
     next_entropy: Float[np.ndarray, " n"],
     *,
@@ -386,18 +399,20 @@ def value_manifold(
     once per distinct d). The final layer is always a scatter layer. ``ci_layers`` limits the
     bootstrap (the costly part: one eigenproblem per resample) to those layers; the others get
     point estimates with NaN interval ends. Deterministic for a given ``random_state`` (one
-    child generator per layer, so a layer's CI does not depend on which other layers have one)."""
-    values = np.asarray(values, dtype=np.float64)
+    child generator per layer, so a layer's CI does not depend on which other layers have one).
+
+    ``values`` may also be one (n, D_l) array per layer, for models whose layers differ in value width
+    (``Capture.per_layer``); the profile's ``d`` is then the widest layer's."""
+    values = _per_layer(values, len(layers))
     entropy = np.asarray(next_entropy, dtype=np.float64)
     layers = tuple(int(x) for x in layers)
-    if values.ndim != 3 or values.shape[0] != len(layers):
-        raise ValueError(f"values {values.shape} must be (L, n, D) with L = {len(layers)} layers")
-    L, n, D = values.shape
+    L, n, D = len(values), values[0].shape[0], max(v.shape[1] for v in values)
     if entropy.shape != (n,) or not np.all(np.isfinite(entropy)):
         raise ValueError(f"next_entropy must be {n} finite numbers, got shape {entropy.shape}")
-    if not np.all(np.isfinite(values)):
-        bad = np.argwhere(~np.isfinite(values))[0]
-        raise ValueError(f"values contain NaN/Inf (layer {layers[bad[0]]}, prompt {bad[1]}, coordinate {bad[2]})")
+    for layer, v in zip(layers, values):
+        if not np.all(np.isfinite(v)):
+            bad = np.argwhere(~np.isfinite(v))[0]
+            raise ValueError(f"values contain NaN/Inf (layer {layer}, prompt {bad[0]}, coordinate {bad[1]})")
     if n < 3:
         raise ValueError(f"{n} prompts; PC1+PC2 with a bootstrap CI needs at least 3")
     if n_resamples < 2 or null_draws < 1:

@@ -135,8 +135,14 @@ def key_activation_cosines(
 # -- result ------------------------------------------------------------------------------
 def _bands(per_head: np.ndarray, lo: float, hi: float) -> tuple[tuple[float, float], ...]:
     """Per-layer (lo, hi) percentiles over heads (linear interpolation)."""
-    q = np.percentile(per_head, [lo, hi], axis=1)
+    pct = np.nanpercentile if np.isnan(per_head).any() else np.percentile  # NaN: a head the layer does not have
+    q = pct(per_head, [lo, hi], axis=1)
     return tuple((float(a), float(b)) for a, b in zip(q[0], q[1]))
+
+
+def head_mean(per_head: Float[np.ndarray, "L H"]) -> Float[np.ndarray, " L"]:
+    """Mean over each layer's heads; NaN marks heads a layer does not have (per-layer head layouts)."""
+    return np.nanmean(per_head, axis=1) if np.isnan(per_head).any() else per_head.mean(axis=1)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -193,7 +199,9 @@ class KeyOrthogonality(Record):
             raise ValueError(f"per_head has shape {self.per_head.shape}, expected ({L}, heads)")
         if self.d_model < 2 or self.d_head < 2:
             raise ValueError(f"d_model and d_head must be >= 2, got {self.d_model} and {self.d_head}")
-        _check_unit_interval("per_head", self.per_head)
+        _check_unit_interval("per_head", self.per_head, allow_nan=True)
+        if np.isnan(self.per_head).all(axis=1).any():
+            raise ValueError("per_head needs at least one head per layer (NaN marks heads a layer does not have)")
         set_(self, "layer_mean", tuple(float(x) for x in self.layer_mean))
         if len(self.layer_mean) != L:
             raise ValueError(f"layer_mean has {len(self.layer_mean)} entries for {L} layers")
@@ -212,7 +220,9 @@ class KeyOrthogonality(Record):
             set_(self, "init_per_head", _frozen(self.init_per_head))
             if self.init_per_head.shape != self.per_head.shape:
                 raise ValueError(f"init_per_head has shape {self.init_per_head.shape}, expected {self.per_head.shape}")
-            _check_unit_interval("init_per_head", self.init_per_head)
+            if not np.array_equal(np.isnan(self.init_per_head), np.isnan(self.per_head)):
+                raise ValueError("init_per_head must have the same heads as per_head")
+            _check_unit_interval("init_per_head", self.init_per_head, allow_nan=True)
         elif self.init_label is not None:
             raise ValueError("init_label given without init_per_head")
         for name in ("activation_within", "activation_across"):
@@ -237,7 +247,7 @@ class KeyOrthogonality(Record):
         """Per-layer mean over heads of ``init_per_head`` (None without a random-init baseline)."""
         if self.init_per_head is None:
             return None
-        return tuple(float(x) for x in self.init_per_head.mean(axis=1))
+        return tuple(float(x) for x in head_mean(self.init_per_head))
 
     def figure(self) -> Any:
         """Layer mean with 10–90 and 25–75 % head bands, Gaussian, random-init and threshold lines."""
@@ -316,51 +326,65 @@ class KeyOrthogonality(Record):
 
 
 def key_orthogonality(
-    w_k: Float[np.ndarray, "L H D d"],
+    w_k: Float[np.ndarray, "L H D d"] | Sequence[Float[np.ndarray, "H_l D d_l"]],
     layers: Sequence[int],
     d_model: int,
     *,
     model: str = "",
-    init_w_k: Float[np.ndarray, "L H D d"] | None = None,
+    init_w_k: Float[np.ndarray, "L H D d"] | Sequence[Float[np.ndarray, "H_l D d_l"]] | None = None,
     init_label: str | None = None,
-    keys: Float[np.ndarray, "L n H d"] | None = None,
+    keys: Float[np.ndarray, "L n H d"] | Sequence[Float[np.ndarray, "n H_l d_l"]] | None = None,
 ) -> KeyOrthogonality:
     """Key orthogonality of ``w_k`` (L, Hkv, d_model, d_head) with its baselines.
 
     ``init_w_k`` (same shape) is the architecture's random initialisation (e.g.
     :func:`geoprobe.models.twins.init_key_weights` sliced to ``layers``); ``keys`` (L, n, Hkv, d)
-    adds the activation cosines of :func:`key_activation_cosines`.
-    """
-    w = np.asarray(w_k)
-    if w.ndim != 4:
-        raise ValueError(f"w_k must be (layers, heads, d_model, d_head), got shape {w.shape}")
-    if len(layers) != w.shape[0]:
-        raise ValueError(f"{len(layers)} layers given for w_k with {w.shape[0]} layers")
-    if w.shape[2] != d_model:
-        raise ValueError(f"w_k has d_model {w.shape[2]}, expected {d_model}")
-    per_head = head_orthogonality(w)
+    adds the activation cosines of :func:`key_activation_cosines`. Where layers differ in head count or
+    width (``Capture.per_layer``), each of ``w_k``, ``init_w_k`` and ``keys`` is one array per layer
+    ((H_l, D, d_l), (n, H_l, d_l)); ``per_head`` then has the most heads of any layer, NaN beyond a
+    layer's own, and ``d_head`` is the widest."""
+    ragged = not isinstance(w_k, np.ndarray) and isinstance(w_k, Sequence)
+    if not ragged:
+        w = np.asarray(w_k)
+        if w.ndim != 4:
+            raise ValueError(f"w_k must be (layers, heads, d_model, d_head), got shape {w.shape}")
+        w_k = list(w)
+    ws = [np.asarray(x) for x in w_k]
+    if len(layers) != len(ws):
+        raise ValueError(f"{len(layers)} layers given for w_k with {len(ws)} layers")
+    if any(x.ndim != 3 or x.shape[1] != d_model for x in ws):
+        raise ValueError(f"w_k must be (heads, d_model {d_model}, d_head) per layer, got {[x.shape for x in ws]}")
+    per_head = _per_head(ws) if ragged else head_orthogonality(w)
     init = None
     if init_w_k is not None:
-        if np.shape(init_w_k) != w.shape:
-            raise ValueError(f"init_w_k has shape {np.shape(init_w_k)}, expected {w.shape} (same layers as w_k)")
-        init = head_orthogonality(init_w_k)
+        inits = [np.asarray(x) for x in init_w_k]
+        if [x.shape for x in inits] != [x.shape for x in ws]:
+            raise ValueError(f"init_w_k has shapes {[x.shape for x in inits]}, expected those of w_k (same layers)")
+        init = _per_head(inits) if ragged else head_orthogonality(np.asarray(init_w_k))
         init_label = "random init" if init_label is None else init_label
     elif init_label is not None:
         raise ValueError("init_label given without init_w_k")
     within = across = None
     if keys is not None:
-        k = np.asarray(keys)
-        if k.ndim != 4 or k.shape[0] != w.shape[0] or k.shape[2:] != (w.shape[1], w.shape[3]):
-            raise ValueError(f"keys has shape {k.shape}, expected ({w.shape[0]}, n, {w.shape[1]}, {w.shape[3]})")
-        w_in, w_ac = key_activation_cosines(k)
+        ks = [np.asarray(x) for x in keys]
+        if len(ks) != len(ws) or any(
+            k.ndim != 3 or k.shape[1:] != (x.shape[0], x.shape[2]) or k.shape[0] != ks[0].shape[0]
+            for k, x in zip(ks, ws)
+        ):
+            raise ValueError(f"keys have shapes {[k.shape for k in ks]}, expected (n, heads, d_head) as w_k's layers")
+        if ragged:
+            pairs = [key_activation_cosines(k[None]) for k in ks]
+            w_in, w_ac = np.array([a[0] for a, _ in pairs]), np.array([b[0] for _, b in pairs])
+        else:
+            w_in, w_ac = key_activation_cosines(np.asarray(keys))
         within, across = tuple(w_in.tolist()), tuple(w_ac.tolist())
     return KeyOrthogonality(
         model=model,
         layers=tuple(int(x) for x in layers),
         d_model=int(d_model),
-        d_head=int(w.shape[3]),
+        d_head=max(int(x.shape[2]) for x in ws),
         per_head=per_head,
-        layer_mean=tuple(float(x) for x in per_head.mean(axis=1)),
+        layer_mean=tuple(float(x) for x in head_mean(per_head)),
         band_10_90=_bands(per_head, 10, 90),
         band_25_75=_bands(per_head, 25, 75),
         gaussian=gaussian_baseline(d_model),
@@ -369,3 +393,11 @@ def key_orthogonality(
         activation_within=within,
         activation_across=across,
     )
+
+
+def _per_head(ws: list[np.ndarray]) -> np.ndarray:
+    """:func:`head_orthogonality` of each layer's (H_l, D, d_l) W_K, as (L, max H_l), NaN beyond a layer's heads."""
+    out = np.full((len(ws), max(x.shape[0] for x in ws)), np.nan)
+    for i, x in enumerate(ws):
+        out[i, : x.shape[0]] = head_orthogonality(x[None])[0]
+    return out

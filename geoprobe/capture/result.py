@@ -36,6 +36,16 @@ _ARRAYS = (
     "w_k",
 )
 
+#: per-layer arrays: (the Heads field counting their heads, the Heads field of their width or None)
+_PER_LAYER: dict[str, tuple[str, str | None]] = {
+    "attn_entropy": ("n_heads", None),
+    "values": ("n_kv_heads", "d_head"),
+    "keys": ("n_kv_heads", "d_qk"),
+    "queries": ("n_heads", "d_qk"),
+    "attn_out": ("n_heads", "d_head"),
+    "attn_pattern": ("n_heads", None),
+    "w_k": ("n_kv_heads", "d_qk"),
+}
 
 #: the kind a capture.json names (its ownership marker; the files are outputs.CAPTURE_FILES)
 
@@ -134,11 +144,35 @@ class Capture:
         except ValueError:
             raise GeoprobeError(f"layer {layer} was not captured; captured layers: {list(self.layers)}") from None
 
+    def layer(self, name: str, layer: int) -> np.ndarray:
+        """Array ``name`` of model layer ``layer`` (negative counts from the end), cut to that layer's own
+        heads and widths: the whole slice where every layer has the same layout; where layers differ
+        (``layout.layer_heads``), the arrays are as wide as the widest layer, NaN beyond a layer's own.
+
+        ``attn_entropy``: (n, H); ``values``: (n, Hkv, d); ``keys``: (n, Hkv, d_qk); ``queries``: (n, H,
+        d_qk); ``attn_out``: (n, H, d); ``attn_pattern``: (n, H, T); ``w_k``: (Hkv, D, d_qk)."""
+        if name not in _PER_LAYER:
+            raise ValueError(f"{name!r} is not a per-layer array; one of {sorted(_PER_LAYER)}")
+        arr = getattr(self, name)
+        if arr is None:
+            how = {"attn_pattern": "attention='distribution'", "w_k": "key_weights=True"}.get(name, f"{name}=True")
+            raise GeoprobeError(f"{name} were not captured; capture with {how}")
+        i = self.index(layer)
+        h, (heads, width) = self.layout.heads(self.layers[i]), _PER_LAYER[name]
+        if name == "w_k":
+            return arr[i, : getattr(h, heads), :, : getattr(h, width)]
+        a = arr[i, :, : getattr(h, heads)]
+        return a if width is None else a[..., : getattr(h, width)]
+
+    def per_layer(self, name: str) -> list[np.ndarray]:
+        """:meth:`layer` of every captured layer, in ``layers`` order."""
+        return [self.layer(name, layer) for layer in self.layers]
+
     def values_flat(self, layer: int) -> Float[np.ndarray, "n Hkv_d"]:
         """Value vectors of ``layer`` concatenated over KV heads: (n, Hkv·d)."""
         if self.values is None:
             raise GeoprobeError("values were not captured; capture with values=True")
-        v = self.values[self.index(layer)]
+        v = self.layer("values", layer)
         return v.reshape(v.shape[0], -1)
 
     # -- persistence ------------------------------------------------------------------

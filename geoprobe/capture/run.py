@@ -9,6 +9,7 @@ logits are computed for the final position only.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from dataclasses import asdict, dataclass
@@ -263,13 +264,16 @@ def capture(
     ]
     width = {"v": lay.n_kv_heads, "k": lay.n_kv_heads, "q": lay.n_heads, "z": lay.n_heads}
     depth = {"v": lay.d_head, "k": lay.d_qk, "q": lay.d_qk, "z": lay.d_head}
-    arrays: dict[str, np.ndarray] = {
-        _SITE_FIELD[k]: np.zeros((L, n, width[k], depth[k]), dtype=np.float32) for k in kinds
-    }
-    arrays["attn_entropy"] = np.zeros((L, n, lay.n_heads), dtype=np.float32)
+    # a layer with fewer or narrower heads than the widest (Layout.layer_heads) leaves the rest NaN
+    blank = np.zeros if lay.uniform else functools.partial(np.full, fill_value=np.nan)
+    arrays: dict[str, np.ndarray] = {_SITE_FIELD[k]: blank((L, n, width[k], depth[k]), dtype=np.float32) for k in kinds}
+    arrays["attn_entropy"] = blank((L, n, lay.n_heads), dtype=np.float32)
     keep_pattern = config.attention == "distribution"
     if keep_pattern:
         arrays["attn_pattern"] = np.zeros((L, n, lay.n_heads, int(lengths.max())), dtype=np.float32)
+        if not lay.uniform:
+            for layer_pos, layer in enumerate(layers):
+                arrays["attn_pattern"][layer_pos, :, lay.heads(layer).n_heads :] = np.nan
     next_entropy = np.zeros(n, dtype=np.float32)
     k_top = min(config.top_k, lay.vocab_size)
     top_ids = np.zeros((n, k_top), dtype=np.int64)
@@ -333,12 +337,14 @@ def capture(
             for layer_pos, layer in enumerate(layers):
                 rec = probe.records[model_layer[layer]]
                 for kind in kinds:
-                    arrays[_SITE_FIELD[kind]][layer_pos, batch] = getattr(rec, kind).numpy()
-                arrays["attn_entropy"][layer_pos, batch] = rec.entropy.numpy()
+                    got = getattr(rec, kind).numpy()
+                    arrays[_SITE_FIELD[kind]][layer_pos, batch, : got.shape[1], : got.shape[2]] = got
+                h = rec.entropy.shape[1]
+                arrays["attn_entropy"][layer_pos, batch, :h] = rec.entropy.numpy()
                 if keep_pattern:
                     for r, i in enumerate(batch):
                         s = int(start[r])
-                        arrays["attn_pattern"][layer_pos, i, :, : lengths[i]] = rec.distribution[
+                        arrays["attn_pattern"][layer_pos, i, :h, : lengths[i]] = rec.distribution[
                             r, :, s : s + lengths[i]
                         ].numpy()
             logp = torch.log_softmax(logits, dim=-1)
@@ -391,7 +397,8 @@ def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Floa
     model = model_arg(model)
     idx = resolve_layers(layers, model.layout.n_layers)
     lay, arch = model.layout, model.arch
-    out = np.empty((len(idx), lay.n_kv_heads, lay.d_model, lay.d_qk), dtype=np.float32)
-    for i, layer in enumerate(idx):
-        out[i] = arch.key_weight_view(lay.model_layers[layer]).float().cpu().numpy()
+    out = np.full((len(idx), lay.n_kv_heads, lay.d_model, lay.d_qk), np.nan, dtype=np.float32)
+    for i, layer in enumerate(idx):  # a layer with fewer or narrower heads fills the first slots (Layout)
+        w = arch.key_weight_view(lay.model_layers[layer]).float().cpu().numpy()
+        out[i, : w.shape[0], :, : w.shape[2]] = w
     return out

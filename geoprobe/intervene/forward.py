@@ -87,7 +87,8 @@ def final_logprobs(
     ``value_layers``. Call inside ``intervened`` to edit; the values are then the edited ones."""
     n = len(prompts)
     logp: torch.Tensor | None = None
-    values = {layer: np.zeros((n, model.layout.n_kv_heads, model.layout.d_head), np.float32) for layer in value_layers}
+    heads = {layer: model.layout.heads(layer) for layer in value_layers}
+    values = {layer: np.zeros((n, heads[layer].n_kv_heads, heads[layer].d_head), np.float32) for layer in value_layers}
     with recording(model, value_layers) as probe, final_hidden(model, probe), torch.inference_mode():
         for b in batches(model, prompts, batch_size):
             lp = torch.log_softmax(run_batch(model, probe, b.ids, b.mask), dim=-1).cpu()

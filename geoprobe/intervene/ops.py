@@ -102,10 +102,11 @@ def check_edits(model: LoadedModel, edits: Mapping[int, Edit]) -> dict[int, Edit
             raise InterventionError(f"layer {layer} is requested twice (as {idx}); fix --layers")
         if not isinstance(edit, Edit):
             raise InterventionError(f"edit for layer {layer} is a {type(edit).__name__}, not an Edit")
-        if edit.axis.shape != (lay.n_kv_heads, lay.d_head):
+        h = lay.heads(idx)
+        if edit.axis.shape != (h.n_kv_heads, h.d_head):
             raise InterventionError(
-                f"axis for layer {layer} has shape {edit.axis.shape}; this model's values are "
-                f"(kv_heads, d_head) = ({lay.n_kv_heads}, {lay.d_head})"
+                f"axis for layer {layer} has shape {edit.axis.shape}; this model's values there are "
+                f"(kv_heads, d_head) = ({h.n_kv_heads}, {h.d_head})"
             )
         out[idx] = edit
     return out
@@ -121,13 +122,13 @@ class Applied:
 def value_hook(model: LoadedModel, layer: int, edit: Edit, applied: Applied) -> Any:
     """The edit of layer ``layer`` as ``Probe.edits`` takes it: values (batch, pos, kv_head, d_head)
     in, edited values out; each call counts once in ``applied.counts[layer]``."""
-    lay = model.layout
+    h = model.layout.heads(layer)
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4 or x.shape[2] != lay.n_kv_heads or x.shape[-1] != lay.d_head:
+        if x.dim() != 4 or x.shape[2] != h.n_kv_heads or x.shape[-1] != h.d_head:
             raise InterventionError(
-                f"values of layer {layer} have shape {tuple(x.shape)}, not (batch, pos, {lay.n_kv_heads}, "
-                f"{lay.d_head}); this architecture's value layout is not supported"
+                f"values of layer {layer} have shape {tuple(x.shape)}, not (batch, pos, {h.n_kv_heads}, "
+                f"{h.d_head}); this architecture's value layout is not supported"
             )
         applied.counts[layer] += 1
         return edit.apply(x)

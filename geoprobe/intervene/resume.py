@@ -154,7 +154,10 @@ class Resumable:
             raise ValueError(f"edits or value layers {below} lie below the resume layer {self.layer}")
         out = torch.zeros_like(self.base)
         lay = self.model.layout
-        values = {layer: np.zeros((out.shape[0], lay.n_kv_heads, lay.d_head), np.float32) for layer in value_layers}
+        values = {
+            layer: np.zeros((out.shape[0], lay.heads(layer).n_kv_heads, lay.heads(layer).d_head), np.float32)
+            for layer in value_layers
+        }
         with (
             intervened(self.model, resolved),
             recording(self.model, value_layers) as probe,

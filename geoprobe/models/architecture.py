@@ -43,7 +43,7 @@ from geoprobe.models import attention as A
 from geoprobe.models import layers as L
 from geoprobe.models.keys import no_linear_map_reason, rescaled_fit, rescaled_reason
 from geoprobe.models.language import LayersRun, language_modules, language_notes, owners, text_config
-from geoprobe.models.layout import Layout
+from geoprobe.models.layout import Heads, Layout
 from geoprobe.models.legacy import (
     INLINE,
     INLINE_SDPA_TYPES,
@@ -329,32 +329,30 @@ def _interface(
             else:
                 post.add(layer)
     layers = list(by_layer)
-    r = probe0.records[layers[0]]
-    Hq, dq, Hkv, dv = r.q.shape[1], r.q.shape[2], r.v.shape[1], r.v.shape[2]
-    shapes = {ly: (tuple(probe0.records[ly].q.shape[1:]), tuple(probe0.records[ly].v.shape[1:])) for ly in layers}
-    if len(set(shapes.values())) > 1:
-        raise UnsupportedArchitectureError(
-            f"{name}: attention layers differ in head counts or widths ({L.head_layouts(shapes)}); "
-            "geoprobe needs one head layout for every attention layer",
-            reason="head-layouts",
-        )
-    if Hq % Hkv:
-        raise UnsupportedArchitectureError(
-            f"{name}: {Hq} query heads do not divide into {Hkv} key/value heads", reason="heads"
-        )
+    heads = []
+    for ly in layers:
+        r = probe0.records[ly]
+        heads.append(Heads(int(r.q.shape[1]), int(r.v.shape[1]), int(r.v.shape[2]), int(r.q.shape[2])))
+        if heads[-1].n_heads % heads[-1].n_kv_heads:
+            raise UnsupportedArchitectureError(
+                f"{name}: layer {ly}'s {heads[-1].n_heads} query heads do not divide into "
+                f"{heads[-1].n_kv_heads} key/value heads",
+                reason="heads",
+            )
     n_layers_model = int(getattr(text, "num_hidden_layers", 0) or 0)
-    layout = Layout(
+    layout = Layout.of_layers(
+        heads,
         n_layers=len(layers),
-        n_heads=Hq,
-        n_kv_heads=Hkv,
-        d_head=dv,
         d_model=d_model,
         vocab_size=int(text.vocab_size),
         rotary_dim=max(rot.values(), default=0),
         sliding_window=tuple(probe0.records[ly].window for ly in layers),
         layer_ids=None if layers == list(range(n_layers_model)) else tuple(layers),
-        d_key=None if dq == dv else dq,
     )
+    if not layout.uniform:
+        arch_notes = [f"attention layers differ in head layout ({L.head_layouts(layers, heads)})"]
+    else:
+        arch_notes = []
     arch = Architecture(
         name,
         mt,
@@ -369,7 +367,7 @@ def _interface(
         sinks=hasattr(by_layer[layers[0]], "sinks"),
         key_weights_found=found[min(found)] if found else "",
     )
-    arch.notes += language_notes(hf_model, skipped)
+    arch.notes += arch_notes + language_notes(hf_model, skipped)
     if post:
         arch.notes.append(
             f"q/k of layers {sorted(post)} are as the scores use them (after rotary): "

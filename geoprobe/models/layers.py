@@ -36,7 +36,7 @@ import inspect
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 from jaxtyping import Int
@@ -44,6 +44,7 @@ from torch.overrides import TorchFunctionMode
 
 from geoprobe.errors import UnsupportedArchitectureError
 from geoprobe.models import attention as A
+from geoprobe.models.layout import Heads
 
 #: attribute names a module may keep its layer number under
 LAYER_ATTRIBUTES = ("layer_idx", "layer_id", "layer_number")
@@ -377,16 +378,15 @@ def _linear_attention(
     return out
 
 
-def head_layouts(shapes: dict[int, tuple[tuple[int, int], tuple[int, int]]]) -> str:
-    """Which layers have which head layout, from {layer: ((query heads, q/k width), (KV heads, value
-    width))}: "layers [0, 2]: 4 query heads and 2 key/value heads of width 16; layers [1]: ..."."""
-    groups: dict[tuple, list[int]] = {}
-    for layer, shape in sorted(shapes.items()):
-        groups.setdefault(shape, []).append(layer)
+def head_layouts(layers: Sequence[int], heads: Sequence[Heads]) -> str:
+    """Which layers have which head layout: "layers [0, 2]: 4 query heads and 2 key/value heads of width
+    16; layers [1]: ..." (``heads[i]`` is layer ``layers[i]``'s)."""
+    groups: dict[Heads, list[int]] = {}
+    for layer, h in zip(layers, heads):
+        groups.setdefault(h, []).append(int(layer))
 
-    def one(shape: tuple[tuple[int, int], tuple[int, int]]) -> str:
-        (hq, dq), (hkv, dv) = shape
-        widths = f"of width {dq}" if dq == dv else f"of width {dq} (values {dv})"
-        return f"{hq} query heads and {hkv} key/value heads {widths}"
+    def one(h: Heads) -> str:
+        widths = f"of width {h.d_qk}" if h.d_qk == h.d_head else f"of width {h.d_qk} (values {h.d_head})"
+        return f"{h.n_heads} query heads and {h.n_kv_heads} key/value heads {widths}"
 
-    return "; ".join(f"layers {layers}: {one(shape)}" for shape, layers in groups.items())
+    return "; ".join(f"layers {ly}: {one(h)}" for h, ly in groups.items())

@@ -17,7 +17,6 @@ REASONS: dict[str, str] = {
     "inline": "attention computed inline, outside transformers' AttentionInterface, and not one geoprobe reads",
     "interface-calls": "attention modules that do not call the attention function once per layer",
     "other-computation": "under geoprobe's attention function the model computes something other than its own",
-    "head-layouts": "attention layers with different head counts or widths",
     "heads": "query heads that do not divide into key/value heads",
     "forward-fails": "the model's own forward pass on token ids alone fails (it needs other inputs)",
     "no-layer-index": "attention modules that do not say which layer they are, or several that say the same layer",

@@ -262,12 +262,21 @@ def tiny_config(model_type: str, **overrides: Any) -> Any:
 _LANGUAGE = ("text_config", "decoder", "language_config", "llm_config")
 
 
+#: sizes a real config sets equal to its vocabulary (Gemma 4's and Gemma 3n's per-layer input embeddings):
+#: a twin given a tokenizer's ``vocab_size`` gets them too, else its token ids overflow those tables
+FOLLOW_VOCAB = ("vocab_size_per_layer_input",)
+
+
 def _routed(base: dict, overrides: dict) -> dict:
     """``overrides`` with each key the language model's sub-config holds set there too (``vocab_size``
-    for a tokenizer's vocabulary reaches the text model of a vision-language config)."""
+    for a tokenizer's vocabulary reaches the text model of a vision-language config, and the sizes of
+    :data:`FOLLOW_VOCAB` follow it)."""
     out = dict(overrides)
+    if "vocab_size" in overrides:
+        held = set(base) | {k for sub in _LANGUAGE if isinstance(base.get(sub), dict) for k in base[sub]}
+        out.update({k: overrides["vocab_size"] for k in FOLLOW_VOCAB if k in held and k not in overrides})
     for sub in _LANGUAGE:
-        inner = {k: v for k, v in overrides.items() if isinstance(base.get(sub), dict) and k in base[sub]}
+        inner = {k: v for k, v in list(out.items()) if isinstance(base.get(sub), dict) and k in base[sub]}
         if inner:
             out[sub] = merged(inner, out.get(sub, {}))
     return out

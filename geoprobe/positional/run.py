@@ -29,6 +29,21 @@ def check_model(config: PositionalConfig, model: Any) -> None:
         )
 
 
+def query_heads(layout: Any, layers: tuple[int, ...]) -> int:
+    """The one number of query heads of ``layers``; where they differ (per-layer head layouts), a
+    GeoprobeError naming each group and --layers."""
+    groups: dict[int, list[int]] = {}
+    for x in layers:
+        groups.setdefault(layout.heads(x).n_heads, []).append(x)
+    if len(groups) > 1:
+        said = "; ".join(f"layers {ly}: {h} query heads" for h, ly in groups.items())
+        raise GeoprobeError(
+            f"the chosen layers differ in their number of query heads ({said}); the per-head fits need one "
+            "head count: pass --layers from one group"
+        )
+    return next(iter(groups))
+
+
 def rope_of(model: Any) -> tuple[float, int] | None:
     """(rope_theta, rotary_dim) of a RoPE model, None otherwise (or where the base is per layer type)."""
     rot = int(getattr(model.layout, "rotary_dim", 0) or 0)
@@ -48,6 +63,7 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
     model, config = model_arg(model), config_arg(config, PositionalConfig)
     check_model(config, model)
     layers = resolve_layers(config.layers, model.layout.n_layers)
+    n_heads = query_heads(model.layout, layers)
     lengths = config.lengths if config.stability else (config.fit_length,)
     points, all_prompts, sources = [], [], []
     heads = profiles = None
@@ -70,7 +86,7 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
         if config.stability:
             points.append(length_point(cap, layers, n_resamples=config.n_resamples, seed=config.seed))
         if fit_here:
-            win = distance_windows(cap.attn_pattern, cap.n_tokens, config.window, config.exclude_first)
+            win = distance_windows(cap.attn_pattern[:, :, :n_heads], cap.n_tokens, config.window, config.exclude_first)
             fcb = (lambda d, n: progress("fit heads", d, n)) if progress else None
             heads, profiles = fit_heads(
                 win.window,
@@ -88,7 +104,7 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
     return PositionalResult(
         model=model.model_id,
         layers=layers,
-        n_heads=model.layout.n_heads,
+        n_heads=n_heads,
         fit_length=config.fit_length,
         max_distance=config.window,
         exclude_first=config.exclude_first,

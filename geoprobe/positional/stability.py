@@ -173,7 +173,8 @@ def length_point(cap: Any, layers: Sequence[int], *, n_resamples: int, seed: int
     T = int(cap.n_tokens.max())
     if int(cap.n_tokens.min()) != T:
         raise ValueError(f"prompts of one length expected, got {int(cap.n_tokens.min())}..{T} tokens")
-    values = np.stack([cap.values_flat(x) for x in layers])
+    values = [cap.values_flat(x) for x in layers]  # one width per layer where layouts differ
+    values = np.stack(values) if cap.layout.uniform else values
     vm = value_manifold(
         values,
         tuple(layers),
@@ -191,7 +192,10 @@ def length_point(cap: Any, layers: Sequence[int], *, n_resamples: int, seed: int
         n_permutations=n_resamples,
         random_state=seed,
     )
-    H = cap.attn_entropy[idx].astype(np.float64).mean(axis=(1, 2))
+    if cap.layout.uniform:
+        H = cap.attn_entropy[idx].astype(np.float64).mean(axis=(1, 2))
+    else:  # each layer's mean over its own heads
+        H = np.array([cap.layer("attn_entropy", x).astype(np.float64).mean() for x in layers])
     return LengthPoint(
         T=T,
         n=cap.n_prompts,

@@ -221,7 +221,7 @@ def analyse(
         step("manifold")
         if cap.values is None:
             raise PromptError("the capture has no value vectors; capture with values to run the manifold analysis")
-        values = cap.values.reshape(cap.values.shape[0], cap.n_prompts, -1)
+        values = [v.reshape(cap.n_prompts, -1) for v in cap.per_layer("values")]  # widths may differ per layer
         scatter = tuple(layers[cap.index(x)] for x in config.scatter_layers)
         ci = None if config.ci_layers == "all" else (layers[-1], *scatter)
         parts["manifold"] = value_manifold(
@@ -254,14 +254,17 @@ def analyse(
         step("orthogonality")
         if cap.w_k is None:
             raise PromptError("the capture has no W_K; capture with key weights to run the orthogonality analysis")
-        keys = None if cap.keys is None else cap.keys
+        w_k, keys = cap.w_k, cap.keys
+        if not cap.layout.uniform:  # each layer's own heads and widths
+            w_k, keys = cap.per_layer("w_k"), None if keys is None else cap.per_layer("keys")
+            init_w_k = None if init_w_k is None else [w[: x.shape[0], :, : x.shape[2]] for w, x in zip(init_w_k, w_k)]
         parts["orthogonality"] = key_orthogonality(
-            cap.w_k, layers, cap.layout.d_model, model=model, init_w_k=init_w_k, init_label=init_label, keys=keys
+            w_k, layers, cap.layout.d_model, model=model, init_w_k=init_w_k, init_label=init_label, keys=keys
         )
     if "focusing" in todo:
         step("focusing")
         parts["focusing"] = attention_focusing(
-            cap.attn_entropy,
+            cap.attn_entropy if cap.layout.uniform else cap.per_layer("attn_entropy"),
             layers,
             cap.n_tokens,
             model=model,

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from geoprobe.analysis.orthogonality import head_mean
 from geoprobe.analysis.stats import Estimate
 from geoprobe.serial import Record
 
@@ -134,30 +135,36 @@ def orthogonality_criterion(
     ortho: Any, *, n_resamples: int = 1000, confidence: float = 0.95, random_state: int = 0
 ) -> Criterion:
     """Criterion 2 from a KeyOrthogonality result; CI by resampling heads within each layer."""
-    per_head = np.asarray(ortho.per_head, dtype=np.float64)  # (L, H)
-    frac = float(np.mean(per_head.mean(1) < ORTHO_THRESHOLD))
+    per_head = np.asarray(ortho.per_head, dtype=np.float64)  # (L, H); NaN: heads a layer does not have
+    frac = float(np.mean(head_mean(per_head) < ORTHO_THRESHOLD))
     rng = np.random.default_rng(random_state)
     L, H = per_head.shape
-    idx = rng.integers(0, H, size=(n_resamples, H))
-    boot = (per_head[:, idx].mean(-1) < ORTHO_THRESHOLD).mean(0)  # (n_resamples,)
+    if not np.isnan(per_head).any():
+        idx = rng.integers(0, H, size=(n_resamples, H))
+        boot = (per_head[:, idx].mean(-1) < ORTHO_THRESHOLD).mean(0)  # (n_resamples,)
+    else:  # layers with their own head counts: resample each layer's own heads
+        own = [row[~np.isnan(row)] for row in per_head]
+        boot = np.mean(
+            [(h[rng.integers(0, len(h), size=(n_resamples, len(h)))].mean(-1) < ORTHO_THRESHOLD) for h in own], axis=0
+        )
     alpha = (1 - confidence) / 2
     value = Estimate(frac, float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha)), confidence)
     if ortho.init_per_head is not None:
         init = np.asarray(ortho.init_per_head, dtype=np.float64)
-        more_orthogonal = per_head.mean(1) < init.mean(1)
+        more_orthogonal = head_mean(per_head) < head_mean(init)
         null_label, null_value = (
             f"{ortho.init_label or 'random init'}: layers below {ORTHO_THRESHOLD}",
-            float(np.mean(init.mean(1) < ORTHO_THRESHOLD)),
+            float(np.mean(head_mean(init) < ORTHO_THRESHOLD)),
         )
         beats = bool(more_orthogonal.mean() >= ORTHO_LAYER_FRACTION)
         detail = (
             f"trained keys more orthogonal than the init in {int(more_orthogonal.sum())}/{L} layers; "
-            f"mean |cos| {per_head.mean():.3f} vs init {init.mean():.3f}, Gaussian {ortho.gaussian:.3f}"
+            f"mean |cos| {np.nanmean(per_head):.3f} vs init {np.nanmean(init):.3f}, Gaussian {ortho.gaussian:.3f}"
         )
     else:
         null_label, null_value = "Gaussian: layers below threshold", 1.0 if ortho.gaussian < ORTHO_THRESHOLD else 0.0
-        beats = bool(np.mean(per_head.mean(1) < ortho.gaussian) >= ORTHO_LAYER_FRACTION)
-        detail = f"mean |cos| {per_head.mean():.3f} vs Gaussian {ortho.gaussian:.3f} (no init baseline)"
+        beats = bool(np.mean(head_mean(per_head) < ortho.gaussian) >= ORTHO_LAYER_FRACTION)
+        detail = f"mean |cos| {np.nanmean(per_head):.3f} vs Gaussian {ortho.gaussian:.3f} (no init baseline)"
     return Criterion(
         key="key_orthogonality",
         label="Key orthogonality (W_K columns)",

@@ -39,7 +39,7 @@ def final_values(
     cap = capture(
         model, list(texts), CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=batch_size)
     )
-    v = np.asarray(cap.values[0], dtype=np.float64)
+    v = np.asarray(cap.layer("values", cap.layers[0]), dtype=np.float64)  # the layer's own heads and widths
     return v.reshape(v.shape[0], -1), int(cap.layers[0])
 
 

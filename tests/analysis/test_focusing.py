@@ -206,3 +206,19 @@ def test_figure_shows_the_numbers(planted):
     assert list(traces["uniform attention (log2 T)"].y) == list(af.uniform)
     assert "planted" in fig.layout.title.text and f"{af.reduction.value:.1f} %" in fig.layout.title.text
     assert fig.layout.yaxis.title.text == "final-token attention entropy (bits)"
+
+
+def test_layers_with_their_own_head_counts():
+    """Per-layer head layouts: one (n, H_l) array per layer; each layer's mean and head band over its own heads."""
+    from geoprobe.analysis.focusing import attention_focusing
+
+    rng = np.random.default_rng(0)
+    per_layer = [rng.uniform(1, 3, size=(6, 2)), rng.uniform(0, 1, size=(6, 8))]
+    f = attention_focusing(per_layer, [0, 1], np.full(6, 16), n_resamples=50)
+    for i, x in enumerate(per_layer):
+        np.testing.assert_array_equal(f.per_prompt[i], x.mean(axis=1))
+        assert f.head_band_10_90[i] == pytest.approx(tuple(np.percentile(x.mean(axis=0), [10, 90])), abs=1e-15)
+    same = [rng.uniform(0, 3, size=(6, 4)) for _ in range(2)]
+    assert attention_focusing(same, [0, 1], np.full(6, 16)) == attention_focusing(
+        np.stack(same), [0, 1], np.full(6, 16)
+    )

@@ -284,3 +284,21 @@ def test_a_layer_of_many_prompts_never_holds_an_n_by_n_matrix():
     finally:
         tracemalloc.stop()
     assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+def test_layers_with_their_own_value_widths():
+    """Per-layer head layouts: one (n, D_l) array per layer; each layer's PCA is its own, and a list of
+    equal widths gives exactly the stacked array's profile."""
+    from geoprobe.analysis.manifold import ValueManifold, value_manifold
+
+    rng = np.random.default_rng(1)
+    per_layer = [rng.normal(size=(40, 6)), rng.normal(size=(40, 24))]
+    h = rng.uniform(0, 4, size=40)
+    prof = value_manifold(per_layer, [0, 1], h, n_resamples=20, null_draws=10)
+    for i, x in enumerate(per_layer):
+        assert prof.pc1[i].value == pytest.approx(ValueManifold().fit(x).explained_variance_ratio_[0], abs=1e-10)
+        assert prof.null[i].d == x.shape[1]  # the null matched to the layer's own n × d
+    assert prof.d == 24
+    same = [rng.normal(size=(40, 6)) for _ in range(2)]
+    a = value_manifold(same, [0, 1], h, n_resamples=20, null_draws=10)
+    assert a == value_manifold(np.stack(same), [0, 1], h, n_resamples=20, null_draws=10)

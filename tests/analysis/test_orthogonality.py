@@ -296,3 +296,35 @@ def test_key_cosines_of_many_prompts_are_summed_over_blocks_of_rows(monkeypatch)
     finally:
         tracemalloc.stop()
     assert peak < 150 * 2**20, f"{peak / 2**20:.0f} MiB"  # was 2 heads × 6,000² × 8 B = 576 MB and more
+
+
+def test_layers_with_their_own_head_counts_and_widths():
+    """Per-layer head layouts: one (H_l, D, d_l) W_K per layer; each layer's heads measured alone, NaN
+    beyond them; the layer mean, bands and baselines over the layer's own heads."""
+    from geoprobe.analysis.orthogonality import head_orthogonality, key_orthogonality
+
+    rng = np.random.default_rng(3)
+    ws = [rng.normal(size=(2, 32, 8)), rng.normal(size=(4, 32, 16))]
+    inits = [rng.normal(size=w.shape) for w in ws]
+    keys = [rng.normal(size=(5, 2, 8)), rng.normal(size=(5, 4, 16))]
+    ko = key_orthogonality(ws, [0, 5], 32, init_w_k=inits, keys=keys)
+    for i, w in enumerate(ws):
+        own = head_orthogonality(w[None])[0]
+        np.testing.assert_array_equal(ko.per_head[i, : len(own)], own)
+        assert np.isnan(ko.per_head[i, len(own) :]).all()
+        assert ko.layer_mean[i] == pytest.approx(own.mean(), abs=1e-15)
+        assert ko.band_10_90[i] == pytest.approx(tuple(np.percentile(own, [10, 90])), abs=1e-15)
+        assert ko.init_layer_mean[i] == pytest.approx(head_orthogonality(inits[i][None])[0].mean(), abs=1e-15)
+        k = keys[i]
+        cos = [
+            abs(k[a, h] @ k[b, h]) / np.linalg.norm(k[a, h]) / np.linalg.norm(k[b, h])
+            for h in range(k.shape[1])
+            for a in range(5)
+            for b in range(5)
+            if a != b
+        ]
+        assert ko.activation_within[i] == pytest.approx(np.mean(cos), abs=1e-12)
+    assert ko.d_head == 16 and ko.per_head.shape == (2, 4)
+    same = [rng.normal(size=(2, 32, 8)) for _ in range(3)]
+    assert key_orthogonality(same, [0, 1, 2], 32) == key_orthogonality(np.stack(same), [0, 1, 2], 32)
+    assert KeyOrthogonality.from_dict(json.loads(json.dumps(ko.to_dict()))) == ko

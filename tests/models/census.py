@@ -267,8 +267,30 @@ def classify(model_type: str) -> Row:
         model_type,
         "captured",
         loaded.arch.mechanism,
-        f"{lay.n_layers} attention layers{where}, {lay.n_heads}/{lay.n_kv_heads} heads{padding_note(loaded)}",
+        f"{lay.n_layers} attention layers{where}, {heads(lay)}{padding_note(loaded)}",
     )
+
+
+def heads(lay: Any) -> str:
+    """'4/2 heads', or where layers differ, each layout and its layers: '4/2 heads of width 16 (layers
+    0-4), 4/2 of width 32 (layer 5)'."""
+    if lay.uniform:
+        return f"{lay.n_heads}/{lay.n_kv_heads} heads"
+    groups: dict[Any, list[int]] = {}
+    for i in range(lay.n_layers):
+        groups.setdefault(lay.heads(i), []).append(i)
+    parts = []
+    for h, ly in groups.items():
+        width = f"{h.d_qk}" if h.d_qk == h.d_head else f"{h.d_qk} (values {h.d_head})"
+        which = (
+            f"layer {ly[0]}"
+            if len(ly) == 1
+            else f"layers {ly[0]}-{ly[-1]}"
+            if ly == list(range(ly[0], ly[-1] + 1))
+            else f"layers {ly}"
+        )
+        parts.append(f"{h.n_heads}/{h.n_kv_heads} heads of width {width} ({which})")
+    return ", ".join(parts)
 
 
 def census(only: list[str] | None = None, progress: bool = False) -> list[Row]:

@@ -19,6 +19,7 @@ from geoprobe.errors import UnsupportedArchitectureError
 from geoprobe.models import layers as L
 from geoprobe.models.architecture import attention_modules, inspect_model, probing
 from geoprobe.models.attention import Probe, entropy_bits, final_row_distribution
+from geoprobe.models.loading import load_model
 from geoprobe.models.tiny import same_weights, tiny_model
 from tests.models import census as C
 
@@ -197,11 +198,16 @@ def test_deepseek_v4_compressed_and_selected_keys_equal_eager_past_the_indexer_t
         assert (probe.records[layer].entropy[0].double() - want).abs().max() < 1e-4
 
 
-def test_head_layouts_name_the_layers_and_widths():
-    err = _refusal(_model("mimo_v2_flash"))
-    assert err.reason == "head-layouts"
-    assert "layers [0]: 4 query heads and 2 key/value heads of width 16" in str(err)
-    text = L.head_layouts({0: ((4, 24), (2, 16)), 1: ((4, 24), (2, 16)), 2: ((8, 16), (2, 16))})
+def test_per_layer_head_layouts_are_kept_and_named():
+    """MiMo-V2-Flash's twin: layer 0 has 2 key/value heads, layers 1-2 have 4; captured with a layout per
+    layer (Layout.layer_heads), and the architecture's notes name the groups."""
+    from geoprobe.models.layout import Heads
+
+    loaded = load_model("twin:mimo_v2_flash")
+    assert loaded.layout.layer_heads == (Heads(4, 2, 16, 16), Heads(4, 4, 16, 16), Heads(4, 4, 16, 16))
+    assert (loaded.layout.n_heads, loaded.layout.n_kv_heads) == (4, 4)  # the widest, as the arrays are
+    assert any("layers [0]: 4 query heads and 2 key/value heads of width 16" in n for n in loaded.arch.notes)
+    text = L.head_layouts([0, 1, 2], [Heads(4, 2, 16, 24), Heads(4, 2, 16, 24), Heads(8, 2, 16, 16)])
     assert text == (
         "layers [0, 1]: 4 query heads and 2 key/value heads of width 24 (values 16); "
         "layers [2]: 8 query heads and 2 key/value heads of width 16"
