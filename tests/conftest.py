@@ -83,3 +83,25 @@ def no_network(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     return attempts
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A Ray cluster on this machine (``ray.cluster_utils.Cluster``): a head node with no CPUs and two
+    worker nodes of one CPU each, started once per session (about 10 s), with ``ray.init`` connected
+    to it. Tests that remove a node add their own first (``ray_cluster.add_node(num_cpus=1)``) and
+    remove only that one. Ray is geoprobe's optional extra ``geoprobe[ray]``; scripts/setup.sh
+    installs it, so these tests run in CI."""
+    pytest.importorskip("ray", reason='Ray is not installed: pip install -e ".[ray]" (scripts/setup.sh does)')
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
