@@ -33,6 +33,10 @@ class ModelUnavailableError(GeoprobeError):
     """The weights exist in principle but are not reachable here (offline, not cached)."""
 
 
+class SweepError(GeoprobeError):
+    """A sweep file, or a sweep's output directory, that cannot be used."""
+
+
 class UnsupportedArchitectureError(GeoprobeError):
     """A model geoprobe refuses to measure. ``reason`` is a key of ``geoprobe.models.reasons.REASONS``
     (the documented list of why an architecture is refused; docs/models.md), or None for a refusal

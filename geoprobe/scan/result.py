@@ -53,6 +53,12 @@ class ScanResult(Result, Page):
     orthogonality: KeyOrthogonality | None = None
     focusing: AttentionFocusing | None = None
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The scan as tidy rows, one per layer × metric (geoprobe.scan.tidy)."""
+        from geoprobe.scan.tidy import scan_rows
+
+        return scan_rows(self)
+
     def __post_init__(self) -> None:
         if self.n_prompts < 1:
             raise ValueError(f"a scan needs prompts, got n_prompts={self.n_prompts}")

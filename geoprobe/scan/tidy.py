@@ -1,0 +1,62 @@
+"""A scan's numbers as tidy rows, one per layer × metric, for tables across many scans (``geoprobe
+sweep``'s sweep.parquet): ``layer``, ``metric``, ``estimate``, ``low``/``high`` (its confidence interval;
+None where the metric has none), ``null`` (the value the metric is compared with) and ``n`` (what the
+estimate is over)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from geoprobe.analysis.orthogonality import head_mean
+
+
+def _f(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _row(layer: int | None, metric: str, est: Any, null: Any = None, n: Any = None) -> dict[str, Any]:
+    value, low, high = (est.value, est.low, est.high) if hasattr(est, "value") else (est, None, None)
+    return dict(
+        layer=layer,
+        metric=metric,
+        estimate=_f(value),
+        low=_f(low),
+        high=_f(high),
+        null=_f(null),
+        n=None if n is None else int(n),
+    )
+
+
+def scan_rows(result: Any) -> list[dict[str, Any]]:
+    """Rows of a ScanResult:
+
+    * ``pc1``, ``pc12``, ``participation_ratio`` (value manifold; null: the matched null's mean; n prompts);
+    * ``alignment_spearman`` (|ρ| of PC1 with next-token entropy; null 0; n prompts);
+    * ``key_orthogonality`` (mean |cos| over the layer's heads, no CI; null: the random-init twin's, else
+      the iid-Gaussian E|cos|; n heads);
+    * ``attention_entropy`` (bits, mean over prompts; null: log₂ T, uniform attention; n prompts);
+    * ``focusing_reduction`` (layer None: % reduction first → last layer; null 0)."""
+    rows: list[dict[str, Any]] = []
+    m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
+    if m is not None:
+        for i, layer in enumerate(m.layers):
+            rows.append(_row(layer, "pc1", m.pc1[i], m.null[i].pc1.value, m.n))
+            rows.append(_row(layer, "pc12", m.pc12[i], m.null[i].pc12.value, m.n))
+            rows.append(_row(layer, "participation_ratio", m.pr[i], m.null[i].pr.value, m.n))
+    if a is not None:
+        for i, layer in enumerate(a.layers):
+            rows.append(_row(layer, "alignment_spearman", a.spearman[i], 0.0, a.n))
+    if o is not None:
+        init = None if o.init_per_head is None else head_mean(o.init_per_head)
+        heads = (~np.isnan(o.per_head)).sum(axis=1)
+        for i, layer in enumerate(o.layers):
+            null = o.gaussian if init is None else init[i]
+            rows.append(_row(layer, "key_orthogonality", o.layer_mean[i], null, heads[i]))
+    if f is not None:
+        for i, layer in enumerate(f.layers):
+            rows.append(_row(layer, "attention_entropy", f.mean[i], f.uniform[i], f.n))
+        rows.append(_row(None, "focusing_reduction", f.reduction, 0.0, f.n))
+    return rows

@@ -1,0 +1,126 @@
+"""``OUT/sweep.parquet``: one tidy table for the whole sweep, one row per cell × layer × metric
+(estimate, CI low/high, null value, n) with the cell's coordinates (model, parameters, revision and its
+training step, prompt set, seed, and every other coordinate), readable by pandas, polars and DuckDB.
+
+A result that knows its rows says so (``rows()``: scan's per-layer metrics); for any other experiment
+every estimate in its results file (a value with a confidence interval) is a row, named by its path."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterator
+
+from geoprobe.sweep.manifest import SweepManifest
+
+TABLE = "sweep.parquet"
+#: the table's columns before the coordinates a sweep adds
+COLUMNS = (
+    "cell",
+    "experiment",
+    "model",
+    "n_params",
+    "revision",
+    "training_step",
+    "prompt_set",
+    "seed",
+    "layer",
+    "metric",
+    "estimate",
+    "low",
+    "high",
+    "null",
+    "n",
+)
+
+
+def _float(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def estimates(d: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every estimate (a mapping with value, low, high, confidence) in a results dict, with its path."""
+    if isinstance(d, dict):
+        if {"value", "low", "high", "confidence"} <= set(d):
+            yield path, d
+            return
+        for k, v in d.items():
+            if k not in ("provenance", "config", "timings"):
+                yield from estimates(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(d, (list, tuple)):
+        for i, v in enumerate(d):
+            yield from estimates(v, f"{path}[{i}]")
+
+
+def result_rows(result: Any) -> list[dict[str, Any]]:
+    """The result's own rows (``rows()``), else one per estimate in its results file (layer None)."""
+    if hasattr(result, "rows"):
+        return list(result.rows())
+    out = []
+    for path, e in estimates(result.to_dict()):
+        out.append(
+            dict(
+                layer=None,
+                metric=path,
+                estimate=_float(e["value"]),
+                low=_float(e["low"]),
+                high=_float(e["high"]),
+                null=None,
+                n=None,
+            )
+        )
+    return out
+
+
+def table_rows(manifest: SweepManifest, directory: Path) -> list[dict[str, Any]]:
+    """Every row of every finished cell, with its coordinates (cells in the manifest's order)."""
+    from geoprobe.recipes import load_result
+
+    keys = []
+    for c in manifest.cells:
+        keys += [k for k in c.coordinates if k not in keys and k not in COLUMNS]
+    rows = []
+    for c in manifest.cells:
+        if c.status != "done" or c.result is None:
+            continue
+        result = load_result(directory / c.result)
+        coords = c.coordinates
+        prompt_set = coords.get("prompts") or _prompt_set(result)
+        head = {
+            "cell": c.id,
+            "experiment": manifest.experiment,
+            "model": str(coords.get("model", c.provenance.get("model_id", ""))),
+            "n_params": c.n_params,
+            "revision": None if coords.get("revision") is None else str(coords["revision"]),
+            "training_step": c.training_step,
+            "prompt_set": None if prompt_set is None else str(prompt_set),
+            "seed": coords.get("seed", c.provenance.get("seed")),
+        }
+        extra = {k: coords.get(k) for k in keys}
+        for r in result_rows(result):
+            rows.append({**head, **{k: r.get(k) for k in COLUMNS[8:]}, **extra})
+    return rows
+
+
+def _prompt_set(result: Any) -> str | None:
+    ps = getattr(result, "prompt_set", None)
+    if isinstance(ps, dict):
+        return ps.get("name")
+    config = getattr(result, "config", None)
+    return getattr(config, "prompts", None)
+
+
+def write_table(manifest: SweepManifest, directory: Path) -> Path | None:
+    """Write ``directory/sweep.parquet`` (needs pyarrow, part of the ``ray`` extra); None without it."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    rows = table_rows(manifest, directory)
+    columns = list(COLUMNS) + [k for r in rows[:1] for k in r if k not in COLUMNS]
+    table = pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
+    tmp = directory / f".{TABLE}.tmp"
+    pq.write_table(table, tmp)
+    tmp.replace(directory / TABLE)
+    return directory / TABLE
