@@ -1,0 +1,97 @@
+"""Sweep files: the grid's product, explicit cells, cell ids from coordinates, training steps, and one
+line for every malformed file."""
+
+from __future__ import annotations
+
+import pytest
+
+from geoprobe.errors import SweepError
+from geoprobe.sweep.spec import MAX_CELLS, cell_id, read_sweep, training_step
+
+HEAD = '[sweep]\nexperiment = "scan"\nout = "runs/s"\n'
+
+
+def _sweep(tmp_path, body: str):
+    p = tmp_path / "sweep.toml"
+    p.write_text(HEAD + body)
+    return p
+
+
+def test_the_grid_is_the_product_first_key_slowest(tmp_path):
+    spec = read_sweep(_sweep(tmp_path, '[grid]\nmodel = ["a", "b"]\nseed = [0, 1, 2]\n[prompts]\nset = "mixed"\n'))
+    cells = spec.cells()
+    assert [tuple(c.coordinates.values()) for c in cells] == [
+        ("a", 0),
+        ("a", 1),
+        ("a", 2),
+        ("b", 0),
+        ("b", 1),
+        ("b", 2),
+    ]
+    assert len({c.id for c in cells}) == 6
+    assert spec.tables == {"prompts": {"set": "mixed"}} and spec.out == "runs/s"
+
+
+def test_explicit_cells_replace_the_grid_cell_they_match_or_are_added(tmp_path):
+    spec = read_sweep(
+        _sweep(
+            tmp_path,
+            '[grid]\nmodel = ["a", "b"]\nseed = [0]\n'
+            '[[cell]]\nmodel = "b"\nseed = 0\ndtype = "bfloat16"\n'
+            '[[cell]]\nmodel = "c"\nseed = 5\n',
+        )
+    )
+    cells = spec.cells()
+    assert [c.coordinates for c in cells] == [
+        {"model": "a", "seed": 0},
+        {"model": "b", "seed": 0, "dtype": "bfloat16"},
+        {"model": "c", "seed": 5},
+    ]
+    assert spec.keys() == ["model", "seed", "dtype"]
+
+
+def test_a_cell_id_depends_on_its_coordinates_only_and_is_path_safe():
+    a = cell_id({"model": "pythia-410m", "revision": "step512", "seed": 0})
+    assert a == cell_id({"model": "pythia-410m", "revision": "step512", "seed": 0})
+    assert a.startswith("pythia-410m_step512_0-") and len(a.split("-")[-1]) == 8
+    assert a != cell_id({"model": "pythia-410m", "revision": "step512", "seed": 1})
+    odd = cell_id({"model": "../../etc/passwd", "revision": "/abs/ckpt/step2"})
+    assert "/" not in odd and ".." not in odd and odd.startswith("etc-passwd_ckpt-step2-")
+
+
+@pytest.mark.parametrize(
+    "revision, step", [("step0", 0), ("step143000", 143000), ("runs/traj/step512", 512), ("main", None), (None, None)]
+)
+def test_training_step_of_a_revision(revision, step):
+    assert training_step(revision) == step
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("[grid]\nmodel = []\n", "grid.model must be a non-empty list"),
+        ('[grid]\nmodel = "a"\n', "grid.model must be a non-empty list"),
+        ('[grid]\nmodel = ["a", "a"]\n', "lists a value twice"),
+        ("[grid]\nmodel = [[1]]\n", "each value must be a string, number or boolean"),
+        ("[[cell]]\n", "is empty"),
+        ("", "no [grid] and no [[cell]]"),
+    ],
+)
+def test_malformed_sweeps_are_one_line(tmp_path, body, message):
+    with pytest.raises(SweepError, match="^sweep .*" + message.replace("[", r"\[").replace("]", r"\]")):
+        read_sweep(_sweep(tmp_path, body))
+
+
+def test_size_and_head_errors(tmp_path):
+    n = int(MAX_CELLS**0.5) + 1
+    with pytest.raises(SweepError, match=f"above the limit of {MAX_CELLS}"):
+        read_sweep(_sweep(tmp_path, f"[grid]\na = {list(range(n))}\nb = {list(range(n))}\n"))
+    p = tmp_path / "x.toml"
+    p.write_text("[grid]\nseed = [0]\n")
+    with pytest.raises(SweepError, match=r"no \[sweep\] table"):
+        read_sweep(p)
+    p.write_text('[sweep]\nexperiment = "scan"\nwhat = 1\n[grid]\nseed = [0]\n')
+    with pytest.raises(SweepError, match="unknown key sweep.what"):
+        read_sweep(p)
+    with pytest.raises(SweepError, match="does not exist"):
+        read_sweep(tmp_path / "missing.toml")
