@@ -1,0 +1,86 @@
+"""``geoprobe sweep SWEEP.toml`` and ``geoprobe sweep status OUT``: the command line of geoprobe.sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from geoprobe.cli.app import app, err, out
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def sweep(
+    what: str = typer.Argument(..., help="a sweep file (SWEEP.toml), or `status` followed by a sweep's directory"),
+    directory: Optional[Path] = typer.Argument(None, help="with `status`: the sweep's --out"),
+    out_dir: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="the sweep's directory (default: its [sweep] out)"
+    ),
+    executor: str = typer.Option("local", "--executor", help="local (one cell after another, here) | ray"),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="with --executor ray: auto (this machine's cluster) or ray://HOST:PORT"
+    ),
+    threads: int = typer.Option(1, "--threads", help="CPU threads per cell (Ray: its num_cpus)"),
+    arrays: bool = typer.Option(False, "--arrays", help="with --executor ray: bring each cell's arrays back too"),
+    force: bool = typer.Option(False, "--force", help="start again a sweep directory that holds other settings"),
+) -> None:
+    """Run one experiment over a grid (models, revisions, seeds, settings): each cell an ordinary run
+    under OUT/cells/<id>/, with OUT/sweep.json, OUT/sweep.parquet and OUT/sweep.html. A rerun finishes
+    what an interrupted sweep left; a failed cell is recorded and the others go on (exit 1 naming them)."""
+    from geoprobe.errors import SweepError
+    from geoprobe.sweep import read_sweep, run_sweep, status
+    from geoprobe.sweep.run import summary
+
+    if what == "status":
+        if directory is None:
+            raise SweepError("geoprobe sweep status needs the sweep's directory: geoprobe sweep status OUT")
+        manifest = status(directory)
+        _status_table(summary(manifest))
+        c = manifest.counts()
+        out.print(f"{c['done']} done, {c['failed']} failed, {c['pending']} not run of {len(manifest.cells)} cells")
+        return
+    if directory is not None:
+        raise SweepError(f"unexpected argument {str(directory)!r}: pass one sweep file (or `status OUT`)")
+    if address is not None and executor != "ray":
+        raise SweepError(f"--address {address!r} is for --executor ray; drop it or pass --executor ray")
+    if arrays and executor != "ray":
+        raise SweepError("--arrays is for --executor ray (the local executor writes every file in place); drop it")
+    from geoprobe.cli.progress import stage_progress
+
+    with stage_progress(group=lambda stage: "cells") as bar:
+
+        def progress(done: int, failed: int, running: int, total: int, eta: float | None) -> None:
+            bar(f"cells ({failed} failed, {running} running)", done + failed, total)
+
+        manifest = run_sweep(
+            what,
+            out=out_dir,
+            executor=executor,  # type: ignore[arg-type]
+            address=address,
+            force=force,
+            arrays=arrays,
+            threads=threads,
+            progress=progress,
+            say=lambda line: err.print(line),
+        )
+    c = manifest.counts()
+    where = out_dir if out_dir is not None else read_sweep(what).out
+    out.print(f"{c['done']} of {len(manifest.cells)} cells done, {c['failed']} failed; wrote {where}")
+    failed = [x.id for x in manifest.cells if x.status == "failed"]
+    if failed:
+        err.print(f"error: {len(failed)} cell(s) failed: {', '.join(failed[:10])}{' …' if len(failed) > 10 else ''}")
+        raise typer.Exit(1)
+
+
+def _status_table(rows: list[dict]) -> None:
+    from rich.table import Table
+
+    if not rows:
+        return
+    table = Table(show_lines=False)
+    for key in rows[0]:
+        table.add_column(key, overflow="fold")
+    for r in rows:
+        table.add_row(*(str(v) for v in r.values()))
+    out.print(table)
