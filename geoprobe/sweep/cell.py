@@ -134,8 +134,11 @@ def write_files(files: Mapping[str, bytes], run_dir: Path) -> None:
     """Write a worker's run files into ``run_dir`` on the driver, whole: into a temporary directory
     beside it, renamed into place (an earlier partial directory of this cell is replaced)."""
     run_dir.parent.mkdir(parents=True, exist_ok=True)
+    from geoprobe.paths import public_mode
+
     tmp = Path(tempfile.mkdtemp(prefix=f".{run_dir.name}.tmp-", dir=run_dir.parent))
     try:
+        os.chmod(tmp, public_mode(directory=True))  # mkdtemp makes it private; a run directory follows the umask
         for rel, data in files.items():
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
