@@ -3,6 +3,7 @@ PCA basis across models. ``run`` (compare_results, run_compare), ``result`` (Mod
 ``comparison.json``), ``report`` (its page); ``table``, ``global_pca``, ``inputs`` and ``figures``
 are its parts. See docs/compare.md."""
 
+from geoprobe.compare import report as report  # the page of ModelComparison: registered on import
 from geoprobe.compare.global_pca import GlobalPCA, global_pca
 from geoprobe.compare.inputs import Architecture, Source
 from geoprobe.compare.result import ModelComparison

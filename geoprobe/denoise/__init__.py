@@ -7,6 +7,7 @@ energy whose one gradient step is attention) and ``landscape`` (its (α, β) map
 (run_denoise) drive them.
 """
 
+from geoprobe.denoise import report as report  # the page of DenoiseResult: registered on import
 from geoprobe.denoise.config import DenoiseConfig, tiny_config
 from geoprobe.denoise.result import DenoiseResult
 from geoprobe.denoise.run import run_denoise

@@ -7,6 +7,7 @@ MLP) → ``train`` (seeded, resumable) → ``evaluate`` (entropy MAE, KL, ablati
 ``config`` (WindTunnelConfig) and ``run`` (train_tunnel, evaluate_tunnel) drive them.
 """
 
+from geoprobe.windtunnel import report as report  # the page of WindTunnelResult and TunnelSeeds: registered on import
 from geoprobe.windtunnel.config import WindTunnelConfig
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.run import evaluate_tunnel, train_tunnel
