@@ -154,8 +154,10 @@ def register_page(
 
 
 def page_content(result: Any) -> PageContent[Any] | None:
-    """The registered page of ``result``'s class or of its nearest base that has one; None if none has."""
-    return next((_PAGES[k] for k in type(result).__mro__ if k in _PAGES), None)
+    """The registered page of ``result`` (a result or a result class): its class's, else its nearest
+    base's that has one; None if none has."""
+    cls = result if isinstance(result, type) else type(result)
+    return next((_PAGES[k] for k in cls.__mro__ if k in _PAGES), None)
 
 
 class Page:
