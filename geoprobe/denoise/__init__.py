@@ -3,7 +3,7 @@
 ``tasks`` (linear, sphere, mixture prompts) → ``bayes`` (the oracle and finite-context estimators) →
 ``attention`` / ``train`` (one-layer softmax and linear attention, trained here) → ``energy`` (the
 energy whose one gradient step is attention) and ``landscape`` (its (α, β) map and descent) →
-``result`` (DenoiseResult, figures) and ``report`` (its page); ``config`` (DenoiseConfig) and ``run``
+``result`` (DenoiseResult) and ``report`` (its page and figures); ``config`` (DenoiseConfig) and ``run``
 (run_denoise) drive them.
 """
 
