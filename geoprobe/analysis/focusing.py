@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from jaxtyping import Float, Int
@@ -97,72 +97,6 @@ class AttentionFocusing(Record):
         if not (math.isnan(p) or 0 <= p <= 1):
             raise ValueError(f"reduction_p must lie in [0, 1] or be NaN, got {p}")
         set_(self, "reduction_p", p)
-
-    def figure(self) -> Any:
-        """Mean head entropy by layer with its CI band, the 10–90 % head band and the uniform ceiling."""
-        import plotly.graph_objects as go
-
-        x = list(self.layers)
-        conf = round(100 * self.mean[0].confidence)
-        fig = go.Figure()
-        bands = (
-            (
-                "heads 10–90 %",
-                [b for _, b in self.head_band_10_90],
-                [a for a, _ in self.head_band_10_90],
-                "rgba(44,160,44,0.15)",
-            ),
-            (
-                f"{conf} % CI over prompts",
-                [e.high for e in self.mean],
-                [e.low for e in self.mean],
-                "rgba(31,119,180,0.3)",
-            ),
-        )
-        for name, high, low, color in bands:
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=high,
-                    mode="lines",
-                    line=dict(width=0),
-                    showlegend=False,
-                    hoverinfo="skip",
-                    name=f"{name} high",
-                )
-            )
-            fig.add_trace(
-                go.Scatter(x=x, y=low, mode="lines", line=dict(width=0), fill="tonexty", fillcolor=color, name=name)
-            )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[e.value for e in self.mean],
-                mode="lines+markers",
-                name="mean head entropy",
-                line=dict(color="rgb(31,119,180)"),
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=list(self.uniform),
-                mode="lines",
-                name="uniform attention (log2 T)",
-                line=dict(color="gray", dash="dash"),
-            )
-        )
-        r = self.reduction
-        fig.update_layout(
-            title=dict(
-                text=f"Attention focusing: {self.model}<br><sub>first → last layer: "
-                f"{r.value:.1f} % reduction [{r.low:.1f}, {r.high:.1f}], p = {self.reduction_p:.3g}</sub>"
-            ),
-            xaxis_title="layer",
-            yaxis_title="final-token attention entropy (bits)",
-            template="plotly_white",
-        )
-        return fig
 
 
 def attention_focusing(

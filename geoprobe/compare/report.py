@@ -1,17 +1,32 @@
-"""The ``geoprobe compare`` page: what a ModelComparison shows (title, sections, figures), rendered
-by :mod:`geoprobe.report.page`. Every string that comes from the user or the environment (model ids,
-paths, prompt-set names, notes) goes through :func:`html.escape`.
+"""The ``geoprobe compare`` page: what a ModelComparison shows (title, sections, figures), registered
+as its page with :func:`geoprobe.report.page.register_page`. Every string that comes from the user or the
+environment (model ids, paths, prompt-set names, notes) goes through :func:`html.escape` (in figures,
+:func:`plotly_escape`: plotly's labels understand a subset of HTML).
 """
 
 from __future__ import annotations
 
+import math
 from html import escape
-from typing import Any
+from typing import Any, Sequence
 
+import numpy as np
+
+from geoprobe.analysis.stats import Estimate
+from geoprobe.compare.global_pca import GlobalPCA
 from geoprobe.compare.inputs import short_hash
+from geoprobe.compare.result import ModelComparison
 from geoprobe.compare.table import PAPER, PAPER_TABLE2, pct
 from geoprobe.report.blocks import html_figure
-from geoprobe.report.page import Figure, Section, figures_section, notes_section, paragraph, provenance_section
+from geoprobe.report.page import (
+    Figure,
+    Section,
+    figures_section,
+    notes_section,
+    paragraph,
+    provenance_section,
+    register_page,
+)
 
 _NUMERIC = ("PC1", "|cos|", "%", "n prompts", "layers", "heads", "d_head", "share", "ρ", "D kept")
 
@@ -45,7 +60,7 @@ def paper_rows() -> list[dict[str, str]]:
     ]
 
 
-def _side_by_side(comp: Any) -> list[dict[str, str]]:
+def _side_by_side(comp: ModelComparison) -> list[dict[str, str]]:
     """Our value-manifold columns (point values) followed by the paper's reference rows."""
     ours = []
     for r in comp.rows:
@@ -64,7 +79,7 @@ def _side_by_side(comp: Any) -> list[dict[str, str]]:
     return ours + [{"source": f"paper ({PAPER}, Table 2)", **r} for r in paper_rows()]
 
 
-def _sources_rows(comp: Any) -> list[dict[str, str]]:
+def _sources_rows(comp: ModelComparison) -> list[dict[str, str]]:
     return [
         {
             "results file": s.path,
@@ -82,6 +97,158 @@ def _sources_rows(comp: Any) -> list[dict[str, str]]:
     ]
 
 
+# -- figures ------------------------------------------------------------------------------------
+def plotly_escape(s: str) -> str:
+    """Escape for plotly's pseudo-HTML: ``&``, ``<`` and ``>`` only (enough to stop any tag);
+    plotly decodes numeric entities but shows ``&quot;`` literally, so quotes stay as they are."""
+    return escape(s, quote=False)
+
+
+_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def _bar(x: list[str], ests: Sequence[Estimate | None], name: str, color: str, scale: float = 100.0) -> Any:
+    import plotly.graph_objects as go
+
+    def val(e: Estimate | None, attr: str) -> float:
+        v = math.nan if e is None else getattr(e, attr)
+        return v * scale if math.isfinite(v) else math.nan
+
+    y = np.array([val(e, "value") for e in ests])
+    hi = np.array([val(e, "high") for e in ests]) - y
+    lo = y - np.array([val(e, "low") for e in ests])
+    return go.Bar(
+        x=x,
+        y=y,
+        name=plotly_escape(name),
+        marker_color=color,
+        error_y=dict(type="data", symmetric=False, array=np.nan_to_num(hi), arrayminus=np.nan_to_num(lo)),
+    )
+
+
+def comparison_figure(comp: ModelComparison) -> Any:
+    """Three panels over models: value PC1 (mixed vs each restricted domain, CIs); early-layer
+    key |cos| (with random-init and Gaussian baselines); attention-focusing % reduction (CI)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    rows = comp.rows
+    x = [plotly_escape(r.model) for r in rows]
+    layer_txt = "last layer" if comp.provenance.get("layer", -1) == -1 else f"layer {comp.provenance.get('layer')}"
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        subplot_titles=(f"value PC1, {layer_txt} (%)", "early-layer key |cos|", "attention focusing (% reduction)"),
+    )
+    fig.add_trace(_bar(x, [r.mixed.pc1 if r.mixed else None for r in rows], "PC1, mixed", _COLORS[0]), row=1, col=1)
+    domains = list(dict.fromkeys(e.domain for r in rows for e in r.restricted))
+    for j, dom in enumerate(domains):
+        ests = [next((e.pc1 for e in r.restricted if e.domain == dom), None) for r in rows]
+        fig.add_trace(_bar(x, ests, f"PC1, restricted: {dom}", _COLORS[(j + 1) % len(_COLORS)]), row=1, col=1)
+    fig.add_trace(
+        go.Bar(x=x, y=[r.key_cos_early for r in rows], name="early-layer key |cos| (trained)", marker_color=_COLORS[2]),
+        row=1,
+        col=2,
+    )
+    if any(r.key_cos_early_init is not None for r in rows):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r.key_cos_early_init for r in rows],
+                mode="markers",
+                name="random init",
+                marker=dict(symbol="diamond", size=11, color=_COLORS[3]),
+            ),
+            row=1,
+            col=2,
+        )
+    if any(r.key_cos_gaussian is not None for r in rows):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r.key_cos_gaussian for r in rows],
+                mode="markers",
+                name="iid Gaussian E|cos|",
+                marker=dict(symbol="line-ew-open", size=18, color="gray"),
+            ),
+            row=1,
+            col=2,
+        )
+    fig.add_trace(
+        _bar(x, [r.focusing for r in rows], "attention-entropy reduction, first → last layer", _COLORS[4], scale=1.0),
+        row=1,
+        col=3,
+    )
+    fig.update_layout(
+        barmode="group",
+        template="plotly_white",
+        height=470,
+        title=dict(text="Model comparison (Table-2 analogue)"),
+        legend=dict(orientation="h", y=-0.18),
+    )
+    fig.update_yaxes(title_text="% of standardised variance", range=[0, 100], row=1, col=1)
+    fig.update_yaxes(title_text="mean off-diagonal |cos|", row=1, col=2)
+    fig.update_yaxes(title_text="% entropy reduction", row=1, col=3)
+    return fig
+
+
+def global_figure(gp: GlobalPCA) -> Any:
+    """Left: shared prompts on global PC1/PC2 coloured by mean next-token entropy. Right: each
+    model's share of the PC1 and PC2 loading energy (dashed: equal shares, 1/M)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    ex = list(gp.explained) + [0.0]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.6, 0.4],
+        subplot_titles=(
+            f"shared prompts (n = {gp.n}): global PC1 {100 * ex[0]:.1f} %, PC2 {100 * ex[1]:.1f} %",
+            "loading share per model",
+        ),
+    )
+    hover = [plotly_escape(p if len(p) <= 80 else p[:77] + "…") for p in gp.prompts]
+    fig.add_trace(
+        go.Scatter(
+            x=gp.coords[:, 0],
+            y=gp.coords[:, 1],
+            mode="markers",
+            text=hover,
+            name="prompts",
+            showlegend=False,
+            marker=dict(
+                color=gp.entropy_mean,
+                colorscale="Viridis",
+                size=7,
+                colorbar=dict(title=dict(text="mean next-token entropy (bits)"), x=0.55),
+            ),
+            hovertemplate="%{text}<br>PC1 %{x:.2f}<br>PC2 %{y:.2f}<br>entropy %{marker.color:.2f} bits<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    models = [plotly_escape(m) for m in gp.models]
+    for c in range(2):
+        fig.add_trace(
+            go.Bar(x=models, y=100 * gp.loading_share[:, c], name=f"share of PC{c + 1}", marker_color=_COLORS[c]),
+            row=1,
+            col=2,
+        )
+    fig.add_hline(y=100 / len(gp.models), line=dict(color="gray", dash="dash"), row=1, col=2)
+    fig.update_xaxes(title_text="global PC1", row=1, col=1)
+    fig.update_yaxes(title_text="global PC2", row=1, col=1)
+    fig.update_yaxes(title_text="% of the component's loading energy", range=[0, 100], row=1, col=2)
+    fig.update_layout(
+        barmode="group",
+        template="plotly_white",
+        height=470,
+        title=dict(text="Global PCA basis across models (standardised per model, equal weight)"),
+    )
+    return fig
+
+
+# -- the page ---------------------------------------------------------------------------------------
 _COMPARISON_CAPTION = (
     "Per model: value PC1 (mixed vs restricted, CIs), early-layer key |cos| with its baselines, "
     "attention-focusing reduction (CI)."
@@ -92,19 +259,19 @@ _GLOBAL_CAPTION = (
 )
 
 
-def compare_figures(comp: Any) -> list[Figure]:
+def compare_figures(comp: ModelComparison) -> list[Figure]:
     """The page's figures (the global PCA only where there is one); also what ``--figures`` exports."""
-    figs = [Figure("comparison", _COMPARISON_CAPTION, comp.figure())]
+    figs = [Figure("comparison", _COMPARISON_CAPTION, comparison_figure(comp))]
     if comp.global_pca is not None:
-        figs.append(Figure("global-pca", _GLOBAL_CAPTION, comp.global_figure()))
+        figs.append(Figure("global-pca", _GLOBAL_CAPTION, global_figure(comp.global_pca)))
     return figs
 
 
-def title(comp: Any) -> str:
+def title(comp: ModelComparison) -> str:
     return "Bayesian geometry of attention across models"
 
 
-def subtitle(comp: Any) -> str:
+def subtitle(comp: ModelComparison) -> str:
     layer = comp.provenance.get("layer", -1)
     frac = comp.provenance.get("early_fraction", 1 / 3)
     return (
@@ -125,7 +292,7 @@ _TABLE_NOTE = (
 )
 
 
-def _global_html(comp: Any, figures: dict[str, Figure]) -> str:
+def _global_html(comp: ModelComparison, figures: dict[str, Figure]) -> str:
     gp = comp.global_pca
     if gp is None:
         return (
@@ -142,7 +309,7 @@ def _global_html(comp: Any, figures: dict[str, Figure]) -> str:
     )
 
 
-def sections(comp: Any) -> list[Section]:
+def sections(comp: ModelComparison) -> list[Section]:
     figures = {f.anchor: f for f in comp.figures()}
     return [
         Section("Table 2 analogue", table_html(comp.table()) + "\n" + paragraph(_TABLE_NOTE)),
@@ -161,3 +328,18 @@ def sections(comp: Any) -> list[Section]:
         Section("Sources", table_html(_sources_rows(comp))),
         provenance_section(comp.provenance),
     ]
+
+
+def summary_html(comp: ModelComparison) -> str:
+    """What Jupyter shows for a comparison: the Table-2 analogue."""
+    return table_html(comp.table())
+
+
+PAGE = register_page(
+    ModelComparison,
+    title=title,
+    subtitle=subtitle,
+    sections=sections,
+    figures=compare_figures,
+    summary_html=summary_html,
+)

@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoprobe.compare import report
-from geoprobe.compare.figures import comparison_figure, global_figure
 from geoprobe.compare.global_pca import GlobalPCA
 from geoprobe.compare.inputs import Source
 from geoprobe.compare.table import ComparisonRow, display_rows
-from geoprobe.report.page import Figure, Page, Section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 
 
@@ -67,26 +65,3 @@ class ModelComparison(Result, Page):
     def table(self) -> list[dict[str, str]]:
         """The Table-2 analogue as formatted strings: one row per model and restricted domain."""
         return display_rows(self.rows)
-
-    def figure(self) -> Any:
-        return comparison_figure(self)
-
-    def global_figure(self) -> Any:
-        """Prompts on global PC1/PC2 and each model's loading share; None without a global PCA."""
-        return None if self.global_pca is None else global_figure(self.global_pca)
-
-    # -- page ---------------------------------------------------------------------------------
-    def title(self) -> str:
-        return report.title(self)
-
-    def subtitle(self) -> str:
-        return report.subtitle(self)
-
-    def figures(self) -> list[Figure]:
-        return report.compare_figures(self)
-
-    def sections(self) -> list[Section]:
-        return report.sections(self)
-
-    def _repr_html_(self) -> str:
-        return report.table_html(self.table())

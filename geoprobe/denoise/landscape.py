@@ -73,21 +73,6 @@ def _check_dims(n_samples: int, context_length: int, dim: int) -> None:
             raise GeoprobeError(f"{name} {v!r} is not a positive integer; pass non-empty inputs")
 
 
-def _check_marks(marks: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float]]:
-    out = {}
-    for name, point in (marks or {}).items():
-        try:
-            a, b = (float(v) for v in point)
-        except (TypeError, ValueError):
-            raise GeoprobeError(f"mark {name!r} is {point!r}, not an (alpha, beta) pair; pass two numbers") from None
-        if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
-            raise GeoprobeError(
-                f"mark {name!r} at (α={a}, β={b}) is not on the positive log axes; pass alpha and beta greater than 0"
-            )
-        out[str(name)] = (a, b)
-    return out
-
-
 # -- the (α, β) landscape of the one-step denoiser ------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class EnergyLandscape(CheckedResult):
@@ -140,50 +125,6 @@ class EnergyLandscape(CheckedResult):
         """(α, β, mse) at the best grid cell."""
         i, j = self.grid_argmin
         return self.alphas[i], self.betas[j], self.mse[i][j]
-
-    def figure(self, marks: dict[str, tuple[float, float]] | None = None) -> Any:
-        """log10 MSE over (α, β) on log axes, with the grid minimum, the numerical minimum and the
-        named ``marks`` (e.g. ``{"Bayes-optimal (α=1, β=1/σZ²)": (1, 1/σ**2), "trained": (a, b)}``)
-        drawn as one marker trace each."""
-        import plotly.graph_objects as go
-
-        points = {"grid min": self.grid_min[:2]}
-        if self.alpha_star is not None and self.beta_star is not None:
-            points[f"numerical min{'' if self.converged else ' (not converged)'}"] = (self.alpha_star, self.beta_star)
-        points.update(_check_marks(marks))
-        z = np.log10(np.maximum(np.asarray(self.mse, dtype=np.float64).T, 1e-300))
-        fig = go.Figure(
-            go.Contour(
-                x=list(self.alphas),
-                y=list(self.betas),
-                z=z.tolist(),
-                colorscale="Viridis",
-                colorbar=dict(title="log10 MSE"),
-                name="log10 MSE per coordinate",
-                contours=dict(coloring="heatmap"),
-            )
-        )
-        symbols = ["x", "star", "diamond", "circle", "square", "triangle-up", "cross", "hexagon"]
-        for k, (name, (a, b)) in enumerate(points.items()):
-            fig.add_trace(
-                go.Scatter(
-                    x=[a],
-                    y=[b],
-                    mode="markers+text",
-                    name=name,
-                    text=[name],
-                    textposition="top center",
-                    marker=dict(
-                        symbol=symbols[k % len(symbols)], size=12, color="white", line=dict(color="black", width=1.5)
-                    ),
-                )
-            )
-        fig.update_xaxes(type="log", title_text="α (value scale, W_PV = αI)")
-        fig.update_yaxes(type="log", title_text="β (inverse temperature, W_KQ = βI)")
-        fig.update_layout(
-            title=f"one-step denoiser MSE over (α, β); noisy-query MSE {self.mse_noisy:.4g}", template="plotly_white"
-        )
-        return fig
 
 
 def _batch_chunk(B: int, L: int, n: int, chunk_elements: int) -> int:
@@ -330,39 +271,6 @@ class DescentComparison(CheckedResult):
     def best_step(self) -> int:
         """The number of steps with the smallest MSE."""
         return int(np.argmin(self.mse))
-
-    def figure(self) -> Any:
-        """MSE and distance to the nearest context token (left) and mean energy (right) by step."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        x = list(range(self.n_steps + 1))
-        fig = make_subplots(rows=1, cols=2, subplot_titles=["denoising error vs retrieval", "energy E(s_t)"])
-        fig.add_trace(
-            go.Scatter(x=x, y=list(self.mse), name="MSE per coordinate vs clean", mode="lines+markers"), row=1, col=1
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=list(self.token_distance),
-                name="RMS distance to nearest context token",
-                mode="lines+markers",
-                line=dict(dash="dash"),
-            ),
-            row=1,
-            col=1,
-        )
-        fig.add_trace(go.Scatter(x=x, y=list(self.energy), name="mean energy", mode="lines+markers"), row=1, col=2)
-        if self.n_steps >= 1:
-            fig.add_vline(x=1, line_dash="dot", annotation_text="1 step = attention", row=1, col=1)
-        fig.update_xaxes(title_text="gradient steps t")
-        fig.update_yaxes(type="log", row=1, col=1)
-        fig.update_layout(
-            title=f"descent on E (α={self.alpha:.4g}, β={self.beta:.4g}, γ={self.gamma:.4g}); "
-            f"best step {self.best_step}",
-            template="plotly_white",
-        )
-        return fig
 
 
 def descent_comparison(

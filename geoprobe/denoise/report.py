@@ -1,13 +1,22 @@
-"""The ``geoprobe denoise`` page: what a DenoiseResult shows beyond its figures (scores against the
-oracle, the target, weight structure, sweeps, the warped run, the energy view, provenance), as
-:class:`~geoprobe.report.page.Section` objects."""
+"""The ``geoprobe denoise`` page: what a DenoiseResult shows (scores against the oracle, the target, weight
+structure, sweeps, the warped run, the energy view, provenance) and its figures (scores, training, the
+sweeps, the learned matrices, the energy landscape and the descent), registered as its page with
+:func:`geoprobe.report.page.register_page`. The energy landscape's and the descent's figures are here
+too, as functions of those results (:mod:`geoprobe.denoise.landscape` computes them)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
+from geoprobe.analysis.stats import Estimate
+from geoprobe.denoise.landscape import DescentComparison, EnergyLandscape
+from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
+from geoprobe.errors import GeoprobeError
 from geoprobe.report.blocks import html_table, kv_table
-from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
+from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
 
 CAPTIONS = {
     "scores": "MSE per coordinate on held-out prompts, 95 % BCa bootstrap intervals over prompts (log scale).",
@@ -24,10 +33,10 @@ CAPTIONS = {
 }
 
 
-def scores_table(scores: Any) -> list[dict[str, str]]:
+def scores_table(scores: tuple[Score, ...]) -> list[dict[str, str]]:
     """One row per method: MSE [95 % CI], ratio to the oracle [95 % CI] (paired bootstrap)."""
 
-    def ci(e: Any) -> str:
+    def ci(e: Estimate | None) -> str:
         return "—" if e is None else f"{e:.4g}"
 
     return [
@@ -36,7 +45,7 @@ def scores_table(scores: Any) -> list[dict[str, str]]:
     ]
 
 
-def fits_table(fits: Any) -> list[dict[str, str]]:
+def fits_table(fits: tuple[Fit, ...]) -> list[dict[str, str]]:
     return [
         {
             "model": f.model,
@@ -50,7 +59,7 @@ def fits_table(fits: Any) -> list[dict[str, str]]:
     ]
 
 
-def sweep_table(blocks: Any, key: str) -> str:
+def sweep_table(blocks: tuple[Block, ...], key: str) -> str:
     """One row per sweep setting: each method's MSE [CI] (× its ratio to the oracle)."""
     rows = []
     for b in blocks:
@@ -61,7 +70,7 @@ def sweep_table(blocks: Any, key: str) -> str:
     return html_table(rows)
 
 
-def subtitle(result: Any) -> str:
+def subtitle(result: DenoiseResult) -> str:
     return f"geoprobe denoise · arXiv 2502.05164 · {result.provenance.get('created', '')} · see docs/denoise.md"
 
 
@@ -77,7 +86,7 @@ def energy_rows(energy: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def provenance_rows(result: Any) -> list[tuple[str, Any]]:
+def provenance_rows(result: DenoiseResult) -> list[tuple[str, Any]]:
     """The task, the config and each model's training (after the provenance, before the versions)."""
     rows: list[tuple[str, Any]] = [(f"task.{k}", v) for k, v in result.task.items()]
     rows += [(f"config.{k}", v) for k, v in result.config.items()]
@@ -92,7 +101,7 @@ def provenance_rows(result: Any) -> list[tuple[str, Any]]:
     return rows
 
 
-def _sphere_note(result: Any) -> list[Section]:
+def _sphere_note(result: DenoiseResult) -> list[Section]:
     """The sphere's dimension in both conventions (geoprobe's d is the subspace's; the paper's is the sphere's)."""
     if result.name != "sphere":
         return []
@@ -110,7 +119,7 @@ def _sphere_note(result: Any) -> list[Section]:
     ]
 
 
-def sections(result: Any) -> list[Section]:
+def sections(result: DenoiseResult) -> list[Section]:
     """Scores, the target, weights, the sweeps, the warped run, the energy view, figures, provenance."""
     checks = html_table(
         [
@@ -155,3 +164,250 @@ def sections(result: Any) -> list[Section]:
         out.append(Section("Energy view", kv_table(energy_rows(result.energy))))
     out += [figures_section(result.figures()), provenance_section(result.provenance, extra=provenance_rows(result))]
     return out
+
+
+# -- figures ------------------------------------------------------------------------------------
+def scores_figure(result: DenoiseResult) -> Any:
+    import plotly.graph_objects as go
+
+    s = result.scores
+    fig = go.Figure(
+        go.Bar(
+            x=[x.method for x in s],
+            y=[x.mse.value for x in s],
+            error_y=dict(
+                type="data",
+                symmetric=False,
+                array=[x.mse.high - x.mse.value for x in s],
+                arrayminus=[x.mse.value - x.mse.low for x in s],
+            ),
+        )
+    )
+    fig.update_layout(
+        title=f"{result.name}: MSE per coordinate (95 % bootstrap CI)",
+        yaxis_type="log",
+        yaxis_title="MSE per coordinate",
+        template="plotly_white",
+    )
+    return fig
+
+
+def sweep_figure(result: DenoiseResult, blocks: tuple[Block, ...], xlabel: str, title: str, log_x: bool) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    x = [b.key for b in blocks]
+    for method in [s.method for s in blocks[0].scores]:
+        ys = [b.get(method).mse for b in blocks]
+        dash = "dash" if method == "oracle" else None
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[e.value for e in ys],
+                name=method,
+                mode="lines+markers",
+                line=dict(dash=dash, color="black" if method == "oracle" else None),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=[e.high - e.value for e in ys],
+                    arrayminus=[e.value - e.low for e in ys],
+                ),
+            )
+        )
+    fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title="MSE per coordinate", template="plotly_white")
+    if log_x:
+        fig.update_xaxes(type="log")
+    return fig
+
+
+def lengths_figure(result: DenoiseResult) -> Any:
+    return sweep_figure(
+        result,
+        result.lengths,
+        "context length L",
+        f"{result.name}: MSE vs context length "
+        f"(models trained at L = {result.task['context_length']}; dashed: oracle Bayes)",
+        True,
+    )
+
+
+def transfer_figure(result: DenoiseResult) -> Any:
+    return sweep_figure(
+        result,
+        result.transfer,
+        "test subspace dimension d'",
+        f"{result.name}: dimension transfer (models trained at d = {result.task['d']}; dashed: oracle Bayes at d')",
+        False,
+    )
+
+
+def weights_figure(result: DenoiseResult) -> Any:
+    """Heatmaps of the learned W_KQ and W_PV of each model."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    panels = [(m, k) for m, mats in result.matrices.items() for k in ("W_KQ", "W_PV") if k in mats]
+    fig = make_subplots(rows=1, cols=max(1, len(panels)), subplot_titles=[f"{m}: {k}" for m, k in panels])
+    for i, (m, k) in enumerate(panels, start=1):
+        W = result.matrices[m][k]
+        vmax = max(abs(v) for row in W for v in row) or 1.0
+        fig.add_trace(
+            go.Heatmap(z=W, zmin=-vmax, zmax=vmax, colorscale="RdBu", reversescale=True, showscale=i == len(panels)),
+            row=1,
+            col=i,
+        )
+        fig.update_yaxes(autorange="reversed", row=1, col=i)
+    fig.update_layout(title=f"{result.name}: learned matrices", template="plotly_white")
+    return fig
+
+
+def training_figure(result: DenoiseResult) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for name, log in result.training.items():
+        curve = log.get("loss_curve") or []
+        if curve:
+            step = max(1, int(log["steps"]) // max(1, len(curve)))
+            fig.add_trace(
+                go.Scatter(x=[step * (i + 1) for i in range(len(curve))], y=curve, name=name, mode="lines+markers")
+            )
+    oracle = result.score("oracle").mse.value
+    fig.add_hline(y=oracle, line_dash="dash", annotation_text="oracle (Bayes) MSE")
+    fig.update_layout(
+        title=f"{result.name}: training loss (mean over blocks of steps)",
+        yaxis_type="log",
+        xaxis_title="step",
+        yaxis_title="MSE per coordinate",
+        template="plotly_white",
+    )
+    return fig
+
+
+def check_marks(marks: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float]]:
+    out = {}
+    for name, point in (marks or {}).items():
+        try:
+            a, b = (float(v) for v in point)
+        except (TypeError, ValueError):
+            raise GeoprobeError(f"mark {name!r} is {point!r}, not an (alpha, beta) pair; pass two numbers") from None
+        if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
+            raise GeoprobeError(
+                f"mark {name!r} at (α={a}, β={b}) is not on the positive log axes; pass alpha and beta greater than 0"
+            )
+        out[str(name)] = (a, b)
+    return out
+
+
+def landscape_figure(land: EnergyLandscape, marks: dict[str, tuple[float, float]] | None = None) -> Any:
+    """log10 MSE over (α, β) on log axes, with the grid minimum, the numerical minimum and the
+    named ``marks`` (e.g. ``{"Bayes-optimal (α=1, β=1/σZ²)": (1, 1/σ**2), "trained": (a, b)}``)
+    drawn as one marker trace each."""
+    import plotly.graph_objects as go
+
+    points = {"grid min": land.grid_min[:2]}
+    if land.alpha_star is not None and land.beta_star is not None:
+        points[f"numerical min{'' if land.converged else ' (not converged)'}"] = (land.alpha_star, land.beta_star)
+    points.update(check_marks(marks))
+    z = np.log10(np.maximum(np.asarray(land.mse, dtype=np.float64).T, 1e-300))
+    fig = go.Figure(
+        go.Contour(
+            x=list(land.alphas),
+            y=list(land.betas),
+            z=z.tolist(),
+            colorscale="Viridis",
+            colorbar=dict(title="log10 MSE"),
+            name="log10 MSE per coordinate",
+            contours=dict(coloring="heatmap"),
+        )
+    )
+    symbols = ["x", "star", "diamond", "circle", "square", "triangle-up", "cross", "hexagon"]
+    for k, (name, (a, b)) in enumerate(points.items()):
+        fig.add_trace(
+            go.Scatter(
+                x=[a],
+                y=[b],
+                mode="markers+text",
+                name=name,
+                text=[name],
+                textposition="top center",
+                marker=dict(
+                    symbol=symbols[k % len(symbols)], size=12, color="white", line=dict(color="black", width=1.5)
+                ),
+            )
+        )
+    fig.update_xaxes(type="log", title_text="α (value scale, W_PV = αI)")
+    fig.update_yaxes(type="log", title_text="β (inverse temperature, W_KQ = βI)")
+    fig.update_layout(
+        title=f"one-step denoiser MSE over (α, β); noisy-query MSE {land.mse_noisy:.4g}", template="plotly_white"
+    )
+    return fig
+
+
+def descent_figure(descent: DescentComparison) -> Any:
+    """MSE and distance to the nearest context token (left) and mean energy (right) by step."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    x = list(range(descent.n_steps + 1))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["denoising error vs retrieval", "energy E(s_t)"])
+    fig.add_trace(
+        go.Scatter(x=x, y=list(descent.mse), name="MSE per coordinate vs clean", mode="lines+markers"), row=1, col=1
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=list(descent.token_distance),
+            name="RMS distance to nearest context token",
+            mode="lines+markers",
+            line=dict(dash="dash"),
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(go.Scatter(x=x, y=list(descent.energy), name="mean energy", mode="lines+markers"), row=1, col=2)
+    if descent.n_steps >= 1:
+        fig.add_vline(x=1, line_dash="dot", annotation_text="1 step = attention", row=1, col=1)
+    fig.update_xaxes(title_text="gradient steps t")
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_layout(
+        title=f"descent on E (α={descent.alpha:.4g}, β={descent.beta:.4g}, γ={descent.gamma:.4g}); "
+        f"best step {descent.best_step}",
+        template="plotly_white",
+    )
+    return fig
+
+
+def denoise_figures(result: DenoiseResult) -> list[Figure]:
+    """The page's figures in order (the same list ``--figures`` exports)."""
+    out = [
+        Figure("scores", CAPTIONS["scores"], scores_figure(result)),
+        Figure("training", CAPTIONS["training"], training_figure(result)),
+    ]
+    if result.lengths:
+        out.append(Figure("lengths", CAPTIONS["lengths"], lengths_figure(result)))
+    if result.transfer:
+        out.append(Figure("transfer", CAPTIONS["transfer"], transfer_figure(result)))
+    if result.matrices:
+        out.append(Figure("weights", CAPTIONS["weights"], weights_figure(result)))
+    if result.energy:
+        marks = {k: tuple(v) for k, v in result.energy.get("marks", {}).items()}
+        out += [
+            Figure(
+                "energy",
+                CAPTIONS["energy"],
+                landscape_figure(EnergyLandscape.from_dict(result.energy["landscape"]), marks=marks),
+            ),
+            Figure(
+                "descent", CAPTIONS["descent"], descent_figure(DescentComparison.from_dict(result.energy["descent"]))
+            ),
+        ]
+    return out
+
+
+def title(result: DenoiseResult) -> str:
+    return f"In-context denoising: {result.name} task"
+
+
+PAGE = register_page(DenoiseResult, title=title, subtitle=subtitle, sections=sections, figures=denoise_figures)

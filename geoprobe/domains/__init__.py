@@ -3,6 +3,7 @@
 compare with a model), ``compare`` (the comparison from value vectors), ``result``
 (DomainComparison, ``domains.json``), ``report`` (its page). See docs/domains.md."""
 
+from geoprobe.domains import report as report  # the page of DomainComparison: registered on import
 from geoprobe.domains.compare import compare_domains
 from geoprobe.domains.config import CONTROL_SUFFIX, KINDS, DomainsConfig
 from geoprobe.domains.result import DomainComparison, SetSummary

@@ -9,10 +9,8 @@ from typing import Any
 
 from geoprobe.analysis.contrast import DomainContrast, check_ratio
 from geoprobe.analysis.stats import Estimate, NullBand
-from geoprobe.domains import figures, report
 from geoprobe.domains.config import CONTROL_SUFFIX, KINDS, SetKind
-from geoprobe.domains.figures import fmt_p
-from geoprobe.report.page import Figure, Page, Section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.sampling import MIXED
 from geoprobe.serial import Record
@@ -59,6 +57,11 @@ class SetSummary(Record):
     @property
     def beats_null_pc1(self) -> bool:
         return bool(self.pc1.value > self.null.pc1.high)
+
+
+def fmt_p(p: float) -> str:
+    """A p-value with two significant digits, or n/a."""
+    return "n/a" if not math.isfinite(p) else f"{p:.2g}"
 
 
 def _fmt_ci(e: Estimate, scale: float = 1.0, sign: bool = False) -> str:
@@ -172,26 +175,3 @@ class DomainComparison(Result, Page):
             row["mean tokens"] = f"{s.mean_tokens:.1f}"
             rows.append(row)
         return rows
-
-    # -- page ---------------------------------------------------------------------------------
-    def figure(self) -> Any:
-        """PC1 %, PC1+PC2 % and PR per set with their intervals, coloured by kind; grey bars are
-        each set's Gaussian null band, the dashed line the mixed set's value."""
-        return figures.sets_figure(self)
-
-    def difference_figure(self) -> Any:
-        """Forest plot per domain: Δ(restricted − mixed), Δ(control − mixed) and
-        Δ(restricted − control) with intervals, for PC1, PC1+PC2 (percentage points) and PR."""
-        return figures.difference_figure(self)
-
-    def title(self) -> str:
-        return report.title(self)
-
-    def subtitle(self) -> str:
-        return report.subtitle(self)
-
-    def figures(self) -> list[Figure]:
-        return report.domains_figures(self)
-
-    def sections(self) -> list[Section]:
-        return report.sections(self)

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from geoprobe.checks import config_arg
+from geoprobe.dynamics.check import gradient_check
 from geoprobe.dynamics.config import DynamicsConfig
 from geoprobe.dynamics.result import DynamicsResult, SeedRun
 from geoprobe.dynamics.task import conditional_entropy_nats, sample, transition_matrix
@@ -66,16 +67,18 @@ def train(
 def run_dynamics(
     config: DynamicsConfig = DynamicsConfig(), *, tick: Callable[[], None] | None = None
 ) -> DynamicsResult:
-    """Train both schedules for every seed; the result holds the loss curves and the comparison."""
+    """Train both schedules for every seed; the result holds the loss curves and the comparison, and each
+    seed's check of the routing law and the value update against autograd at its initial weights."""
     config = config_arg(config, DynamicsConfig)
     P = transition_matrix(config.n_symbols, config.self_prob)
     sgd = dict.fromkeys(("W_Q", "W_K", "W_V", "W_O"), config.lr)
     em = {**dict.fromkeys(ROUTING, config.lr_routing), "W_V": config.lr_value}
-    runs = []
+    runs, checks = [], []
     for s in range(config.seeds):
         seed = config.seed + s
         x, y = sample(P, config.length, config.d_x, seed)
         w0 = init_weights(config, seed)
+        checks.append(gradient_check(w0, x, y, config.lr_value, seed))
         runs.append(
             SeedRun(
                 seed=seed,
@@ -92,4 +95,5 @@ def run_dynamics(
             "versions": package_versions(),
             "seeds": [r.seed for r in runs],
         },
+        gradient_checks=tuple(checks),
     )

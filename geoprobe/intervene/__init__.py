@@ -1,5 +1,6 @@
 """Entropy-axis interventions on value vectors (arXiv 2512.23752 §6.2, §7.1); see docs/intervene.md."""
 
+from geoprobe.intervene import report as report  # the page of InterventionResult: registered on import
 from geoprobe.intervene.axis import Axis, InterventionError, fit_entropy_axis, random_axes
 from geoprobe.intervene.config import InterventionConfig, paper_experiments
 from geoprobe.intervene.metrics import (

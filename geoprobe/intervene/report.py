@@ -1,12 +1,25 @@
-"""The ``geoprobe intervene`` page: what an InterventionResult shows beyond its figure (effects, the
-unperturbed numbers, the paper's, provenance), as :class:`~geoprobe.report.page.Section` objects."""
+"""The ``geoprobe intervene`` page: what an InterventionResult shows (the verdict, effects, the
+unperturbed numbers, the paper's, the dose–response figure, provenance), registered as its page with
+:func:`geoprobe.report.page.register_page`."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
+from geoprobe.intervene.result import InterventionResult
 from geoprobe.report.blocks import html_table
-from geoprobe.report.page import Section, figures_section, notes_section, paragraph, provenance_section
+from geoprobe.report.page import (
+    Figure,
+    Section,
+    figures_section,
+    notes_section,
+    paragraph,
+    provenance_section,
+    register_page,
+)
 
 #: arXiv 2512.23752 on Pythia-410M (§6.2; the SULA MAE of §5.2 is against the posterior entropy)
 PAPER = (
@@ -21,14 +34,14 @@ CAPTION = (
 )
 
 
-def subtitle(result: Any) -> str:
+def subtitle(result: InterventionResult) -> str:
     return (
         f"geoprobe intervene · operation {result.op} · experiments {result.config.get('experiments')} · "
         f"{result.provenance.get('created', '')}"
     )
 
 
-def verdict_rows(result: Any) -> list[dict[str, str]]:
+def verdict_rows(result: InterventionResult) -> list[dict[str, str]]:
     """One row per experiment, strength and target: the change of SULA MAE under the axis edit and
     the random edits, their difference (CIs) and the rule's outcome."""
     rows = []
@@ -48,7 +61,7 @@ def verdict_rows(result: Any) -> list[dict[str, str]]:
     return rows
 
 
-def verdict_sections(result: Any) -> list[Section]:
+def verdict_sections(result: InterventionResult) -> list[Section]:
     """The verdict first (one line), then its table; a 0.1.0 file says it has none."""
     v = result.verdict
     if v is None:
@@ -69,7 +82,7 @@ def verdict_sections(result: Any) -> list[Section]:
     ]
 
 
-def sections(result: Any) -> list[Section]:
+def sections(result: InterventionResult) -> list[Section]:
     """The verdict, effects (entropy axis vs random axes), unperturbed, the paper's numbers,
     dose–response, provenance."""
     about = paragraph(
@@ -91,3 +104,86 @@ def sections(result: Any) -> list[Section]:
         figures_section(result.figures(), title="Dose–response"),
         provenance_section(result.provenance, config=result.config, timings=result.timings, time_digits=1),
     ]
+
+
+def dose_response_figure(result: InterventionResult) -> Any:
+    """Dose–response: each metric against strength, entropy axis (CI) vs random axes (mean ± sd)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    shown = ("axis_entropy_rho", "sula_mae", "kl", "delta_entropy", "top1_agreement", "perplexity_ratio")
+    fig = make_subplots(rows=2, cols=3, subplot_titles=shown)
+    palette = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e")
+    exps = list(dict.fromkeys(r.layers for r in result.rows))
+    for j, m in enumerate(shown):
+        row, col = j // 3 + 1, j % 3 + 1
+        for i, layers in enumerate(exps):
+            color, label = palette[i % len(palette)], f"layers {','.join(map(str, layers))}"
+            true = sorted(
+                (r for r in result.rows if r.layers == layers and r.axis == "entropy"), key=lambda r: r.strength
+            )
+            x = [r.strength for r in true]
+            y = np.array([r.metrics[m].value for r in true])
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines+markers",
+                    name=f"{label}: entropy axis",
+                    legendgroup=label,
+                    showlegend=j == 0,
+                    line=dict(color=color),
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=np.array([r.metrics[m].high for r in true]) - y,
+                        arrayminus=y - np.array([r.metrics[m].low for r in true]),
+                    ),
+                ),
+                row=row,
+                col=col,
+            )
+            means, sds = [], []
+            for s in x:
+                xs = np.array(
+                    [
+                        r.metrics[m].value
+                        for r in result.rows
+                        if r.layers == layers and r.strength == s and r.axis != "entropy"
+                    ]
+                )
+                xs = xs[np.isfinite(xs)]
+                means.append(xs.mean() if xs.size else math.nan)
+                sds.append(xs.std(ddof=1) if xs.size > 1 else 0.0)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=means,
+                    mode="lines+markers",
+                    name=f"{label}: random axes",
+                    legendgroup=label,
+                    showlegend=j == 0,
+                    line=dict(color=color, dash="dot"),
+                    error_y=dict(type="data", array=sds),
+                ),
+                row=row,
+                col=col,
+            )
+    fig.update_xaxes(title_text="strength")
+    fig.update_layout(
+        title=dict(text=f"{result.model}: {result.op} along the entropy axis vs random axes"),
+        template="plotly_white",
+        height=640,
+    )
+    return fig
+
+
+def intervene_figures(result: InterventionResult) -> list[Figure]:
+    return [Figure("dose-response", CAPTION, dose_response_figure(result))]
+
+
+def title(result: InterventionResult) -> str:
+    return f"Entropy-axis interventions: {result.model}"
+
+
+PAGE = register_page(InterventionResult, title=title, subtitle=subtitle, sections=sections, figures=intervene_figures)

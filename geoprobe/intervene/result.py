@@ -1,17 +1,16 @@
-"""InterventionResult: what one ``geoprobe intervene`` sweep measured, with persistence and its figure."""
+"""InterventionResult: what one ``geoprobe intervene`` sweep measured, with persistence (its page and
+figure: :mod:`geoprobe.intervene.report`)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from geoprobe.analysis.stats import Estimate
-from geoprobe.intervene import report
 from geoprobe.intervene.verdict import CalibrationVerdict
-from geoprobe.report.page import Figure, Page, Section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.serial import Record
 
@@ -103,90 +102,6 @@ class InterventionResult(Result, Page):
                     }
                 )
         return out
-
-    # -- page -------------------------------------------------------------------------------
-    def title(self) -> str:
-        return f"Entropy-axis interventions: {self.model}"
-
-    def subtitle(self) -> str:
-        return report.subtitle(self)
-
-    def sections(self) -> list[Section]:
-        return report.sections(self)
-
-    def figures(self) -> list[Figure]:
-        return [Figure("dose-response", report.CAPTION, self.figure())]
-
-    def figure(self) -> Any:
-        """Dose–response: each metric against strength, entropy axis (CI) vs random axes (mean ± sd)."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        shown = ("axis_entropy_rho", "sula_mae", "kl", "delta_entropy", "top1_agreement", "perplexity_ratio")
-        fig = make_subplots(rows=2, cols=3, subplot_titles=shown)
-        palette = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e")
-        exps = list(dict.fromkeys(r.layers for r in self.rows))
-        for j, m in enumerate(shown):
-            row, col = j // 3 + 1, j % 3 + 1
-            for i, layers in enumerate(exps):
-                color, label = palette[i % len(palette)], f"layers {','.join(map(str, layers))}"
-                true = sorted(
-                    (r for r in self.rows if r.layers == layers and r.axis == "entropy"), key=lambda r: r.strength
-                )
-                x = [r.strength for r in true]
-                y = np.array([r.metrics[m].value for r in true])
-                fig.add_trace(
-                    go.Scatter(
-                        x=x,
-                        y=y,
-                        mode="lines+markers",
-                        name=f"{label}: entropy axis",
-                        legendgroup=label,
-                        showlegend=j == 0,
-                        line=dict(color=color),
-                        error_y=dict(
-                            type="data",
-                            symmetric=False,
-                            array=np.array([r.metrics[m].high for r in true]) - y,
-                            arrayminus=y - np.array([r.metrics[m].low for r in true]),
-                        ),
-                    ),
-                    row=row,
-                    col=col,
-                )
-                means, sds = [], []
-                for s in x:
-                    xs = np.array(
-                        [
-                            r.metrics[m].value
-                            for r in self.rows
-                            if r.layers == layers and r.strength == s and r.axis != "entropy"
-                        ]
-                    )
-                    xs = xs[np.isfinite(xs)]
-                    means.append(xs.mean() if xs.size else math.nan)
-                    sds.append(xs.std(ddof=1) if xs.size > 1 else 0.0)
-                fig.add_trace(
-                    go.Scatter(
-                        x=x,
-                        y=means,
-                        mode="lines+markers",
-                        name=f"{label}: random axes",
-                        legendgroup=label,
-                        showlegend=j == 0,
-                        line=dict(color=color, dash="dot"),
-                        error_y=dict(type="data", array=sds),
-                    ),
-                    row=row,
-                    col=col,
-                )
-        fig.update_xaxes(title_text="strength")
-        fig.update_layout(
-            title=dict(text=f"{self.model}: {self.op} along the entropy axis vs random axes"),
-            template="plotly_white",
-            height=640,
-        )
-        return fig
 
 
 def base_key(metric: str, layers: tuple[int, ...]) -> str:

@@ -1,5 +1,8 @@
 """Positional priors (BAM generalised-Gaussian fits per head) and long-context stability; docs/positional.md."""
 
+from geoprobe.positional import (
+    report as report,  # the page of PositionalResult and TunnelLengthCurve: registered on import
+)
 from geoprobe.positional.config import PositionalConfig
 from geoprobe.positional.prior import (
     bam_bias,

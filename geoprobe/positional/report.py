@@ -1,15 +1,22 @@
-"""The ``geoprobe positional`` pages: what a PositionalResult or a TunnelLengthCurve shows beyond its
-figures (head classes, fitted β, stability, every head; the length curve's table), as
-:class:`~geoprobe.report.page.Section` objects (every user string escaped by the blocks)."""
+"""The ``geoprobe positional`` pages: what a PositionalResult shows (head classes, fitted β, stability,
+every head, and the figures: β per head, example profiles, classes per layer, stability over length)
+and what a TunnelLengthCurve shows (its table and figure), each registered as the class's page with
+:func:`geoprobe.report.page.register_page` (every user string escaped by the blocks)."""
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
-from geoprobe.positional.heads import BETA_SPLIT, FLAT_KL_BITS, LOCAL_MASS, SINK_MASS
+import numpy as np
+
+from geoprobe.positional.heads import BETA_SPLIT, CLASSES, FLAT_KL_BITS, LOCAL_MASS, SINK_MASS, HeadPrior
+from geoprobe.positional.prior import gg_prior, rope_decay
+from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
+from geoprobe.positional.stability import Stability
 from geoprobe.report.blocks import html_table
-from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
+from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
 
 CAPTIONS = {
     "beta": "Left: the fitted shape exponent β of the generalised Gaussian p(Δ) ∝ exp(−(|Δ − μ|/σ)^β) per head "
@@ -28,7 +35,7 @@ CAPTIONS = {
 }
 
 
-def _stability(s: Any) -> list[Section]:
+def _stability(s: Stability) -> list[Section]:
     rows = []
     last = s.layers[-1]
     for p in s.points:
@@ -52,7 +59,7 @@ def _stability(s: Any) -> list[Section]:
     return [Section("Stability over prompt length", html_table(rows) + note)]
 
 
-def sections(result: Any) -> list[Section]:
+def sections(result: PositionalResult) -> list[Section]:
     """How the priors were fitted, head classes, fitted β, stability, figures, every head, provenance."""
     about = paragraph(
         f"Final-token attention of {result.n_prompts} prompts of {result.fit_length} tokens, by distance "
@@ -86,7 +93,7 @@ def sections(result: Any) -> list[Section]:
     ]
 
 
-def tunnel_sections(curve: Any) -> list[Section]:
+def tunnel_sections(curve: TunnelLengthCurve) -> list[Section]:
     """The task and critical length, the per-length table, the figure, provenance."""
     rows = [
         {
@@ -109,3 +116,275 @@ def tunnel_sections(curve: Any) -> list[Section]:
         figures_section(curve.figures(), title=""),
         provenance_section(curve.provenance),
     ]
+
+
+# -- figures ------------------------------------------------------------------------------------
+def beta_figure(result: PositionalResult) -> Any:
+    """Heat map of β̂ per (layer, head) (blank: no converged fit) and β̂ with its CI by layer."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    L, H = len(result.layers), result.n_heads
+    z = np.full((L, H), np.nan)
+    text = np.empty((L, H), dtype=object)
+    for h in result.heads:
+        i = result.layers.index(h.layer)
+        if h.beta is not None:
+            z[i, h.head] = h.beta.value
+        text[i, h.head] = f"{h.head_class}<br>β = {'—' if h.beta is None else f'{h.beta.value:.2f}'}"
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("fitted β per head", "β with 95 % CI (fitted heads)"))
+    fig.add_trace(
+        go.Heatmap(
+            z=z,
+            x=list(range(H)),
+            y=list(result.layers),
+            text=text,
+            hoverinfo="text+x+y",
+            colorscale="Viridis",
+            zmin=0,
+            zmax=4,
+            colorbar=dict(title="β", x=0.45),
+        ),
+        row=1,
+        col=1,
+    )
+    pts = [h for h in result.heads if h.beta is not None]
+    if pts:
+        v = np.array([h.beta.value for h in pts])
+        lo = np.array([h.beta.low for h in pts])
+        hi = np.array([h.beta.high for h in pts])
+        x = np.array([h.layer + (h.head - H / 2) / (2.5 * H) for h in pts])
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=v,
+                mode="markers",
+                showlegend=False,
+                text=[h.head_class for h in pts],
+                error_y=dict(
+                    type="data", symmetric=False, array=np.nan_to_num(hi - v), arrayminus=np.nan_to_num(v - lo)
+                ),
+            ),
+            row=1,
+            col=2,
+        )
+    for y, name in ((1.0, "Laplace (ALiBi)"), (2.0, "Gaussian")):
+        fig.add_hline(y=y, line_dash="dot", line_color="grey", row=1, col=2, annotation_text=name)
+    fig.update_xaxes(title_text="head", row=1, col=1)
+    fig.update_yaxes(title_text="layer", row=1, col=1)
+    fig.update_xaxes(title_text="layer", row=1, col=2)
+    fig.update_yaxes(title_text="β", type="log", row=1, col=2)
+    fig.update_layout(template="plotly_white", height=480)
+    return fig
+
+
+def example_heads(result: PositionalResult, k: int = 6) -> list[HeadPrior]:
+    """Up to ``k`` heads to draw: the best-fitted head of each class present, then the rest by fit KL."""
+    chosen: list[HeadPrior] = []
+    for c in CLASSES:
+        of = [h for h in result.heads if h.head_class == c]
+        if of:
+            chosen.append(min(of, key=lambda h: h.fit_kl if h.fit_kl is not None else math.inf))
+    return chosen[:k]
+
+
+def profile_figure(result: PositionalResult, heads: list[HeadPrior] | None = None) -> Any:
+    """Measured profiles (log scale) with the generalised-Gaussian fit and the reference shapes."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    heads = heads or example_heads(result)
+    cols = min(3, max(1, len(heads)))
+    rows = math.ceil(len(heads) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"L{h.layer} H{h.head}: {h.head_class}" for h in heads])
+    delta = np.arange(result.max_distance + 1, dtype=np.float64)
+    colours = {
+        "measured": "black",
+        "fit": "firebrick",
+        "uniform": "grey",
+        "laplace": "royalblue",
+        "gaussian": "seagreen",
+        "rope": "darkorange",
+    }
+    for n, h in enumerate(heads):
+        r, c = n // cols + 1, n % cols + 1
+        curves = {"measured": result.profiles[result.layers.index(h.layer), h.head]}
+        if h.beta is not None:
+            curves["fit"] = gg_prior(delta, h.mu.value, h.sigma.value, h.beta.value)  # type: ignore[union-attr]
+        curves["uniform"] = np.full(delta.size, 1.0 / delta.size)
+        for name, b in (("laplace", 1.0), ("gaussian", 2.0)):
+            mu, sigma = h.ref_params[name]
+            curves[name] = gg_prior(delta, mu, sigma, b)
+        if "rope" in h.ref_params and result.rope is not None:
+            z = h.ref_params["rope"][0] * rope_decay(result.max_distance, *result.rope)
+            curves["rope"] = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        for name, y in curves.items():
+            fig.add_trace(
+                go.Scatter(
+                    x=delta,
+                    y=y,
+                    mode="lines",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=n == 0,
+                    line=dict(
+                        color=colours[name],
+                        width=2.5 if name == "measured" else 1.5,
+                        dash="solid" if name in ("measured", "fit") else "dot",
+                    ),
+                ),
+                row=r,
+                col=c,
+            )
+    fig.update_yaxes(type="log", title_text="p(Δ)")
+    fig.update_xaxes(title_text="distance Δ")
+    fig.update_layout(template="plotly_white", height=320 * rows)
+    return fig
+
+
+def class_figure(result: PositionalResult) -> Any:
+    """Stacked counts of head classes per layer."""
+    import plotly.graph_objects as go
+
+    by = result.class_counts_by_layer()
+    fig = go.Figure([go.Bar(x=list(result.layers), y=[by[x][c] for x in result.layers], name=c) for c in CLASSES])
+    fig.update_layout(barmode="stack", template="plotly_white", height=380, xaxis_title="layer", yaxis_title="heads")
+    return fig
+
+
+def tunnel_figure(curve: TunnelLengthCurve) -> Any:
+    """Per-sample entropy MAE and KL (bits, 95 % CIs) against K; dashed: the training length."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    Ks = list(curve.lengths)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("entropy MAE per sample (bits)", "KL(Bayes ‖ model) (bits)"))
+    for col, name in ((1, "mae_sample"), (2, "kl")):
+        es = [getattr(m, name) for m in curve.metrics]
+        v = np.array([e.value for e in es])
+        fig.add_trace(
+            go.Scatter(
+                x=Ks,
+                y=v,
+                mode="lines+markers",
+                showlegend=False,
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.array([e.high for e in es]) - v,
+                    arrayminus=v - np.array([e.low for e in es]),
+                ),
+            ),
+            row=1,
+            col=col,
+        )
+        fig.add_vline(
+            x=curve.train_K,
+            line_dash="dot",
+            line_color="grey",
+            row=1,
+            col=col,
+            annotation_text=f"trained at K = {curve.train_K}",
+        )
+        if curve.critical_length is not None:
+            fig.add_vline(x=curve.critical_length, line_dash="dash", line_color="firebrick", row=1, col=col)
+    fig.update_xaxes(title_text="sequence length K (predictions)")
+    fig.update_layout(template="plotly_white", height=400)
+    return fig
+
+
+def stability_figure(stability: Stability, layer: int | None = None) -> Any:
+    """PC1 ratio, |ρ| (with CIs; dashed line: critical length) at ``layer`` (default the last),
+    and the normalised attention entropy of every layer, against T (log axis)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    layer = stability.layers[-1] if layer is None else layer
+    Ts = list(stability.lengths)
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        subplot_titles=(
+            f"value PC1 ratio (layer {layer})",
+            f"|ρ(PC1, next-token entropy)| (layer {layer})",
+            "attention entropy / log2 T",
+        ),
+    )
+    for col, metric in ((1, "pc1"), (2, "alignment")):
+        es = stability.series(metric, layer)
+        v = np.array([e.value for e in es])
+        fig.add_trace(
+            go.Scatter(
+                x=Ts,
+                y=v,
+                mode="lines+markers",
+                name=metric,
+                showlegend=False,
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.nan_to_num(np.array([e.high for e in es]) - v),
+                    arrayminus=np.nan_to_num(v - np.array([e.low for e in es])),
+                ),
+            ),
+            row=1,
+            col=col,
+        )
+        crit = stability.critical(metric, layer)
+        if crit is not None:
+            fig.add_vline(
+                x=crit,
+                line_dash="dash",
+                line_color="firebrick",
+                row=1,
+                col=col,
+                annotation_text=f"critical T = {crit}",
+            )
+    H = np.array([p.attn_entropy for p in stability.points]) / np.log2(np.array(Ts))[:, None]
+    for j, lay in enumerate(stability.layers):
+        fig.add_trace(
+            go.Scatter(
+                x=Ts,
+                y=H[:, j],
+                mode="lines",
+                name=f"layer {lay}",
+                line=dict(color=f"hsl({int(240 * j / max(1, len(stability.layers) - 1))},70%,45%)"),
+            ),
+            row=1,
+            col=3,
+        )
+    fig.update_xaxes(type="log", title_text="prompt length T (tokens)")
+    fig.update_layout(template="plotly_white", height=420)
+    return fig
+
+
+def positional_figures(result: PositionalResult) -> list[Figure]:
+    """The page's figures in order (the same list ``--figures`` exports)."""
+    out = [
+        Figure("beta", CAPTIONS["beta"], beta_figure(result)),
+        Figure("profiles", CAPTIONS["profiles"], profile_figure(result)),
+        Figure("classes", CAPTIONS["classes"], class_figure(result)),
+    ]
+    if result.stability is not None:
+        out.append(Figure("stability", CAPTIONS["stability"], stability_figure(result.stability)))
+    return out
+
+
+def tunnel_figures(curve: TunnelLengthCurve) -> list[Figure]:
+    return [Figure("tunnel", CAPTIONS["tunnel"], tunnel_figure(curve))]
+
+
+def title(result: PositionalResult) -> str:
+    return f"Positional priors: {result.model}"
+
+
+def subtitle(result: PositionalResult) -> str:
+    return f"geoprobe positional · {result.provenance.get('created', '')}"
+
+
+def tunnel_title(curve: TunnelLengthCurve) -> str:
+    return f"Wind-tunnel length generalisation: {curve.task.get('name')}"
+
+
+PAGE = register_page(PositionalResult, title=title, subtitle=subtitle, sections=sections, figures=positional_figures)
+TUNNEL_PAGE = register_page(TunnelLengthCurve, title=tunnel_title, sections=tunnel_sections, figures=tunnel_figures)

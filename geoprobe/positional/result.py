@@ -4,7 +4,6 @@ length (:class:`TunnelLengthCurve`); persistence, pages and figures."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -13,11 +12,9 @@ import numpy as np
 from jaxtyping import Float
 
 from geoprobe.analysis.stats import Estimate
-from geoprobe.positional import report
 from geoprobe.positional.heads import CLASSES, HeadPrior
-from geoprobe.positional.prior import gg_prior, rope_decay
 from geoprobe.positional.stability import Stability, critical_length
-from geoprobe.report.page import Figure, Page, Section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.serial import encode
 from geoprobe.windtunnel.evaluate import TunnelMetrics
@@ -132,160 +129,6 @@ class PositionalResult(Result, Page):
         derived = {"class_counts": self.class_counts(), "beta_summary": encode(self.beta_summary())}
         return {**{k: d[k] for k in keys[:i]}, **derived, **{k: d[k] for k in keys[i:]}}
 
-    # -- page ----------------------------------------------------------------------------------
-    def title(self) -> str:
-        return f"Positional priors: {self.model}"
-
-    def subtitle(self) -> str:
-        return f"geoprobe positional · {self.provenance.get('created', '')}"
-
-    def sections(self) -> list[Section]:
-        return report.sections(self)
-
-    # -- figures -----------------------------------------------------------------------------
-    def beta_figure(self) -> Any:
-        """Heat map of β̂ per (layer, head) (blank: no converged fit) and β̂ with its CI by layer."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        L, H = len(self.layers), self.n_heads
-        z = np.full((L, H), np.nan)
-        text = np.empty((L, H), dtype=object)
-        for h in self.heads:
-            i = self.layers.index(h.layer)
-            if h.beta is not None:
-                z[i, h.head] = h.beta.value
-            text[i, h.head] = f"{h.head_class}<br>β = {'—' if h.beta is None else f'{h.beta.value:.2f}'}"
-        fig = make_subplots(rows=1, cols=2, subplot_titles=("fitted β per head", "β with 95 % CI (fitted heads)"))
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=list(range(H)),
-                y=list(self.layers),
-                text=text,
-                hoverinfo="text+x+y",
-                colorscale="Viridis",
-                zmin=0,
-                zmax=4,
-                colorbar=dict(title="β", x=0.45),
-            ),
-            row=1,
-            col=1,
-        )
-        pts = [h for h in self.heads if h.beta is not None]
-        if pts:
-            v = np.array([h.beta.value for h in pts])
-            lo = np.array([h.beta.low for h in pts])
-            hi = np.array([h.beta.high for h in pts])
-            x = np.array([h.layer + (h.head - H / 2) / (2.5 * H) for h in pts])
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=v,
-                    mode="markers",
-                    showlegend=False,
-                    text=[h.head_class for h in pts],
-                    error_y=dict(
-                        type="data", symmetric=False, array=np.nan_to_num(hi - v), arrayminus=np.nan_to_num(v - lo)
-                    ),
-                ),
-                row=1,
-                col=2,
-            )
-        for y, name in ((1.0, "Laplace (ALiBi)"), (2.0, "Gaussian")):
-            fig.add_hline(y=y, line_dash="dot", line_color="grey", row=1, col=2, annotation_text=name)
-        fig.update_xaxes(title_text="head", row=1, col=1)
-        fig.update_yaxes(title_text="layer", row=1, col=1)
-        fig.update_xaxes(title_text="layer", row=1, col=2)
-        fig.update_yaxes(title_text="β", type="log", row=1, col=2)
-        fig.update_layout(template="plotly_white", height=480)
-        return fig
-
-    def example_heads(self, k: int = 6) -> list[HeadPrior]:
-        """Up to ``k`` heads to draw: the best-fitted head of each class present, then the rest by fit KL."""
-        chosen: list[HeadPrior] = []
-        for c in CLASSES:
-            of = [h for h in self.heads if h.head_class == c]
-            if of:
-                chosen.append(min(of, key=lambda h: h.fit_kl if h.fit_kl is not None else math.inf))
-        return chosen[:k]
-
-    def profile_figure(self, heads: list[HeadPrior] | None = None) -> Any:
-        """Measured profiles (log scale) with the generalised-Gaussian fit and the reference shapes."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        heads = heads or self.example_heads()
-        cols = min(3, max(1, len(heads)))
-        rows = math.ceil(len(heads) / cols)
-        fig = make_subplots(
-            rows=rows, cols=cols, subplot_titles=[f"L{h.layer} H{h.head}: {h.head_class}" for h in heads]
-        )
-        delta = np.arange(self.max_distance + 1, dtype=np.float64)
-        colours = {
-            "measured": "black",
-            "fit": "firebrick",
-            "uniform": "grey",
-            "laplace": "royalblue",
-            "gaussian": "seagreen",
-            "rope": "darkorange",
-        }
-        for n, h in enumerate(heads):
-            r, c = n // cols + 1, n % cols + 1
-            curves = {"measured": self.profiles[self.layers.index(h.layer), h.head]}
-            if h.beta is not None:
-                curves["fit"] = gg_prior(delta, h.mu.value, h.sigma.value, h.beta.value)  # type: ignore[union-attr]
-            curves["uniform"] = np.full(delta.size, 1.0 / delta.size)
-            for name, b in (("laplace", 1.0), ("gaussian", 2.0)):
-                mu, sigma = h.ref_params[name]
-                curves[name] = gg_prior(delta, mu, sigma, b)
-            if "rope" in h.ref_params and self.rope is not None:
-                z = h.ref_params["rope"][0] * rope_decay(self.max_distance, *self.rope)
-                curves["rope"] = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
-            for name, y in curves.items():
-                fig.add_trace(
-                    go.Scatter(
-                        x=delta,
-                        y=y,
-                        mode="lines",
-                        name=name,
-                        legendgroup=name,
-                        showlegend=n == 0,
-                        line=dict(
-                            color=colours[name],
-                            width=2.5 if name == "measured" else 1.5,
-                            dash="solid" if name in ("measured", "fit") else "dot",
-                        ),
-                    ),
-                    row=r,
-                    col=c,
-                )
-        fig.update_yaxes(type="log", title_text="p(Δ)")
-        fig.update_xaxes(title_text="distance Δ")
-        fig.update_layout(template="plotly_white", height=320 * rows)
-        return fig
-
-    def class_figure(self) -> Any:
-        """Stacked counts of head classes per layer."""
-        import plotly.graph_objects as go
-
-        by = self.class_counts_by_layer()
-        fig = go.Figure([go.Bar(x=list(self.layers), y=[by[x][c] for x in self.layers], name=c) for c in CLASSES])
-        fig.update_layout(
-            barmode="stack", template="plotly_white", height=380, xaxis_title="layer", yaxis_title="heads"
-        )
-        return fig
-
-    def figures(self) -> list[Figure]:
-        out = [
-            Figure("beta", report.CAPTIONS["beta"], self.beta_figure()),
-            Figure("profiles", report.CAPTIONS["profiles"], self.profile_figure()),
-            Figure("classes", report.CAPTIONS["classes"], self.class_figure()),
-        ]
-        if self.stability is not None:
-            out.append(Figure("stability", report.CAPTIONS["stability"], self.stability.figure()))
-        return out
-
 
 @dataclass(frozen=True, eq=False)
 class TunnelLengthCurve(Result, Page):
@@ -325,55 +168,3 @@ class TunnelLengthCurve(Result, Page):
         d = super().body()
         provenance = d.pop("provenance")
         return {**d, "critical_length": self.critical_length, "provenance": provenance}
-
-    # -- page ----------------------------------------------------------------------------------
-    def title(self) -> str:
-        return f"Wind-tunnel length generalisation: {self.task.get('name')}"
-
-    def sections(self) -> list[Section]:
-        return report.tunnel_sections(self)
-
-    def figures(self) -> list[Figure]:
-        return [Figure("tunnel", report.CAPTIONS["tunnel"], self.figure())]
-
-    def figure(self) -> Any:
-        """Per-sample entropy MAE and KL (bits, 95 % CIs) against K; dashed: the training length."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        Ks = list(self.lengths)
-        fig = make_subplots(
-            rows=1, cols=2, subplot_titles=("entropy MAE per sample (bits)", "KL(Bayes ‖ model) (bits)")
-        )
-        for col, name in ((1, "mae_sample"), (2, "kl")):
-            es = [getattr(m, name) for m in self.metrics]
-            v = np.array([e.value for e in es])
-            fig.add_trace(
-                go.Scatter(
-                    x=Ks,
-                    y=v,
-                    mode="lines+markers",
-                    showlegend=False,
-                    error_y=dict(
-                        type="data",
-                        symmetric=False,
-                        array=np.array([e.high for e in es]) - v,
-                        arrayminus=v - np.array([e.low for e in es]),
-                    ),
-                ),
-                row=1,
-                col=col,
-            )
-            fig.add_vline(
-                x=self.train_K,
-                line_dash="dot",
-                line_color="grey",
-                row=1,
-                col=col,
-                annotation_text=f"trained at K = {self.train_K}",
-            )
-            if self.critical_length is not None:
-                fig.add_vline(x=self.critical_length, line_dash="dash", line_color="firebrick", row=1, col=col)
-        fig.update_xaxes(title_text="sequence length K (predictions)")
-        fig.update_layout(template="plotly_white", height=400)
-        return fig

@@ -1,17 +1,24 @@
 """One report page for every result: one template, one stylesheet.
 
-A result hands out what its page shows and nothing about HTML layout:
+What a result's page shows is written in its experiment's report module
+(``geoprobe/<experiment>/report.py``, or a ``report/`` package), as functions of the result typed with
+its class, and registered there with :func:`register_page`:
 
-* ``title()`` — the page's heading (plain text; escaped here);
-* ``subtitle()`` — the muted line under it (plain text);
-* ``sections()`` — :class:`Section` objects in page order; a section's ``html`` is built with
+* ``title(result)`` — the page's heading (plain text; escaped here);
+* ``subtitle(result)`` — the muted line under it (plain text);
+* ``sections(result)`` — :class:`Section` objects in page order; a section's ``html`` is built with
   :mod:`geoprobe.report.blocks` (whose helpers escape every cell), and the figures go where
-  ``figures_section(self.figures())`` is placed;
-* ``figures()`` — :class:`Figure` ``(anchor, caption, fig)`` objects: the same list the page
-  renders and ``--figures png|svg|pdf`` exports.
+  ``figures_section(result.figures())`` is placed;
+* ``figures(result)`` — :class:`Figure` ``(anchor, caption, fig)`` objects: the same list the page
+  renders and ``--figures png|svg|pdf`` exports;
+* ``summary_html(result)`` (optional) — what Jupyter shows for the result.
 
-:class:`Page` gives a result ``report(path)`` and ``_repr_html_``; this module never names an
-experiment. plotly.js is embedded once, so a page opens offline.
+The result class mixes in :class:`Page`, whose ``title()``, ``subtitle()``, ``sections()``,
+``figures()``, ``report(path)`` and ``_repr_html_`` look the registered page up by the result's class
+(its own, else the nearest base that has one): the result module never imports its report module, so
+the report module can import the result class it is typed with. An experiment's package imports its
+report module, so a result class is never used without its page. This module never names an experiment;
+plotly.js is embedded once, so a page opens offline.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import os
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Generic, Iterable, Mapping, NamedTuple, TypeVar
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;
@@ -113,20 +120,77 @@ def render(result: Any) -> str:
 """
 
 
-class Page:
-    """Mixin for results with an HTML page: ``report(path)`` writes :func:`render`'s page."""
+R = TypeVar("R")
 
-    def title(self) -> str:  # pragma: no cover - every page defines it
-        raise NotImplementedError
+
+@dataclass(frozen=True)
+class PageContent(Generic[R]):
+    """What the page of one result class shows: functions of the result, written in its experiment's
+    report module and registered with :func:`register_page`."""
+
+    title: Callable[[R], str]
+    sections: Callable[[R], list[Section]]
+    figures: Callable[[R], list[Figure]]
+    subtitle: Callable[[R], str] | None = None
+    summary_html: Callable[[R], str] | None = None  # what Jupyter shows (``_repr_html_``)
+
+
+_PAGES: dict[type, PageContent[Any]] = {}
+
+
+def register_page(
+    cls: type[R],
+    *,
+    title: Callable[[R], str],
+    sections: Callable[[R], list[Section]],
+    figures: Callable[[R], list[Figure]],
+    subtitle: Callable[[R], str] | None = None,
+    summary_html: Callable[[R], str] | None = None,
+) -> PageContent[R]:
+    """Make these functions the page of result class ``cls`` (and of its subclasses without their own)."""
+    content = PageContent(title, sections, figures, subtitle, summary_html)
+    _PAGES[cls] = content
+    return content
+
+
+def page_content(result: Any) -> PageContent[Any] | None:
+    """The registered page of ``result`` (a result or a result class): its class's, else its nearest
+    base's that has one; None if none has."""
+    cls = result if isinstance(result, type) else type(result)
+    return next((_PAGES[k] for k in cls.__mro__ if k in _PAGES), None)
+
+
+class Page:
+    """Mixin for results with an HTML page: the registered page's parts as methods, ``report(path)``
+    (writes :func:`render`'s page) and ``_repr_html_``. A class may also override the methods itself."""
+
+    def _content(self) -> PageContent[Any]:
+        content = page_content(self)
+        if content is None:
+            raise LookupError(
+                f"no page is registered for {type(self).__name__}; import its experiment's report module, "
+                "which calls register_page"
+            )
+        return content
+
+    def title(self) -> str:
+        return self._content().title(self)
 
     def subtitle(self) -> str:
-        return ""
+        content = page_content(self)
+        return "" if content is None or content.subtitle is None else content.subtitle(self)
 
     def figures(self) -> list[Figure]:
-        return []
+        content = page_content(self)
+        return [] if content is None else content.figures(self)
 
     def sections(self) -> list[Section]:
-        return [figures_section(self.figures())]
+        content = page_content(self)
+        return [figures_section(self.figures())] if content is None else content.sections(self)
+
+    def _repr_html_(self) -> str | None:
+        content = page_content(self)
+        return None if content is None or content.summary_html is None else content.summary_html(self)
 
     def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
         """Write the self-contained HTML page; an existing page is kept unless ``force``, and a

@@ -13,10 +13,9 @@ from geoprobe.analysis.alignment import AlignmentProfile
 from geoprobe.analysis.focusing import AttentionFocusing
 from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
-from geoprobe.report.page import Figure, Page, Section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.scan.config import ScanConfig
-from geoprobe.scan.report import page_sections, page_subtitle, scan_figures, scorecard_table
 from geoprobe.scan.scorecard import Scorecard
 
 RESULTS_KIND = "geoprobe.scan"
@@ -25,7 +24,8 @@ RESULTS_VERSION = 1
 
 @dataclass(frozen=True, eq=False)
 class ScanResult(Result, Page):
-    """Results of one scan: the four analyses, the scorecard, and where they came from.
+    """Results of one scan: the four analyses, the scorecard, and where they came from. Its page
+    (``figures()``, ``sections()``, ``report(path)``) is :mod:`geoprobe.scan.report`'s.
 
     The fields are in the order results.json stores them (the field-driven encoding writes them
     in field order), so that a file 0.1.0 wrote re-encodes byte for byte."""
@@ -86,21 +86,3 @@ class ScanResult(Result, Page):
         if self.focusing is not None:
             counts += [(f"focusing.per_prompt[{i}]", len(row)) for i, row in enumerate(self.focusing.per_prompt)]
         return counts
-
-    # -- the page ---------------------------------------------------------------------------
-    def title(self) -> str:
-        return f"Bayesian geometry of attention: {self.model}"
-
-    def subtitle(self) -> str:
-        return page_subtitle(self)
-
-    def figures(self) -> list[Figure]:
-        """(anchor, caption, plotly Figure) of every figure on the page, in page order (the same
-        list ``--figures`` exports); the scorecard is a table there (``scorecard.figure()``)."""
-        return scan_figures(self)
-
-    def sections(self) -> list[Section]:
-        return page_sections(self)
-
-    def _repr_html_(self) -> str:  # Jupyter shows the scorecard table
-        return scorecard_table(self.scorecard)

@@ -90,25 +90,6 @@ class Scorecard(Record):
             )
         return out
 
-    def figure(self) -> Any:
-        import plotly.graph_objects as go
-
-        rows = self.rows()
-        cols = ["criterion", "statement", "value", "ci", "passes", "null", "beats_null"]
-        head = ["criterion", "paper's test", "value", "CI", "passes", "matched null", "beats null"]
-        fig = go.Figure(
-            go.Table(
-                header=dict(values=head, align="left", fill_color="#e8e8e8"),
-                cells=dict(values=[[r[c] for r in rows] for c in cols], align="left", height=28),
-            )
-        )
-        fig.update_layout(
-            title=f"Scorecard: {self.n_passed} of {len(rows)} criteria pass (§4.4)",
-            height=140 + 60 * len(rows),
-            margin=dict(l=10, r=10, t=50, b=10),
-        )
-        return fig
-
 
 def manifold_criterion(profile: Any) -> Criterion:
     """Criterion 1 from a ManifoldProfile (final captured layer)."""

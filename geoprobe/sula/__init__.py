@@ -3,6 +3,7 @@
 See docs/sula.md. ``run_sula(model, SulaConfig())`` runs the main condition and the three
 controls and returns a ``SulaResult``."""
 
+from geoprobe.sula import report as report  # the page of SulaResult: registered on import
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 from geoprobe.sula.evaluate import (
     POSTERIOR,

@@ -1,14 +1,18 @@
-"""The ``geoprobe sula`` page: what a SulaResult shows beyond its figures (summary tables for both
-analytic targets, the paper's numbers beside the matching target, provenance), as
-:class:`~geoprobe.report.page.Section` objects."""
+"""The ``geoprobe sula`` page: what a SulaResult shows (summary tables for both analytic targets, the
+paper's numbers beside the matching target, its three figures, provenance), registered as its page
+with :func:`geoprobe.report.page.register_page`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from geoprobe.analysis.stats import Estimate
 from geoprobe.report.blocks import html_table
-from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
+from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
+from geoprobe.sula.result import SulaResult
 
 #: arXiv 2512.23752 §5.2 (Pythia-410M), all against its "analytical posterior entropy H_Bayes(k)",
 #: i.e. the posterior entropy h(P(y = L1 | examples)); compared only with our posterior-entropy numbers
@@ -31,11 +35,14 @@ CAPTIONS = {
 }
 
 
-def _fmt(e: Any, spec: str) -> str:
+_COLORS = {"main": "#1f77b4", "lexical_remap": "#ff7f0e", "shuffled": "#2ca02c", "ablated": "#d62728"}
+
+
+def _fmt(e: Estimate | None, spec: str) -> str:
     return "n/a" if e is None else format(e, spec)
 
 
-def summary_rows(result: Any, target: str = PREDICTIVE) -> list[dict[str, str]]:
+def summary_rows(result: SulaResult, target: str = PREDICTIVE) -> list[dict[str, str]]:
     """One row per condition against one analytic ``target``: n, the prompts scored (label mass at
     or above the threshold), MAE, Spearman ρ and Pearson r of (model H, target) over them, label
     mass, ρ_S and r of (PC1, target), ρ(k, mean PC1), with CIs. A flagged condition (mean label
@@ -65,7 +72,7 @@ def summary_rows(result: Any, target: str = PREDICTIVE) -> list[dict[str, str]]:
     return rows
 
 
-def per_k_rows(result: Any) -> list[dict[str, str]]:
+def per_k_rows(result: SulaResult) -> list[dict[str, str]]:
     """Main condition, per k: the prompts scored, the model's mean label entropy and each target's
     mean over them, with CIs."""
     c = result.main
@@ -81,7 +88,7 @@ def per_k_rows(result: Any) -> list[dict[str, str]]:
     return rows
 
 
-def mass_paragraph(result: Any) -> str:
+def mass_paragraph(result: SulaResult) -> str:
     """What the label-mass threshold left out (or that this file predates it)."""
     tau = result.config.min_label_mass
     if tau is None:
@@ -109,14 +116,14 @@ def mass_paragraph(result: Any) -> str:
     return paragraph(text, muted=False)
 
 
-def subtitle(result: Any) -> str:
+def subtitle(result: SulaResult) -> str:
     return (
         f"geoprobe sula · layer {result.layer} · PC1 of the shared basis explains {100 * result.pc1_ratio:.1f} % "
         f"of the standardised variance · {result.provenance.get('created', '')}"
     )
 
 
-def sections(result: Any) -> list[Section]:
+def sections(result: SulaResult) -> list[Section]:
     """Summary against each target, per-k means, the paper's numbers, figures, provenance."""
     about = paragraph(
         f"Main: k labelled examples whose labels agree with a latent class with probability "
@@ -157,3 +164,185 @@ def sections(result: Any) -> list[Section]:
         figures_section(result.figures()),
         provenance_section(result.provenance, config=result.config.to_dict(), timings=result.timings, time_digits=1),
     ]
+
+
+# -- figures ------------------------------------------------------------------------------------
+def calibration_figure(result: SulaResult, condition: str = "main") -> Any:
+    """Model label entropy against each analytic target (one panel per target: the posterior
+    entropy, the paper's, and the predictive entropy), one point per prompt, identity line."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    c = result.conditions[condition]
+    targets = result.targets()
+    titles = []
+    for t in targets:
+        m = c.target(t)[1]
+        titles.append(f"vs {t}<br>MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
+    fig = make_subplots(rows=1, cols=len(targets), subplot_titles=titles)
+    ok, tau = c.scored, result.config.min_label_mass
+    for j, t in enumerate(targets):
+        h = c.target(t)[0]
+        if not ok.all():  # left out of the metrics: label mass below the threshold
+            fig.add_trace(
+                go.Scatter(
+                    x=h[~ok],
+                    y=c.model_entropy[~ok],
+                    mode="markers",
+                    name=f"label mass < {tau:g} (left out)",
+                    showlegend=j == 0,
+                    marker=dict(color="lightgrey", symbol="x", size=6),
+                    hovertemplate=f"{t} %{{x:.3f}}<br>model %{{y:.3f}}<br>left out: label mass < {tau:g}"
+                    "<extra></extra>",
+                ),
+                row=1,
+                col=j + 1,
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=h[ok],
+                y=c.model_entropy[ok],
+                mode="markers",
+                name=f"{condition} vs {t}",
+                showlegend=False,  # the panel title names the target, the colour bar k
+                marker=dict(
+                    color=c.k[ok],
+                    colorscale="Viridis",
+                    size=7,
+                    opacity=0.75,
+                    colorbar=dict(title=dict(text="k")) if j == 0 else None,
+                    showscale=j == 0,
+                ),
+                hovertemplate=f"{t} %{{x:.3f}}<br>model %{{y:.3f}}<br>k %{{marker.color}}<extra></extra>",
+            ),
+            row=1,
+            col=j + 1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[0, 1],
+                y=[0, 1],
+                mode="lines",
+                name="identity",
+                showlegend=j == 0,
+                line=dict(color="grey", dash="dot"),
+            ),
+            row=1,
+            col=j + 1,
+        )
+        fig.update_xaxes(title_text=f"analytic {t} (bits)", range=[0, 1.02], row=1, col=j + 1)
+        fig.update_yaxes(title_text="model label entropy (bits)" if j == 0 else None, range=[0, 1.02], row=1, col=j + 1)
+    fig.update_layout(
+        title=dict(
+            text=f"{result.model}, SULA {condition}: ρ_S(model, target) = {c.metrics.spearman.value:.2f}"
+            + ("" if ok.all() else f" over the {c.metrics.n} of {c.n} prompts with label mass ≥ {tau:g}")
+        ),
+        template="plotly_white",
+        height=480,
+        margin=dict(t=110),
+        legend=dict(orientation="h", y=-0.2, x=0),
+    )
+    return fig
+
+
+def per_k_figure(result: SulaResult) -> Any:
+    """Mean entropy against k: the model (solid), the predictive entropy (dashed) and the
+    posterior entropy (dotted), one colour per condition."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    unscored = []  # conditions with no prompt at or above the label-mass threshold at any k
+    for name, c in result.conditions.items():
+        m, pm = c.metrics, c.posterior_metrics
+        if all(np.isnan(e.value) for e in m.model_per_k):
+            unscored.append(name)
+            continue
+        lines = [(m.model_per_k, "model", "solid"), (m.bayes_per_k, PREDICTIVE, "dash")]
+        if pm is not None:
+            lines.append((pm.bayes_per_k, POSTERIOR, "dot"))
+        for ests, label, dash in lines:
+            y = np.array([e.value for e in ests])
+            fig.add_trace(
+                go.Scatter(
+                    x=list(m.k_values),
+                    y=y,
+                    mode="lines+markers",
+                    name=f"{name}: {label}",
+                    line=dict(color=_COLORS.get(name), dash=dash),
+                    error_y=dict(
+                        type="data",
+                        symmetric=False,
+                        array=np.array([e.high for e in ests]) - y,
+                        arrayminus=y - np.array([e.low for e in ests]),
+                    ),
+                )
+            )
+    if unscored:
+        fig.add_annotation(
+            text=f"not drawn, no prompt scored: {', '.join(unscored)} (label mass below "
+            f"{result.config.min_label_mass:g} at every k; --min-label-mass)",
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=1.06,
+            showarrow=False,
+            xanchor="left",
+        )
+    conf = round(100 * result.config.confidence)
+    fig.update_layout(
+        title=dict(text=f"{result.model}: SULA mean label entropy by k ({conf} % CIs)"),
+        xaxis_title="k (labelled examples)",
+        yaxis_title="entropy (bits)",
+        template="plotly_white",
+        height=440,
+    )
+    return fig
+
+
+def trajectory_figure(result: SulaResult) -> Any:
+    """Mean oriented PC1 (shared basis) against k with CIs, one line per condition."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for name, c in result.conditions.items():
+        g = c.geometry
+        y = np.array([e.value for e in g.pc1_per_k])
+        fig.add_trace(
+            go.Scatter(
+                x=list(g.k_values),
+                y=y,
+                mode="lines+markers",
+                name=f"{name} (ρ(k, PC1) = {g.rho_k_pc1.value:.2f})",
+                line=dict(color=_COLORS.get(name)),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.array([e.high for e in g.pc1_per_k]) - y,
+                    arrayminus=y - np.array([e.low for e in g.pc1_per_k]),
+                ),
+            )
+        )
+    fig.update_layout(
+        title=dict(text=f"{result.model}, layer {result.layer}: SULA trajectory on the value manifold"),
+        xaxis_title="k (labelled examples)",
+        yaxis_title="mean PC1 coordinate (oriented: grows with model entropy)",
+        template="plotly_white",
+        height=440,
+    )
+    return fig
+
+
+def sula_figures(result: SulaResult) -> list[Figure]:
+    """The page's figures in order (the same list ``--figures`` exports)."""
+    return [
+        Figure("calibration", CAPTIONS["calibration"], calibration_figure(result)),
+        Figure("per_k", CAPTIONS["per_k"], per_k_figure(result)),
+        Figure("trajectory", CAPTIONS["trajectory"], trajectory_figure(result)),
+    ]
+
+
+def title(result: SulaResult) -> str:
+    return f"SULA: in-context Bayesian updating, {result.model}"
+
+
+PAGE = register_page(SulaResult, title=title, subtitle=subtitle, sections=sections, figures=sula_figures)

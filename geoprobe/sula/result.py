@@ -1,4 +1,5 @@
-"""SulaResult: everything one SULA run measured, with provenance, persistence and figures."""
+"""SulaResult: everything one SULA run measured, with provenance and persistence (its page and
+figures: :mod:`geoprobe.sula.report`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 from jaxtyping import Bool
 
-from geoprobe.report.page import Figure, Page, Section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.serial import Record
-from geoprobe.sula import report
 from geoprobe.sula.config import CONDITIONS, SulaConfig
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, TARGETS, SulaMetrics
 from geoprobe.sula.geometry import SulaGeometry
@@ -29,7 +29,6 @@ _ARRAYS = (
     "pc1",
 )
 _INT_ARRAYS = ("k", "n1", "n2")
-_COLORS = {"main": "#1f77b4", "lexical_remap": "#ff7f0e", "shuffled": "#2ca02c", "ablated": "#d62728"}
 
 
 def _frozen(a: Any, n: int | None, name: str, dtype: Any) -> np.ndarray:
@@ -208,188 +207,6 @@ class SulaResult(Result, Page):
             }
         return out
 
-    # -- page -------------------------------------------------------------------------------
-    def title(self) -> str:
-        return f"SULA: in-context Bayesian updating, {self.model}"
-
-    def subtitle(self) -> str:
-        return report.subtitle(self)
-
-    def sections(self) -> list[Section]:
-        return report.sections(self)
-
-    # -- figures ------------------------------------------------------------------------
     def targets(self) -> tuple[str, ...]:
         """The analytic targets this result holds: the posterior entropy (the paper's) first, when present."""
         return (POSTERIOR, PREDICTIVE) if self.main.posterior_metrics is not None else (PREDICTIVE,)
-
-    def calibration_figure(self, condition: str = "main") -> Any:
-        """Model label entropy against each analytic target (one panel per target: the posterior
-        entropy, the paper's, and the predictive entropy), one point per prompt, identity line."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        c = self.conditions[condition]
-        targets = self.targets()
-        titles = []
-        for t in targets:
-            m = c.target(t)[1]
-            titles.append(f"vs {t}<br>MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
-        fig = make_subplots(rows=1, cols=len(targets), subplot_titles=titles)
-        ok, tau = c.scored, self.config.min_label_mass
-        for j, t in enumerate(targets):
-            h = c.target(t)[0]
-            if not ok.all():  # left out of the metrics: label mass below the threshold
-                fig.add_trace(
-                    go.Scatter(
-                        x=h[~ok],
-                        y=c.model_entropy[~ok],
-                        mode="markers",
-                        name=f"label mass < {tau:g} (left out)",
-                        showlegend=j == 0,
-                        marker=dict(color="lightgrey", symbol="x", size=6),
-                        hovertemplate=f"{t} %{{x:.3f}}<br>model %{{y:.3f}}<br>left out: label mass < {tau:g}"
-                        "<extra></extra>",
-                    ),
-                    row=1,
-                    col=j + 1,
-                )
-            fig.add_trace(
-                go.Scatter(
-                    x=h[ok],
-                    y=c.model_entropy[ok],
-                    mode="markers",
-                    name=f"{condition} vs {t}",
-                    showlegend=False,  # the panel title names the target, the colour bar k
-                    marker=dict(
-                        color=c.k[ok],
-                        colorscale="Viridis",
-                        size=7,
-                        opacity=0.75,
-                        colorbar=dict(title=dict(text="k")) if j == 0 else None,
-                        showscale=j == 0,
-                    ),
-                    hovertemplate=f"{t} %{{x:.3f}}<br>model %{{y:.3f}}<br>k %{{marker.color}}<extra></extra>",
-                ),
-                row=1,
-                col=j + 1,
-            )
-            fig.add_trace(
-                go.Scatter(
-                    x=[0, 1],
-                    y=[0, 1],
-                    mode="lines",
-                    name="identity",
-                    showlegend=j == 0,
-                    line=dict(color="grey", dash="dot"),
-                ),
-                row=1,
-                col=j + 1,
-            )
-            fig.update_xaxes(title_text=f"analytic {t} (bits)", range=[0, 1.02], row=1, col=j + 1)
-            fig.update_yaxes(
-                title_text="model label entropy (bits)" if j == 0 else None, range=[0, 1.02], row=1, col=j + 1
-            )
-        fig.update_layout(
-            title=dict(
-                text=f"{self.model}, SULA {condition}: ρ_S(model, target) = {c.metrics.spearman.value:.2f}"
-                + ("" if ok.all() else f" over the {c.metrics.n} of {c.n} prompts with label mass ≥ {tau:g}")
-            ),
-            template="plotly_white",
-            height=480,
-            margin=dict(t=110),
-            legend=dict(orientation="h", y=-0.2, x=0),
-        )
-        return fig
-
-    def per_k_figure(self) -> Any:
-        """Mean entropy against k: the model (solid), the predictive entropy (dashed) and the
-        posterior entropy (dotted), one colour per condition."""
-        import plotly.graph_objects as go
-
-        fig = go.Figure()
-        unscored = []  # conditions with no prompt at or above the label-mass threshold at any k
-        for name, c in self.conditions.items():
-            m, pm = c.metrics, c.posterior_metrics
-            if all(np.isnan(e.value) for e in m.model_per_k):
-                unscored.append(name)
-                continue
-            lines = [(m.model_per_k, "model", "solid"), (m.bayes_per_k, PREDICTIVE, "dash")]
-            if pm is not None:
-                lines.append((pm.bayes_per_k, POSTERIOR, "dot"))
-            for ests, label, dash in lines:
-                y = np.array([e.value for e in ests])
-                fig.add_trace(
-                    go.Scatter(
-                        x=list(m.k_values),
-                        y=y,
-                        mode="lines+markers",
-                        name=f"{name}: {label}",
-                        line=dict(color=_COLORS.get(name), dash=dash),
-                        error_y=dict(
-                            type="data",
-                            symmetric=False,
-                            array=np.array([e.high for e in ests]) - y,
-                            arrayminus=y - np.array([e.low for e in ests]),
-                        ),
-                    )
-                )
-        if unscored:
-            fig.add_annotation(
-                text=f"not drawn, no prompt scored: {', '.join(unscored)} (label mass below "
-                f"{self.config.min_label_mass:g} at every k; --min-label-mass)",
-                xref="paper",
-                yref="paper",
-                x=0,
-                y=1.06,
-                showarrow=False,
-                xanchor="left",
-            )
-        conf = round(100 * self.config.confidence)
-        fig.update_layout(
-            title=dict(text=f"{self.model}: SULA mean label entropy by k ({conf} % CIs)"),
-            xaxis_title="k (labelled examples)",
-            yaxis_title="entropy (bits)",
-            template="plotly_white",
-            height=440,
-        )
-        return fig
-
-    def trajectory_figure(self) -> Any:
-        """Mean oriented PC1 (shared basis) against k with CIs, one line per condition."""
-        import plotly.graph_objects as go
-
-        fig = go.Figure()
-        for name, c in self.conditions.items():
-            g = c.geometry
-            y = np.array([e.value for e in g.pc1_per_k])
-            fig.add_trace(
-                go.Scatter(
-                    x=list(g.k_values),
-                    y=y,
-                    mode="lines+markers",
-                    name=f"{name} (ρ(k, PC1) = {g.rho_k_pc1.value:.2f})",
-                    line=dict(color=_COLORS.get(name)),
-                    error_y=dict(
-                        type="data",
-                        symmetric=False,
-                        array=np.array([e.high for e in g.pc1_per_k]) - y,
-                        arrayminus=y - np.array([e.low for e in g.pc1_per_k]),
-                    ),
-                )
-            )
-        fig.update_layout(
-            title=dict(text=f"{self.model}, layer {self.layer}: SULA trajectory on the value manifold"),
-            xaxis_title="k (labelled examples)",
-            yaxis_title="mean PC1 coordinate (oriented: grows with model entropy)",
-            template="plotly_white",
-            height=440,
-        )
-        return fig
-
-    def figures(self) -> list[Figure]:
-        return [
-            Figure("calibration", report.CAPTIONS["calibration"], self.calibration_figure()),
-            Figure("per_k", report.CAPTIONS["per_k"], self.per_k_figure()),
-            Figure("trajectory", report.CAPTIONS["trajectory"], self.trajectory_figure()),
-        ]

@@ -3,10 +3,11 @@ transformer and a capacity-matched MLP trained on them, and geoprobe's probes on
 
 ``tasks`` (bijection, HMM and their analytic posteriors) → ``nets`` (LlamaForCausalLM, residual
 MLP) → ``train`` (seeded, resumable) → ``evaluate`` (entropy MAE, KL, ablations) and ``geometry``
-(capture on every checkpoint) → ``result`` (WindTunnelResult, figures) and ``report`` (its page);
+(capture on every checkpoint) → ``result`` (WindTunnelResult) and ``report`` (its pages and figures);
 ``config`` (WindTunnelConfig) and ``run`` (train_tunnel, evaluate_tunnel) drive them.
 """
 
+from geoprobe.windtunnel import report as report  # the page of WindTunnelResult and TunnelSeeds: registered on import
 from geoprobe.windtunnel.config import WindTunnelConfig
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.run import evaluate_tunnel, train_tunnel

@@ -25,7 +25,6 @@ import numpy as np
 from jaxtyping import Float, Int
 
 from geoprobe.analysis.stats import Estimate, bootstrap_ci
-from geoprobe.report.page import paragraph
 from geoprobe.serial import Record
 from geoprobe.windtunnel.evaluate import kl_bits, model_predictive
 from geoprobe.windtunnel.tasks import Batch, HMMTask, entropy_bits, forward_posterior
@@ -196,51 +195,3 @@ def tunnel_invariance(
     moved = relabel_batch(task, sub, perm)
     after, _ = model_predictive(model, moved, task.answer_ids)
     return semantic_invariance(label, np.asarray(before)[:n], after, sub.targets, perm)
-
-
-def invariance_text(inv: dict[str, SemanticInvariance] | None) -> str:
-    """The page's paragraph on Figure 8 (empty without the measurement)."""
-    if not inv:
-        return ""
-    parts = [
-        f"{arch}: calibration error {m.mean_before:.4g} bits before, {m.mean_after:.4g} after (change "
-        f"{m.change:+.2g}); equivariance TV {m.equivariance_tv:.3g}; KL(Bayes ‖ model) {m.kl_before:.4g} → "
-        f"{m.kl_after:.4g} bits"
-        for arch, m in inv.items()
-    ]
-    n = next(iter(inv.values())).n
-    return paragraph(
-        f"Semantic invariance (Figure 8; {n} held-out HMMs, each with its hidden states renamed by a random "
-        f"non-identity permutation): {'; '.join(parts)}. The paper reports points on y = x. Entropy does not see "
-        "labels, so the TV between the new predictive and the old one relabelled (0 for an equivariant learner) "
-        "is the direct test.",
-        muted=False,
-    )
-
-
-def invariance_figure(inv: dict[str, SemanticInvariance], task: str) -> Any:
-    """Per-sequence calibration error before (x) vs after (y) relabelling, one colour per learner, y = x."""
-    import plotly.graph_objects as go
-
-    colours = {"transformer": "rgb(31,119,180)", "mlp": "rgb(214,39,40)"}
-    fig = go.Figure()
-    top = 0.0
-    for arch, m in inv.items():
-        top = max(top, max(m.error_before), max(m.error_after))
-        fig.add_trace(
-            go.Scatter(
-                x=list(m.error_before),
-                y=list(m.error_after),
-                mode="markers",
-                name=f"{arch} (TV {m.equivariance_tv.value:.3g})",
-                marker=dict(color=colours.get(arch), size=4, opacity=0.5),
-            )
-        )
-    fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="y = x", line=dict(color="black", dash="dash")))
-    fig.update_layout(
-        title=f"{task}: semantic invariance, calibration error before vs after relabelling the hidden states",
-        xaxis_title="calibration error, original labels (bits)",
-        yaxis_title="calibration error, states relabelled (bits)",
-        template="plotly_white",
-    )
-    return fig

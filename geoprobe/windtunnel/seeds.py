@@ -2,9 +2,10 @@
 
 ``geoprobe windtunnel run --seeds 0,1,2`` (or ``--seeds 3``: three seeds from ``--seed``) trains and
 evaluates one complete run per seed, ``OUT/seed-N/`` (each an ordinary run directory: checkpoints,
-``windtunnel.json``, ``windtunnel.html``), then writes :class:`TunnelSeeds` (``OUT/seeds.json``,
-``OUT/seeds.html``): every seed's metrics and, per learner and evaluation length, the spread of the
-per-seed MAE (mean, standard deviation, min–max and a Student-t interval for the mean over seeds).
+``windtunnel.json``, ``windtunnel.html``), then writes :class:`TunnelSeeds` (``OUT/seeds.json``, and
+its page ``OUT/seeds.html``, :mod:`geoprobe.windtunnel.report.seeds`): every seed's metrics and, per
+learner and evaluation length, the spread of the per-seed MAE (mean, standard deviation, min–max and a
+Student-t interval for the mean over seeds).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import numpy as np
 from geoprobe.analysis.stats import Estimate, t_interval
 from geoprobe.checks import check_seed
 from geoprobe.errors import GeoprobeError
-from geoprobe.report.blocks import html_table
-from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph, provenance_section
+from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.serial import Record
 from geoprobe.windtunnel.evaluate import TunnelMetrics
@@ -203,75 +203,6 @@ class TunnelSeeds(Result, Page):
                     )
         return rows
 
-    # -- page ----------------------------------------------------------------------------------
-    def title(self) -> str:
-        return f"Bayesian wind tunnel: {self.name} ({self.scale} scale), {len(self.runs)} seeds"
-
-    def subtitle(self) -> str:
-        return f"geoprobe windtunnel run --seeds · {self.provenance.get('created', '')}"
-
-    def sections(self) -> list[Section]:
-        seeds = ", ".join(str(s) for s in self.seeds)
-        return [
-            Section(
-                "Spread across seeds",
-                html_table(self.spread_rows())
-                + "\n"
-                + paragraph(
-                    f"Seeds {seeds}, one complete run each ({', '.join(r.run for r in self.runs)}); mean over seeds "
-                    "with its 95 % Student-t interval (n − 1 degrees of freedom), sample sd, and the range. The "
-                    "paper (arXiv 2512.22471, Figure 11) repeats the HMM experiment over 5 seeds."
-                ),
-            ),
-            figures_section(self.figures()),
-            provenance_section(self.provenance),
-        ]
-
-    def figures(self) -> list[Figure]:
-        return [Figure("seeds", CAPTION, self.seeds_figure())]
-
-    def seeds_figure(self) -> Any:
-        """Figure 11: |mean model entropy − mean analytic entropy| by position, one line per seed and learner."""
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-
-        lengths = self.lengths()
-        fig = make_subplots(rows=1, cols=len(lengths), subplot_titles=[f"K = {k}" for k in lengths])
-        palette = {"transformer": "31,119,180", "mlp": "214,39,40"}
-        for c, K in enumerate(lengths, start=1):
-            for arch in self.learners:
-                for i, r in enumerate(self.runs):
-                    m = next(m for m in r.metrics[arch] if m.K == K)
-                    fig.add_trace(
-                        go.Scatter(
-                            x=list(range(1, K + 1)),
-                            y=[max(v, 1e-6) for v in m.mae_curve],
-                            mode="lines",
-                            name=f"{arch}, seed {r.seed}",
-                            legendgroup=f"{arch}-{r.seed}",
-                            showlegend=c == 1,
-                            line=dict(
-                                color=_rgba(palette.get(arch, "90,90,90"), 0.35 + 0.65 * (i + 1) / len(self.runs))
-                            ),
-                        ),
-                        row=1,
-                        col=c,
-                    )
-            fig.update_xaxes(title_text="prediction position t", row=1, col=c)
-        fig.update_yaxes(type="log", title_text="|H̄ model − H̄ Bayes| (bits)", row=1, col=1)
-        fig.update_layout(title=f"{self.name}: entropy error by position, one line per seed", template="plotly_white")
-        return fig
-
 
 _MEASURE_NAMES = {"mae_paper": "MAE paper def.", "mae_sample": "MAE per sample", "kl": "KL(Bayes‖model)"}
-CAPTION = (
-    "Entropy error by position (|mean model entropy − mean analytic entropy| over held-out sequences, log scale), "
-    "one line per seed: transformer in blue, MLP in red. Panels beyond the first are lengths not trained on "
-    "(arXiv 2512.22471, Figure 11: five seeds of the HMM experiment)."
-)
-
 __all__ = ["MAX_SEEDS", "SeedRun", "SeedSpread", "TunnelSeeds", "parse_seeds", "seed_dir_name", "seed_list"]
-
-
-def _rgba(rgb: str, alpha: float) -> str:
-    return f"rgba({rgb},{alpha:.2f})"

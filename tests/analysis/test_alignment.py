@@ -8,7 +8,6 @@ import math
 import warnings
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from geoprobe.analysis.alignment import AlignmentProfile, EntropyAlignment, entropy_alignment, orientation
@@ -128,28 +127,6 @@ def test_profile_json_round_trip_is_exact(profile):
 def test_profile_rejects_inconsistent_fields(profile, change):
     with pytest.raises(ValueError):
         dataclasses.replace(profile, **change)
-
-
-def test_figure_shows_rho_with_ci_and_significant_layers(profile):
-    fig = profile.figure()
-    assert isinstance(fig, go.Figure) and len(fig.data) == 2
-    rho = [e.value for e in profile.spearman]
-    np.testing.assert_allclose(fig.data[0].y, rho)
-    np.testing.assert_allclose(
-        np.asarray(fig.data[0].error_y.arrayminus), np.array(rho) - [e.low for e in profile.spearman]
-    )
-    assert list(fig.data[1].x) == [2, 5]
-    np.testing.assert_allclose(fig.data[1].y, rho[:2])
-    assert "toy" in fig.layout.title.text
-
-
-def test_scatter_figure_uses_the_oriented_coordinate(profile):
-    t, h = planted()
-    fig = profile.scatter_figure(5, -t, h)
-    np.testing.assert_allclose(fig.data[0].x, t)
-    np.testing.assert_allclose(fig.data[0].y, h)
-    with pytest.raises(ValueError):
-        profile.scatter_figure(4, t, h)
 
 
 def test_entropy_alignment_validates_shapes():

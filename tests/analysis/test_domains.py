@@ -14,6 +14,7 @@ from geoprobe.analysis.contrast import DomainContrast, contrast
 from geoprobe.analysis.stats import spectrum
 from geoprobe.analysis.token_match import balance, frequency_profile, match_features, matched_control, token_counts
 from geoprobe.domains import DomainComparison, compare_domains
+from geoprobe.domains.report import difference_figure, sets_figure
 from geoprobe.errors import ResultsError
 
 FAST = dict(n_resamples=100, n_permutations=200, null_draws=50)
@@ -299,7 +300,7 @@ def test_table_and_figures(comparison):
     assert rows[1]["ΔPC1 vs mixed"].startswith(f"{100 * c.diff['pc1'].value:+.1f} [")
     assert rows[1]["ΔPC1 vs mixed"].endswith(f"p = {c.p_adjusted['pc1']:.2g}")
     assert rows[1]["PC1 %"].startswith(f"{100 * comparison.sets['math'].pc1.value:.1f} [")
-    fig = comparison.figure()
+    fig = sets_figure(comparison)
     assert isinstance(fig, go.Figure)
     assert "toy-model" in fig.layout.title.text and "layer 11" in fig.layout.title.text
     names = [t.name for t in fig.data]
@@ -308,7 +309,7 @@ def test_table_and_figures(comparison):
     assert list(restricted_pc1.x) == ["math", "code"]
     assert restricted_pc1.y[0] == pytest.approx(100 * comparison.sets["math"].pc1.value)
     assert len(fig.layout.shapes) == 3  # the mixed reference line per panel
-    diff = comparison.difference_figure()
+    diff = difference_figure(comparison)
     assert isinstance(diff, go.Figure) and "layer 11" in diff.layout.title.text
     assert [t.name for t in diff.data] == [
         "restricted − mixed (95 % CI)",

@@ -191,23 +191,6 @@ def test_attention_focusing_rejects_bad_input(planted):
         attention_focusing(e, range(5), n_tokens, confidence=1.0)
 
 
-def test_figure_shows_the_numbers(planted):
-    e, n_tokens = planted
-    af = attention_focusing(e, [2, 4, 6, 8, 10], n_tokens, model="planted")
-    fig = af.figure()
-    traces = {t.name: t for t in fig.data}
-    line = traces["mean head entropy"]
-    assert list(line.x) == [2, 4, 6, 8, 10]
-    assert list(line.y) == [m.value for m in af.mean]
-    assert list(traces["95 % CI over prompts"].y) == [m.low for m in af.mean]
-    assert list(traces["95 % CI over prompts high"].y) == [m.high for m in af.mean]
-    assert list(traces["heads 10–90 %"].y) == [a for a, _ in af.head_band_10_90]
-    assert list(traces["heads 10–90 % high"].y) == [b for _, b in af.head_band_10_90]
-    assert list(traces["uniform attention (log2 T)"].y) == list(af.uniform)
-    assert "planted" in fig.layout.title.text and f"{af.reduction.value:.1f} %" in fig.layout.title.text
-    assert fig.layout.yaxis.title.text == "final-token attention entropy (bits)"
-
-
 def test_layers_with_their_own_head_counts():
     """Per-layer head layouts: one (n, H_l) array per layer; each layer's mean and head band over its own heads."""
     from geoprobe.analysis.focusing import attention_focusing

@@ -7,7 +7,6 @@ import json
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from geoprobe.analysis.manifold import ManifoldProfile, ValueManifold, value_manifold
@@ -156,30 +155,6 @@ def test_profile_rejects_inconsistent_fields(profile, change):
 def test_profile_arrays_are_read_only(profile):
     with pytest.raises(ValueError):
         profile.next_entropy[0] = 1.0
-
-
-def test_figure_traces_carry_the_profile_numbers(profile):
-    fig = profile.figure()
-    assert isinstance(fig, go.Figure) and len(fig.data) == 6
-    names = [t.name for t in fig.data]
-    pc1 = fig.data[names.index("PC1 (95 % CI)")]
-    np.testing.assert_allclose(pc1.y, [e.value for e in profile.pc1])
-    np.testing.assert_allclose(np.asarray(pc1.error_y.array) + pc1.y, [e.high for e in profile.pc1])
-    band = fig.data[names.index("permute null PC1 (95 % band)")]
-    np.testing.assert_allclose(band.y, [b.pc1.high for b in profile.null] + [b.pc1.low for b in profile.null][::-1])
-    pr = fig.data[names.index("participation ratio (95 % CI)")]
-    np.testing.assert_allclose(pr.y, [e.value for e in profile.pr])
-    assert "toy" in fig.layout.title.text
-
-
-def test_scatter_figure_is_oriented_and_coloured_by_entropy(profile):
-    fig = profile.scatter_figure(7)
-    assert len(fig.data) == 1
-    np.testing.assert_allclose(fig.data[0].x, profile.orientation[7] * profile.coords[7][:, 0])
-    np.testing.assert_allclose(fig.data[0].y, profile.coords[7][:, 1])
-    np.testing.assert_allclose(fig.data[0].marker.color, profile.next_entropy)
-    with pytest.raises(ValueError):
-        profile.scatter_figure(0)
 
 
 def test_value_manifold_validates_inputs():

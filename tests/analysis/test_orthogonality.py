@@ -1,4 +1,4 @@
-"""Key orthogonality on planted structure: exact values, baselines, round trip, validation, figure."""
+"""Key orthogonality on planted structure: exact values, baselines, round trip, validation."""
 
 from __future__ import annotations
 
@@ -238,28 +238,6 @@ def test_key_orthogonality_rejects_mismatches():
         key_orthogonality(w, [0, 1], 16, init_label="twin")
     with pytest.raises(ValueError, match="keys"):
         key_orthogonality(w, [0, 1], 16, keys=rng.standard_normal((2, 5, 3, 4)))
-
-
-def test_figure_shows_the_numbers(result):
-    fig = result.figure()
-    traces = {t.name: t for t in fig.data}
-    assert list(traces["mean over heads"].x) == list(result.layers)
-    assert list(traces["mean over heads"].y) == list(result.layer_mean)
-    assert list(traces["heads 10–90 %"].y) == [a for a, _ in result.band_10_90]
-    assert list(traces["heads 10–90 % high"].y) == [b for _, b in result.band_10_90]
-    assert list(traces["heads 25–75 %"].y) == [a for a, _ in result.band_25_75]
-    assert list(traces["heads 25–75 % high"].y) == [b for _, b in result.band_25_75]
-    assert set(traces["iid Gaussian E|cos|"].y) == {result.gaussian}
-    assert list(traces["random init (twin)"].y) == list(result.init_layer_mean)
-    assert set(traces["threshold"].y) == {0.2}
-    assert "planted <b>&" in fig.layout.title.text  # plain text; plotly escapes it when rendering
-    assert fig.layout.xaxis.title.text == "layer" and "|cos|" in fig.layout.yaxis.title.text
-
-
-def test_figure_without_init_has_no_init_line():
-    rng = np.random.default_rng(11)
-    fig = key_orthogonality(rng.standard_normal((2, 2, 16, 4)), [0, 1], 16).figure()
-    assert "random init (twin)" not in {t.name for t in fig.data}
 
 
 # -- random-init twins sit at the Gaussian baseline -------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 from geoprobe.compare import GlobalPCA, ModelComparison, compare_results, global_pca, run_compare
 from geoprobe.compare.inputs import describe, early_layers
+from geoprobe.compare.report import comparison_figure, global_figure
 from geoprobe.errors import GeoprobeError, OutputExistsError, ResultsError
 from geoprobe.scan import ScanConfig, ScanResult
 
@@ -247,11 +248,11 @@ def test_json_round_trip(comp_ab, tmp_path):
 
 
 def test_figures(comp_ab):
-    fig = comp_ab.figure()
+    fig = comparison_figure(comp_ab)
     names = [t.name for t in fig.data]
     assert "PC1, mixed" in names and "PC1, restricted: math" in names and "random init" in names
     assert list(fig.data[0].y) == pytest.approx([100 * r.mixed.pc1.value for r in comp_ab.rows])
-    g = comp_ab.global_figure()
+    g = global_figure(comp_ab.global_pca)
     assert len(g.data[0].x) == N and [t.name for t in g.data[1:]] == ["share of PC1", "share of PC2"]
 
 

@@ -14,6 +14,7 @@ from scipy.special import softmax as np_softmax
 
 from geoprobe.denoise.energy import attention_step, descend, energy, energy_gradient, gradient_step
 from geoprobe.denoise.landscape import DescentComparison, EnergyLandscape, descent_comparison, landscape
+from geoprobe.denoise.report import descent_figure, landscape_figure
 from geoprobe.errors import GeoprobeError, ResultsError
 
 
@@ -220,7 +221,7 @@ def test_landscape_json_round_trip(planted_landscape, tmp_path):
 def test_landscape_figure_marks(planted_landscape):
     sz, _, r = planted_landscape
     marks = {"Bayes-optimal (α=1, β=1/σZ²)": (1.0, 1 / sz**2), "trained": (0.9, 3.0)}
-    fig = r.figure(marks)
+    fig = landscape_figure(r, marks)
     names = [t.name for t in fig.data]
     assert set(marks) | {"grid min", "numerical min"} <= set(names)
     bayes = next(t for t in fig.data if t.name == "Bayes-optimal (α=1, β=1/σZ²)")
@@ -228,7 +229,7 @@ def test_landscape_figure_marks(planted_landscape):
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert np.asarray(fig.data[0].z).shape == (len(BETAS), len(ALPHAS))
     with pytest.raises(GeoprobeError, match="trained"):
-        r.figure({"trained": (0.0, 1.0)})
+        landscape_figure(r, {"trained": (0.0, 1.0)})
 
 
 def test_descent_round_trip_and_figure(tmp_path):
@@ -237,7 +238,7 @@ def test_descent_round_trip_and_figure(tmp_path):
     assert len(d.mse) == len(d.energy) == len(d.token_distance) == 6 and d.gamma == 0.5
     d.save(tmp_path / "descent.json")
     assert DescentComparison.load(tmp_path) == d
-    names = [t.name for t in d.figure().data]
+    names = [t.name for t in descent_figure(d).data]
     assert "mean energy" in names and "MSE per coordinate vs clean" in names
     zero = descent_comparison(X, q, c, 1.0, 6.0, n_steps=0)
     assert zero.mse == (pytest.approx(float(((q - c) ** 2).mean())),) and zero.max_energy_increase == 0.0

@@ -124,5 +124,8 @@ def test_cli_end_to_end(tmp_path):
     assert "EM-like reaches SGD's final loss" in done.stdout
     d = json.loads((tmp_path / "run" / "dynamics.json").read_text())
     assert d["kind"] == "geoprobe.dynamics" and len(d["runs"]) == 2 and d["config"]["steps"] == 10
+    assert [c["seed"] for c in d["gradient_checks"]] == [0, 1]
+    page = (tmp_path / "run" / "dynamics.html").read_text()  # the page beside the results, as every command writes
+    assert 'id="loss-curves"' in page and "against autograd" in page and "dynamics.html" in done.stdout
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={"HF_HUB_OFFLINE": "1", "PATH": ""})
     assert again.returncode == 2 and "--force" in again.stderr  # nothing written is silently replaced

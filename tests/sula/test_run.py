@@ -16,7 +16,7 @@ import scipy.stats
 from geoprobe.errors import ResultsError
 from geoprobe.sula import SulaConfig, SulaResult, binary_entropy_bits, calibration_metrics, generate, run_sula
 from geoprobe.sula import run as sula_run
-from geoprobe.sula.report import mass_paragraph, per_k_rows, summary_rows
+from geoprobe.sula.report import mass_paragraph, per_k_figure, per_k_rows, summary_rows
 
 CFG = SulaConfig(k_values=(0, 1, 2, 4), n_per_k=10, n_resamples=200, seed=3)
 N = 40  # prompts per condition
@@ -148,12 +148,12 @@ def test_per_k_figure_leaves_out_a_condition_with_nothing_scored_and_says_so(pla
     """A condition with no prompt at or above the threshold at any k has only NaN means: the figure
     draws no line for it (a line of NaNs draws nothing) and names it in an annotation."""
     r, _ = planted
-    fig = r.per_k_figure()
+    fig = per_k_figure(r)
     assert {t.name.split(":")[0] for t in fig.data} == set(r.conditions) and not fig.layout.annotations
     ab = r.conditions["ablated"]
     nan = tuple(replace(e, value=math.nan, low=math.nan, high=math.nan) for e in ab.metrics.model_per_k)
     emptied = replace(ab, metrics=replace(ab.metrics, model_per_k=nan))
-    fig = replace(r, conditions={**r.conditions, "ablated": emptied}).per_k_figure()
+    fig = per_k_figure(replace(r, conditions={**r.conditions, "ablated": emptied}))
     names = {t.name.split(":")[0] for t in fig.data}
     assert names == set(r.conditions) - {"ablated"}
     assert all(np.isfinite(np.asarray(t.y, dtype=float)).any() for t in fig.data)

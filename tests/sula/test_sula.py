@@ -33,6 +33,7 @@ from geoprobe.sula import (
     run_sula,
 )
 from geoprobe.sula.config import DEFAULT_LABELS, DEFAULT_REMAP_LABELS
+from geoprobe.sula.report import calibration_figure, per_k_figure, trajectory_figure
 from geoprobe.sula.task import NEGATIVE_WORDS, POSITIVE_WORDS
 from tests.conftest import requires_smollm2
 
@@ -283,10 +284,10 @@ def test_run_sula_twin(twin_factory, tmp_path):
     assert back == r and back.config == cfg
     path = r.save(tmp_path / "sula.json")
     assert SulaResult.load(tmp_path) == r and SulaResult.load(path) == r
-    for fig in (r.calibration_figure(), r.per_k_figure(), r.trajectory_figure()):
+    for fig in (calibration_figure(r), per_k_figure(r), trajectory_figure(r)):
         assert fig.data
     # per condition: model, predictive entropy, posterior entropy
-    assert len(r.per_k_figure().data) == 12 and len(r.trajectory_figure().data) == 4
+    assert len(per_k_figure(r).data) == 12 and len(trajectory_figure(r).data) == 4
 
 
 def test_results_kind_and_version(tmp_path):

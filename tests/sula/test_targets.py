@@ -15,7 +15,7 @@ import pytest
 from geoprobe.sula import SulaConfig, SulaResult, binary_entropy_bits, calibration_metrics, generate, run_sula
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
 from geoprobe.sula.geometry import geometry_stats
-from geoprobe.sula.report import PAPER, per_k_rows, sections, summary_rows
+from geoprobe.sula.report import PAPER, calibration_figure, per_k_figure, per_k_rows, sections, summary_rows
 
 FAST = dict(n_resamples=200)
 
@@ -148,7 +148,7 @@ def test_run_sula_stores_reports_and_compares_only_the_matching_target(twin_fact
     rows = summary_rows(r, POSTERIOR)
     assert rows[0]["MAE (bits)"] == f"{main.posterior_metrics.mae:.3f}"
     assert [row[POSTERIOR] for row in per_k_rows(r)] == [f"{e:.3f}" for e in main.posterior_metrics.bayes_per_k]
-    assert len(r.calibration_figure().data) == 4 and len(r.per_k_figure().data) == 12
+    assert len(calibration_figure(r).data) == 4 and len(per_k_figure(r).data) == 12
 
 
 def test_a_file_without_the_posterior_target_reports_it_absent():
@@ -161,7 +161,7 @@ def test_a_file_without_the_posterior_target_reports_it_absent():
     assert "Not in this file" in html
     assert math.isnan(old.summary()["main"]["mae_bits_posterior"])
     assert all(row[POSTERIOR] == "n/a" for row in per_k_rows(old))
-    assert len(old.calibration_figure().data) == 2
+    assert len(calibration_figure(old).data) == 2
 
 
 def test_the_k_correlations_resamples_are_drawn_in_chunks_with_the_same_numbers(monkeypatch):

@@ -10,6 +10,7 @@ import pytest
 from geoprobe.analysis.stats import Estimate
 from geoprobe.errors import GeoprobeError
 from geoprobe.windtunnel.evaluate import TunnelMetrics
+from geoprobe.windtunnel.report.seeds import seeds_figure
 from geoprobe.windtunnel.seeds import SeedRun, SeedSpread, TunnelSeeds, parse_seeds, seed_list
 
 
@@ -97,7 +98,7 @@ def test_tunnel_seeds_spread_round_trip_page_and_registry(tmp_path):
     assert isinstance(back, TunnelSeeds) and back == res and back.seeds == (0, 1, 2)
     page = back.report(tmp_path / "seeds.html").read_text(encoding="utf-8")
     assert 'id="seeds"' in page and "0.02, 0.03, 0.01" in page and "Figure 11" in page
-    fig = back.seeds_figure()
+    fig = seeds_figure(back)
     assert len(fig.data) == 2 * 2 * 3  # two lengths x two learners x three seeds, one line each
     assert path.name == "seeds.json"
 

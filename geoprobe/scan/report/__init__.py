@@ -1,20 +1,35 @@
-"""The scan's page: its figures, in order, and the page's parts (scorecard table, by-layer table,
-provenance). ``ScanResult`` hands them to :mod:`geoprobe.report.page`, which renders the page.
+"""The scan's page: its figures, in order (drawn in :mod:`geoprobe.scan.report.figures`), and the
+page's parts (scorecard table, by-layer table, provenance), registered as :class:`ScanResult`'s page
+with :func:`geoprobe.report.page.register_page`, which renders it.
 
 Every string that comes from the user or the environment (model id, paths, prompts in warnings,
 provenance) is escaped here or by :mod:`geoprobe.report.blocks`; plotly's own JSON escapes ``<``
-inside figures. The one figure that combines two results (next-token entropy against the
-oriented PC1 coordinate, with the alignment's ρ) is built here.
+inside figures.
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
-import numpy as np
-
-from geoprobe.report.page import Figure, Section, figures_section, notes_section, paragraph, provenance_section
+from geoprobe.report.page import (
+    Figure,
+    Section,
+    figures_section,
+    notes_section,
+    paragraph,
+    provenance_section,
+    register_page,
+)
+from geoprobe.scan.report.figures import (
+    alignment_figure,
+    entropy_scatter,
+    focusing_figure,
+    manifold_figure,
+    manifold_scatter,
+    orthogonality_figure,
+)
+from geoprobe.scan.result import ScanResult
+from geoprobe.scan.scorecard import Scorecard
 
 DEFINITIONS = (
     "Definitions: value manifold = PCA of the z-scored final-token value vectors (heads concatenated); key "
@@ -24,40 +39,9 @@ DEFINITIONS = (
 )
 
 
-def entropy_scatter(manifold: Any, alignment: Any, layer: int) -> Any:
-    """Next-token entropy (bits) against the entropy-oriented PC1 coordinate at ``layer``."""
-    import plotly.graph_objects as go
-
-    i = list(alignment.layers).index(layer)
-    coords = np.asarray(manifold.coords[layer])[:, 0] * alignment.orientation[i]
-    ent = np.asarray(manifold.next_entropy)
-    rho, r = alignment.spearman[i], alignment.pearson[i]
-    fig = go.Figure(
-        go.Scatter(
-            x=coords,
-            y=ent,
-            mode="markers",
-            marker=dict(size=6, opacity=0.7),
-            hovertemplate="PC1 %{x:.2f}<br>entropy %{y:.2f} bits<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=(
-            f"Layer {layer}: next-token entropy vs PC1 (oriented); Spearman ρ = {rho.value:.2f} "
-            f"[{rho.low:.2f}, {rho.high:.2f}], Pearson r = {r.value:.2f}, p = {alignment.p_value[i]:.2g} "
-            f"(Bonferroni {alignment.p_bonferroni[i]:.2g})"
-        ),
-        xaxis_title="PC1 coordinate (standardised values, oriented so ρ ≥ 0)",
-        yaxis_title="next-token entropy (bits)",
-        template="plotly_white",
-        height=460,
-    )
-    return fig
-
-
-def scan_figures(result: Any) -> list[Figure]:
+def scan_figures(result: ScanResult) -> list[Figure]:
     """Every figure the page shows (and ``--figures`` exports), in page order. The scorecard is a
-    table on the page; its plotly version is ``result.scorecard.figure()``."""
+    table on the page; its plotly version is :func:`~geoprobe.scan.report.figures.scorecard_figure`."""
     figs: list[Figure] = []
     m, a = result.manifold, result.alignment
     if m is not None:
@@ -69,7 +53,7 @@ def scan_figures(result: Any) -> list[Figure]:
                     f"manifold-scatter-{layer}",
                     f"Layer {layer}: final-token value vectors projected on PC1 and PC2 of the "
                     "standardised values, coloured by next-token entropy.",
-                    m.scatter_figure(layer),
+                    manifold_scatter(m, layer),
                 )
             )
         figs.append(
@@ -77,7 +61,7 @@ def scan_figures(result: Any) -> list[Figure]:
                 "manifold-profile",
                 f"PC1, PC1+PC2 and participation ratio by layer; shaded: the matched null "
                 f"({m.null[0].kind} data of the same n × d, {m.null[0].draws} draws).",
-                m.figure(),
+                manifold_figure(m),
             )
         )
     if a is not None and m is not None:
@@ -93,7 +77,7 @@ def scan_figures(result: Any) -> list[Figure]:
                 "alignment-profile",
                 "Spearman ρ between PC1 and next-token entropy by layer, with "
                 "bootstrap CIs; filled markers: significant after Bonferroni across layers.",
-                a.figure(),
+                alignment_figure(a),
             )
         )
     if result.orthogonality is not None:
@@ -102,7 +86,7 @@ def scan_figures(result: Any) -> list[Figure]:
                 "key-orthogonality",
                 "Mean off-diagonal |cos| between W_K columns by layer: head bands, "
                 "the Gaussian expectation and the architecture's own random initialisation.",
-                result.orthogonality.figure(),
+                orthogonality_figure(result.orthogonality),
             )
         )
     if result.focusing is not None:
@@ -111,19 +95,19 @@ def scan_figures(result: Any) -> list[Figure]:
                 "attention-focusing",
                 "Final-token attention entropy by layer (per-head entropy averaged "
                 "over heads), bootstrap CI over prompts; dashed: uniform attention.",
-                result.focusing.figure(),
+                focusing_figure(result.focusing),
             )
         )
     return figs
 
 
-def _yes(flag: Any) -> str:
+def _yes(flag: bool | None) -> str:
     if flag is None:
         return '<span class="muted">n/a</span>'
     return '<span class="pass">yes</span>' if flag else '<span class="fail">no</span>'
 
 
-def scorecard_table(card: Any) -> str:
+def scorecard_table(card: Scorecard) -> str:
     """The scorecard as an HTML table (every cell escaped), with how many criteria pass."""
     rows = []
     for c, r in zip(card.criteria, card.rows()):
@@ -148,7 +132,7 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None or x != x else f"{x:.{digits}f}"
 
 
-def layer_table(result: Any) -> str:
+def layer_table(result: ScanResult) -> str:
     """Every analysis's numbers by layer, each value with its CI (``Estimate.__format__``)."""
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
     cols = ["layer"]
@@ -177,7 +161,7 @@ def layer_table(result: Any) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def set_label(result: Any) -> str:
+def set_label(result: ScanResult) -> str:
     """'set mixed, sha256 0123456789ab' for the page's subtitle (plain text)."""
     ps = result.prompt_set or {}
     name = ps.get("name", result.config.prompts)
@@ -185,7 +169,7 @@ def set_label(result: Any) -> str:
     return f"set {name}, sha256 {digest}"
 
 
-def page_subtitle(result: Any) -> str:
+def page_subtitle(result: ScanResult) -> str:
     """The line under the page's title (plain text)."""
     return (
         f"geoprobe scan · {result.n_prompts} prompts ({set_label(result)}) · {len(result.layers)} layers · "
@@ -193,7 +177,7 @@ def page_subtitle(result: Any) -> str:
     )
 
 
-def page_sections(result: Any) -> list[Section]:
+def page_sections(result: ScanResult) -> list[Section]:
     """Scorecard, notes, figures, by-layer numbers and provenance, in page order."""
     prov = provenance_section(
         result.provenance,
@@ -212,3 +196,22 @@ def page_sections(result: Any) -> list[Section]:
         Section("By layer", layer_table(result)),
         prov,
     ]
+
+
+def title(result: ScanResult) -> str:
+    return f"Bayesian geometry of attention: {result.model}"
+
+
+def summary_html(result: ScanResult) -> str:
+    """What Jupyter shows for a scan: the scorecard table."""
+    return scorecard_table(result.scorecard)
+
+
+PAGE = register_page(
+    ScanResult,
+    title=title,
+    subtitle=page_subtitle,
+    sections=page_sections,
+    figures=scan_figures,
+    summary_html=summary_html,
+)

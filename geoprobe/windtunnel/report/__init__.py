@@ -1,6 +1,8 @@
-"""The ``geoprobe windtunnel`` page: what a WindTunnelResult shows beyond its figures (the metrics
-against the analytic posterior, the targets, the paper's numbers, provenance), as
-:class:`~geoprobe.report.page.Section` objects."""
+"""The ``geoprobe windtunnel`` pages. This module: what a WindTunnelResult shows (the metrics against the
+analytic posterior, the targets, the paper's numbers, findings, its figures from
+:mod:`geoprobe.windtunnel.report.figures`, provenance), registered as its page with
+:func:`geoprobe.report.page.register_page`; :mod:`geoprobe.windtunnel.report.seeds` is the page of a
+run over several seeds."""
 
 from __future__ import annotations
 
@@ -8,10 +10,20 @@ from html import escape
 from typing import Any
 
 from geoprobe.report.blocks import html_table
-from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
-from geoprobe.windtunnel.invariance import invariance_text
+from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.windtunnel.invariance import SemanticInvariance
 from geoprobe.windtunnel.paper import PAPER, paper_value
 from geoprobe.windtunnel.query import query_table
+from geoprobe.windtunnel.report import seeds as seeds
+from geoprobe.windtunnel.report.figures import (
+    ablation_figure,
+    calibration_figure,
+    dynamics_figure,
+    entropy_figure,
+    focusing_figure,
+    invariance_figure,
+)
+from geoprobe.windtunnel.result import WindTunnelResult
 
 CAPTIONS = {
     "entropy": "Mean predictive entropy at each prediction position (averaged over held-out sequences): the "
@@ -39,7 +51,7 @@ _MAE_NOTE = (
 )
 
 
-def metrics_table(result: Any) -> list[dict[str, str]]:
+def metrics_table(result: WindTunnelResult) -> list[dict[str, str]]:
     """One row per (learner, K): both MAE definitions and KL with CIs, next to the paper's number."""
     rows = []
     for arch, ms in result.metrics.items():
@@ -58,12 +70,12 @@ def metrics_table(result: Any) -> list[dict[str, str]]:
     return rows
 
 
-def subtitle(result: Any) -> str:
+def subtitle(result: WindTunnelResult) -> str:
     task = "the authors' task, as their released code generates it" if result.convention == "authors" else "geoprobe's"
     return f"geoprobe windtunnel · convention: {result.convention} ({task}) · {result.provenance.get('created', '')}"
 
 
-def findings(result: Any) -> str:
+def findings(result: WindTunnelResult) -> str:
     """Frame vs precision and the hypothesis head, in words (empty without geometry and ablations)."""
     out = ""
     if result.geometry is not None:
@@ -85,7 +97,7 @@ def findings(result: Any) -> str:
     return out
 
 
-def provenance_rows(result: Any) -> list[tuple[str, Any]]:
+def provenance_rows(result: WindTunnelResult) -> list[tuple[str, Any]]:
     """The weights' hashes, the task, and each learner's size, parameters and training (after the provenance)."""
     rows: list[tuple[str, Any]] = [(f"weights: {k}", v) for k, v in (result.provenance.get("weights") or {}).items()]
     rows += [(f"task.{k}", v) for k, v in result.task.items()]
@@ -107,6 +119,26 @@ def provenance_rows(result: Any) -> list[tuple[str, Any]]:
     return rows
 
 
+def invariance_text(inv: dict[str, SemanticInvariance] | None) -> str:
+    """The page's paragraph on Figure 8 (empty without the measurement)."""
+    if not inv:
+        return ""
+    parts = [
+        f"{arch}: calibration error {m.mean_before:.4g} bits before, {m.mean_after:.4g} after (change "
+        f"{m.change:+.2g}); equivariance TV {m.equivariance_tv:.3g}; KL(Bayes ‖ model) {m.kl_before:.4g} → "
+        f"{m.kl_after:.4g} bits"
+        for arch, m in inv.items()
+    ]
+    n = next(iter(inv.values())).n
+    return paragraph(
+        f"Semantic invariance (Figure 8; {n} held-out HMMs, each with its hidden states renamed by a random "
+        f"non-identity permutation): {'; '.join(parts)}. The paper reports points on y = x. Entropy does not see "
+        "labels, so the TV between the new predictive and the old one relabelled (0 for an equivariant learner) "
+        "is the direct test.",
+        muted=False,
+    )
+
+
 _QUERY_NOTE = (
     "In the authors' convention every scored key is new, so the scored posterior (uniform over the values not yet "
     "shown) needs no key matching. The final query repeats a context key: its posterior is a point mass, and a "
@@ -115,7 +147,7 @@ _QUERY_NOTE = (
 )
 
 
-def sections(result: Any) -> list[Section]:
+def sections(result: WindTunnelResult) -> list[Section]:
     """Metrics, targets, the paper's numbers, findings, differences from the authors, figures, provenance."""
     checks = html_table(
         [
@@ -165,3 +197,26 @@ def sections(result: Any) -> list[Section]:
         provenance_section(prov, extra=provenance_rows(result)),
     ]
     return out
+
+
+def tunnel_figures(result: WindTunnelResult) -> list[Figure]:
+    """The page's figures in order (the same list ``--figures`` exports)."""
+    out = [Figure("entropy", CAPTIONS["entropy"], entropy_figure(result))]
+    if result.ablations is not None:
+        out.append(Figure("ablations", CAPTIONS["ablations"], ablation_figure(result)))
+    if result.geometry is not None:
+        out += [
+            Figure("dynamics", CAPTIONS["dynamics"], dynamics_figure(result)),
+            Figure("focusing", CAPTIONS["focusing"], focusing_figure(result)),
+            Figure("calibration", CAPTIONS["calibration"], calibration_figure(result)),
+        ]
+    if result.invariance:
+        out.append(Figure("invariance", CAPTIONS["invariance"], invariance_figure(result.invariance, result.name)))
+    return out
+
+
+def title(result: WindTunnelResult) -> str:
+    return f"Bayesian wind tunnel: {result.name} ({result.scale} scale, {result.convention} convention)"
+
+
+PAGE = register_page(WindTunnelResult, title=title, subtitle=subtitle, sections=sections, figures=tunnel_figures)
