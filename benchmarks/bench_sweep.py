@@ -56,8 +56,9 @@ def cluster(workers: int):
 
     @ray.remote(num_cpus=1)
     def warm() -> int:  # each worker process imports what a cell needs, as any long-lived worker pool would
-        import geoprobe.sweep.cell  # noqa: F401
         import transformers  # noqa: F401
+
+        import geoprobe.sweep.cell  # noqa: F401
 
         return os.getpid()
 
