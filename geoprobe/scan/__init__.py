@@ -1,6 +1,6 @@
 """`geoprobe scan`: capture every layer, run the geometry analysers, write results and a report."""
 
-from geoprobe.scan.config import ANALYSES, MIN_PROMPTS, ProbeError, ScanConfig
+from geoprobe.scan.config import ANALYSES, MIN_PROMPTS, ScanConfig
 from geoprobe.scan.result import ScanResult
 from geoprobe.scan.run import analyse, scan
 from geoprobe.scan.scorecard import Criterion, Scorecard
@@ -9,7 +9,6 @@ __all__ = [
     "ANALYSES",
     "MIN_PROMPTS",
     "Criterion",
-    "ProbeError",
     "ScanConfig",
     "ScanResult",
     "Scorecard",

@@ -10,11 +10,14 @@ oriented PC1 coordinate, with the alignment's ρ) is built here.
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from geoprobe.report.page import Figure, Section, figures_section, notes_section, paragraph, provenance_section
+
+if TYPE_CHECKING:  # the result imports this module (its page)
+    from geoprobe.scan.result import ScanResult
 
 DEFINITIONS = (
     "Definitions: value manifold = PCA of the z-scored final-token value vectors (heads concatenated); key "
@@ -193,7 +196,7 @@ def page_subtitle(result: Any) -> str:
     )
 
 
-def page_sections(result: Any) -> list[Section]:
+def sections(result: ScanResult) -> list[Section]:
     """Scorecard, notes, figures, by-layer numbers and provenance, in page order."""
     prov = provenance_section(
         result.provenance,

@@ -15,8 +15,9 @@ from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
 from geoprobe.report.page import Figure, Page, Section
 from geoprobe.results import Result
+from geoprobe.scan import report
 from geoprobe.scan.config import ScanConfig
-from geoprobe.scan.report import page_sections, page_subtitle, scan_figures, scorecard_table
+from geoprobe.scan.report import page_subtitle, scan_figures, scorecard_table
 from geoprobe.scan.scorecard import Scorecard
 
 RESULTS_KIND = "geoprobe.scan"
@@ -94,7 +95,7 @@ class ScanResult(Result, Page):
         return scan_figures(self)
 
     def sections(self) -> list[Section]:
-        return page_sections(self)
+        return report.sections(self)
 
     def _repr_html_(self) -> str:  # Jupyter shows the scorecard table
         return scorecard_table(self.scorecard)
