@@ -10,8 +10,8 @@ resamples), once from Python and once through the command line, and once interru
 * its page renders every figure's anchor, from ``<package>/report.py``'s ``sections``, typed with the result class;
 * it refuses an --out that holds a file geoprobe did not write, --force or not, before any work;
 * it reports progress through the ``progress`` callback, ``(stage, done, total)``;
-* interrupted half-way (Ctrl-C in its progress callback), the same run again resumes from what it had
-  finished (it reports less work) and writes the same results.
+* interrupted three quarters of the way (Ctrl-C in its progress callback), the same run again resumes from
+  what it had finished (it reports less work), writes the same results and leaves no partial state behind.
 """
 
 from __future__ import annotations
@@ -30,18 +30,24 @@ from geoprobe.recipes import experiments, load_probe, load_result, recipe_text
 
 #: results keys that hold wall-clock readings (as tests/scan/test_resume.py drops geoprobe.scan.run.WALL_CLOCK_KEYS)
 WALL_CLOCK = {"created", "timings", "seconds", "eval_seconds", "tokens_per_second"}
+#: and those that record a resumption itself (a wind tunnel's training log: the step a session resumed from,
+#: and its sessions, of which one stopped between a checkpoint and its log has no record)
+RESUMPTION = {"resumed_from", "sessions"}
 COMMANDS = list(experiments())
 
 
-def masked(path: Path) -> str:
+def masked(path: Path, root: Path, hide: frozenset[str] = frozenset()) -> str:
     """The results file's JSON with every wall-clock reading replaced by a placeholder (key names: times
-    and creation dates, ``*_s`` seconds), as text: equal text is equal bytes of everything else."""
+    and creation dates, ``*_s`` seconds; and ``hide``) and the absolute directory it was run in (``root``: a
+    path such as a capture's, resolved) by ``<root>``, as text: equal text is equal bytes of everything else."""
 
     def mask(x):
         if isinstance(x, dict):
-            return {k: "<time>" if k in WALL_CLOCK or k.endswith("_s") else mask(v) for k, v in x.items()}
+            return {k: "<masked>" if k in WALL_CLOCK | hide or k.endswith("_s") else mask(v) for k, v in x.items()}
         if isinstance(x, list):
             return [mask(v) for v in x]
+        if isinstance(x, str):
+            return x.replace(str(root.resolve()), "<root>")
         return x
 
     return json.dumps(mask(json.loads(path.read_text(encoding="utf-8"))), ensure_ascii=False)
@@ -54,7 +60,7 @@ class Stop(KeyboardInterrupt):
 @pytest.fixture(scope="module")
 def runs(request, tmp_path_factory):
     """One experiment's runs: ``py`` (geoprobe.run), ``cli`` (geoprobe run RECIPE), ``resumed`` (interrupted
-    half-way, then run again), each in a directory of its own as the same relative --out ``run``."""
+    late, then run again), each in a directory of its own as the same relative --out ``run``."""
     exp = experiments()[request.param]
     config, model = exp.tiny()
     root = tmp_path_factory.mktemp(request.param)
@@ -81,11 +87,11 @@ def runs(request, tmp_path_factory):
 
             os.chdir(root / "resumed")
             calls = [0]
-            half = max(1, len(events) // 2)
+            late = max(1, 3 * len(events) // 4)  # late enough that some unit of work has finished
 
             def interrupt(*e):
                 calls[0] += 1
-                if calls[0] >= half:
+                if calls[0] >= late:
                     raise Stop
 
             try:
@@ -143,7 +149,7 @@ def test_python_and_the_command_line_write_the_same_results(runs):
     assert runs["cli_exit"] == 0
     py, cli = _results(runs, "py"), _results(runs, "cli")
     assert py.is_file() and cli.is_file()
-    assert masked(py) == masked(cli)
+    assert masked(py, runs["root"] / "py") == masked(cli, runs["root"] / "cli")
     page = runs["exp"].result.PAGE
     assert page is None or ((_run_dir(runs, "py") / page).is_file() and (_run_dir(runs, "cli") / page).is_file())
 
@@ -207,6 +213,8 @@ def test_it_reports_progress_through_the_callback(runs):
 def test_an_interrupted_run_resumes_from_what_it_finished(runs):
     assert runs["interrupted"], "the run ended before its progress callback interrupted it"
     assert len(runs["resumed_events"]) < len(runs["events"]), "the run again did all the work again"
-    assert masked(_results(runs, "resumed")) == masked(_results(runs, "py"))
+    resumed, py = _results(runs, "resumed"), _results(runs, "py")
+    hide = frozenset(RESUMPTION)
+    assert masked(resumed, runs["root"] / "resumed", hide) == masked(py, runs["root"] / "py", hide)
     partial = [p for p in _run_dir(runs, "resumed").iterdir() if p.name.endswith(".partial")]
     assert partial == [], f"left behind: {partial}"

@@ -22,18 +22,16 @@ from typing import Any
 
 from geoprobe.errors import GeoprobeError
 
-#: commands besides the experiments' own whose work is kept when interrupted: the same command carries on from it
-KEPT = {"windtunnel train": "the training checkpoints"}
 #: commands besides the experiments' (geoprobe.recipes.EXPERIMENTS): one module of geoprobe.cli each
 COMMANDS = ("capture", "corpus", "listing", "report", "run")
 
 
 def resumes() -> dict[str, str]:
-    """What an interrupted command keeps, by command line (``scan``, ``windtunnel run``, …): the
-    experiments' own (each says what its run keeps) and :data:`KEPT`."""
+    """What an interrupted command keeps, by command line (``scan``, ``windtunnel run``, …): each
+    experiment says what its run keeps (and which of its other command lines keep the same)."""
     from geoprobe.recipes import experiments
 
-    return {**{e.command_line: e.resumes for e in experiments().values() if e.resumes}, **KEPT}
+    return {c: e.resumes for e in experiments().values() if e.resumes for c in (e.command_line, *e.resumed_by)}
 
 
 def __getattr__(name: str) -> Any:

@@ -56,7 +56,8 @@ class Experiment:
     passed instead), the flags of ``geoprobe run`` it honours (``flags``) and how they change its config
     (``with_flags(config, values)``), where a recipe holds its settings (``where``, for messages), how its
     progress stages are shown (``stages``), what an interrupted run keeps (``resumes``), the command line that
-    runs it (``cli``, when it is not ``geoprobe <command>``), ``check(config, model)``: checks of the two together
+    runs it (``cli``, when it is not ``geoprobe <command>``) and its other command lines that keep the same work
+    (``resumed_by``), ``check(config, model)``: checks of the two together
     before any work, and ``tiny()``: its smallest real run,
     ``(config, model or None)``, which the contract test runs."""
 
@@ -73,6 +74,7 @@ class Experiment:
     stages: Stages = Stages()
     resumes: str = ""
     cli: str = ""
+    resumed_by: tuple[str, ...] = ()
     check: Callable[[Any, Any], None] | None = None
 
     @property

@@ -229,4 +229,5 @@ EXPERIMENT = Experiment(
     where="its [windtunnel] table (geoprobe windtunnel run --help)",
     resumes="the training checkpoints",
     cli="windtunnel run",
+    resumed_by=("windtunnel train",),
 )
