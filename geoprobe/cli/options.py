@@ -81,11 +81,15 @@ class Group:
 
 
 def _load_option(f: Any) -> tuple[Any, Any]:
-    """A loading setting's typer option and type, from its LoadOptions field (flag, help, default)."""
-    meta = f.metadata
+    """A loading setting's typer option and type, from its LoadOptions field (flag, help, default,
+    annotation: a bool is a switch; otherwise the first of int, float, str it allows, optional with None)."""
+    from typing import get_args
+
+    meta, hint = f.metadata, get_type_hints(LoadOptions)[f.name]
     flags = (meta["flag"], *((meta["short"],) if "short" in meta else ()))
-    typ = bool if isinstance(f.default, bool) else Optional[str] if f.default is None else str
-    return typer.Option(f.default, *flags, help=meta["help"]), typ
+    args = get_args(hint) or (hint,)
+    base = next((t for t in (bool, int, float, str) if t in args), str)
+    return typer.Option(f.default, *flags, help=meta["help"]), Optional[base] if type(None) in args else base
 
 
 LOAD = Group(

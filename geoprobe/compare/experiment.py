@@ -111,7 +111,7 @@ def execute(config: CompareModelsConfig, load: LoadOptions, output: OutputOption
         if output.force:
             discard_partial(partial)
         fingerprint = {"config": dataclasses.asdict(config), "load": dataclasses.asdict(load)}
-        Units(partial, fingerprint, "compare-models")  # a rerun with other settings is refused here
+        kept = Units(partial, fingerprint, "compare-models")  # a rerun with other settings is refused here
         todo = [s for s in config.sets if not (resuming and files[s].is_file())]
         if todo:
             m = open_model(dataclasses.replace(load, model=config.sampler), reporter)
@@ -124,6 +124,7 @@ def execute(config: CompareModelsConfig, load: LoadOptions, output: OutputOption
                     f"{files[s]}"
                 )
             del m
+        kept.begin()  # from here on, the same run again resumes
         for (model, s), run_dir in runs.items():
             scan = dataclasses.replace(config.scan, prompts=str(files[s]))
             one = dataclasses.replace(load, model=model)

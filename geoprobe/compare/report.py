@@ -6,15 +6,12 @@ paths, prompt-set names, notes) goes through :func:`html.escape`.
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.compare.inputs import short_hash
 from geoprobe.compare.table import PAPER, PAPER_TABLE2, pct
 from geoprobe.report.blocks import html_figure
 from geoprobe.report.page import Figure, Section, figures_section, notes_section, paragraph, provenance_section
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.compare.result import ModelComparison
 
 _NUMERIC = ("PC1", "|cos|", "%", "n prompts", "layers", "heads", "d_head", "share", "ρ", "D kept")
 
@@ -145,7 +142,7 @@ def _global_html(comp: Any, figures: dict[str, Figure]) -> str:
     )
 
 
-def sections(comp: ModelComparison) -> list[Section]:
+def sections(comp: Any) -> list[Section]:
     figures = {f.anchor: f for f in comp.figures()}
     return [
         Section("Table 2 analogue", table_html(comp.table()) + "\n" + paragraph(_TABLE_NOTE)),

@@ -4,13 +4,10 @@ oracle, the target, weight structure, sweeps, the warped run, the energy view, p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.report.blocks import html_table, kv_table
 from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.denoise.result import DenoiseResult
 
 CAPTIONS = {
     "scores": "MSE per coordinate on held-out prompts, 95 % BCa bootstrap intervals over prompts (log scale).",
@@ -113,7 +110,7 @@ def _sphere_note(result: Any) -> list[Section]:
     ]
 
 
-def sections(result: DenoiseResult) -> list[Section]:
+def sections(result: Any) -> list[Section]:
     """Scores, the target, weights, the sweeps, the warped run, the energy view, figures, provenance."""
     checks = html_table(
         [

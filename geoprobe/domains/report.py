@@ -3,13 +3,10 @@ by :mod:`geoprobe.report.page`. Every string from the user or the environment is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, notes_section, paragraph, provenance_section
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.domains.result import DomainComparison
 
 #: arXiv 2512.23752 Table 1: final-layer PC1 / PC1+PC2 (%) for mixed and mathematics prompts
 PAPER_TABLE1 = (
@@ -56,7 +53,7 @@ def domains_figures(cmp: Any) -> list[Figure]:
     ]
 
 
-def sections(cmp: DomainComparison) -> list[Section]:
+def sections(cmp: Any) -> list[Section]:
     prov = dict(cmp.provenance)
     sets = prov.pop("sets", {}) or {}
     timings = prov.pop("timings", {}) or {}

@@ -29,16 +29,24 @@ _KEY = re.compile(r"^[A-Za-z0-9_.=+-]+$")
 
 class Units:
     """The finished units of one run in ``directory`` (None: nothing is kept, every unit is computed).
-    ``fingerprint``: what fixes the run's numbers; ``what``: the run's command, for messages."""
+    ``fingerprint``: what fixes the run's numbers (a directory kept with another one is refused at once);
+    ``what``: the run's command, for messages. Nothing is written before the first unit finishes."""
 
     def __init__(self, directory: str | os.PathLike | None, fingerprint: Mapping[str, Any], what: str) -> None:
         self.dir = None if directory is None else Path(directory)
-        self.resumed = False
-        if self.dir is not None:
-            self.resumed = check_or_write(self.dir / MANIFEST, fingerprint, what=what) is not None
+        self.fingerprint, self.what = fingerprint, what
+        self.started = False
+        if self.dir is not None and (self.dir / MANIFEST).exists():  # another run's settings: refused here
+            self.started = check_or_write(self.dir / MANIFEST, fingerprint, what=what) is not None
             for pattern in STRAY:
                 for stray in self.dir.glob(pattern):
                     stray.unlink(missing_ok=True)
+
+    def begin(self) -> None:
+        """Keep the fingerprint now (a run whose own outputs mark what it finished, such as compare-models')."""
+        if self.dir is not None and not self.started:
+            check_or_write(self.dir / MANIFEST, self.fingerprint, what=self.what)
+            self.started = True
 
     def path(self, key: str) -> Path:
         if not _KEY.match(key):
@@ -66,6 +74,7 @@ class Units:
             return
         from safetensors.numpy import save_file
 
+        self.begin()  # the manifest is written with the first unit: a run that fails before leaves nothing
         data = {k: np.ascontiguousarray(np.asarray(v)) for k, v in (arrays or {}).items()}
         meta = {"record": json.dumps(record, allow_nan=True)}
         atomic_write(self.path(key), lambda tmp: save_file(data, tmp, metadata=meta))

@@ -3,13 +3,10 @@ unperturbed numbers, the paper's, provenance), as :class:`~geoprobe.report.page.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Section, figures_section, notes_section, paragraph, provenance_section
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.intervene.result import InterventionResult
 
 #: arXiv 2512.23752 on Pythia-410M (§6.2; the SULA MAE of §5.2 is against the posterior entropy)
 PAPER = (
@@ -72,7 +69,7 @@ def verdict_sections(result: Any) -> list[Section]:
     ]
 
 
-def sections(result: InterventionResult) -> list[Section]:
+def sections(result: Any) -> list[Section]:
     """The verdict, effects (entropy axis vs random axes), unperturbed, the paper's numbers,
     dose–response, provenance."""
     about = paragraph(

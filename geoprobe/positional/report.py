@@ -5,14 +5,11 @@ figures (head classes, fitted β, stability, every head; the length curve's tabl
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.positional.heads import BETA_SPLIT, FLAT_KL_BITS, LOCAL_MASS, SINK_MASS
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.positional.result import PositionalResult
 
 CAPTIONS = {
     "beta": "Left: the fitted shape exponent β of the generalised Gaussian p(Δ) ∝ exp(−(|Δ − μ|/σ)^β) per head "
@@ -55,7 +52,7 @@ def _stability(s: Any) -> list[Section]:
     return [Section("Stability over prompt length", html_table(rows) + note)]
 
 
-def sections(result: PositionalResult) -> list[Section]:
+def sections(result: Any) -> list[Section]:
     """How the priors were fitted, head classes, fitted β, stability, figures, every head, provenance."""
     about = paragraph(
         f"Final-token attention of {result.n_prompts} prompts of {result.fit_length} tokens, by distance "

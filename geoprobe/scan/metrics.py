@@ -17,7 +17,9 @@ from geoprobe.errors import PromptError
 
 if TYPE_CHECKING:
     from geoprobe.capture.result import Capture
-    from geoprobe.scan.config import ScanConfig
+
+#: a ScanConfig (geoprobe.scan.config, which reads the registry below: named here without importing it)
+ScanConfig = Any
 
 
 @dataclass

@@ -10,14 +10,11 @@ oriented PC1 coordinate, with the alignment's ρ) is built here.
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from geoprobe.report.page import Figure, Section, figures_section, notes_section, paragraph, provenance_section
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.scan.result import ScanResult
 
 DEFINITIONS = (
     "Definitions: value manifold = PCA of the z-scored final-token value vectors (heads concatenated); key "
@@ -196,7 +193,7 @@ def page_subtitle(result: Any) -> str:
     )
 
 
-def sections(result: ScanResult) -> list[Section]:
+def sections(result: Any) -> list[Section]:
     """Scorecard, notes, figures, by-layer numbers and provenance, in page order."""
     prov = provenance_section(
         result.provenance,

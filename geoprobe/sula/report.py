@@ -4,14 +4,11 @@ analytic targets, the paper's numbers beside the matching target, provenance), a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.sula.result import SulaResult
 
 #: arXiv 2512.23752 §5.2 (Pythia-410M), all against its "analytical posterior entropy H_Bayes(k)",
 #: i.e. the posterior entropy h(P(y = L1 | examples)); compared only with our posterior-entropy numbers
@@ -119,7 +116,7 @@ def subtitle(result: Any) -> str:
     )
 
 
-def sections(result: SulaResult) -> list[Section]:
+def sections(result: Any) -> list[Section]:
     """Summary against each target, per-k means, the paper's numbers, figures, provenance."""
     about = paragraph(
         f"Main: k labelled examples whose labels agree with a latent class with probability "

@@ -5,16 +5,13 @@ against the analytic posterior, the targets, the paper's numbers, provenance), a
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Section, figures_section, paragraph, provenance_section
 from geoprobe.windtunnel.invariance import invariance_text
 from geoprobe.windtunnel.paper import PAPER, paper_value
 from geoprobe.windtunnel.query import query_table
-
-if TYPE_CHECKING:  # the result imports this module (its page)
-    from geoprobe.windtunnel.result import WindTunnelResult
 
 CAPTIONS = {
     "entropy": "Mean predictive entropy at each prediction position (averaged over held-out sequences): the "
@@ -120,7 +117,7 @@ _QUERY_NOTE = (
 )
 
 
-def sections(result: WindTunnelResult) -> list[Section]:
+def sections(result: Any) -> list[Section]:
     """Metrics, targets, the paper's numbers, findings, differences from the authors, figures, provenance."""
     checks = html_table(
         [
