@@ -1,10 +1,11 @@
 """geoprobe: measure the Bayesian geometry of attention in pretrained language models.
 
 The public API is the names in ``__all__``: load or wrap a model, capture its attention, run a
-scan or any experiment, read any results file back. They are imported on first use (module
-``__getattr__``), so ``import geoprobe`` stays cheap (no torch) and no module of the package needs
-this one: there is no import cycle through ``geoprobe`` itself. :data:`PUBLIC` is the one table of
-where each name lives (docs/architecture.md).
+scan or any experiment (``geoprobe.run``: a recipe or a config, writing what the command line writes),
+read any results file back. They are imported on first use (module ``__getattr__``), so ``import
+geoprobe`` stays cheap (no torch) and no module of the package needs this one: there is no import cycle
+through ``geoprobe`` itself. ``PUBLIC`` is where each name lives: :data:`FUNCTIONS`, and every
+experiment's config and result classes, read from the experiment list (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -14,49 +15,35 @@ import sys
 import types
 from typing import Any
 
-from geoprobe.version import __version__
+from geoprobe.version import __version__ as __version__
 
-#: public name -> "module:attribute" it is read from (update here when a module moves)
-PUBLIC: dict[str, str] = {
+#: the public functions -> "module:attribute" each is read from (update here when a module moves); the
+#: experiments' config and result classes join them from the experiment list (:func:`public`)
+FUNCTIONS: dict[str, str] = {
     # models and capture
     "load_model": "geoprobe.models.loading:load_model",
     "twin": "geoprobe.models.twins:twin",
     "wrap": "geoprobe.models.wrap:wrap",
     "LoadedModel": "geoprobe.models.loading:LoadedModel",
+    "LoadOptions": "geoprobe.models.loading:LoadOptions",
     "capture": "geoprobe.capture.run:capture",
     "Capture": "geoprobe.capture.result:Capture",
     "CaptureConfig": "geoprobe.capture.run:CaptureConfig",
     "key_weights": "geoprobe.capture.run:key_weights",
-    # results files of every experiment
+    # any experiment from a recipe or a config, writing what the command line writes; any results file back
+    "run": "geoprobe.recipes:run",
     "load_result": "geoprobe.recipes:load_result",
-    # experiments: run function, config, result class
+    # each experiment's own Python function (returns the result, writes nothing)
     "scan": "geoprobe.scan.run:scan",
-    "ScanConfig": "geoprobe.scan.config:ScanConfig",
-    "ScanResult": "geoprobe.scan.result:ScanResult",
     "compare_domains": "geoprobe.domains.run:compare_domains_run",
-    "DomainsConfig": "geoprobe.domains.config:DomainsConfig",
-    "DomainComparison": "geoprobe.domains.result:DomainComparison",
     "compare_results": "geoprobe.compare.run:compare_results",
-    "ModelComparison": "geoprobe.compare.result:ModelComparison",
     "run_sula": "geoprobe.sula.run:run_sula",
-    "SulaConfig": "geoprobe.sula.config:SulaConfig",
-    "SulaResult": "geoprobe.sula.result:SulaResult",
     "run_interventions": "geoprobe.intervene.run:run_interventions",
-    "InterventionConfig": "geoprobe.intervene.config:InterventionConfig",
-    "InterventionResult": "geoprobe.intervene.result:InterventionResult",
     "run_positional": "geoprobe.positional.run:run_positional",
-    "PositionalConfig": "geoprobe.positional.config:PositionalConfig",
-    "PositionalResult": "geoprobe.positional.result:PositionalResult",
     "run_denoise": "geoprobe.denoise.run:run_denoise",
-    "DenoiseConfig": "geoprobe.denoise.config:DenoiseConfig",
-    "DenoiseResult": "geoprobe.denoise.result:DenoiseResult",
     "train_tunnel": "geoprobe.windtunnel.run:train_tunnel",
     "evaluate_tunnel": "geoprobe.windtunnel.run:evaluate_tunnel",
-    "WindTunnelConfig": "geoprobe.windtunnel.config:WindTunnelConfig",
-    "WindTunnelResult": "geoprobe.windtunnel.result:WindTunnelResult",
     "run_dynamics": "geoprobe.dynamics.run:run_dynamics",
-    "DynamicsConfig": "geoprobe.dynamics.config:DynamicsConfig",
-    "DynamicsResult": "geoprobe.dynamics.result:DynamicsResult",
     # the one exception family of bad input, and the type of a wrong argument to any entry point above
     "GeoprobeError": "geoprobe.errors:GeoprobeError",
     "ArgumentError": "geoprobe.errors:ArgumentError",
@@ -66,11 +53,27 @@ PUBLIC: dict[str, str] = {
     "value_update": "geoprobe.analysis.gradients:value_update",
 }
 
-__all__ = ["__version__", *PUBLIC]
+
+def public() -> dict[str, str]:
+    """Every public name -> "module:attribute": :data:`FUNCTIONS`, then each experiment's config class and
+    result classes (geoprobe.recipes.EXPERIMENTS; importing it loads every experiment, so this runs on
+    first use of such a name, never at ``import geoprobe``)."""
+    table = globals().get("_public")
+    if table is None:
+        from geoprobe.recipes import experiments
+
+        classes = [c for e in experiments().values() for c in (e.config, *e.results)]
+        table = {**FUNCTIONS, **{c.__name__: f"{c.__module__}:{c.__name__}" for c in classes}}
+        globals()["_public"] = table
+    return table
 
 
 def __getattr__(name: str) -> Any:
-    target = PUBLIC.get(name)
+    if name == "PUBLIC":
+        return public()
+    if name == "__all__":
+        return ["__version__", *public()]
+    target = FUNCTIONS.get(name) or (public().get(name) if name[:1].isupper() else None)
     if target is None:
         raise AttributeError(f"module 'geoprobe' has no attribute {name!r}")
     module, _, attr = target.partition(":")
@@ -80,7 +83,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *PUBLIC})
+    return sorted({*globals(), *public()})
 
 
 class _Package(types.ModuleType):
@@ -89,7 +92,7 @@ class _Package(types.ModuleType):
     stay reachable by import, e.g. ``from geoprobe.scan import ScanResult``)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in PUBLIC and isinstance(value, types.ModuleType):
+        if name in FUNCTIONS and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 

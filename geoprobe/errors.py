@@ -25,6 +25,10 @@ class ArgumentError(GeoprobeError, TypeError):
     entry point (:mod:`geoprobe.checks`); a ``TypeError`` too, so ``except TypeError`` catches it."""
 
 
+class ProbeError(GeoprobeError):
+    """A probe recipe (``probes/*.toml``) or a run's settings that cannot be used."""
+
+
 class UnknownModelError(GeoprobeError):
     """A model name that is neither an alias, a Hub id we can reach, a directory nor a .gguf."""
 

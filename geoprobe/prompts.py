@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from geoprobe.corpora import DOMAINS
 from geoprobe.errors import PromptError
-from geoprobe.paths import read_regular, special_kind
+from geoprobe.paths import atomic_write_text, read_regular, special_kind
 from geoprobe.provenance import prompts_hash
 from geoprobe.sampling import PromptSet, SamplingConfig, check_corpus_set, is_corpus_set, sample_corpus_set
 from geoprobe.text import is_blank, split_lines
@@ -186,3 +187,34 @@ def _sampled_set(p: Path) -> str | None:
             item = json.loads(line)
             names.add(item.get("set") if isinstance(item, dict) else None)
     return names.pop() if len(names) == 1 and None not in names else None
+
+
+def prompts_read_line(path: str, prompts: Sequence[str]) -> str:
+    """What a run says before its model loads: which file the prompts were read from and how many, since
+    every line of it becomes a prompt that the capture keeps (a recipe's ``[prompts] file`` and
+    ``--prompts FILE`` alike)."""
+    distinct = len(set(prompts))
+    repeated = f" ({distinct} distinct)" if distinct < len(prompts) else ""
+    return f"prompts: {len(prompts)}{repeated} read from {str(Path(path).resolve())!r}"
+
+
+def write_prompt_sets(sets: dict[str, PromptSet], path: str | os.PathLike) -> Path:
+    """Every sampled prompt as JSON lines (set, domain, source, sampling entropy, quintile,
+    text): ``geoprobe scan --prompts FILE`` reads the ``prompt`` field back."""
+    lines = []
+    for name, s in sets.items():
+        for i, text in enumerate(s.prompts):
+            lines.append(
+                json.dumps(
+                    {
+                        "set": name,
+                        "domain": s.domains[i] if s.domains else None,
+                        "source": s.sources[i] if s.sources else None,
+                        "entropy_bits": round(s.entropy[i], 6) if s.entropy else None,
+                        "quintile": s.stratum[i] + 1 if s.stratum else None,
+                        "prompt": text,
+                    },
+                    ensure_ascii=False,
+                )
+            )
+    return atomic_write_text(path, "\n".join(lines) + "\n")

@@ -105,10 +105,10 @@ def _with_a_bool(hint):
 
 def _config_classes():
     from geoprobe.capture import CaptureConfig
-    from geoprobe.recipes import RECIPES
+    from geoprobe.recipes import experiments
     from geoprobe.sampling import SamplingConfig
 
-    classes = {c: r.config_class() for c, r in RECIPES.items() if c != "compare-models"}
+    classes = {c: e.config for c, e in experiments().items() if c != "compare-models"}
     return {**classes, "capture": CaptureConfig, "sampling": SamplingConfig}
 
 

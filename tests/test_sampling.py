@@ -178,8 +178,7 @@ def test_candidate_entropies_equal_the_capture_on_smollm2(smollm2, prompts):
 
 
 def test_a_file_written_by_sample_remembers_its_set(tmp_path):
-    from geoprobe.domains.prompt_sets import write_prompt_sets
-    from geoprobe.prompts import prompt_source_kind, resolve_prompt_set
+    from geoprobe.prompts import prompt_source_kind, resolve_prompt_set, write_prompt_sets
 
     ps = PromptSet(
         name="math",

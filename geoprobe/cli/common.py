@@ -1,18 +1,114 @@
-"""What the commands share: progress displays, loading a model, tables, and running an experiment
-into its run directory (claimed, finished or written in the order data → JSON → page → figures)."""
+"""What the commands share: loading a model, tables, and running an experiment.
+
+A command parses its flags into a config and calls :func:`launch`, which runs the experiment (the same
+``Experiment.run`` as ``geoprobe.run`` and notebooks) with a :class:`CliReporter`: progress bars with an
+ETA on stderr, the run's lines on stdout, and each finished result's summary, printed by the function
+its command registered with :func:`prints`."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from rich.table import Table
 
 from geoprobe.cli.app import err, out
-from geoprobe.cli.options import OutputOptions
+from geoprobe.cli.progress import stage_progress
+from geoprobe.experiment import Experiment, OutputOptions, Reporter, Stages
 from geoprobe.models.loading import LoadOptions
-from geoprobe.outputs import MIN_FREE_BYTES
-from geoprobe.rundir import Run, RunOutputs, claim_run
+
+#: result class -> how the command line prints its summary (registered by each command's module)
+PRINTERS: dict[type, Callable[[Any, "CliReporter"], None]] = {}
+
+
+def prints(*classes: type) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``fn(result, reporter)`` as the summary the command line prints for results of ``classes``."""
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        for cls in classes:
+            PRINTERS[cls] = fn
+        return fn
+
+    return register
+
+
+class CliReporter(Reporter):
+    """A run's progress and messages on the terminal: one progress display at a time (opened at the first
+    progress report of a run, closed before a status line, a summary or the next run's stages), lines
+    on stdout, notes and warnings on stderr."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warned: set[str] = set()  # warnings printed as they arose (a summary does not repeat them)
+        self._stages: list[Stages] = [Stages()]
+        self._display: tuple[Any, Callable[[str, int, int], None]] | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self._display is None:
+            s = self._stages[-1]
+            labels = dict(s.labels)
+            group = None if s.rest is None else (lambda name: name if name in labels else s.rest)
+            cm = stage_progress(labels or None, width=s.width, group=group)
+            self._display = (cm, cm.__enter__())
+        self._display[1](stage, done, total)
+
+    def close(self) -> None:
+        """End the progress display (its bars are transient)."""
+        if self._display is not None:
+            cm, self._display = self._display[0], None
+            cm.__exit__(None, None, None)
+
+    def say(self, text: str, *, soft_wrap: bool = False) -> None:
+        out.print(text, highlight=False, soft_wrap=soft_wrap)
+
+    def note(self, text: str, *, soft_wrap: bool = True) -> None:
+        err.print(text, highlight=False, soft_wrap=soft_wrap)
+
+    def warn(self, message: str) -> None:
+        self.warned.add(message)
+        err.print(f"warning: {message}", highlight=False)
+
+    @contextmanager
+    def status(self, text: str) -> Iterator[None]:
+        self.close()
+        with err.status(text):
+            yield
+
+    @contextmanager
+    def stages(self, stages: Stages) -> Iterator[None]:
+        self.close()
+        self._stages.append(stages)
+        try:
+            yield
+        finally:
+            self.close()
+            self._stages.pop()
+
+    def shown(self, result: Any) -> None:
+        self.close()
+        printer = PRINTERS.get(type(result))
+        if printer is not None:
+            printer(result, self)
+
+
+def launch(experiment: Experiment, config: Any, model: Any, output: OutputOptions) -> Any:
+    """Run ``experiment`` with ``config`` into ``output`` as the command line does (progress, lines, summary)."""
+    reporter = CliReporter()
+    try:
+        return experiment.run(config, model=model, out=output, progress=reporter)
+    finally:
+        reporter.close()
+
+
+@contextmanager
+def reporting() -> Iterator[CliReporter]:
+    """A :class:`CliReporter` for a command that is not one experiment's run (train, eval, report, compare)."""
+    reporter = CliReporter()
+    try:
+        yield reporter
+    finally:
+        reporter.close()
 
 
 def open_model(load: LoadOptions) -> Any:
@@ -22,14 +118,10 @@ def open_model(load: LoadOptions) -> Any:
 
 
 def say_prompts_read(path: str, prompts: Sequence[str]) -> None:
-    """On stdout, before the model loads: which file the prompts were read from and how many, since
-    every line of it becomes a prompt that the capture keeps (a recipe's ``[prompts] file`` and
-    ``--prompts FILE`` alike; stderr stays for the one ``error:`` line should the run fail)."""
-    distinct = len(set(prompts))
-    repeated = f" ({distinct} distinct)" if distinct < len(prompts) else ""
-    out.print(
-        f"prompts: {len(prompts)}{repeated} read from {str(Path(path).resolve())!r}", highlight=False, soft_wrap=True
-    )
+    """On stdout, before the model loads: which file the prompts were read from and how many."""
+    from geoprobe.prompts import prompts_read_line
+
+    out.print(prompts_read_line(path, prompts), highlight=False, soft_wrap=True)
 
 
 def print_rows(title: str, rows: Sequence[dict]) -> None:
@@ -43,102 +135,15 @@ def print_rows(title: str, rows: Sequence[dict]) -> None:
 
 
 def check_figures(fmt: Optional[str]) -> Optional[str]:
-    """--figures FMT, checked before any model loads: the format and a Chromium (the files themselves
-    are checked when the run directory is claimed)."""
-    from geoprobe.report.export import check_figures as check
+    """--figures FMT, checked before any model loads: the format and a Chromium."""
+    from geoprobe.experiment import check_figures as check
 
     return check(fmt)
 
 
-def write_figures(
-    obj: Any, run_dir: Path, fmt: Optional[str], force: bool, only: Optional[Sequence[str]] = None
-) -> None:
-    """--figures FMT: ``obj``'s report figures as run_dir/figures/<anchor>.FMT (one browser start)."""
-    if fmt is None:
-        return
-    from geoprobe.report.export import export_figures, figures_dir
-
-    with err.status(f"writing {fmt} figures …"):
-        paths = export_figures(obj, figures_dir(run_dir), fmt, force=force, only=only)
-    out.print(f"wrote {len(paths)} {fmt} figures to {run_dir / 'figures'}")
-
-
-def finish(run: Run, fmt: Optional[str]) -> Any:
-    """Write what a stopped run is missing (its page, its figures) from the results JSON it wrote."""
-    from geoprobe.recipes import load_result
-    from geoprobe.report.export import figure_list, figures_dir
-
-    result = load_result(run.result_path)
-    written = []
-    if run.page_path is not None and not run.page_path.exists():
-        written.append(str(result.report(run.page_path)))
-    if fmt is not None:
-        todo = [a for a, _, _ in figure_list(result) if not (figures_dir(run.dir) / f"{a}.{fmt}").exists()]
-        if todo:
-            write_figures(result, run.dir, fmt, force=False, only=todo)
-            written.append(f"{len(todo)} {fmt} figures")
-    out.print(
-        f"finished {run.dir}: {run.result_path.name} was already there from the same command and settings; wrote "
-        f"{' and '.join(written)} from it without recomputing (pass --force to recompute)",
-        highlight=False,
-    )
-    return result
-
-
 def write_report(result: Any, target: Path, fmt: Optional[str], force: bool) -> Path:
-    """Write ``result``'s page to ``target`` (and its figures beside it, in ``fmt``) under the
-    output lock, after checking the name (.html), the location, what is there (only a page geoprobe
-    wrote is replaced) and the figure files (``geoprobe report``)."""
-    from geoprobe.kinds import PAGE_KIND
-    from geoprobe.outputs import OutputLock, check_location, check_page_name, check_same_kind
-    from geoprobe.report.export import check_figures as check_figure_files
+    """``geoprobe report``: ``result``'s page (and figures) written to ``target`` (geoprobe.experiment.write_page)."""
+    from geoprobe.experiment import write_page
 
-    check_page_name(target)
-    check_location(target, directory=False)
-    check_same_kind(target, PAGE_KIND)
-    with OutputLock(target):
-        check_figure_files(fmt, target.parent, force=force)
-        page = result.report(target, force=force)
-        out.print(f"wrote {page}")
-        write_figures(result, target.parent, fmt, force)
-    return page
-
-
-def execute_run(
-    target: Path,
-    outputs: RunOutputs,
-    request: Mapping[str, Any],
-    output: OutputOptions,
-    compute: Callable[[Run], Any],
-    show: Callable[[Any], None],
-    *,
-    need_bytes: int = MIN_FREE_BYTES,
-    before: Callable[[Run], None] | None = None,
-) -> Any:
-    """Run one experiment into ``target``: check the figure format, claim the directory (location, lock,
-    ownership, finish-or-refuse), then ``compute(run)`` (which writes any data outputs itself), save the
-    results JSON and its record, the page and the figures, and ``show`` the result. ``before(run)``
-    runs after the claim and before the work (e.g. discarding a checkpoint under --force)."""
-    fmt = check_figures(output.figures)
-    with claim_run(
-        target,
-        outputs,
-        request=request,
-        force=output.force,
-        figures=fmt,
-        need_bytes=need_bytes,
-        parent=output.parent,
-        in_place=output.in_place,
-    ) as run:
-        if run.finishing:
-            return finish(run, fmt)
-        if before is not None:
-            before(run)
-        result = compute(run)
-        result.save(run.result_path)
-        run.record()
-        page = None if run.page_path is None else result.report(run.page_path, force=True)  # checked at the claim
-        show(result)
-        out.print(f"wrote {', '.join(str(p) for p in (page, run.result_path) if p is not None)}", highlight=False)
-        write_figures(result, target, fmt, force=True)
-        return result
+    with reporting() as reporter:
+        return write_page(result, target, fmt, force, reporter)

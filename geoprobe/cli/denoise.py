@@ -1,21 +1,17 @@
-"""``geoprobe denoise``: in-context denoising with one attention layer (arXiv 2502.05164)."""
+"""``geoprobe denoise``: in-context denoising with one attention layer (arXiv 2502.05164);
+geoprobe.denoise.experiment runs it."""
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, print_rows
+from geoprobe.cli.common import launch, print_rows, prints
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, int_list, takes
-from geoprobe.cli.progress import stage_progress
+from geoprobe.denoise.experiment import EXPERIMENT
 from geoprobe.denoise.result import DenoiseResult
-from geoprobe.rundir import RunOutputs
-
-OUTPUTS = RunOutputs.of(DenoiseResult)
 
 
 @app.command("denoise")
@@ -106,7 +102,7 @@ def denoise_cmd(
         seed=seed,
         tiny=tiny,
     )
-    execute_denoise(config, output)
+    launch(EXPERIMENT, config, None, output)
 
 
 def make_config(tiny: bool = False, **values: Any) -> Any:
@@ -118,23 +114,8 @@ def make_config(tiny: bool = False, **values: Any) -> Any:
     return DenoiseConfig(**{**base, **given})
 
 
-def execute_denoise(config: Any, output: OutputOptions) -> Any:
-    """Train and evaluate: denoise.json and denoise.html in the run directory (default runs/denoise-TASK)."""
-    from geoprobe.denoise.config import check_memory
-    from geoprobe.denoise.run import run_denoise
-
-    check_memory(config)  # before the run directory is claimed
-    target = output.out or Path("runs") / f"denoise-{config.task}"
-    request = {"command": "denoise", "config": dataclasses.asdict(config)}
-
-    def compute(run: Any) -> Any:
-        with stage_progress() as progress:
-            return run_denoise(config, progress=progress)
-
-    return execute_run(target, OUTPUTS, request, output, compute, _print_summary)
-
-
-def _print_summary(result: Any) -> None:
+@prints(DenoiseResult)
+def print_denoise(result: Any, reporter: Any = None) -> None:
     from geoprobe.denoise.report import scores_table
 
     print_rows(

@@ -1,20 +1,18 @@
-"""``geoprobe dynamics``: the gradient-dynamics paper's sticky-chain experiment (arXiv 2512.22473)."""
+"""``geoprobe dynamics``: the gradient-dynamics paper's sticky-chain experiment (arXiv 2512.22473), with
+progress and an ETA, resuming after an interruption; geoprobe.dynamics.experiment runs it."""
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run
+from geoprobe.cli.common import launch, prints
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, takes
+from geoprobe.dynamics.config import DynamicsConfig
+from geoprobe.dynamics.experiment import EXPERIMENT
 from geoprobe.dynamics.result import DynamicsResult
-from geoprobe.rundir import RunOutputs
-
-OUTPUTS = RunOutputs.of(DynamicsResult)
 
 
 @app.command("dynamics")
@@ -36,27 +34,13 @@ def dynamics_cmd(
     seed: int = SeedOpt,
 ) -> None:
     """Train one attention head on the sticky Markov chain by SGD and by the EM-like two-timescale update."""
-    from geoprobe.dynamics.config import DynamicsConfig
-
     given = dict(steps=steps, seeds=seeds, length=length, lr=lr, lr_routing=lr_routing, lr_value=lr_value)
-    execute_dynamics(DynamicsConfig(seed=seed, **{k: v for k, v in given.items() if v is not None}), output)
+    config = DynamicsConfig(seed=seed, **{k: v for k, v in given.items() if v is not None})
+    launch(EXPERIMENT, config, None, output)
 
 
-def execute_dynamics(config: Any, output: OutputOptions) -> Any:
-    """Train both schedules for every seed: dynamics.json and dynamics.html (default runs/dynamics)."""
-    from geoprobe.dynamics.run import run_dynamics
-
-    target = output.out or Path("runs") / "dynamics"
-    request = {"command": "dynamics", "config": dataclasses.asdict(config)}
-
-    def compute(run: Any) -> Any:
-        with out.status(f"training {config.seeds} seeds × 2 schedules × {config.steps} steps …"):
-            return run_dynamics(config)
-
-    return execute_run(target, OUTPUTS, request, output, compute, _print_summary)
-
-
-def _print_summary(result: Any) -> None:
+@prints(DynamicsResult)
+def print_dynamics(result: Any, reporter: Any = None) -> None:
     out.print(
         f"final loss (nats): SGD {result.final('sgd'):.4f}, EM-like {result.final('em'):.4f}; floor "
         f"{result.floor_nats:.4f}; EM-like reaches SGD's final loss in {result.em_steps_to_sgd():.0f} steps "

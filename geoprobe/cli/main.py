@@ -22,31 +22,37 @@ from typing import Any
 
 from geoprobe.errors import GeoprobeError
 
-#: commands whose work is kept when interrupted: the same command carries on from it
-RESUMES = {
-    "scan": "the finished capture batches in <run>/capture.partial",
-    "windtunnel train": "the training checkpoints",
-    "windtunnel run": "the training checkpoints",
-}
+#: commands besides the experiments' (geoprobe.recipes.EXPERIMENTS): one module of geoprobe.cli each
+COMMANDS = ("capture", "corpus", "listing", "report", "run", "sweep")
+
+
+def resumes() -> dict[str, str]:
+    """What an interrupted command keeps, by command line (``scan``, ``windtunnel run``, …): each
+    experiment says what its run keeps (and which of its other command lines keep the same)."""
+    from geoprobe.recipes import experiments
+
+    return {c: e.resumes for e in experiments().values() if e.resumes for c in (e.command_line, *e.resumed_by)}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RESUMES":
+        return resumes()
+    raise AttributeError(f"module 'geoprobe.cli.main' has no attribute {name!r}")
 
 
 def commands() -> Any:
-    """The ``geoprobe`` Typer app with every command registered (imports torch and scipy: seconds)."""
-    from geoprobe.cli import (  # noqa: F401 - each module registers its commands on the app
-        capture,
-        corpus,
-        denoise,
-        dynamics,
-        listing,
-        positional,
-        report,
-        run,
-        scan,
-        sula,
-        windtunnel,
-    )
-    from geoprobe.cli.app import app
+    """The ``geoprobe`` Typer app with every command registered (imports torch and scipy: seconds): the
+    modules of :data:`COMMANDS`, then each experiment's command module (``geoprobe.cli.<package>``, where it
+    has one; every experiment also runs from a recipe with ``geoprobe run``)."""
+    import importlib
+    import importlib.util
 
+    from geoprobe.cli.app import app
+    from geoprobe.recipes import EXPERIMENTS
+
+    for name in (*COMMANDS, *EXPERIMENTS):
+        if name in COMMANDS or importlib.util.find_spec(f"geoprobe.cli.{name}") is not None:
+            importlib.import_module(f"geoprobe.cli.{name}")  # each module registers its commands on the app
     # importing the submodule geoprobe.cli.app bound that name on the package: ``geoprobe.cli.app`` is the app
     sys.modules["geoprobe.cli"].app = app  # type: ignore[attr-defined]
     return app
@@ -70,8 +76,9 @@ def _usage_message(exc: Exception) -> str:
 
 
 def command_of(argv: list[str]) -> str:
-    """The command ``argv`` runs; for ``geoprobe run RECIPE`` the recipe's ``[probe] command`` (read
-    with the standard library: this runs at an interrupt, perhaps before anything else is imported)."""
+    """The command ``argv`` runs; for ``geoprobe run RECIPE`` the command line of the recipe's ``[probe]
+    command`` (the recipe read with the standard library, never waiting on a FIFO; called at an interrupt,
+    once the commands are imported)."""
     words = [a for a in argv if not a.startswith("-")]
     if words[:1] == ["windtunnel"]:
         return " ".join(words[:2])
@@ -89,13 +96,20 @@ def command_of(argv: list[str]) -> str:
         except (OSError, ValueError, AttributeError):  # unreadable or not a table: its work never started
             return "run"
         named = probe.get("command") if isinstance(probe, dict) else None
-        return {"windtunnel": "windtunnel run"}.get(named, named) if isinstance(named, str) else "run"
+        return command_line(named) if isinstance(named, str) else "run"
     return words[0] if words else ""
 
 
+def command_line(recipe_command: str) -> str:
+    """The command line that runs a recipe's command (``windtunnel`` -> ``windtunnel run``)."""
+    from geoprobe.recipes import experiments
+
+    e = experiments().get(recipe_command)
+    return recipe_command if e is None else e.command_line
+
+
 def _interrupted(signum: int, argv: list[str], starting: bool = False) -> None:
-    command = command_of(argv)
-    keep = RESUMES.get(command)
+    keep = None if starting else resumes().get(command_of(argv))  # nothing is imported while starting
     tail = (
         "while starting, before any work; nothing was written: rerun the command"
         if starting

@@ -22,7 +22,10 @@ import typer
 
 from geoprobe.checks import BATCH_MAX, RESAMPLES_MAX, SEED_MAX, check_seed
 from geoprobe.errors import GeoprobeError
-from geoprobe.models.loading import LoadOptions
+from geoprobe.experiment import OutputOptions, model_run_dir
+from geoprobe.models.loading import LoadOptions, load_fields
+
+__all__ = ["LOAD", "LOAD_UNCHECKED", "OUTPUT", "Group", "OutputOptions", "model_run_dir", "takes"]
 
 
 def _seed(value: Optional[int]) -> Optional[int]:
@@ -46,7 +49,6 @@ def _threads(value: Optional[int]) -> Optional[int]:  # --threads: 1 to the CPUs
     return None if value is None else check_range(value, low=1, high=cpu_count(), where="--threads", why=why)
 
 
-MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
 MAX_TOKENS_HELP = (
     "keep each prompt's final N tokens (default 2048; raise it up to the model's context window, "
     "which larger values mean; docs/capture.md)"
@@ -69,22 +71,6 @@ LayersOpt = typer.Option(None, "--layers", help="comma-separated layer indices (
 
 
 @dataclass(frozen=True)
-class OutputOptions:
-    """Where a command writes (``--out``; None: its default run directory), whether it may replace what
-    geoprobe wrote there before (``--force``), and static figures to export (``--figures``). ``parent``
-    (no flag): the run directory this run is part of, when a command writes runs inside its own (the
-    seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it.
-    ``in_place`` (no flag): the command writes into the run it reads (``windtunnel eval``), so it has no
-    --out to choose instead and its messages offer --force alone."""
-
-    out: Path | None = None
-    force: bool = False
-    figures: str | None = None
-    parent: Path | None = None
-    in_place: bool = False
-
-
-@dataclass(frozen=True)
 class Group:
     """Options that travel together: ``params`` (name -> (typer option, type)) become ``build(**values)``."""
 
@@ -94,30 +80,22 @@ class Group:
     build: Callable[..., Any]
 
 
+def _load_option(f: Any) -> tuple[Any, Any]:
+    """A loading setting's typer option and type, from its LoadOptions field (flag, help, default,
+    annotation: a bool is a switch; otherwise the first of int, float, str it allows, optional with None)."""
+    from typing import get_args
+
+    meta, hint = f.metadata, get_type_hints(LoadOptions)[f.name]
+    flags = (meta["flag"], *((meta["short"],) if "short" in meta else ()))
+    args = get_args(hint) or (hint,)
+    base = next((t for t in (bool, int, float, str) if t in args), str)
+    return typer.Option(f.default, *flags, help=meta["help"]), Optional[base] if type(None) in args else base
+
+
 LOAD = Group(
     "load",
     LoadOptions,
-    {
-        "model": (typer.Option("smollm2-135m", "--model", "-m", help=MODEL_HELP), str),
-        "revision": (
-            typer.Option(None, "--revision", help="Hub revision, e.g. step0 … step143000 for Pythia (Hub models only)"),
-            Optional[str],
-        ),
-        "dtype": (typer.Option("float32", "--dtype", help="float32|bfloat16|float16"), str),
-        "device": (typer.Option("cpu", "--device", help="cpu | cuda | cuda:N"), str),
-        "device_map": (
-            typer.Option(None, "--device-map", help="accelerate device map for Hub/local models, e.g. auto"),
-            Optional[str],
-        ),
-        "trust_remote_code": (
-            typer.Option(False, "--trust-remote-code", help="run model code shipped with the model (off by default)"),
-            bool,
-        ),
-        "allow_pickle": (
-            typer.Option(False, "--allow-pickle", help="accept non-safetensors weights (weights_only load)"),
-            bool,
-        ),
-    },
+    {f.name: _load_option(f) for f in load_fields()},
     lambda **v: LoadOptions(**v).check(),
 )
 
@@ -223,8 +201,3 @@ def number_list(
 def int_list(spec: Optional[str], flag: str, *, empty_ok: bool = False) -> Optional[tuple[int, ...]]:
     """Comma-separated integers given to ``flag`` (:func:`number_list`)."""
     return number_list(spec, flag, empty_ok=empty_ok)
-
-
-def model_run_dir(model: str, suffix: str = "") -> Path:
-    """The default run directory of ``model``: runs/<model with / and : made path-safe><suffix>."""
-    return Path("runs") / (model.replace("/", "--").replace(":", "-") + suffix)

@@ -1,9 +1,9 @@
 """``geoprobe positional``: positional priors (BAM generalised-Gaussian fits) and long-context stability,
-or (``--windtunnel RUN``) a wind-tunnel transformer's error against sequence length."""
+or (``--windtunnel RUN``) a wind-tunnel transformer's error against sequence length
+(geoprobe.positional.experiment runs both)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,37 +11,17 @@ import typer
 from rich.table import Table
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import execute_run, open_model
-from geoprobe.cli.options import (
-    BATCH_HELP,
-    LOAD,
-    OUTPUT,
-    LayersOpt,
-    OutputOptions,
-    SeedOpt,
-    int_list,
-    layers,
-    model_run_dir,
-    takes,
-)
-from geoprobe.cli.progress import stage_progress
+from geoprobe.cli.common import launch, prints, reporting
+from geoprobe.cli.options import BATCH_HELP, LOAD, OUTPUT, LayersOpt, OutputOptions, SeedOpt, int_list, layers, takes
 from geoprobe.errors import GeoprobeError
-from geoprobe.models.loading import LoadOptions
+from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.positional.config import PositionalConfig
+from geoprobe.positional.experiment import EXPERIMENT, tunnel_curve_into
 from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
-from geoprobe.rundir import RunOutputs
 
-OUTPUTS = RunOutputs.of(PositionalResult)
-TUNNEL_OUTPUTS = RunOutputs.of(TunnelLengthCurve)
-#: wind-tunnel lengths by default: these multiples of the training length
-TUNNEL_FACTORS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
+#: the flags that do not apply with --windtunnel: the loading flags and the model's own settings
 _MODEL_FLAGS = {
-    "model": "--model",
-    "revision": "--revision",
-    "dtype": "--dtype",
-    "device": "--device",
-    "device_map": "--device-map",
-    "trust_remote_code": "--trust-remote-code",
-    "allow_pickle": "--allow-pickle",
+    **{f.name: f.metadata["flag"] for f in load_fields()},
     "max_distance": "--max-distance",
     "n_prompts": "--n-prompts",
     "layer_spec": "--layers",
@@ -115,12 +95,11 @@ def positional(
                 f"{unused[0]} does not apply with --windtunnel (the trained wind-tunnel model is scored "
                 f"on its own task); drop {unused[0]}"
             )
-        execute_tunnel(windtunnel, Ts, n_eval, n_resamples, output)
+        with reporting() as reporter:
+            tunnel_curve_into(windtunnel, Ts, n_eval, n_resamples, output, reporter)
         return
     if "n_eval" in given:
         raise GeoprobeError("--n-eval applies only with --windtunnel; drop it or pass --windtunnel RUN_DIR")
-    from geoprobe.positional.config import PositionalConfig
-
     config = PositionalConfig(
         **({"lengths": Ts} if Ts is not None else {}),
         max_distance=max_distance,
@@ -132,26 +111,11 @@ def positional(
         batch_size=batch_size,
         stability=not no_stability,
     )
-    execute_positional(load, config, output)
+    launch(EXPERIMENT, config, load, output)
 
 
-def execute_positional(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
-    """Fit the priors on ``load.model``: positional.json and positional.html (default runs/<model>-positional)."""
-    from geoprobe.positional.run import check_model, run_positional
-
-    target = output.out or model_run_dir(load.model, "-positional")
-    request = {"command": "positional", "load": dataclasses.asdict(load), "config": dataclasses.asdict(config)}
-
-    def compute(run: Any) -> Any:
-        m = open_model(load)
-        check_model(config, m)
-        with stage_progress(width=16) as progress:
-            return run_positional(m, config, progress=progress)
-
-    return execute_run(target, OUTPUTS, request, output, compute, _print)
-
-
-def _print(result: Any) -> None:
+@prints(PositionalResult)
+def print_positional(result: Any, reporter: Any = None) -> None:
     table = Table(title=f"{result.model}: head classes at T = {result.fit_length} (Δ ≤ {result.max_distance})")
     table.add_column("class")
     table.add_column("heads", justify="right")
@@ -173,56 +137,16 @@ def _print(result: Any) -> None:
         )
 
 
-def execute_tunnel(
-    run_dir: Path, Ts: Optional[tuple[int, ...]], n_eval: int, n_resamples: int, output: OutputOptions
-) -> Any:
-    """Error vs length of the wind-tunnel run ``run_dir``: positional.json/.html in ``output.out`` (default:
-    ``<run_dir>-positional`` beside it; a run directory holds one command's run, so never in it)."""
-    from geoprobe.positional.tunnel import tunnel_length_curve
-
-    if not (run_dir / "transformer" / "run.json").exists():
-        raise GeoprobeError(
-            f"--windtunnel {str(run_dir)!r} is not a wind-tunnel run (no transformer/run.json); pass a "
-            "directory written by 'geoprobe windtunnel train'"
+@prints(TunnelLengthCurve)
+def print_tunnel(curve: Any, reporter: Any = None) -> None:
+    table = Table(title=f"wind tunnel {curve.task.get('name')} trained at K = {curve.train_K}: error vs length")
+    for col in ("K", "MAE per sample (bits)", "KL (bits)"):
+        table.add_column(col, justify="right")
+    for mt in curve.metrics:
+        table.add_row(
+            str(mt.K),
+            f"{mt.mae_sample.value:.4f} [{mt.mae_sample.low:.4f}, {mt.mae_sample.high:.4f}]",
+            f"{mt.kl.value:.4f}",
         )
-    if Ts is None:
-        from geoprobe.windtunnel.train import read_spec
-
-        K = int(read_spec(run_dir / "transformer").task["K"])
-        Ts = tuple(sorted({max(1, round(K * f)) for f in TUNNEL_FACTORS}))
-    if min(Ts) < 1 or list(Ts) != sorted(set(Ts)):
-        raise GeoprobeError(f"--lengths {','.join(map(str, Ts))} must be positive, increasing and without duplicates")
-    if n_eval < 2 or n_resamples < 2:
-        raise GeoprobeError(f"--n-eval {n_eval} and --n-resamples {n_resamples} must both be at least 2 for a CI")
-    from geoprobe.checks import RESAMPLES_MAX, RESAMPLES_WHY, check_range
-    from geoprobe.windtunnel.config import EVAL_MAX, EVAL_WHY
-
-    check_range(n_eval, high=EVAL_MAX, where="--n-eval", why=EVAL_WHY)
-    check_range(n_resamples, high=RESAMPLES_MAX, where="--n-resamples", why=RESAMPLES_WHY)
-    request = {
-        "command": "positional --windtunnel",
-        "run": str(run_dir),
-        "lengths": list(Ts),
-        "n_eval": n_eval,
-        "n_resamples": n_resamples,
-    }
-
-    def compute(run: Any) -> Any:
-        with stage_progress(width=20) as progress:
-            return tunnel_length_curve(run_dir, Ts, n_eval=n_eval, n_resamples=n_resamples, progress=progress)
-
-    def show(curve: Any) -> None:
-        table = Table(title=f"wind tunnel {curve.task.get('name')} trained at K = {curve.train_K}: error vs length")
-        for col in ("K", "MAE per sample (bits)", "KL (bits)"):
-            table.add_column(col, justify="right")
-        for mt in curve.metrics:
-            table.add_row(
-                str(mt.K),
-                f"{mt.mae_sample.value:.4f} [{mt.mae_sample.low:.4f}, {mt.mae_sample.high:.4f}]",
-                f"{mt.kl.value:.4f}",
-            )
-        out.print(table)
-        out.print(f"critical length: {curve.critical_length}", highlight=False)
-
-    default = run_dir.parent / f"{run_dir.name}-positional"
-    return execute_run(output.out or default, TUNNEL_OUTPUTS, request, output, compute, show)
+    out.print(table)
+    out.print(f"critical length: {curve.critical_length}", highlight=False)

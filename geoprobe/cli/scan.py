@@ -1,19 +1,15 @@
-"""``geoprobe scan``: the Bayesian-geometry signatures on every layer → report.html, results.json, capture/.
-
-A scan resumes: every finished capture batch is kept in ``<run>/capture.partial`` and the same
-command after a kill or Ctrl-C loads them instead of recomputing (see geoprobe.capture.checkpoint)."""
+"""``geoprobe scan``: the Bayesian-geometry signatures on every layer → report.html, results.json, capture/
+(geoprobe.scan.experiment runs it; a scan resumes from ``<run>/capture.partial``)."""
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from geoprobe.cli.app import app, err, out
-from geoprobe.cli.common import execute_run, open_model, say_prompts_read
+from geoprobe.cli.app import app, out
+from geoprobe.cli.common import launch, prints
 from geoprobe.cli.options import (
     BATCH_HELP,
     LOAD,
@@ -23,16 +19,13 @@ from geoprobe.cli.options import (
     OptionalSeedOpt,
     OutputOptions,
     layers,
-    model_run_dir,
     takes,
 )
-from geoprobe.cli.progress import stage_progress
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
-from geoprobe.rundir import RunOutputs, check_capture_dir
+from geoprobe.scan.config import ScanConfig
+from geoprobe.scan.experiment import EXPERIMENT
 from geoprobe.scan.result import ScanResult
-
-OUTPUTS = RunOutputs.of(ScanResult, data={"capture": check_capture_dir}, partial="capture.partial")
 
 PromptsOpt = typer.Option(
     None,
@@ -64,13 +57,6 @@ OptionalBatchOpt = typer.Option(None, "--batch-size", help=BATCH_HELP)
 NoInitOpt = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline")
 
 
-def sampling_changes(
-    candidates: Optional[int], per_quintile: Optional[int], min_tokens: Optional[int], max_prompt_tokens: Optional[int]
-) -> dict[str, Optional[int]]:
-    """The SamplingConfig fields the corpus-sampling flags set (None: not given)."""
-    return dict(candidates=candidates, per_stratum=per_quintile, min_tokens=min_tokens, max_tokens=max_prompt_tokens)
-
-
 def prompt_choice(prompts: Optional[str], domain: Optional[str]) -> Optional[str]:
     """``--prompts`` or ``--domain`` (not two different ones)."""
     if prompts is not None and domain is not None and prompts != domain:
@@ -83,38 +69,17 @@ def prompt_choice(prompts: Optional[str], domain: Optional[str]) -> Optional[str
     return prompts
 
 
-def scan_changes(
-    prompts: Optional[str] = None,
-    layer_spec: Optional[str] = None,
-    batch_size: Optional[int] = None,
-    max_tokens: Optional[int] = None,
-    seed: Optional[int] = None,
-    scatter: Optional[str] = None,
-    no_init: bool = False,
-    null_kind: Optional[str] = None,
-    ci_layers: Optional[str] = None,
-    sampling: Optional[dict] = None,
-) -> dict[str, Any]:
-    """ScanConfig changes from the scan flags (None: not given)."""
-    changes: dict = dict(
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-        seed=seed,
-        null_kind=null_kind,
-        ci_layers=ci_layers,
-        sampling=sampling,
-    )
-    if prompts is not None:
-        from geoprobe.prompts import prompt_source_kind
-
-        changes["prompts"] = str(Path(prompts)) if prompt_source_kind(prompts) == "file" else prompts
-    if layer_spec is not None:
-        changes["layers"] = layers(layer_spec)
-    if scatter is not None:
-        changes["scatter_layers"] = layers(scatter, "--scatter-layers") or ()
-    if no_init:
-        changes["init_baseline"] = False
-    return changes
+def parsed_flags(values: dict[str, Any]) -> dict[str, Any]:
+    """The scan flags as the experiments read them (geoprobe.scan.experiment.with_flags): ``--prompts`` and
+    ``--domain`` reconciled, ``--layers`` and ``--scatter-layers`` as tuples (``--layers all``: None)."""
+    v = dict(values)
+    if "prompts" in v or "domain" in v:
+        v["prompts"] = prompt_choice(v.get("prompts"), v.get("domain"))
+    if v.get("layer_spec") is not None:
+        v["layer_spec"] = layers(v["layer_spec"])
+    if v.get("scatter_layers") is not None:
+        v["scatter_layers"] = layers(v["scatter_layers"], "--scatter-layers") or ()
+    return v
 
 
 @app.command()
@@ -138,88 +103,13 @@ def scan(
     seed: Optional[int] = OptionalSeedOpt,
 ) -> None:
     """Measure the Bayesian-geometry signatures on every layer; write report.html and results.json."""
-    from geoprobe.scan import ScanConfig
-
-    config = ScanConfig().updated(
-        **scan_changes(
-            prompt_choice(prompts, domain),
-            layer_spec,
-            batch_size,
-            max_tokens,
-            seed,
-            scatter_layers,
-            no_init_baseline,
-            null_kind,
-            ci_layers,
-            sampling_changes(candidates, per_quintile, min_tokens, max_prompt_tokens),
-        )
-    )
-    execute_scan(load, config, output)
+    flags = {k: v for k, v in locals().items() if k not in ("load", "output")}
+    config = EXPERIMENT.with_flags(ScanConfig(), parsed_flags(flags))
+    launch(EXPERIMENT, config, load, output)
 
 
-def scan_request(load: LoadOptions, config: Any) -> dict[str, Any]:
-    """What fixes a scan's numbers, before the model loads: command, model and loading, settings, and
-    the prompt file's contents when the prompts come from a file."""
-    from geoprobe.prompts import prompt_source_kind, read_prompts
-    from geoprobe.provenance import prompts_hash
-
-    from_file = prompt_source_kind(config.prompts) == "file"
-    return {
-        "command": "scan",
-        "load": dataclasses.asdict(load),
-        "config": config.to_dict(),
-        "prompts_sha256": prompts_hash(read_prompts(config.prompts)) if from_file else None,
-    }
-
-
-def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
-    """Scan ``load.model`` with ``config`` into ``output.out`` (default runs/<model>): capture/, results.json,
-    report.html (and figures); resumes a stopped scan, finishes one stopped between its writes."""
-    from geoprobe.capture import checkpoint
-    from geoprobe.scan.run import check_prompts
-
-    target = output.out or model_run_dir(load.model)
-    read = check_prompts(config)  # bad prompts fail before the model loads
-    if read is not None:
-        say_prompts_read(config.prompts, read)
-    partial = target / checkpoint.PARTIAL_DIR
-
-    def before(run: Any) -> None:
-        if output.force and partial.exists():
-            checkpoint.discard(partial)
-
-    def compute(run: Any) -> Any:
-        result, cap = _scan(load, config, partial)
-        cap.save(target / "capture", overwrite=True)  # checked when the run directory was claimed
-        return dataclasses.replace(result, capture_dir="capture")
-
-    result = execute_run(target, OUTPUTS, scan_request(load, config), output, compute, print_scan, before=before)
-    if partial.exists():
-        checkpoint.discard(partial)
-    return result
-
-
-#: the scan's progress bars: its own stages, and one bar for the analyses (labelled by the current one)
-SCAN_LABELS = {"capture": "capturing", "sampling": "entropy of candidates", "tokenize": "tokenising"}
-
-
-def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
-    from geoprobe.scan.run import scan
-
-    m = open_model(load)
-    with stage_progress(SCAN_LABELS, width=14, group=lambda s: s if s in SCAN_LABELS else "analyse") as progress:
-
-        def on_resume(loaded: int, total: int, where: Path) -> None:
-            err.print(
-                f"resuming: {loaded} of {total} batches already captured in {where}", highlight=False, soft_wrap=True
-            )
-
-        return scan(
-            m, None, config, progress=progress, return_capture=True, checkpoint_dir=partial, on_resume=on_resume
-        )
-
-
-def print_scan(result: Any) -> None:
+@prints(ScanResult)
+def print_scan(result: Any, reporter: Any = None) -> None:
     """The per-layer table and the scorecard on stdout."""
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
     ps = result.prompt_set or {}

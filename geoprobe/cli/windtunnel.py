@@ -1,34 +1,28 @@
-"""``geoprobe windtunnel train|eval|report|run``: the Bayesian wind tunnels of arXiv 2512.22471.
+"""``geoprobe windtunnel train|eval|report|run``: the Bayesian wind tunnels of arXiv 2512.22471
+(geoprobe.windtunnel.experiment runs them).
 
 Training resumes: each learner's checkpoints live in ``OUT/transformer`` and ``OUT/mlp``, and the
 same command after a kill or Ctrl-C continues from the last one."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from geoprobe.cli.app import app, out
-from geoprobe.cli.common import check_figures, execute_run, print_rows, write_report
+from geoprobe.cli.common import check_figures, launch, print_rows, prints, reporting, write_report
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, ThreadsOpt, takes
-from geoprobe.cli.progress import stage_progress
-from geoprobe.models.loading import check_device
-from geoprobe.rundir import RunOutputs
+from geoprobe.models.loading import LoadOptions
+from geoprobe.windtunnel.experiment import EXPERIMENT, default_dir, evaluate_into, train_locked
 from geoprobe.windtunnel.result import WindTunnelResult
-from geoprobe.windtunnel.train import check_run_dir
+from geoprobe.windtunnel.seeds import TunnelSeeds
 
 wt = typer.Typer(
     help="Bayesian wind tunnels: tasks with exact posteriors, trained transformers vs MLPs.", no_args_is_help=True
 )
 app.add_typer(wt, name="windtunnel")
-
-OUTPUTS = RunOutputs.of(
-    WindTunnelResult, data={"transformer": check_run_dir, "mlp": check_run_dir}, partial="transformer"
-)
-EVAL_OUTPUTS = RunOutputs(result=WindTunnelResult.FILE, page=None, kind=WindTunnelResult.KIND)
 
 TaskOpt = typer.Option("bijection", "--task", help="bijection | hmm")
 ScaleOpt = typer.Option(
@@ -51,11 +45,6 @@ StepsOpt = typer.Option(None, "--steps", help="override the scale's number of st
 DeviceOpt = typer.Option("cpu", "--device", help="training device: cpu | cuda | cuda:N (the paper scale wants a GPU)")
 
 
-def default_dir(task: str, scale: str, convention: str = "geoprobe") -> Path:
-    suffix = "-authors" if convention == "authors" else ""
-    return Path("runs") / f"windtunnel-{task}-{scale}{suffix}"
-
-
 def _config(
     task: str,
     scale: str,
@@ -67,6 +56,7 @@ def _config(
     geometry: bool = True,
     ablations: bool = True,
     convention: str = "geoprobe",
+    threads: Optional[int] = None,
     **task_params: Any,
 ) -> Any:
     from geoprobe.windtunnel.config import WindTunnelConfig
@@ -82,58 +72,13 @@ def _config(
         geometry=geometry,
         ablations=ablations,
         convention=convention,  # type: ignore[arg-type]
+        threads=threads,
         **task_params,
     )
 
 
-def _train(config: Any, run_dir: Path, resume: bool, threads: Optional[int], device: str = "cpu") -> None:
-    from geoprobe.windtunnel.run import train_tunnel
-
-    for arch in ("transformer", "mlp"):
-        if (run_dir / arch).exists():
-            check_run_dir(run_dir / arch)  # geoprobe trains only into directories it made
-    with stage_progress() as progress:
-        logs = train_tunnel(
-            config.task,
-            config.scale,
-            run_dir,
-            arch=config.arch,
-            seed=config.seed,
-            steps=config.steps,
-            resume=resume,
-            threads=threads,
-            task_params=config.task_params(),
-            device=device,
-            progress=progress,
-            convention=config.convention,
-        )
-    for arch, log in logs.items():
-        if log["resumed_from"] == log["steps"]:
-            out.print(f"{arch}: already trained ({log['steps']} steps), nothing to do")
-            continue
-        was = f" (resumed from step {log['resumed_from']})" if log["resumed_from"] is not None else ""
-        out.print(
-            f"{arch}: {log['n_params']:,} parameters, {log['steps']} steps in {log['seconds']:.0f} s{was}, "
-            f"final loss {log['final_loss']:.4f}, {log['tokens_per_second']:,.0f} tokens/s"
-        )
-    out.print(f"wrote {run_dir}")
-
-
-def _evaluate(run_dir: Path, config: Any) -> Any:
-    from geoprobe.windtunnel.run import evaluate_tunnel
-
-    with stage_progress() as progress:
-        return evaluate_tunnel(
-            run_dir,
-            n_eval=config.n_eval,
-            n_probes=config.n_probes,
-            geometry=config.geometry,
-            ablate=config.ablations,
-            progress=progress,
-        )
-
-
-def print_summary(result: Any) -> None:
+@prints(WindTunnelResult)
+def print_summary(result: Any, reporter: Any = None) -> None:
     from geoprobe.windtunnel.report import metrics_table
 
     print_rows(f"{result.name} ({result.scale}): entropy error against the analytic posterior", metrics_table(result))
@@ -172,16 +117,21 @@ def train_cmd(
     convention: str = ConventionOpt,
 ) -> None:
     """Train the transformer and its capacity-matched MLP; resumes from the last checkpoint."""
-    from geoprobe.outputs import OutputLock, check_location
-
     config = _config(
-        task, scale, arch, seed, steps, convention=convention, vocab=vocab, length=length, states=states, repeat=repeat
+        task,
+        scale,
+        arch,
+        seed,
+        steps,
+        convention=convention,
+        threads=threads,
+        vocab=vocab,
+        length=length,
+        states=states,
+        repeat=repeat,
     )
-    run_dir = out_dir or default_dir(task, scale, convention)
-    check_device(device)
-    check_location(run_dir, writes="run", result=EVAL_OUTPUTS.result)
-    with OutputLock(run_dir):
-        _train(config, run_dir, not no_resume, threads, device)
+    with reporting() as reporter:
+        train_locked(config, out_dir or default_dir(task, scale, convention), not no_resume, device, reporter)
 
 
 @wt.command("eval")
@@ -211,21 +161,8 @@ def eval_cmd(
         not no_ablations,
         convention=spec.task.get("convention", "geoprobe"),
     )
-    request = {
-        "command": "windtunnel eval",
-        "n_eval": n_eval,
-        "n_probes": n_probes,
-        "geometry": not no_geometry,
-        "ablations": not no_ablations,
-    }
-    execute_run(
-        run_dir,
-        EVAL_OUTPUTS,
-        request,
-        OutputOptions(out=run_dir, force=force, in_place=True),
-        lambda run: _evaluate(run_dir, config),
-        print_summary,
-    )
+    with reporting() as reporter:
+        evaluate_into(run_dir, config, force, reporter)
 
 
 @wt.command("report")
@@ -240,8 +177,6 @@ def report_cmd(
     ),
 ) -> None:
     """Write the HTML report (figures, the paper's table, checks, provenance)."""
-    from geoprobe.windtunnel.result import WindTunnelResult
-
     fmt = check_figures(figures)
     base = results if results.is_dir() else results.parent
     target = report_out or base / "windtunnel.html"
@@ -284,68 +219,12 @@ def run_cmd(
         states=states,
         repeat=repeat,
         seeds=seeds,
+        threads=threads,
     )
-    execute_tunnel(config, output, threads, device)
+    launch(EXPERIMENT, config, LoadOptions(device=device), output)
 
 
-def tunnel_request(config: Any, threads: Optional[int] = None, device: str = "cpu") -> dict[str, Any]:
-    """What ``windtunnel run`` records beside its windtunnel.json (the run is the same when this is)."""
-    # as before --seeds and --convention: the defaults are not recorded
-    cfg = {
-        k: v
-        for k, v in dataclasses.asdict(config).items()
-        if not (k == "seeds" and v is None) and not (k == "convention" and v == "geoprobe")
-    }
-    return {"command": "windtunnel run", "config": cfg, "threads": threads, "device": device}
-
-
-def check_learners(config: Any, run_dir: Path) -> None:
-    """Before the run directory is claimed: the learners already trained in ``run_dir`` resume with
-    ``config``. A run trained with other settings is refused naming the setting to pass (or another
-    --out), not --force: --force re-evaluates and rewrites the page, it never retrains."""
-    from geoprobe.windtunnel.run import check_tunnel
-
-    check_tunnel(
-        config.task,
-        config.scale,
-        run_dir,
-        arch=config.arch,
-        seed=config.seed,
-        steps=config.steps,
-        task_params=config.task_params(),
-        convention=config.convention,
-    )
-
-
-def execute_tunnel(config: Any, output: OutputOptions, threads: Optional[int] = None, device: str = "cpu") -> Any:
-    """Train (resuming), evaluate and report one wind tunnel into ``output.out`` (default
-    runs/windtunnel-TASK-SCALE); with ``config.seeds``, once per seed (geoprobe.cli.tunnel_seeds)."""
-    check_device(device)
-    if config.seeds is not None:
-        from geoprobe.cli.tunnel_seeds import execute_seeds
-        from geoprobe.windtunnel.seeds import seed_dir_name, seed_list
-
-        single = default_dir(config.task, config.scale, config.convention)
-        seeds_out = single.with_name(f"{single.name}-seeds")
-        for s in seed_list(config.seeds, config.seed):  # a seed trained otherwise: its fix, not --force
-            check_learners(
-                dataclasses.replace(config, seed=s, seeds=None), (output.out or seeds_out) / seed_dir_name(s)
-            )
-        return execute_seeds(
-            config,
-            output,
-            threads,
-            device,
-            run_one=execute_tunnel,
-            request_of=tunnel_request,
-            default_out=seeds_out,
-        )
-    run_dir = output.out or default_dir(config.task, config.scale, config.convention)
-    check_learners(config, run_dir)
-    request = tunnel_request(config, threads, device)
-
-    def compute(run: Any) -> Any:
-        _train(config, run_dir, True, threads, device)
-        return _evaluate(run_dir, config)
-
-    return execute_run(run_dir, OUTPUTS, request, output, compute, print_summary)
+@prints(TunnelSeeds)
+def print_spread(result: Any, reporter: Any = None) -> None:
+    rows = [r for r in result.spread_rows() if r["measure (bits)"] == "MAE paper def."]
+    print_rows(f"{result.name} ({result.scale}): entropy MAE across seeds {list(result.seeds)}", rows)

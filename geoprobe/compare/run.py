@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from geoprobe import __version__
 from geoprobe.capture.result import Capture
 from geoprobe.checks import strings_arg
 from geoprobe.compare.global_pca import MIN_SHARED, GlobalPCA, align_prompts, global_pca
@@ -31,6 +30,7 @@ from geoprobe.compare.result import ModelComparison
 from geoprobe.compare.table import build_row
 from geoprobe.errors import GeoprobeError, OutputExistsError
 from geoprobe.provenance import package_versions
+from geoprobe.version import __version__
 
 
 # -- building -------------------------------------------------------------------------------------

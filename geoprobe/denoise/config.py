@@ -14,6 +14,7 @@ from geoprobe.denoise.tasks import DenoiseTask, check_convention, make_task, sub
 from geoprobe.denoise.train import TrainSettings
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
+from geoprobe.tables import FlatTables
 
 #: context lengths: 200× the default L = 500 (memory for n_eval prompts of that length is estimated as well)
 LENGTH_MAX = 100_000
@@ -21,12 +22,14 @@ LENGTH_WHY = "200× the default L = 500"
 
 
 @dataclass(frozen=True, eq=False)
-class DenoiseConfig(Record):
+class DenoiseConfig(FlatTables, Record):
     """What ``geoprobe denoise`` / ``probes/denoise.toml`` run. Variances are variances (σ², not σ);
     ``None`` task values take the paper's reference settings for the task. ``convention`` says how ``dim`` and
     ``transfer_dims`` are read on the sphere: ``None`` / ``"geoprobe"``, the dimension of the subspace that holds
     the sphere (S^{dim−1}); ``"authors"``, the sphere's own dimension as in the paper and its code (S^dim in a
     (dim+1)-dim subspace: their d = 8 is geoprobe's d = 9). Stored only when it is ``"authors"``."""
+
+    TABLE: ClassVar[str] = "denoise"
 
     task: str = "linear"
     ambient: int = 16

@@ -11,7 +11,7 @@ import torch
 
 from geoprobe.analysis.stats import bootstrap_ci
 from geoprobe.checks import config_arg
-from geoprobe.denoise.attention import MODELS, SoftmaxAttention, predict, weight_fit
+from geoprobe.denoise.attention import MODELS, SoftmaxAttention, make_model, predict, weight_fit
 from geoprobe.denoise.bayes import bayes_linear_predicted_gain, finite_context, oracle, per_prompt_mse
 from geoprobe.denoise.config import DenoiseConfig, check_memory
 from geoprobe.denoise.energy import attention_step
@@ -117,8 +117,23 @@ def _energy(task: DenoiseTask, prompts: Any, models: dict[str, Any], seed: int, 
     }
 
 
-def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> DenoiseResult:
-    """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU)."""
+def _trained(units: Any, key: str, task: DenoiseTask, kind: str, settings: Any, **kw: Any) -> tuple[Any, dict]:
+    """A model trained by ``train_model`` (or, kept by a run that stopped, its weights and log read back)."""
+    kept = None if units is None else units.get(key)
+    if kept is not None:
+        model = make_model(kind, task.n)
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in kept[0].items()})
+        return model, kept[1]
+    model, log = train_model(task, kind, settings, **kw)
+    if units is not None:
+        units.put(key, {k: v.detach().numpy() for k, v in model.state_dict().items()}, log)
+    return model, log
+
+
+def run_denoise(config: DenoiseConfig, progress: Progress | None = None, units: Any = None) -> DenoiseResult:
+    """Train, evaluate, sweep and probe one task; deterministic given ``config.seed`` (CPU). ``units``
+    (:class:`geoprobe.experiment.Units`) keeps each trained model as it finishes, and gives back those a
+    stopped run trained."""
     config = config_arg(config, DenoiseConfig)
     check_memory(config)  # before any training: the evaluation's prompts must fit
     task = config.make_task()
@@ -127,8 +142,8 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
     models: dict[str, Any] = {}
     training: dict[str, Any] = {}
     for kind in MODELS:
-        models[kind], training[kind] = train_model(
-            task, kind, settings, seed=seed, progress=progress, stage=f"train {kind}"
+        models[kind], training[kind] = _trained(
+            units, f"train.{kind}", task, kind, settings, seed=seed, progress=progress, stage=f"train {kind}"
         )
     tick = _ticker(
         progress,
@@ -160,8 +175,17 @@ def run_denoise(config: DenoiseConfig, progress: Progress | None = None) -> Deno
         A = make_warp(task.n, seed, config.warp_condition)
         wmodels: dict[str, Any] = {}
         for kind in MODELS:
-            wmodels[kind], training[f"{kind} (warped)"] = train_model(
-                task, kind, settings, seed=seed, warp=A, salt=1, progress=progress, stage=f"train {kind} warped"
+            wmodels[kind], training[f"{kind} (warped)"] = _trained(
+                units,
+                f"warped.{kind}",
+                task,
+                kind,
+                settings,
+                seed=seed,
+                warp=A,
+                salt=1,
+                progress=progress,
+                stage=f"train {kind} warped",
             )
         p = sample(task, config.n_eval, np.random.default_rng([seed, 10]), warp=A)
         warp = {

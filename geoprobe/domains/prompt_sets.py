@@ -1,16 +1,13 @@
-"""The prompt sets of a domain comparison: built from sampled candidates, written as JSON lines."""
+"""The prompt sets of a domain comparison, built from sampled candidates (written as JSON lines by
+:func:`geoprobe.prompts.write_prompt_sets`)."""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 from jaxtyping import Float, Int
 
-from geoprobe.paths import atomic_write_text
 from geoprobe.provenance import prompts_hash
 from geoprobe.sampling import PromptSet
 
@@ -38,25 +35,3 @@ def prompt_set(
         stratum=() if strata is None else tuple(int(s) for s in strata),
         info=info,
     )
-
-
-def write_prompt_sets(sets: dict[str, PromptSet], path: str | os.PathLike) -> Path:
-    """Every sampled prompt as JSON lines (set, domain, source, sampling entropy, quintile,
-    text): ``geoprobe scan --prompts FILE`` reads the ``prompt`` field back."""
-    lines = []
-    for name, s in sets.items():
-        for i, text in enumerate(s.prompts):
-            lines.append(
-                json.dumps(
-                    {
-                        "set": name,
-                        "domain": s.domains[i] if s.domains else None,
-                        "source": s.sources[i] if s.sources else None,
-                        "entropy_bits": round(s.entropy[i], 6) if s.entropy else None,
-                        "quintile": s.stratum[i] + 1 if s.stratum else None,
-                        "prompt": text,
-                    },
-                    ensure_ascii=False,
-                )
-            )
-    return atomic_write_text(path, "\n".join(lines) + "\n")

@@ -23,6 +23,7 @@ For one model and one layer (default: the final layer):
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -65,9 +66,15 @@ def check_domains(requested: Sequence[str] | None) -> list[str]:
 
 
 def compare_domains_run(
-    model: Any, config: DomainsConfig = DomainsConfig(), *, progress: Progress | None = None
+    model: Any,
+    config: DomainsConfig = DomainsConfig(),
+    *,
+    progress: Progress | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
 ) -> DomainRun:
-    """Sample, capture and compare (see the module docstring). ``model`` is a LoadedModel."""
+    """Sample, capture and compare (see the module docstring). ``model`` is a LoadedModel. With
+    ``checkpoint_dir`` every finished batch of the one capture is kept there, and a rerun resumes from
+    them (:mod:`geoprobe.capture.checkpoint`)."""
     model, config = model_arg(model), config_arg(config, DomainsConfig)
     sc, seed = config.sampling, config.seed
     domains = check_domains(config.domains)
@@ -98,6 +105,7 @@ def compare_domains_run(
         CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=sc.batch_size),
         seed=seed,
         progress=None if progress is None else (lambda a, b: progress("capture", a, b)),
+        checkpoint_dir=checkpoint_dir,
     )
     timings["capture_s"] = time.perf_counter() - t
     h_all = cap.next_entropy.astype(np.float64)

@@ -16,6 +16,7 @@ from typing import ClassVar
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
+from geoprobe.tables import FlatTables
 
 
 class DynamicsError(GeoprobeError):
@@ -23,7 +24,9 @@ class DynamicsError(GeoprobeError):
 
 
 @dataclass(frozen=True, eq=False)
-class DynamicsConfig(Record):
+class DynamicsConfig(FlatTables, Record):
+    TABLE: ClassVar[str] = "dynamics"
+
     n_symbols: int = 8
     self_prob: float = 0.3
     d_x: int = 20

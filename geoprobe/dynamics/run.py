@@ -5,8 +5,9 @@ the protocol of the authors' ``em_vs_sgd_multiseed.py``)."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Callable
+from typing import Any, Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -18,6 +19,8 @@ from geoprobe.dynamics.task import conditional_entropy_nats, sample, transition_
 from geoprobe.provenance import package_versions
 
 ROUTING = ("W_Q", "W_K", "W_O")
+#: steps between the kept states of a schedule (an interrupted run goes on from the last one)
+BLOCK = 100
 
 
 def init_weights(config: DynamicsConfig, seed: int) -> dict[str, torch.Tensor]:
@@ -48,11 +51,15 @@ def train(
     lrs: dict[str, float],
     steps: int,
     tick: Callable[[], None] | None = None,
+    losses: list[float] | None = None,
+    keep: Callable[[dict[str, torch.Tensor], list[float]], None] | None = None,
 ) -> list[float]:
-    """Full-batch gradient descent with a learning rate per weight; the loss before each step."""
+    """Full-batch gradient descent with a learning rate per weight; the loss before each step. Given
+    ``losses`` (the curve so far), ``w0`` is the state after them and training goes on from there;
+    ``keep(weights, losses)`` is called every :data:`BLOCK` steps and at the end."""
     w = {k: t.clone().requires_grad_(True) for k, t in w0.items()}
-    losses = []
-    for _ in range(steps):
+    losses = list(losses or [])
+    for _ in range(len(losses), steps):
         loss = head_loss(w, x, y)
         losses.append(float(loss.detach()))
         grads = torch.autograd.grad(loss, list(w.values()))
@@ -61,31 +68,62 @@ def train(
                 t -= lrs[name] * g
         if tick is not None:
             tick()
+        if keep is not None and (len(losses) % BLOCK == 0 or len(losses) == steps):
+            keep({k: t.detach() for k, t in w.items()}, losses)
     return losses
 
 
+def _schedule(
+    units: Any, key: str, w0: dict[str, torch.Tensor], x: Any, y: Any, lrs: dict[str, float], steps: int, tick: Any
+) -> list[float]:
+    """One schedule of one seed, resumed from the last block ``units`` kept (if any) and kept as it goes."""
+    start, losses = w0, []
+    kept = None if units is None else units.get(key)
+    if kept is not None:
+        arrays = kept[0]
+        losses = [float(v) for v in arrays.pop("losses")]
+        start = {k: torch.from_numpy(v) for k, v in arrays.items()}
+
+    def keep(w: dict[str, torch.Tensor], so_far: list[float]) -> None:
+        units.put(key, {**{k: t.numpy() for k, t in w.items()}, "losses": np.asarray(so_far, dtype=np.float64)})
+
+    if tick is not None and losses:
+        tick(len(losses))
+    return train(start, x, y, lrs, steps, None if tick is None else (lambda: tick(1)), losses, keep if units else None)
+
+
 def run_dynamics(
-    config: DynamicsConfig = DynamicsConfig(), *, tick: Callable[[], None] | None = None
+    config: DynamicsConfig = DynamicsConfig(),
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    units: Any = None,
 ) -> DynamicsResult:
     """Train both schedules for every seed; the result holds the loss curves and the comparison, and each
-    seed's check of the routing law and the value update against autograd at its initial weights."""
+    seed's check of the routing law and the value update against autograd at its initial weights.
+    ``progress("train", done, total)`` is called after every step (of ``seeds`` × 2 × ``steps``);
+    ``units`` (:class:`geoprobe.experiment.Units`) keeps each schedule's weights and losses every
+    :data:`BLOCK` steps, and a rerun goes on from them (the same numbers, bit for bit)."""
     config = config_arg(config, DynamicsConfig)
     P = transition_matrix(config.n_symbols, config.self_prob)
     sgd = dict.fromkeys(("W_Q", "W_K", "W_V", "W_O"), config.lr)
     em = {**dict.fromkeys(ROUTING, config.lr_routing), "W_V": config.lr_value}
+    total, done = config.seeds * 2 * config.steps, [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        progress("train", done[0], total)  # type: ignore[misc]
+
     runs, checks = [], []
     for s in range(config.seeds):
         seed = config.seed + s
         x, y = sample(P, config.length, config.d_x, seed)
         w0 = init_weights(config, seed)
         checks.append(gradient_check(w0, x, y, config.lr_value, seed))
-        runs.append(
-            SeedRun(
-                seed=seed,
-                sgd=tuple(train(w0, x, y, sgd, config.steps, tick)),
-                em=tuple(train(w0, x, y, em, config.steps, tick)),
-            )
-        )
+        curves = {
+            name: _schedule(units, f"{seed}.{name}", w0, x, y, lrs, config.steps, tick if progress else None)
+            for name, lrs in (("sgd", sgd), ("em", em))
+        }
+        runs.append(SeedRun(seed=seed, sgd=tuple(curves["sgd"]), em=tuple(curves["em"])))
     return DynamicsResult(
         config=config,
         floor_nats=conditional_entropy_nats(P),

@@ -10,6 +10,7 @@ from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.intervene.ops import Op
 from geoprobe.sula.config import DEFAULT_LABELS, SulaConfig
+from geoprobe.tables import FlatTables
 
 #: Pythia-410M (24 layers), the paper's defaults: single layers 12 and 23, and {8, 12, 16, 20, 23} at once
 PAPER_SINGLE = (12, 23)
@@ -31,8 +32,10 @@ def paper_experiments(n_layers: int) -> tuple[tuple[int, ...], ...]:
 
 
 @dataclass(frozen=True)
-class InterventionConfig:
+class InterventionConfig(FlatTables):
     """What ``geoprobe intervene`` edits and how it measures the effects."""
+
+    TABLE: ClassVar[str] = "intervene"
 
     experiments: tuple[tuple[int, ...], ...] | None = None  # None: the paper's layers at the same relative depth
     op: Op = "cut"

@@ -117,9 +117,12 @@ def run_interventions(
     config: InterventionConfig = InterventionConfig(),
     *,
     progress: Callable[[str, int, int], None] | None = None,
+    units: Any = None,
 ) -> InterventionResult:
     """Fit the entropy axes on SULA prompts, then edit (true axis and random controls) per
-    experiment and strength, resuming from the residual stream; see the module docstring."""
+    experiment and strength, resuming from the residual stream; see the module docstring. ``units``
+    (:class:`geoprobe.experiment.Units`) keeps each edit's metrics as it finishes, and gives back those
+    a stopped run finished."""
     model, config = model_arg(model), config_arg(config, InterventionConfig)
     L = model.layout.n_layers
     exps = tuple(tuple(sorted({resolve_layer(x, L) for x in e})) for e in (config.experiments or paper_experiments(L)))
@@ -183,12 +186,22 @@ def run_interventions(
     total, done = len(exps) * len(strengths) * (1 + config.n_controls), 0
     t = time.perf_counter()
     for layers in exps:
-        resume = resumer(model, texts, min(layers), config.batch_size)
+        resume = None
         g = max(layers)
         for s in strengths:
             sets = [("entropy", {x: axes[x] for x in layers})]
             sets += [(f"random-{i}", {x: controls[x][i] for x in layers}) for i in range(config.n_controls)]
             for name, ax in sets:
+                key = f"{'_'.join(map(str, layers))}.{float(s)!r}.{name}"
+                kept = None if units is None else units.get(key)
+                if kept is not None:  # finished by a run that stopped
+                    label_h[(layers, float(s), name)] = kept[0]["label_h"]
+                    metrics = {k: Estimate.from_dict(e) for k, e in kept[1].items()}
+                    rows.append(InterventionRow(layers, float(s), name, metrics))
+                    done += 1
+                    continue
+                if resume is None:
+                    resume = resumer(model, texts, min(layers), config.batch_size)
                 edits = {x: Edit(a, config.op, s) for x, a in ax.items()}
                 lp, vals = resume.run(edits, [g])
                 h1 = entropy_bits_of(lp)
@@ -214,6 +227,12 @@ def run_interventions(
                     "perplexity_ratio": ppl,
                 }
                 rows.append(InterventionRow(layers, float(s), name, metrics))
+                if units is not None:
+                    units.put(
+                        key,
+                        {"label_h": label_h[(layers, float(s), name)]},
+                        {k: e.to_dict() for k, e in metrics.items()},
+                    )
                 done += 1
                 if progress is not None:
                     progress("interventions", done, total)

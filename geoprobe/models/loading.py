@@ -12,7 +12,7 @@ import os
 import pickle
 import shutil
 import weakref
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,19 +101,44 @@ _NO_REVISIONS = {
 }
 
 
+MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
+
+
+def _flag(flag: str, help: str, short: str | None = None) -> dict[str, Any]:
+    return {"flag": flag, "help": help, **({"short": short} if short else {})}
+
+
+def load_fields() -> tuple[Any, ...]:
+    """The loading settings (dataclass fields of :class:`LoadOptions`), each with its ``flag`` and ``help``
+    in ``metadata``."""
+    return fields(LoadOptions)
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """How to load a model; every command that loads one takes exactly these (``--model``,
     ``--revision``, ``--dtype``, ``--device``, ``--device-map``, ``--trust-remote-code``,
-    ``--allow-pickle``). A setting that cannot apply to the model named is refused, never ignored."""
+    ``--allow-pickle``). A setting that cannot apply to the model named is refused, never ignored.
 
-    model: str = DEFAULT_MODEL
-    revision: str | None = None
-    dtype: DType = "float32"
-    device: str = "cpu"
-    device_map: str | dict | None = None
-    trust_remote_code: bool = False
-    allow_pickle: bool = False
+    Each field's ``flag`` and ``help`` are the one place its command-line flag is written: the
+    commands' options (geoprobe.cli.options), ``geoprobe run``, a recipe's ``[load]`` table and
+    :func:`geoprobe.run` all read them from here (:func:`load_fields`)."""
+
+    model: str = field(default=DEFAULT_MODEL, metadata=_flag("--model", MODEL_HELP, short="-m"))
+    revision: str | None = field(
+        default=None, metadata=_flag("--revision", "Hub revision, e.g. step0 … step143000 for Pythia (Hub models only)")
+    )
+    dtype: DType = field(default="float32", metadata=_flag("--dtype", "float32|bfloat16|float16"))
+    device: str = field(default="cpu", metadata=_flag("--device", "cpu | cuda | cuda:N"))
+    device_map: str | dict | None = field(
+        default=None, metadata=_flag("--device-map", "accelerate device map for Hub/local models, e.g. auto")
+    )
+    trust_remote_code: bool = field(
+        default=False, metadata=_flag("--trust-remote-code", "run model code shipped with the model (off by default)")
+    )
+    allow_pickle: bool = field(
+        default=False, metadata=_flag("--allow-pickle", "accept non-safetensors weights (weights_only load)")
+    )
 
     def check(self) -> "LoadOptions":
         """Cheap checks before any work: the dtype, the device, and flags that do not apply."""

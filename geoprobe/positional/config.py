@@ -8,6 +8,7 @@ from typing import ClassVar
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
+from geoprobe.tables import FlatTables
 
 #: the smallest largest-distance Δ a prior is fitted to (distances 0, 1, 2: three points for three parameters)
 MIN_DISTANCE = 2
@@ -17,11 +18,13 @@ LENGTH_WHY = "the longest context window of the models geoprobe knows"
 
 
 @dataclass(frozen=True)
-class PositionalConfig(Record):
+class PositionalConfig(FlatTables, Record):
     """Everything ``geoprobe positional`` (and ``probes/positional.toml``) can set.
 
     The priors are fitted at the longest length; ``max_distance`` None means the longest window
     those prompts allow (fit length − 1 − exclude_first)."""
+
+    TABLE: ClassVar[str] = "positional"
 
     lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
     max_distance: int | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Callable
 
 from geoprobe.capture import CaptureConfig, capture
@@ -57,9 +59,17 @@ def rope_of(model: Any) -> tuple[float, int] | None:
     return float(theta), rot
 
 
-def run_positional(model: Any, config: PositionalConfig, *, progress: Progress | None = None) -> PositionalResult:
+def run_positional(
+    model: Any,
+    config: PositionalConfig,
+    *,
+    progress: Progress | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+) -> PositionalResult:
     """Capture ``n_prompts`` windows of every length, fit the priors at the longest, and (with
-    ``config.stability``) measure the stability metrics at every length."""
+    ``config.stability``) measure the stability metrics at every length. With ``checkpoint_dir`` the
+    finished batches of each length's capture are kept in ``checkpoint_dir/T<length>``, and a rerun
+    resumes from them (:mod:`geoprobe.capture.checkpoint`)."""
     model, config = model_arg(model), config_arg(config, PositionalConfig)
     check_model(config, model)
     layers = resolve_layers(config.layers, model.layout.n_layers)
@@ -82,7 +92,8 @@ def run_positional(model: Any, config: PositionalConfig, *, progress: Progress |
             max_tokens=T,
         )  # windows of exactly T
         cb = (lambda d, n, T=T: progress(f"capture T={T}", d, n)) if progress else None
-        cap = capture(model, prompts, cc, seed=config.seed, progress=cb)
+        kept = None if checkpoint_dir is None else Path(checkpoint_dir) / f"T{T}"
+        cap = capture(model, prompts, cc, seed=config.seed, progress=cb, checkpoint_dir=kept)
         if config.stability:
             points.append(length_point(cap, layers, n_resamples=config.n_resamples, seed=config.seed))
         if fit_here:

@@ -1,7 +1,7 @@
 """`geoprobe scan`: capture every layer, run the geometry analysers, write results and a report."""
 
 from geoprobe.scan import report as report  # the page of ScanResult: registered on import
-from geoprobe.scan.config import ANALYSES, MIN_PROMPTS, ProbeError, ScanConfig
+from geoprobe.scan.config import ANALYSES, MIN_PROMPTS, ScanConfig
 from geoprobe.scan.result import ScanResult
 from geoprobe.scan.run import analyse, scan
 from geoprobe.scan.scorecard import Criterion, Scorecard
@@ -10,7 +10,6 @@ __all__ = [
     "ANALYSES",
     "MIN_PROMPTS",
     "Criterion",
-    "ProbeError",
     "ScanConfig",
     "ScanResult",
     "Scorecard",

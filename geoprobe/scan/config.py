@@ -1,27 +1,28 @@
-"""What a scan measures: :class:`ScanConfig` (the defaults of ``probes/scan.toml``).
+"""What a scan measures: :class:`ScanConfig` (the defaults of ``probes/scan.toml``), and how a scan
+recipe's tables ([prompts], [capture], [analyses], [figures], [sampling]) become one and back.
 
-Probe recipes (``probes/*.toml``) are read by :func:`geoprobe.recipes.load_probe`, which turns a
-scan recipe's tables into this config; command-line flags override what it sets.
+Probe recipes (``probes/*.toml``) are read by :func:`geoprobe.recipes.load_probe`, which hands a
+scan recipe's tables to :meth:`ScanConfig.from_tables`; command-line flags override what it sets.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from geoprobe.capture.run import DEFAULT_MAX_TOKENS
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
-from geoprobe.errors import GeoprobeError
-from geoprobe.sampling import SamplingConfig
+from geoprobe.errors import ProbeError
+from geoprobe.sampling import SamplingConfig, is_corpus_set
+from geoprobe.scan.metrics import METRICS
 from geoprobe.serial import Record
+from geoprobe.tables import entries, typed
 
-Analysis = Literal["manifold", "alignment", "orthogonality", "focusing"]
-ANALYSES: tuple[Analysis, ...] = ("manifold", "alignment", "orthogonality", "focusing")
+#: the analyses a scan can run: the registered metrics (geoprobe.scan.metrics), in the order they run
+ANALYSES: tuple[str, ...] = tuple(METRICS)
+Analysis = Literal[ANALYSES]  # type: ignore[valid-type]
 MIN_PROMPTS = 10  # PCA needs n >= 3 for PC1+PC2; bootstrap CIs and permutation tests need ~10
-
-
-class ProbeError(GeoprobeError):
-    """A probe recipe that cannot be used."""
 
 
 _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
@@ -78,10 +79,11 @@ class ScanConfig(Record):
         bad = [a for a in self.analyses if a not in ANALYSES]
         if bad:
             raise ProbeError(f"analysis {bad[0]!r} is unknown; choose from {', '.join(ANALYSES)}")
-        if "alignment" in self.analyses and "manifold" not in self.analyses:
-            raise ProbeError(
-                "analysis 'alignment' needs 'manifold' (it correlates PC1 with entropy); add it to analyses"
-            )
+        for name in self.analyses:
+            for need in METRICS[name].needs:
+                if need not in self.analyses:
+                    why = f" ({METRICS[name].why})" if METRICS[name].why else ""
+                    raise ProbeError(f"analysis {name!r} needs {need!r}{why}; add it to analyses")
         if self.batch_size < 1:
             raise ProbeError(f"batch size {self.batch_size} must be at least 1; pass --batch-size 1 or more")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -114,6 +116,31 @@ class ScanConfig(Record):
             raise ProbeError(f"unknown scan setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
         return cls(**cls.field_values(d))
 
+    @classmethod
+    def from_tables(cls, doc: dict[str, Any], p: Path) -> "ScanConfig":
+        """A scan recipe's [prompts], [capture], [analyses], [figures], [sampling] tables."""
+        return scan_tables(doc, p, cls)
+
+    def to_tables(self, prompts: bool = True) -> dict[str, dict[str, Any]]:
+        """The recipe tables :meth:`from_tables` reads back as this config (without [prompts]: a
+        compare-models recipe samples its own)."""
+        from geoprobe.prompts import prompt_source_kind
+
+        if self.max_tokens is None:
+            raise ProbeError("max_tokens = None (the context window) cannot be written to a recipe; set it in Python")
+        tables: dict[str, dict[str, Any]] = {}
+        if prompts:
+            key = "file" if prompt_source_kind(self.prompts) == "file" else "set"
+            tables["prompts"] = {key: str(Path(self.prompts).resolve()) if key == "file" else self.prompts}
+        values = {
+            **self.to_dict(),
+            "layers": "all" if self.layers is None else list(self.layers),
+            **{k: getattr(self.sampling, _RENAMED.get(k, k)) for k in _SAMPLING_KEYS},
+        }
+        for table in ("capture", "analyses", "figures", "sampling"):
+            tables[table] = {key: values[f] for key, f in SECTIONS[table].items()}
+        return tables
+
     def updated(self, **changes: Any) -> "ScanConfig":
         """A copy with the given settings changed (``None`` leaves a setting as it is)."""
         changes = {k: v for k, v in changes.items() if v is not None}
@@ -132,3 +159,65 @@ def sampling_config(d: dict[str, Any]) -> SamplingConfig:
     if unknown:
         raise ProbeError(f"unknown sampling setting {unknown[0]!r}; known: {', '.join(sorted(_SAMPLING_FIELDS))}")
     return SamplingConfig(**d)
+
+
+# -- recipe tables -------------------------------------------------------------------------------------
+SECTIONS = {  # TOML table -> the ScanConfig fields it may set
+    "prompts": {"set": "prompts", "file": "prompts"},
+    "capture": {"layers": "layers", "batch_size": "batch_size", "max_tokens": "max_tokens"},
+    "analyses": {
+        "run": "analyses",
+        "n_resamples": "n_resamples",
+        "pca_resamples": "pca_resamples",
+        "null_draws": "null_draws",
+        "null_kind": "null_kind",
+        "n_permutations": "n_permutations",
+        "confidence": "confidence",
+        "init_baseline": "init_baseline",
+        "seed": "seed",
+        "ci_layers": "ci_layers",
+    },
+    "figures": {"scatter_layers": "scatter_layers"},
+    "sampling": {
+        "candidates": "candidates",
+        "per_quintile": "per_stratum",
+        "n_strata": "n_strata",
+        "min_tokens": "min_tokens",
+        "max_tokens": "max_prompt_tokens",
+        "batch_size": "sampling_batch_size",
+    },
+}
+_RENAMED = {"max_prompt_tokens": "max_tokens", "sampling_batch_size": "batch_size"}
+_SAMPLING_KEYS = ("candidates", "per_stratum", "n_strata", "min_tokens", "max_prompt_tokens", "sampling_batch_size")
+
+
+def _is_set(name: str) -> bool:
+    return name == "builtin" or is_corpus_set(name)
+
+
+def scan_tables(doc: dict[str, Any], p: Path, cls: type = ScanConfig) -> Any:
+    """A scan recipe's [prompts], [capture], [analyses], [figures], [sampling] tables as ``cls``."""
+    prompts = doc.get("prompts")
+    if isinstance(prompts, dict) and {"set", "file"} <= prompts.keys():
+        raise ProbeError(f"probe {str(p)!r}: [prompts] has both set and file; keep one of them")
+    settings: dict[str, Any] = {}
+    keys: dict[str, str] = {}
+    for section, key, field_name, value in entries(doc, SECTIONS, p):
+        keys[field_name] = f"{section}.{key}"
+        if section == "prompts" and key == "file" and isinstance(value, str):
+            value = str((p.parent / value).resolve()) if not Path(value).is_absolute() else value
+        if section == "prompts" and key == "set" and isinstance(value, str) and not _is_set(value):
+            raise ProbeError(
+                f"probe {str(p)!r}: prompts.set = {value!r} is not a prompt set (builtin, mixed or a domain: "
+                "geoprobe prompts lists them); name a prompt file with [prompts] file = ..., which is read "
+                "relative to the recipe"
+            )
+        if key == "layers" and value == "all":
+            value = None
+        settings[field_name] = value
+    sampling = {_RENAMED.get(k, k): settings.pop(k) for k in list(settings) if k in _SAMPLING_KEYS}
+    typed(cls, settings, p, keys)
+    typed(SamplingConfig, sampling, p, {_RENAMED.get(k, k): v for k, v in keys.items()})
+    if sampling:
+        settings["sampling"] = sampling
+    return cls.from_dict(settings)

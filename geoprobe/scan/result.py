@@ -16,6 +16,7 @@ from geoprobe.analysis.orthogonality import KeyOrthogonality
 from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.scan.config import ScanConfig
+from geoprobe.scan.metrics import METRICS
 from geoprobe.scan.scorecard import Scorecard
 
 RESULTS_KIND = "geoprobe.scan"
@@ -64,7 +65,7 @@ class ScanResult(Result, Page):
             raise ValueError(f"a scan needs prompts, got n_prompts={self.n_prompts}")
         if not self.layers or any(not 0 <= x < self.n_layers for x in self.layers):
             raise ValueError(f"layers {self.layers} out of range 0..{self.n_layers - 1}")
-        for name in ("manifold", "alignment", "orthogonality", "focusing"):
+        for name in METRICS:  # every analysis covers the scan's layers
             part = getattr(self, name)
             if part is not None and tuple(part.layers) != tuple(self.layers):
                 raise ValueError(f"{name} covers layers {tuple(part.layers)}, the scan {self.layers}")

@@ -191,11 +191,9 @@ def analyse(
     progress: Progress | None = None,
     prompt_set: dict[str, Any] | None = None,
 ) -> ScanResult:
-    """Run the configured analysers on a capture (no model needed)."""
-    from geoprobe.analysis.alignment import entropy_alignment
-    from geoprobe.analysis.focusing import attention_focusing
-    from geoprobe.analysis.manifold import value_manifold
-    from geoprobe.analysis.orthogonality import key_orthogonality
+    """Run the configured analysers on a capture (no model needed): each registered metric of
+    ``config.analyses`` (geoprobe.scan.metrics), in the registry's order."""
+    from geoprobe.scan.metrics import METRICS, Context
 
     if cap.n_prompts < MIN_PROMPTS:
         raise PromptError(
@@ -204,7 +202,8 @@ def analyse(
     model, layers, seed = cap.provenance.model_id, tuple(cap.layers), config.seed
     t0 = time.perf_counter()
     todo = list(config.analyses)
-    parts: dict[str, Any] = {}
+    ctx = Context(model=model, layers=layers, seed=seed, init_w_k=init_w_k, init_label=init_label)
+    parts = ctx.parts
 
     stage_t: dict[str, float] = {}
     last = [None, time.perf_counter()]
@@ -217,61 +216,9 @@ def analyse(
         if progress is not None and name is not None:
             progress(name, todo.index(name), len(todo))
 
-    if "manifold" in todo:
-        step("manifold")
-        if cap.values is None:
-            raise PromptError("the capture has no value vectors; capture with values to run the manifold analysis")
-        values = [v.reshape(cap.n_prompts, -1) for v in cap.per_layer("values")]  # widths may differ per layer
-        scatter = tuple(layers[cap.index(x)] for x in config.scatter_layers)
-        ci = None if config.ci_layers == "all" else (layers[-1], *scatter)
-        parts["manifold"] = value_manifold(
-            values,
-            layers,
-            cap.next_entropy,
-            model=model,
-            scatter_layers=scatter,
-            n_resamples=config.pca_resamples,
-            null_draws=config.null_draws,
-            null_kind=config.null_kind,
-            confidence=config.confidence,
-            random_state=seed,
-            ci_layers=ci,
-        )
-    if "alignment" in todo:
-        step("alignment")
-        parts["alignment"] = entropy_alignment(
-            parts["manifold"].pc1_coords,
-            cap.next_entropy,
-            layers,
-            model=model,
-            n_resamples=config.n_resamples,
-            n_permutations=config.n_permutations,
-            confidence=config.confidence,
-            random_state=seed,
-            ci_layers=ci,
-        )
-    if "orthogonality" in todo:
-        step("orthogonality")
-        if cap.w_k is None:
-            raise PromptError("the capture has no W_K; capture with key weights to run the orthogonality analysis")
-        w_k, keys = cap.w_k, cap.keys
-        if not cap.layout.uniform:  # each layer's own heads and widths
-            w_k, keys = cap.per_layer("w_k"), None if keys is None else cap.per_layer("keys")
-            init_w_k = None if init_w_k is None else [w[: x.shape[0], :, : x.shape[2]] for w, x in zip(init_w_k, w_k)]
-        parts["orthogonality"] = key_orthogonality(
-            w_k, layers, cap.layout.d_model, model=model, init_w_k=init_w_k, init_label=init_label, keys=keys
-        )
-    if "focusing" in todo:
-        step("focusing")
-        parts["focusing"] = attention_focusing(
-            cap.attn_entropy if cap.layout.uniform else cap.per_layer("attn_entropy"),
-            layers,
-            cap.n_tokens,
-            model=model,
-            confidence=config.confidence,
-            n_resamples=config.n_resamples,
-            random_state=seed,
-        )
+    for name in (n for n in METRICS if n in todo):
+        step(name)
+        parts[name] = METRICS[name].compute(cap, config, ctx)
     step(None)
     card = build_scorecard(
         model,
@@ -320,6 +267,7 @@ def scan(
     removes the directory once the results are saved."""
     from geoprobe.capture.run import CaptureConfig, capture
     from geoprobe.models.loading import LoadedModel, load_model
+    from geoprobe.scan.metrics import METRICS
 
     model = model_arg(model, names=True)
     prompts = None if prompts is None else prompts_arg(prompts)
@@ -342,7 +290,7 @@ def scan(
         layers=config.layers,
         batch_size=config.batch_size,
         max_tokens=config.max_tokens,
-        key_weights="orthogonality" in config.analyses,
+        key_weights=any(METRICS[a].key_weights for a in config.analyses),
     )
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
+from geoprobe.tables import FlatTables
 
 DEFAULT_LABELS: tuple[str, str] = ("bip", "pim")
 DEFAULT_REMAP_LABELS: tuple[str, str] = ("kel", "pom")
@@ -25,9 +26,12 @@ class SulaError(GeoprobeError):
 
 
 @dataclass(frozen=True)
-class SulaConfig(Record):
+class SulaConfig(FlatTables, Record):
     """One SULA prompt set. ``n_per_k`` defaults to 50, the authors' released pipeline (the
-    paper's text reads both as 250 per k and 250 in all; 50 × 5 values of k = 250 in all)."""
+    paper's text reads both as 250 per k and 250 in all; 50 × 5 values of k = 250 in all). ``layer``:
+    where the value geometry is measured (a run setting: results files record it as ``layer``)."""
+
+    TABLE: ClassVar[str] = "sula"
 
     k_values: tuple[int, ...] = (0, 1, 2, 4, 8)
     n_per_k: int = 50
@@ -48,6 +52,7 @@ class SulaConfig(Record):
     # whose mean label mass is below it is flagged and left out of the headline (docs/sula.md, "Label
     # mass"); None only in files written before the threshold existed (every prompt scored)
     min_label_mass: float | None = field(default=DEFAULT_MIN_LABEL_MASS, metadata={"omit_none": True})
+    layer: int = field(default=-1, metadata={"stored": False})  # of the value geometry (default final)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SulaConfig":

@@ -22,13 +22,16 @@ def run_sula(
     model: Any,
     config: SulaConfig = SulaConfig(),
     *,
-    layer: int = -1,
+    layer: int | None = None,
     conditions: tuple[str, ...] = CONDITIONS,
     progress: Callable[[str, int, int], None] | None = None,
+    units: Any = None,
 ) -> SulaResult:
     """Generate the SULA prompts of every condition, score the two labels at each query, capture
-    the final-token values at ``layer``, fit one PCA basis on the main prompts and project every
-    condition into it. ``progress(stage, done, total)`` is called as batches finish.
+    the final-token values at ``layer`` (default ``config.layer``, the final layer), fit one PCA basis on
+    the main prompts and project every condition into it. ``progress(stage, done, total)`` is called as
+    batches finish. ``units`` (:class:`geoprobe.experiment.Units`) keeps each condition's label
+    probabilities and values as they finish, and gives back those a stopped run finished.
 
     Label tokens are checked for every condition before any forward pass (SulaError when a label
     is not one token, unless ``config.first_token``), and so is the context length."""
@@ -36,6 +39,7 @@ def run_sula(
     if "main" not in conditions or any(c not in CONDITIONS for c in conditions):
         raise SulaError(f"conditions {conditions} must include 'main' and be among {', '.join(CONDITIONS)}")
     L = model.layout.n_layers
+    layer = config.layer if layer is None else layer
     if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
         raise SulaError(f"--layer {layer!r} is not an integer layer index; pass --layer between 0 and {L - 1}")
     if not -L <= layer < L:
@@ -60,6 +64,10 @@ def run_sula(
     t0 = time.perf_counter()
     dist = {}
     for c in conditions:
+        kept = None if units is None else units.get(f"labels.{c}")
+        if kept is not None:
+            dist[c] = kept[0]
+            continue
         lp = label_logprobs(
             model,
             [p.text for p in prompts[c]],
@@ -68,11 +76,19 @@ def run_sula(
             progress=stage(f"{c}: labels"),
         )
         dist[c] = label_distribution(lp)
+        if units is not None:
+            units.put(f"labels.{c}", dist[c])
     timings["labels"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     values = {}
     for c in conditions:
+        kept = None if units is None else units.get(f"values.{c}")
+        if kept is not None:
+            values[c] = kept[0]["values"]
+            continue
         values[c], _ = final_values(model, [p.text for p in prompts[c]], layer_idx, batch_size=config.batch_size)
+        if units is not None:
+            units.put(f"values.{c}", {"values": values[c]})
         if progress is not None:
             progress(f"{c}: values", len(prompts[c]), len(prompts[c]))
     timings["values"] = time.perf_counter() - t0

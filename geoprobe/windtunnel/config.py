@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import GeoprobeError
+from geoprobe.tables import FlatTables
 from geoprobe.windtunnel.conventions import make_task
 from geoprobe.windtunnel.scales import scale_spec
 from geoprobe.windtunnel.seeds import parse_seeds, seed_list
@@ -24,8 +25,11 @@ def check_arch(arch: str) -> None:
 
 
 @dataclass(frozen=True)
-class WindTunnelConfig:
-    """What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: train, evaluate, report."""
+class WindTunnelConfig(FlatTables):
+    """What ``geoprobe windtunnel run`` / ``probes/windtunnel.toml`` do: train, evaluate, report.
+    ``threads``: torch's CPU threads while training (None: torch's default)."""
+
+    TABLE: ClassVar[str] = "windtunnel"
 
     task: Literal["bijection", "hmm"] = "bijection"
     scale: Literal["tiny", "cpu", "paper"] = "cpu"
@@ -43,6 +47,7 @@ class WindTunnelConfig:
     # several runs: a count (seeds from ``seed``) or a list of seeds (geoprobe.windtunnel.seeds)
     seeds: int | tuple[int, ...] | None = None
     convention: Literal["geoprobe", "authors"] = "geoprobe"  # whose task: geoprobe's, or the authors' exactly
+    threads: int | None = None
 
     #: upper limits (docs/windtunnel.md); vocab, length and states are bounded by the task itself
     LIMITS: ClassVar[dict[str, Limit]] = {
@@ -61,6 +66,8 @@ class WindTunnelConfig:
         scale_spec(self.task, self.scale, self.convention)  # one-line errors: unknown task, scale, convention
         self.task_params()  # and for out-of-range task parameters
         check_arch(self.arch)
+        if self.threads is not None and self.threads < 1:
+            raise GeoprobeError(f"threads = {self.threads} is below 1; pass --threads 1 or more")
         for name in ("n_eval", "n_probes"):
             v = getattr(self, name)
             if v is not None and v < 8:

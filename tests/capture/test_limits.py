@@ -74,8 +74,8 @@ def test_max_tokens_below_one_is_refused():
 
 def test_scan_caps_prompts_by_default_and_checks_the_flag_before_loading(monkeypatch, twin_factory):
     from geoprobe.capture import run as capture_run
+    from geoprobe.errors import ProbeError
     from geoprobe.scan import ScanConfig, scan
-    from geoprobe.scan.config import ProbeError
 
     assert ScanConfig().max_tokens == DEFAULT_MAX_TOKENS
     with pytest.raises(ProbeError, match="max tokens 0 must be at least 1; pass --max-tokens"):

@@ -104,7 +104,8 @@ def test_the_interrupt_line_of_geoprobe_run_is_the_recipes_commands(tmp_path):
     assert command_of(["run", recipe("s.toml", '[probe]\ncommand = "scan"\n'), "--out", "r"]) == "scan"
     assert command_of(["run", recipe("w.toml", '[probe]\ncommand = "windtunnel"\n')]) == "windtunnel run"
     assert command_of(["run", recipe("d.toml", '[probe]\ncommand = "denoise"\n')]) == "denoise"
-    assert "scan" in RESUMES and "windtunnel run" in RESUMES and "denoise" not in RESUMES
+    assert "scan" in RESUMES and "windtunnel run" in RESUMES and "denoise" in RESUMES  # every experiment resumes
+    assert "compare" not in RESUMES and "windtunnel eval" not in RESUMES
     assert command_of(["run", recipe("bad.toml", "not [toml")]) == "run"  # its work never started
     assert command_of(["run", recipe("arr.toml", "probe = [1]\n")]) == "run"
     assert command_of(["run", str(tmp_path / "missing.toml")]) == "run"

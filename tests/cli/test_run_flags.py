@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from geoprobe.cli.run import FLAGS, RUNNERS
+from geoprobe.cli.run import FLAGS, honours
+from geoprobe.recipes import experiments
 from tests.cli.test_cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,17 +40,6 @@ CASES = {
     "ci_layers": (["--ci-layers", "all"], lambda c, ld: c.ci_layers == "all"),
     "seed": (["--seed", "7"], lambda c, ld: c.seed == 7),
 }
-EXECUTORS = {  # module attribute -> (argument positions of config, load, output)
-    "geoprobe.cli.scan.execute_scan": ("load", "config", "output"),
-    "geoprobe.cli.corpus.execute_domains": ("load", "config", "output"),
-    "geoprobe.cli.corpus.execute_compare_models": ("config", "load", "output"),
-    "geoprobe.cli.sula.execute_sula": ("load", "config", "output"),
-    "geoprobe.cli.sula.execute_intervene": ("load", "config", "output"),
-    "geoprobe.cli.positional.execute_positional": ("load", "config", "output"),
-    "geoprobe.cli.windtunnel.execute_tunnel": ("config", "output"),
-    "geoprobe.cli.denoise.execute_denoise": ("config", "output"),
-    "geoprobe.cli.dynamics.execute_dynamics": ("config", "output"),
-}
 
 
 def test_every_flag_of_run_is_covered():
@@ -69,14 +59,16 @@ def test_every_flag_of_run_is_covered():
 
 @pytest.fixture
 def calls(monkeypatch):
+    """``geoprobe run`` up to the experiment's own checks of config and model (Experiment.run), no further."""
     seen = []
-    for target, names in EXECUTORS.items():
 
-        def fake(*args, _names=names, _target=target, **kwargs):
-            got = dict(zip(_names, args), **kwargs)
-            seen.append((_target, got))
+    def fake(exp, config, model, output):
+        model = exp.load_options(model)
+        if exp.check is not None:
+            exp.check(config, model)
+        seen.append((exp.command, {"config": config, "load": model, "output": output}))
 
-        monkeypatch.setattr(target, fake)
+    monkeypatch.setattr("geoprobe.cli.run.launch", fake)
     return seen
 
 
@@ -86,23 +78,21 @@ def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tm
     from geoprobe.recipes import load_probe
 
     command = load_probe(recipe).command
+    honoured = honours(experiments()[command])
     argv, arrived = CASES[flag]
-    if argv[:2] == HUB and "model" not in RUNNERS[command].honours:
+    if argv[:2] == HUB and "model" not in honoured:
         argv = argv[2:]  # the loading flags are then refused on their own
     code, out, err = run_cli(["run", str(recipe), *argv, "--out", str(tmp_path / "o"), "--force"], capsys, monkeypatch)
     if command == "compare-models" and flag in ("device_map", "trust_remote_code", "allow_pickle"):
         # compare.toml's models ship as GGUF files: the flag cannot apply to them (the Hub case is tested below)
         assert code == 2 and f"{FLAGS[flag]} does not apply to --model 'smollm2-135m'" in err, err
         return
-    if flag in RUNNERS[command].honours:
+    if flag in honoured:
         assert code == 0, err
         assert len(calls) == 1, calls
         got = calls[0][1]
         settings = got["config"].scan if command == "compare-models" else got["config"]
-        load = got.get("load")
-        if load is None:  # windtunnel takes --device, denoise no loading flag: only the device reaches it
-            load = type("L", (), {"device": got.get("device", "cpu")})() if flag == "device" else None
-        assert arrived(settings, load), (flag, settings, load)
+        assert arrived(settings, got["load"]), (flag, settings, got["load"])
         assert got["output"].out == tmp_path / "o" and got["output"].force is True
     else:
         lines = [line for line in err.splitlines() if line.strip()]
@@ -123,19 +113,30 @@ def test_compare_models_passes_the_loading_flags_to_each_hub_model(flag, calls, 
     assert arrived(None, calls[0][1]["load"])
 
 
+def test_a_recipe_load_table_reaches_the_run_and_a_flag_overrides_it(calls, tmp_path, capsys, monkeypatch):
+    """A recipe's [load] table holds LoadOptions fields (the loading flags' own names); a flag given
+    overrides the recipe, a setting its command does not honour is refused naming it."""
+    recipe = tmp_path / "s.toml"
+    recipe.write_text('[probe]\ncommand = "scan"\n[load]\nmodel = "twin:llama-3.2-1b"\ndtype = "bfloat16"\n')
+    code, _, err = run_cli(["run", str(recipe)], capsys, monkeypatch)
+    assert code == 0, err
+    load = calls[-1][1]["load"]
+    assert load.model == "twin:llama-3.2-1b" and load.dtype == "bfloat16"
+    code, _, err = run_cli(["run", str(recipe), "--dtype", "float16"], capsys, monkeypatch)
+    assert code == 0 and calls[-1][1]["load"].dtype == "float16", err
+    bad = tmp_path / "d.toml"
+    bad.write_text('[probe]\ncommand = "denoise"\n[load]\nmodel = "twin:llama-3.2-1b"\n')
+    code, _, err = run_cli(["run", str(bad)], capsys, monkeypatch)
+    assert code == 2 and "load.model is not used by command denoise" in err, err
+
+
 def test_docs_outputs_md_lists_what_each_recipe_honours():
     text = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 2 and cells[0] in RUNNERS:
+        if len(cells) == 2 and cells[0] in experiments():
             rows[cells[0]] = {w for w in cells[1].split() if w.startswith("--")}
-    assert set(rows) == set(RUNNERS)
-    for command, recipe in RUNNERS.items():
-        assert rows[command] == {FLAGS[f] for f in recipe.honours}, command
-
-
-def test_every_command_of_the_registry_has_a_runner_and_nothing_else():
-    from geoprobe import recipes
-
-    assert set(RUNNERS) == set(recipes.RECIPES) == set(recipes.COMMANDS)
+    assert set(rows) == set(experiments())
+    for command, exp in experiments().items():
+        assert rows[command] == {FLAGS[f] for f in honours(exp)}, command

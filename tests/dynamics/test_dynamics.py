@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,3 +130,48 @@ def test_cli_end_to_end(tmp_path):
     assert 'id="loss-curves"' in page and "against autograd" in page and "dynamics.html" in done.stdout
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={"HF_HUB_OFFLINE": "1", "PATH": ""})
     assert again.returncode == 2 and "--force" in again.stderr  # nothing written is silently replaced
+
+
+def test_cli_shows_progress_with_an_eta_and_resumes_after_ctrl_c(tmp_path):
+    """Was: about 11 minutes of silence with the defaults (one spinner, no counts, no ETA), and Ctrl-C kept
+    nothing ("the outputs are written at the end"). Now a bar (here, where stderr is a pipe, progress lines)
+    with counts and an ETA, and every 100 steps (dynamics.run.BLOCK) each schedule's weights and losses are
+    kept: the same command after Ctrl-C goes on from there, to the numbers of an uninterrupted run."""
+    import os
+    import signal
+
+    from geoprobe.cli.progress import EVERY_ENV
+
+    root = Path(__file__).resolve().parents[2]
+    config = DynamicsConfig(steps=400, seeds=1, length=40)
+    cmd = [sys.executable, "-m", "geoprobe", "dynamics", "--steps", "400", "--seeds", "1", "--length", "40"]
+    cmd += ["--out", str(tmp_path / "run")]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(root), **{EVERY_ENV: "0"})
+    proc = subprocess.Popen(  # a background job inherits SIGINT ignored: restore Python's handler
+        cmd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    seen = []
+    for line in proc.stderr:
+        if line.startswith("training: "):
+            assert "/800 (" in line and line.rstrip().endswith("left"), line  # counts and an ETA
+            seen.append(int(line.split()[1].split("/")[0].replace(",", "")))
+            if seen[-1] >= 150:  # a block of the first schedule kept
+                os.kill(proc.pid, signal.SIGINT)
+                break
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, rest
+    assert "rerun the same command to resume (each schedule's weights and losses" in rest, rest
+    assert (tmp_path / "run" / "dynamics.partial" / "unit-0.sgd.safetensors").is_file()
+    assert not (tmp_path / "run" / "dynamics.json").exists()
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    first = next(line for line in again.stderr.splitlines() if line.startswith("training: "))
+    assert int(first.split()[1].split("/")[0].replace(",", "")) >= 100, first  # went on from the kept block
+    resumed = DynamicsResult.load(tmp_path / "run")
+    assert resumed.runs == run_dynamics(config).runs  # bit for bit the uninterrupted curves
+    assert not (tmp_path / "run" / "dynamics.partial").exists()

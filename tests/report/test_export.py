@@ -212,7 +212,7 @@ def _refuse(*_a, **_k):
         (["scan", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
         (["sula", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
         (["denoise", "--tiny", "--figures", "GIF"], "geoprobe.denoise.run.run_denoise"),
-        (["windtunnel", "run", "--scale", "tiny", "--figures", "gif"], "geoprobe.cli.windtunnel._train"),
+        (["windtunnel", "run", "--scale", "tiny", "--figures", "gif"], "geoprobe.windtunnel.experiment.train_into"),
         (["positional", "--model", "twin:pythia-410m", "--figures", "gif"], "geoprobe.models.loading.LoadOptions.load"),
     ],
 )

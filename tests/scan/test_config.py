@@ -2,8 +2,9 @@ from pathlib import Path
 
 import pytest
 
+from geoprobe.errors import ProbeError
 from geoprobe.recipes import load_probe
-from geoprobe.scan import ProbeError, ScanConfig
+from geoprobe.scan import ScanConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -70,7 +70,7 @@ def test_geoprobe_stays_the_default_and_a_bad_convention_is_one_line(tmp_path, c
 @pytest.mark.parametrize("convention", ["authors", "geoprobe", None])
 def test_the_recipe_key_reaches_the_run(convention, tmp_path, capsys, monkeypatch):
     seen = []
-    monkeypatch.setattr("geoprobe.cli.windtunnel.execute_tunnel", lambda config, *a, **k: seen.append(config))
+    monkeypatch.setattr("geoprobe.cli.run.launch", lambda exp, config, *a, **k: seen.append(config))
     line = f'convention = "{convention}"\n' if convention else ""
     recipe = tmp_path / "wt.toml"
     recipe.write_text(f'[probe]\ncommand = "windtunnel"\n[windtunnel]\ntask = "hmm"\nscale = "tiny"\n{line}')

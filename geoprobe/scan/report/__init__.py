@@ -177,7 +177,7 @@ def page_subtitle(result: ScanResult) -> str:
     )
 
 
-def page_sections(result: ScanResult) -> list[Section]:
+def sections(result: ScanResult) -> list[Section]:
     """Scorecard, notes, figures, by-layer numbers and provenance, in page order."""
     prov = provenance_section(
         result.provenance,
@@ -211,7 +211,7 @@ PAGE = register_page(
     ScanResult,
     title=title,
     subtitle=page_subtitle,
-    sections=page_sections,
+    sections=sections,
     figures=scan_figures,
     summary_html=summary_html,
 )

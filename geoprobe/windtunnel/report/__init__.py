@@ -109,11 +109,13 @@ def provenance_rows(result: WindTunnelResult) -> list[tuple[str, Any]]:
         ]
         log = result.training.get(arch) or {}
         if log:
+            # None where a run stopped between a learner's last checkpoint and its log: that time was not recorded
+            speed = log.get("tokens_per_second")
             rows.append(
                 (
                     f"{arch}: trained",
-                    f"{log.get('steps')} steps in {log.get('seconds', 0):.0f} s, "
-                    f"{log.get('tokens_per_second', 0):,.0f} tokens/s",
+                    f"{log.get('steps')} steps in {log.get('seconds') or 0:.0f} s, "
+                    + (f"{speed:,.0f} tokens/s" if speed is not None else "tokens/s not recorded"),
                 )
             )
     return rows
