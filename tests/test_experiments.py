@@ -162,14 +162,7 @@ def test_the_result_round_trips(runs):
     assert back == runs["result"]
 
 
-def _page_case(command: str):
-    if command == "dynamics":
-        reason = "dynamics page arrives from branch i29-figures"
-        return pytest.param(command, marks=pytest.mark.xfail(strict=True, reason=reason))
-    return command
-
-
-@pytest.mark.parametrize("runs", [_page_case(c) for c in COMMANDS], indirect=True)
+@pytest.mark.parametrize("runs", COMMANDS, indirect=True)
 def test_the_page_shows_every_figure_from_its_report_module(runs):
     exp, result = runs["exp"], runs["result"]
     package = exp.execute.__module__.rsplit(".", 1)[0]

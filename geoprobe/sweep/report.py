@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph
 from geoprobe.sweep.manifest import SweepManifest
+
+if TYPE_CHECKING:
+    import plotly.graph_objects
 
 #: (metric, how a cell's rows become one number: "last" layer, "early" third mean, or "none": layer None; label)
 HEADLINES: tuple[tuple[str, str, str], ...] = (
@@ -186,7 +189,9 @@ def _mean_over_seeds(pts: list[dict[str, Any]], key: str) -> list[tuple[float, f
     return out
 
 
-def _band(fig: Any, xs: list[float], mine: list[tuple], name: str, markers: bool = False) -> None:
+def _band(
+    fig: "plotly.graph_objects.Figure", xs: list[float], mine: list[tuple], name: str, markers: bool = False
+) -> None:
     import plotly.graph_objects as go
 
     if all(lo is not None and hi is not None for _, _, lo, hi in mine):
