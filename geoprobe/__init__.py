@@ -57,6 +57,9 @@ PUBLIC: dict[str, str] = {
     "run_dynamics": "geoprobe.dynamics.run:run_dynamics",
     "DynamicsConfig": "geoprobe.dynamics.config:DynamicsConfig",
     "DynamicsResult": "geoprobe.dynamics.result:DynamicsResult",
+    "train_trajectory": "geoprobe.trajectory.train:train_trajectory",
+    "TrajectoryConfig": "geoprobe.trajectory.config:TrajectoryConfig",
+    "TrajectoryResult": "geoprobe.trajectory.result:TrajectoryResult",
     # the one exception family of bad input, and the type of a wrong argument to any entry point above
     "GeoprobeError": "geoprobe.errors:GeoprobeError",
     "ArgumentError": "geoprobe.errors:ArgumentError",

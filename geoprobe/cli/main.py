@@ -27,6 +27,7 @@ RESUMES = {
     "scan": "the finished capture batches in <run>/capture.partial",
     "windtunnel train": "the training checkpoints",
     "windtunnel run": "the training checkpoints",
+    "trajectory": "the published checkpoints and <out>/resume",
 }
 
 
@@ -43,6 +44,7 @@ def commands() -> Any:
         run,
         scan,
         sula,
+        trajectory,
         windtunnel,
     )
     from geoprobe.cli.app import app

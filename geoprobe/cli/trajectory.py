@@ -1,0 +1,89 @@
+"""``geoprobe trajectory``: train a small Pythia-shaped GPT-NeoX on the bundled corpora on CPU, publishing
+checkpoints on Pythia's schedule (docs/sweep.md). Interrupted, the same command resumes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from geoprobe.cli.app import app, out
+from geoprobe.cli.common import execute_run
+from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, ThreadsOpt, takes
+from geoprobe.cli.progress import stage_progress
+from geoprobe.rundir import RunOutputs
+from geoprobe.trajectory.result import TrajectoryResult
+from geoprobe.trajectory.store import CHECKPOINTS, RESUME, check_checkpoints_dir, check_resume_dir
+
+OUTPUTS = RunOutputs.of(
+    TrajectoryResult, data={CHECKPOINTS: check_checkpoints_dir, RESUME: check_resume_dir}, partial=RESUME
+)
+DEFAULT_OUT = Path("runs") / "trajectory"
+
+
+@app.command("trajectory")
+@takes(OUTPUT)
+def trajectory_cmd(
+    output: OutputOptions,
+    steps: Optional[int] = typer.Option(None, "--steps", help="optimiser steps (default 3000, at most 1000000)"),
+    seed: int = SeedOpt,
+    layers: Optional[int] = typer.Option(None, "--layers", help="transformer layers (default 6, Pythia-14M's)"),
+    hidden_size: Optional[int] = typer.Option(None, "--hidden-size", help="d_model (default 128, Pythia-14M's)"),
+    heads: Optional[int] = typer.Option(None, "--heads", help="attention heads (default 4, Pythia-14M's)"),
+    vocab_size: Optional[int] = typer.Option(None, "--vocab-size", help="BPE vocabulary (default 4096)"),
+    domains: Optional[str] = typer.Option(
+        None, "--domains", help="comma-separated corpus domains to train on (default: all six)"
+    ),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", help="tokens per training sequence (default 128)"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="sequences per step (default 8)"),
+    lr: Optional[float] = typer.Option(None, "--lr", help="peak learning rate (default 0.001, Pythia's small models)"),
+    threads: Optional[int] = ThreadsOpt,
+) -> None:
+    """Train a small Pythia-shaped GPT-NeoX on the bundled corpora; checkpoints at steps 0, 1, 2, 4, …, 512, 1000, …"""
+    from geoprobe.trajectory.config import TrajectoryConfig
+
+    given = dict(
+        steps=steps,
+        layers=layers,
+        hidden_size=hidden_size,
+        heads=heads,
+        vocab_size=vocab_size,
+        seq_len=seq_len,
+        batch_size=batch_size,
+        lr=lr,
+        domains=None if domains is None else tuple(d.strip() for d in domains.split(",") if d.strip()),
+    )
+    config = TrajectoryConfig(seed=seed, **{k: v for k, v in given.items() if v is not None})
+    execute_trajectory(config, output, threads)
+
+
+def execute_trajectory(config: Any, output: OutputOptions, threads: Optional[int] = None) -> Any:
+    """Train (resuming) into ``output.out`` (default runs/trajectory): the checkpoints, trajectory.json and
+    trajectory.html."""
+    from geoprobe.trajectory.train import check_resumable, train_trajectory
+
+    target = output.out or DEFAULT_OUT
+    check_resumable(config, target)  # before the claim: the settings to pass, not --force
+    request = {"command": "trajectory", "config": dataclasses.asdict(config), "threads": threads}
+
+    def compute(run: Any) -> Any:
+        with stage_progress() as progress:
+            return train_trajectory(config, out=run.dir, threads=threads, progress=progress)
+
+    return execute_run(target, OUTPUTS, request, output, compute, _print_summary, need_bytes=config.estimated_bytes())
+
+
+def _print_summary(result: Any) -> None:
+    m, f, steps = result.model, result.final, result.config.steps
+    was = f" (resumed from step {result.resumed_from})" if result.resumed_from is not None else ""
+    if result.resumed_from == steps:
+        was = " (already trained: nothing to do)"
+    out.print(
+        f"{m.n_params:,} parameters ({m.n_embedding_params:,} in embeddings); {steps:,} steps in "
+        f"{result.train_seconds:.0f} s{was}; final loss {f.train_loss:.3f} (held-out {f.eval_loss:.3f}) nats/token; "
+        f"{len(result.checkpoints)} checkpoints, {result.total_bytes / 1e6:.0f} MB",
+        highlight=False,
+        soft_wrap=True,
+    )
