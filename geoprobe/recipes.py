@@ -348,6 +348,14 @@ RECIPES: dict[str, Recipe] = {
             flat_tables("dynamics"),
             "its [dynamics] table (geoprobe dynamics --help)",
         ),
+        Recipe(
+            "trajectory",
+            "geoprobe.trajectory.config:TrajectoryConfig",
+            "geoprobe.trajectory.train:train_trajectory",
+            {"geoprobe.trajectory": "geoprobe.trajectory.result:TrajectoryResult"},
+            flat_tables("trajectory"),
+            "its [trajectory] table (geoprobe trajectory --help)",
+        ),
     )
 }
 COMMANDS: tuple[str, ...] = tuple(RECIPES)

@@ -179,6 +179,12 @@ def _dynamics(config: Any, v: Mapping[str, Any], load: LoadOptions, output: Outp
     return execute_dynamics(_changed(config, seed=v.get("seed")), output)
 
 
+def _trajectory(config: Any, v: Mapping[str, Any], load: LoadOptions, output: OutputOptions) -> Any:
+    from geoprobe.cli.trajectory import execute_trajectory
+
+    return execute_trajectory(_changed(config, seed=v.get("seed")), output)
+
+
 #: per command of the registry: the flags it honours and how it runs
 RUNNERS: dict[str, Runner] = {
     "scan": Runner(_LOAD | _SCAN, _scan),
@@ -190,6 +196,7 @@ RUNNERS: dict[str, Runner] = {
     "windtunnel": Runner(frozenset({"device", "seed"}), _windtunnel),
     "denoise": Runner(frozenset({"batch_size", "seed"}), _denoise),
     "dynamics": Runner(frozenset({"seed"}), _dynamics),
+    "trajectory": Runner(frozenset({"seed"}), _trajectory),
 }
 
 

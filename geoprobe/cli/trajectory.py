@@ -29,15 +29,25 @@ def trajectory_cmd(
     output: OutputOptions,
     steps: Optional[int] = typer.Option(None, "--steps", help="optimiser steps (default 3000, at most 1000000)"),
     seed: int = SeedOpt,
-    layers: Optional[int] = typer.Option(None, "--layers", help="transformer layers (default 6, Pythia-14M's)"),
-    hidden_size: Optional[int] = typer.Option(None, "--hidden-size", help="d_model (default 128, Pythia-14M's)"),
-    heads: Optional[int] = typer.Option(None, "--heads", help="attention heads (default 4, Pythia-14M's)"),
-    vocab_size: Optional[int] = typer.Option(None, "--vocab-size", help="BPE vocabulary (default 4096)"),
+    layers: Optional[int] = typer.Option(
+        None, "--layers", help="transformer layers (default 6, Pythia-14M's; at most 48)"
+    ),
+    hidden_size: Optional[int] = typer.Option(
+        None, "--hidden-size", help="d_model (default 128, Pythia-14M's; at most 5120)"
+    ),
+    heads: Optional[int] = typer.Option(None, "--heads", help="attention heads (default 4, Pythia-14M's; at most 64)"),
+    vocab_size: Optional[int] = typer.Option(
+        None,
+        "--vocab-size",
+        help="byte-level BPE vocabulary trained on the corpus (default 4096, at least 258, at most 65536)",
+    ),
     domains: Optional[str] = typer.Option(
         None, "--domains", help="comma-separated corpus domains to train on (default: all six)"
     ),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", help="tokens per training sequence (default 128)"),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="sequences per step (default 8)"),
+    seq_len: Optional[int] = typer.Option(
+        None, "--seq-len", help="tokens per training sequence (default 128, at most 2048)"
+    ),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="sequences per step (default 8, at most 1024)"),
     lr: Optional[float] = typer.Option(None, "--lr", help="peak learning rate (default 0.001, Pythia's small models)"),
     threads: Optional[int] = ThreadsOpt,
 ) -> None:

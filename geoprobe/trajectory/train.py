@@ -107,9 +107,12 @@ def check_resumable(config: TrajectoryConfig, out: str | os.PathLike) -> None:
 
 
 def _start(out: Path, config: TrajectoryConfig, documents: Sequence[str] | None, tell: Progress) -> tuple:
-    """(data, model, optimiser, state) of a fresh run, or of the run ``out`` holds, resumed."""
+    """(data, model, optimiser, state) of a fresh run, or of the run ``out`` holds, resumed; a finished
+    run gives (None, its final model, None, state): nothing is read or trained again."""
     check_resumable(config, out)
     spec, state = store.read_spec(out), store.load_state(out)
+    if state is not None and int(state["step"]) == config.steps:
+        return None, store.load_weights(out, config.steps, state["records"][-1]["sha256"]), None, state
     tell("preparing data", 0, 1)
     if state is None:
         data = prepare(config, documents)
@@ -129,6 +132,7 @@ def _start(out: Path, config: TrajectoryConfig, documents: Sequence[str] | None,
             )
         opt = optimizer(model, config)
         opt.load_state_dict(state["optimizer"])
+    state["threads"] = [*state.get("threads", []), [int(state["step"]), torch.get_num_threads()]]
     tell("preparing data", 1, 1)
     return data, model, opt, state
 
@@ -179,6 +183,39 @@ def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None,
     out.mkdir(parents=True, exist_ok=True)
     data, model, opt, state = _start(out, config, documents, tell)
     start = int(state["step"])
+    if data is not None:
+        _loop(config, out, data, model, opt, state, tell)
+    records, spec = state["records"], store.read_spec(out)
+    result = TrajectoryResult(
+        config=config,
+        model=_model_record(model, config),
+        data=DataRecord.from_dict(spec["data"]),  # type: ignore[index]
+        checkpoints=tuple(CheckpointRecord.from_dict(r) for r in records),
+        losses=tuple(float(x) for x in state["losses"]),
+        train_seconds=float(state["seconds"]),
+        resumed_from=start if start else None,
+        provenance={
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "versions": {**package_versions(), "tokenizers": _version("tokenizers")},
+            "seed": config.seed,
+            "device": "cpu",
+            # (first step, torch threads) of each session that trained it: bitwise equality holds per count
+            "threads": [list(map(int, t)) for t in state.get("threads", [])],
+            "data_tokens_sha256": spec["data"]["tokens_sha256"],  # type: ignore[index]
+            "tokenizer_sha256": spec["data"]["tokenizer_sha256"],  # type: ignore[index]
+            "final_weights_sha256": records[-1]["sha256"],
+        },
+    )
+    target = out / TrajectoryResult.FILE
+    check_same_kind(target, TrajectoryResult.KIND)
+    result.save(target)
+    return result
+
+
+def _loop(config: TrajectoryConfig, out: Path, data: Any, model: Any, opt: Any, state: dict, tell: Progress) -> None:
+    """Train from ``state["step"]`` to the last step, publishing each scheduled checkpoint and the state
+    that resumes from it; ``state`` holds the losses and records at the end."""
+    start = int(state["step"])
     losses = [float(x) for x in state["losses"]]
     records = list(state["records"])
     held = eval_batch(config, data.heldout)
@@ -216,29 +253,6 @@ def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None,
             state.update(records=records, losses=torch.tensor(losses, dtype=torch.float64))
             _save_state(out, step + 1, opt, state, seconds0 + time.perf_counter() - t0)
         tell("training", step + 1, config.steps)
-    result = TrajectoryResult(
-        config=config,
-        model=_model_record(model, config),
-        data=DataRecord.from_dict(store.read_spec(out)["data"]),  # type: ignore[index]
-        checkpoints=tuple(CheckpointRecord.from_dict(r) for r in records),
-        losses=tuple(losses),
-        train_seconds=float(state["seconds"]),
-        resumed_from=start if start else None,
-        provenance={
-            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "versions": {**package_versions(), "tokenizers": _version("tokenizers")},
-            "seed": config.seed,
-            "device": "cpu",
-            "threads": torch.get_num_threads(),
-            "data_tokens_sha256": data.record.tokens_sha256,
-            "tokenizer_sha256": data.record.tokenizer_sha256,
-            "final_weights_sha256": records[-1]["sha256"],
-        },
-    )
-    target = out / TrajectoryResult.FILE
-    check_same_kind(target, TrajectoryResult.KIND)
-    result.save(target)
-    return result
 
 
 def _model_record(model: Any, config: TrajectoryConfig) -> ModelRecord:

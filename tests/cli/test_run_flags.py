@@ -49,6 +49,7 @@ EXECUTORS = {  # module attribute -> (argument positions of config, load, output
     "geoprobe.cli.windtunnel.execute_tunnel": ("config", "output"),
     "geoprobe.cli.denoise.execute_denoise": ("config", "output"),
     "geoprobe.cli.dynamics.execute_dynamics": ("config", "output"),
+    "geoprobe.cli.trajectory.execute_trajectory": ("config", "output"),
 }
 
 

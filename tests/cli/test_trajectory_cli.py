@@ -1,66 +1,98 @@
 """geoprobe trajectory end to end: a tiny run on a real corpus domain, the run directory's life (rerun
-refused, --force rewrites the manifest without retraining, other settings named), and bad input."""
+refused, --force rewrites the manifest without retraining, a lost page finished from the JSON, other
+settings named), ``geoprobe report`` and ``geoprobe run RECIPE``, and bad input."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-ARGS = (
-    "--steps 3 --domains math --layers 2 --hidden-size 32 --heads 2 --vocab-size 300 --seq-len 16 --batch-size 2 "
-    "--threads 1"
-).split()
+from tests.cli.test_cli import run_cli
 
-
-def geoprobe(*argv, cwd):
-    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "GEOPROBE_PROGRESS_EVERY": "0"}
-    import os
-
-    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    env["HOME"] = str(cwd)
-    return subprocess.run([sys.executable, "-m", "geoprobe", *argv], cwd=cwd, capture_output=True, text=True, env=env)
+TINY = "--steps 3 --domains math --layers 2 --hidden-size 32 --heads 2 --vocab-size 300 --seq-len 16 --batch-size 2"
+ARGS = [*TINY.split(), "--threads", "1"]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def trained(tmp_path_factory):
+    """``python -m geoprobe trajectory`` in a subprocess: (its working directory, the process)."""
     cwd = tmp_path_factory.mktemp("cli")
-    p = geoprobe("trajectory", "--out", "traj", *ARGS, cwd=cwd)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", GEOPROBE_PROGRESS_EVERY="0")
+    p = subprocess.run(
+        [sys.executable, "-m", "geoprobe", "trajectory", "--out", "traj", *ARGS],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     return cwd, p
 
 
-def test_trains_on_the_math_corpus_and_writes_the_manifest_page_and_checkpoints(run):
-    cwd, p = run
+@pytest.fixture
+def copy(trained, tmp_path):
+    shutil.copytree(trained[0] / "traj", tmp_path / "traj")
+    return tmp_path
+
+
+def test_trains_on_the_math_corpus_and_writes_the_manifest_page_and_checkpoints(trained):
+    cwd, p = trained
     d = json.loads((cwd / "traj" / "trajectory.json").read_text())
     assert [c["step"] for c in d["checkpoints"]] == [0, 1, 2, 3]
     assert d["data"]["source"] == "corpora" and d["data"]["domains"] == ["math"]
     assert d["data"]["corpus_version"] and d["data"]["documents"]["math"] > 300
+    assert d["provenance"]["threads"] == [[0, 1]]  # (first step, threads) of each session
     assert (cwd / "traj" / "trajectory.html").is_file() and (cwd / "traj" / ".geoprobe-run.json").is_file()
     assert "4 checkpoints" in p.stdout and "wrote" in p.stdout
+    assert "training: 3/3" in p.stderr  # progress lines where stderr is not a terminal
 
 
-def test_rerun_is_refused_and_force_rewrites_without_retraining(run):
-    cwd, _ = run
-    before = (cwd / "traj" / "checkpoints" / "step3" / "model.safetensors").stat().st_mtime_ns
-    p = geoprobe("trajectory", "--out", "traj", *ARGS, cwd=cwd)
-    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
-        f"error: '{'traj/trajectory.json'}' already exists; pass --force to replace this run or choose another --out"
+def test_rerun_is_refused_and_force_rewrites_without_retraining(copy, capsys, monkeypatch):
+    weights = copy / "traj" / "checkpoints" / "step3" / "model.safetensors"
+    before = weights.stat().st_mtime_ns
+    code, _, err = run_cli(["trajectory", "--out", "traj", *ARGS], capsys, monkeypatch, cwd=copy)
+    assert code == 2 and err.strip().splitlines() == [
+        "error: 'traj/trajectory.json' already exists; pass --force to replace this run or choose another --out"
     ]
-    p = geoprobe("trajectory", "--out", "traj", *ARGS, "--force", cwd=cwd)
-    assert p.returncode == 0, p.stderr
-    assert "already trained: nothing to do" in p.stdout
-    assert (cwd / "traj" / "checkpoints" / "step3" / "model.safetensors").stat().st_mtime_ns == before
+    code, out, err = run_cli(["trajectory", "--out", "traj", *ARGS, "--force"], capsys, monkeypatch, cwd=copy)
+    assert code == 0, err
+    assert "already trained: nothing to do" in out
+    assert weights.stat().st_mtime_ns == before
 
 
-def test_other_settings_are_refused_before_the_claim_naming_the_flag(run):
-    cwd, _ = run
-    p = geoprobe("trajectory", "--out", "traj", *ARGS, "--seed", "4", cwd=cwd)
-    assert p.returncode == 2
-    (line,) = p.stderr.strip().splitlines()
+def test_a_lost_page_is_finished_from_the_json_and_report_rebuilds_it(copy, capsys, monkeypatch):
+    (copy / "traj" / "trajectory.html").unlink()
+    code, out, err = run_cli(["trajectory", "--out", "traj", *ARGS], capsys, monkeypatch, cwd=copy)
+    assert code == 0, err
+    assert "finished traj" in out and (copy / "traj" / "trajectory.html").is_file()
+    code, out, err = run_cli(["report", "traj", "--out", "page.html"], capsys, monkeypatch, cwd=copy)
+    assert code == 0, err
+    assert "checkpoints/step3" in (copy / "page.html").read_text()
+
+
+def test_other_settings_are_refused_before_the_claim_naming_the_flag(copy, capsys, monkeypatch):
+    code, _, err = run_cli(["trajectory", "--out", "traj", *ARGS, "--seed", "4"], capsys, monkeypatch, cwd=copy)
+    assert code == 2
+    (line,) = err.strip().splitlines()
     assert "trained with other settings (seed 0 vs 4); pass --seed 0 to resume it" in line
+
+
+def test_the_recipe_runs_the_same_training(trained, tmp_path, capsys, monkeypatch):
+    recipe = tmp_path / "t.toml"
+    recipe.write_text(
+        '[probe]\ncommand = "trajectory"\n[trajectory]\nsteps = 3\ndomains = ["math"]\nlayers = 2\nhidden_size = 32\n'
+        "heads = 2\nvocab_size = 300\nseq_len = 16\nbatch_size = 2\n"
+    )
+    code, _, err = run_cli(["run", str(recipe), "--out", "traj", "--seed", "0"], capsys, monkeypatch, cwd=tmp_path)
+    assert code == 0, err
+    ours = json.loads((tmp_path / "traj" / "trajectory.json").read_text())
+    theirs = json.loads((trained[0] / "traj" / "trajectory.json").read_text())
+    assert ours["config"] == theirs["config"] and ours["data"] == theirs["data"]
 
 
 @pytest.mark.parametrize(
@@ -70,9 +102,9 @@ def test_other_settings_are_refused_before_the_claim_naming_the_flag(run):
         (["--threads", "0"], "--threads = 0 is below 1"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2_writing_nothing(argv, words, tmp_path):
-    p = geoprobe("trajectory", "--out", "t", *argv, cwd=tmp_path)
-    assert p.returncode == 2
-    (line,) = p.stderr.strip().splitlines()
+def test_bad_input_is_one_line_and_exit_2_writing_nothing(argv, words, tmp_path, capsys, monkeypatch):
+    code, _, err = run_cli(["trajectory", "--out", "t", *argv], capsys, monkeypatch, cwd=tmp_path)
+    assert code == 2
+    (line,) = err.strip().splitlines()
     assert line.startswith("error: ") and words in line
     assert not (tmp_path / "t").exists()

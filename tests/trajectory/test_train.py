@@ -69,7 +69,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_weights_bit_for_bit(traine
     assert not (out / "trajectory.json").exists()
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step0", "step1", "step2", "step4"]
     resumed = train_trajectory(tiny(steps=9), out=out, documents=planted_documents(), threads=1)
-    assert resumed.resumed_from == 4
+    assert resumed.resumed_from == 4 and resumed.provenance["threads"] == [[0, 1], [4, 1]]
     assert [c.sha256 for c in resumed.checkpoints] == [c.sha256 for c in result.checkpoints]
     assert resumed.losses == result.losses  # 0 tolerance: the same float64s
     for c in result.checkpoints:  # every published file is the same, tokenizer and config included
@@ -104,8 +104,16 @@ def test_other_settings_in_the_same_directory_are_refused_naming_them(trained, t
     with pytest.raises(TrajectoryError) as exc:
         train_trajectory(tiny(steps=9, seed=3, lr=2e-3), out=copy, documents=planted_documents())
     assert "pass --lr 0.001 --seed 0 to resume it" in str(exc.value)
-    with pytest.raises(TrajectoryError, match="the training data differ"):
-        train_trajectory(tiny(steps=9), out=copy, documents=planted_documents(seed=5))
+    half = tmp_path / "half"
+
+    def stop_at_3(stage, done, total):
+        if stage == "training" and done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_trajectory(tiny(steps=9), out=half, documents=planted_documents(), progress=stop_at_3)
+    with pytest.raises(TrajectoryError, match="the training data differ from those .* was trained on"):
+        train_trajectory(tiny(steps=9), out=half, documents=planted_documents(seed=5))
 
 
 def test_damaged_checkpoint_or_missing_resume_state_is_refused(trained, tmp_path):
