@@ -182,7 +182,7 @@ def train_trajectory(
 def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None, tell: Progress) -> TrajectoryResult:
     out.mkdir(parents=True, exist_ok=True)
     data, model, opt, state = _start(out, config, documents, tell)
-    start = int(state["step"])
+    start, fresh = int(state["step"]), not state["records"]
     if data is not None:
         _loop(config, out, data, model, opt, state, tell)
     records, spec = state["records"], store.read_spec(out)
@@ -193,7 +193,7 @@ def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None,
         checkpoints=tuple(CheckpointRecord.from_dict(r) for r in records),
         losses=tuple(float(x) for x in state["losses"]),
         train_seconds=float(state["seconds"]),
-        resumed_from=start if start else None,
+        resumed_from=None if fresh else start,
         provenance={
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": {**package_versions(), "tokenizers": _version("tokenizers")},

@@ -108,3 +108,44 @@ def test_bad_input_is_one_line_and_exit_2_writing_nothing(argv, words, tmp_path,
     (line,) = err.strip().splitlines()
     assert line.startswith("error: ") and words in line
     assert not (tmp_path / "t").exists()
+
+
+def test_a_real_sigterm_mid_training_exits_143_and_the_rerun_ends_bit_identical(tmp_path, capsys, monkeypatch):
+    """SIGTERM to ``python -m geoprobe trajectory`` once checkpoint step1 is published (299 steps before its
+    end): exit 143 and one line saying the rerun resumes; the rerun ends with every checkpoint of an
+    uninterrupted run (Python API)."""
+    import signal
+    import time
+
+    from geoprobe.trajectory import TrajectoryConfig, train_trajectory
+
+    argv = ["--out", "traj", "--steps", "300", *ARGS[2:]]  # ARGS without its --steps 3
+    env = dict(os.environ, HF_HUB_OFFLINE="1", GEOPROBE_PROGRESS_EVERY="0")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "geoprobe", "trajectory", *argv],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "traj" / "checkpoints" / "step1").is_dir() and time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.005)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == (
+        "interrupted (SIGTERM); rerun the same command to resume (the published checkpoints and <out>/resume are kept)"
+    )
+    assert not (tmp_path / "traj" / "trajectory.json").exists()
+    assert not any(p.name.startswith(".tmp") for p in (tmp_path / "traj" / "checkpoints").iterdir())
+    code, out, err = run_cli(["trajectory", *argv], capsys, monkeypatch, cwd=tmp_path)
+    assert code == 0, err
+    assert "resumed from step" in out
+    resumed = json.loads((tmp_path / "traj" / "trajectory.json").read_text())
+    config = TrajectoryConfig(**{k: v for k, v in resumed["config"].items() if k != "notes"})
+    whole = train_trajectory(config, out=tmp_path / "whole", threads=1)
+    assert [c["sha256"] for c in resumed["checkpoints"]] == [c.sha256 for c in whole.checkpoints]
+    assert resumed["losses"] == list(whole.losses)
