@@ -44,6 +44,7 @@ FUNCTIONS: dict[str, str] = {
     "train_tunnel": "geoprobe.windtunnel.run:train_tunnel",
     "evaluate_tunnel": "geoprobe.windtunnel.run:evaluate_tunnel",
     "run_dynamics": "geoprobe.dynamics.run:run_dynamics",
+    "train_trajectory": "geoprobe.trajectory.train:train_trajectory",
     # the one exception family of bad input, and the type of a wrong argument to any entry point above
     "GeoprobeError": "geoprobe.errors:GeoprobeError",
     "ArgumentError": "geoprobe.errors:ArgumentError",

@@ -38,6 +38,7 @@ EXPERIMENTS: tuple[str, ...] = (
     "denoise",
     "positional",
     "dynamics",
+    "trajectory",
 )
 
 __all__ = [

@@ -266,6 +266,7 @@ _COMMANDS = {  # config class -> the commands whose flags set it
     "PositionalConfig": ("positional",),
     "DenoiseConfig": ("denoise",),
     "DynamicsConfig": ("dynamics",),
+    "TrajectoryConfig": ("trajectory",),
     "WindTunnelConfig": ("windtunnel run", "windtunnel eval", "windtunnel train"),
 }
 

@@ -111,6 +111,7 @@ def _bad_calls(m):
         ("run_positional dict", lambda: g.run_positional(m, {"n_prompts": 3}), "not a PositionalConfig"),
         ("run_denoise dict", lambda: g.run_denoise({"seed": 1}), "not a DenoiseConfig"),
         ("run_dynamics dict", lambda: g.run_dynamics({"seed": 1}), "not a DynamicsConfig"),
+        ("train_trajectory dict", lambda: g.train_trajectory({"seed": 1}, out="t"), "not a TrajectoryConfig"),
         ("train_tunnel None", lambda: g.train_tunnel(None, "tiny", "out"), "task is NoneType"),
         ("evaluate_tunnel None", lambda: g.evaluate_tunnel(None), "out is NoneType"),
         ("load_result None", lambda: g.load_result(None), "path is NoneType"),
