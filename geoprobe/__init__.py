@@ -61,8 +61,7 @@ def public() -> dict[str, str]:
     first use of such a name, never at ``import geoprobe``)."""
     table = globals().get("_public")
     if table is None:
-        from geoprobe.recipes import experiments
-
+        experiments = importlib.import_module("geoprobe.recipes").experiments  # resolved like every name here
         classes = [c for e in experiments().values() for c in (e.config, *e.results)]
         table = {**FUNCTIONS, **{c.__name__: f"{c.__module__}:{c.__name__}" for c in classes}}
         globals()["_public"] = table

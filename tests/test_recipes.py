@@ -30,3 +30,32 @@ def test_the_tables_derived_from_the_list():
     for e in experiments().values():  # every experiment's config and result classes are public
         for cls in (e.config, *e.results[:1]):
             assert any(ref.endswith(f":{cls.__name__}") for ref in geoprobe.PUBLIC.values()), cls
+
+
+def test_geoprobe_run_refuses_what_an_experiment_does_not_have_before_any_work(tmp_path):
+    """``geoprobe.run`` overrides config fields, loading settings and where to write; anything else, or a
+    loading setting of an experiment that loads no model, is refused in one line (never ignored)."""
+    import geoprobe
+    from geoprobe.errors import ArgumentError, ProbeError
+
+    with pytest.raises(ArgumentError, match="'nope' is not a setting of sula"):
+        geoprobe.run(geoprobe.SulaConfig(), nope=1, out=tmp_path / "s")
+    with pytest.raises(ProbeError, match="--model is not used by denoise"):
+        geoprobe.run(geoprobe.DenoiseConfig(), model="twin:llama-3.2-1b", out=tmp_path / "d")
+    with pytest.raises(ArgumentError, match="config is dict"):
+        geoprobe.run({"seed": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_config_and_its_recipe_text_read_back_equal(tmp_path):
+    from geoprobe.models.loading import LoadOptions
+    from geoprobe.recipes import load_probe, recipe_text
+
+    for exp in experiments().values():
+        config, model = exp.tiny()
+        path = tmp_path / f"{exp.command}.toml"
+        path.write_text(recipe_text(config, model), encoding="utf-8")
+        probe = load_probe(path)
+        assert probe.command == exp.command and probe.config == config, exp.command
+        if isinstance(model, LoadOptions) and "model" in exp.loads:
+            assert LoadOptions(**probe.load) == model

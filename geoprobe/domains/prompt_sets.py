@@ -8,8 +8,11 @@ from typing import Any, Sequence
 import numpy as np
 from jaxtyping import Float, Int
 
+from geoprobe.prompts import write_prompt_sets
 from geoprobe.provenance import prompts_hash
 from geoprobe.sampling import PromptSet
+
+__all__ = ["prompt_set", "write_prompt_sets"]  # write_prompt_sets: geoprobe.prompts', read here as before
 
 
 def prompt_set(

@@ -129,7 +129,12 @@ class Experiment:
         experiment allows) a LoadedModel. ``progress(stage, done, total)`` is called as the work advances."""
         from geoprobe.checks import config_arg
 
-        config = self.config() if config is None else config_arg(config, self.config)
+        if config is None:
+            try:
+                config = self.config()
+            except TypeError:  # a config without defaults for everything (compare-models' models)
+                raise ArgumentError(f"{self.command} has no default config; pass a {self.config.__name__}") from None
+        config = config_arg(config, self.config)
         reporter = as_reporter(progress)
         model = self.load_options(model)
         if self.check is not None:

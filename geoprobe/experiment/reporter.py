@@ -64,12 +64,6 @@ class Reporter:
     def shown(self, result: Any) -> None:
         """A result has been computed and written."""
 
-    def stage(self, name: str) -> Callable[[int, int], None] | None:
-        """``(done, total)`` reports of one stage, or None where nothing listens (so callers can skip work)."""
-        if self.progress is None and type(self).__call__ is Reporter.__call__:
-            return None
-        return lambda done, total: self(name, done, total)
-
 
 def as_reporter(progress: Progress | Reporter | None) -> Reporter:
     """``progress`` as a :class:`Reporter` (a plain callable, or None for silence)."""

@@ -4,7 +4,8 @@
 * a scan's value-manifold analysis (10^5 bootstrap resamples and null draws per layer): was honoured
   only when every layer's bootstrap had finished (about 45 s here), because the interrupt reaches only
   the main thread and leaving a thread pool waited for its tasks (geoprobe.analysis.workers);
-* intervene's control loop at the largest --controls (1000): honoured within a second.
+* intervene's control loop at the largest --controls (1000): honoured within a second, the edits it
+  finished kept for the rerun.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def test_an_interrupt_during_intervenes_control_loop_ends_it_at_once(tmp_path, s
             proc.wait()
     assert code == 128 + signum, err
     assert [ln for ln in err.splitlines() if ln.startswith("interrupted")] == [
-        f"interrupted ({name}); nothing unfinished was kept (the outputs are written at the end): rerun the command"
+        f"interrupted ({name}); rerun the same command to resume (the finished edits in <run>/intervene.partial "
+        "are kept)"
     ], err
     assert "Traceback" not in err and seconds < 20
+    assert any((tmp_path / "iv" / "intervene.partial").glob("unit-*.safetensors"))  # what the rerun starts from
