@@ -120,6 +120,16 @@ def _check_08_positional(nb, out: Path) -> None:
     assert len(_shown(nb, PLOTLY)) >= 6 and len(_shown(nb, "text/html")) >= 1
 
 
+def _check_10_sweep(nb, out: Path) -> None:
+    import pandas as pd
+
+    manifest = json.loads((out / "sweep" / "sweep.json").read_text(encoding="utf-8"))
+    assert [c["status"] for c in manifest["cells"]] == ["done"] * 4
+    table = pd.read_parquet(out / "sweep" / "sweep.parquet")
+    assert set(table["cell"]) == {c["id"] for c in manifest["cells"]} and (out / "sweep" / "sweep.html").is_file()
+    assert len(_shown(nb, "text/html")) >= 2  # the table's head and the final-layer PC1 rows
+
+
 def _check_09_dynamics(nb, out: Path) -> None:
     from geoprobe.dynamics.result import DynamicsResult
 
@@ -141,7 +151,8 @@ CHECKS = {"01_scan.ipynb": _check_01_scan, "02_domains.ipynb": _check_02_domains
           "03_compare.ipynb": _check_03_compare, "04_sula.ipynb": _check_04_sula,
           "05_intervene.ipynb": _check_05_intervene, "06_windtunnel.ipynb": _check_06_windtunnel,
           "07_denoise.ipynb": _check_07_denoise, "08_positional.ipynb": _check_08_positional,
-          "09_dynamics.ipynb": _check_09_dynamics}
+          "09_dynamics.ipynb": _check_09_dynamics,
+          "10_sweep.ipynb": _check_10_sweep}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
