@@ -16,6 +16,7 @@ from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import execute_run, open_model, say_prompts_read
 from geoprobe.cli.options import (
     BATCH_HELP,
+    EXECUTOR,
     LOAD,
     MAX_TOKENS_HELP,
     OUTPUT,
@@ -118,10 +119,11 @@ def scan_changes(
 
 
 @app.command()
-@takes(LOAD, OUTPUT)
+@takes(LOAD, OUTPUT, EXECUTOR)
 def scan(
     load: LoadOptions,
     output: OutputOptions,
+    executor: Any,
     prompts: Optional[str] = PromptsOpt,
     domain: Optional[str] = DomainOpt,
     candidates: Optional[int] = CandidatesOpt,
@@ -154,7 +156,7 @@ def scan(
             sampling_changes(candidates, per_quintile, min_tokens, max_prompt_tokens),
         )
     )
-    execute_scan(load, config, output)
+    execute_scan(load, config, output, executor)
 
 
 def scan_request(load: LoadOptions, config: Any) -> dict[str, Any]:
@@ -172,9 +174,10 @@ def scan_request(load: LoadOptions, config: Any) -> dict[str, Any]:
     }
 
 
-def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
+def execute_scan(load: LoadOptions, config: Any, output: OutputOptions, executor: Any = None) -> Any:
     """Scan ``load.model`` with ``config`` into ``output.out`` (default runs/<model>): capture/, results.json,
-    report.html (and figures); resumes a stopped scan, finishes one stopped between its writes."""
+    report.html (and figures); resumes a stopped scan (with either executor), finishes one stopped between
+    its writes. ``executor``: None (capture here) or a DataParallel (capture on Ray workers)."""
     from geoprobe.capture import checkpoint
     from geoprobe.scan.run import check_prompts
 
@@ -189,7 +192,7 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
             checkpoint.discard(partial)
 
     def compute(run: Any) -> Any:
-        result, cap = _scan(load, config, partial)
+        result, cap = _scan(load, config, partial, executor)
         cap.save(target / "capture", overwrite=True)  # checked when the run directory was claimed
         return dataclasses.replace(result, capture_dir="capture")
 
@@ -203,7 +206,8 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions) -> Any:
 SCAN_LABELS = {"capture": "capturing", "sampling": "entropy of candidates", "tokenize": "tokenising"}
 
 
-def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
+def _scan(load: LoadOptions, config: Any, partial: Path, executor: Any) -> Any:
+    from geoprobe.capture.parallel import WorkerTally
     from geoprobe.scan.run import scan
 
     m = open_model(load)
@@ -214,9 +218,20 @@ def _scan(load: LoadOptions, config: Any, partial: Path) -> Any:
                 f"resuming: {loaded} of {total} batches already captured in {where}", highlight=False, soft_wrap=True
             )
 
-        return scan(
-            m, None, config, progress=progress, return_capture=True, checkpoint_dir=partial, on_resume=on_resume
+        tally = None if executor is None else WorkerTally()
+        got = scan(
+            m,
+            None,
+            config,
+            progress=progress,
+            return_capture=True,
+            checkpoint_dir=partial,
+            on_resume=on_resume,
+            capture_with=None if tally is None else executor.bind(load, tally),
         )
+    if tally is not None:
+        err.print(f"captured on {tally}", highlight=False)
+    return got
 
 
 def print_scan(result: Any) -> None:

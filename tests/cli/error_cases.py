@@ -22,7 +22,15 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tests.cli import cases_clear, cases_experiments, cases_force, cases_sizes, cases_text, cases_wrong
+from tests.cli import (
+    cases_clear,
+    cases_executor,
+    cases_experiments,
+    cases_force,
+    cases_sizes,
+    cases_text,
+    cases_wrong,
+)
 from tests.cli import odd_inputs as odd
 from tests.cli.case_kit import (
     TWIN,
@@ -968,7 +976,7 @@ def _join(*modules: object) -> tuple[tuple[Case, ...], dict[str, Callable[[Path]
     return tuple(cases), setups
 
 
-CASES, SETUPS = _join(cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments)
+CASES, SETUPS = _join(cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments, cases_executor)
 
 # ---------------------------------------------------------------- running a case
 
