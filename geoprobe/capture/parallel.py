@@ -3,7 +3,8 @@
 :meth:`DataParallel.capture` starts ``workers`` Ray actors (:class:`ShardWorker`), each of which loads
 the model once from its picklable description (:class:`~geoprobe.models.loading.LoadOptions`, what
 ``--model``, ``--revision``, ``--dtype``, ``--device``, … describe), and streams shards of the prompts
-to them: a shard is ``chunk_batches`` consecutive capture batches, at most ``in_flight`` shards are
+to them: a shard is ``chunk_batches`` capture batches (by default as many as give each worker four
+shards, 1 to :data:`CHUNK_MAX`), at most ``in_flight`` shards are
 queued on an actor at a time, and each finished shard is copied into the capture's arrays and dropped.
 
 The result equals :func:`geoprobe.capture.capture` in one process: the driver tokenises, sorts and cuts
@@ -19,7 +20,7 @@ W_K and gives the provenance; every worker's model must have the same provenance
 refused), the prompts, the finished capture's arrays (allocated once at full size, as in one
 process: the memory check of :func:`~geoprobe.capture.run.check_arrays_memory` applies), and at most
 ``workers × in_flight`` shard results not yet copied in. What each worker holds: one model and the
-capture of one shard (``chunk_batches × batch_size`` prompts) at a time.
+capture of one shard (at most ``chunk_batches × batch_size`` prompts) at a time.
 
 Faults: a worker that dies (its process, or its node) loses only its shards in flight; they go back
 to the queue for the other workers, and a replacement actor is started where the cluster has room.
@@ -59,6 +60,7 @@ INSTALL = 'pip install "geoprobe[ray]"'
 #: the provenance fields every worker's model must share with the driver's
 SAME_MODEL = ("model_id", "source", "weights", "tokenizer", "dtype", "versions")
 WORKERS_MAX = 4096
+CHUNK_MAX = 8  #: batches per shard by default at most: a worker holds one shard's arrays at a time
 _ADDRESS = re.compile(r"^(auto|local|ray://[^\s/:]+:\d{1,5}|[^\s/:]+:\d{1,5})$")
 
 
@@ -72,9 +74,9 @@ def import_ray() -> Any:
 
 
 def check_address(address: str | None) -> str | None:
-    """``--address``: None (Ray's own choice: $RAY_ADDRESS, else a new local Ray), ``auto`` (the cluster
-    ``ray start`` started on this machine), ``local`` (always a new local Ray), ``ray://HOST:PORT`` (Ray
-    Client) or ``HOST:PORT`` (a cluster's GCS address)."""
+    """``--address``: None (Ray's own choice: $RAY_ADDRESS, else the latest cluster ``ray start`` started
+    on this machine, else a new local Ray), ``auto`` (a running cluster, or an error), ``local`` (always a
+    new local Ray), ``ray://HOST:PORT`` (Ray Client) or ``HOST:PORT`` (a cluster's GCS address)."""
     if address is None or _ADDRESS.match(address):
         return address
     raise GeoprobeError(f"--address {address!r} is not auto, local, ray://HOST:PORT or HOST:PORT; pass one of them")
@@ -108,9 +110,12 @@ class ShardWorker:
             return {"node": node, "pid": self.pid, "error": self.error}
         return {"node": node, "pid": self.pid, "threads": self.threads, "provenance": self.model.provenance.to_dict()}
 
-    def capture(self, prompts: list[str], config: CaptureConfig, seed: int | None) -> dict[str, np.ndarray] | Exception:
+    def capture(
+        self, prompts: list[str], config: CaptureConfig, seed: int | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, float]] | Exception:
         """The arrays of ``prompts`` (one row per prompt, in their order; ``n_tokens`` to check the
-        tokenisation), or the GeoprobeError the capture raised (returned, so the driver raises it as is)."""
+        tokenisation) and this worker's peak resident memory so far (``{"peak_rss_mib": …}``), or the
+        GeoprobeError the capture raised (returned, so the driver raises it as is)."""
         from geoprobe.capture.run import capture
 
         try:
@@ -120,7 +125,23 @@ class ShardWorker:
         except GeoprobeError as exc:
             return exc
         names = ("n_tokens", *PER_PROMPT, "attn_entropy", "values", "keys", "queries", "attn_out", "attn_pattern")
-        return {name: getattr(cap, name) for name in names if getattr(cap, name) is not None}
+        rows = {name: getattr(cap, name) for name in names if getattr(cap, name) is not None}
+        return rows, {"peak_rss_mib": peak_rss_mib()}
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory in MiB (Linux: VmHWM; elsewhere ru_maxrss)."""
+    import resource
+    import sys
+    from pathlib import Path
+
+    status = Path("/proc/self/status")
+    if status.exists():
+        m = re.search(r"VmHWM:\s+(\d+)", status.read_text())
+        if m:
+            return int(m.group(1)) / 1024
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return peak / (2**20 if sys.platform == "darwin" else 1024)
 
 
 @dataclass
@@ -144,7 +165,7 @@ class DataParallel:
     workers: int | None = None
     address: str | None = None
     threads: int = 1
-    chunk_batches: int = 4
+    chunk_batches: int | None = None
     in_flight: int = 2
     retries: int = 3
     patience_s: float = 600.0
@@ -154,7 +175,7 @@ class DataParallel:
         if self.workers is not None and not 1 <= self.workers <= WORKERS_MAX:
             raise GeoprobeError(f"--workers {self.workers} is not 1 to {WORKERS_MAX}; pass --workers 1 or more")
         for name in ("threads", "chunk_batches", "in_flight"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise GeoprobeError(f"{name} {getattr(self, name)} must be at least 1")
         check_address(self.address)
         import_ray()
@@ -370,7 +391,8 @@ class WorkerPool:
         :func:`geoprobe.capture.capture`'s (``seed``, ``progress``, ``checkpoint_dir``, ``on_resume``,
         ``tokenize_progress``, ``work_factor``), with the same meaning. The pool's ``on_worker(event)`` is
         called with ``{"event": "ready" | "shard" | "lost", "node", "pid", …}`` as workers start, finish a
-        shard (``"prompts"``: how many) and are lost."""
+        shard (``"prompts"``: how many; ``"peak_rss_mib"``: the worker's peak resident memory so far) and
+        are lost."""
         _, plan = plan_capture(self.model, prompts, config, **_plan_args(kw))
         self.run(plan)
         return plan.capture(capture_key_weights(self.model, plan.config, plan.layers))
@@ -378,7 +400,7 @@ class WorkerPool:
     def run(self, plan: CaptureArrays) -> None:
         """Compute the batches ``plan.todo`` on the workers and put each into ``plan`` (see the module docs)."""
         shard_config = dataclasses.replace(plan.config, key_weights=False, sort_by_length=False)
-        per = self.dp.chunk_batches
+        per = self.dp.chunk_batches or max(1, min(CHUNK_MAX, len(plan.todo) // (4 * max(1, self.n))))
         queue = deque(tuple(plan.todo[i : i + per]) for i in range(0, len(plan.todo), per))
         tries: Counter = Counter()
         running: dict[Any, tuple[_Slot, tuple[int, ...]]] = {}
@@ -413,8 +435,9 @@ class WorkerPool:
                     continue
                 if isinstance(rows, Exception):
                     raise rows
+                rows, stats = rows
                 store(plan, shard, rows)
-                self.tell({"event": "shard", **slot.info, "prompts": sum(len(plan.batches[b]) for b in shard)})
+                self.tell({"event": "shard", **slot.info, "prompts": sum(len(plan.batches[b]) for b in shard), **stats})
                 self.last = time.monotonic()
         finally:
             for ref, (slot, _) in running.items():  # an error or an interrupt: nothing more for this capture

@@ -166,7 +166,8 @@ EXECUTOR = Group(
             typer.Option(
                 None,
                 "--address",
-                help="--executor ray: auto | ray://HOST:PORT | HOST:PORT (default: $RAY_ADDRESS, else a new local Ray)",
+                help="--executor ray: auto | local | ray://HOST:PORT | HOST:PORT (default: $RAY_ADDRESS, else the "
+                "cluster `ray start` started here, else a new local Ray)",
             ),
             Optional[str],
         ),

@@ -46,8 +46,8 @@ def test_capture_through_the_cli_on_ray_equals_the_local_capture(ray_cluster, tm
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "wrote" in r.stdout and "Traceback" not in r.stderr
-    # the prompts were captured by the workers: 8 batches of 2 (the last of 1) in shards of 4 batches
-    assert re.search(r"^captured on [12] Ray workers? on [12] nodes? \(15 prompts in 2 shards\)$", r.stderr, re.M)
+    # the prompts were captured by the workers: 8 batches of 2 (the last of 1), one per shard (four shards per worker)
+    assert re.search(r"^captured on [12] Ray workers? on [12] nodes? \(15 prompts in 8 shards\)$", r.stderr, re.M)
     with one_torch_thread():  # as each worker runs (DataParallel's default)
         code, _, err = run_cli([*args, "--out", str(tmp_path / "local")], capsys, monkeypatch)
     assert code == 0, err
@@ -84,7 +84,7 @@ def test_a_scan_stopped_locally_resumes_on_ray_with_the_same_numbers(
             )
         assert code == 0, err
         assert "resuming: 4 of 6 batches already captured" in err
-        assert re.search(r"^captured on [12] Ray workers? on [12] nodes? \(4 prompts in 1 shard\)$", err, re.M), err
+        assert re.search(r"^captured on [12] Ray workers? on [12] nodes? \(4 prompts in 2 shards\)$", err, re.M), err
         assert sorted(computed) == [1, 4] and not (out / PARTIAL_DIR).exists()
         code, _, err = run_cli([*args, "--out", str(tmp_path / "ref")], capsys, monkeypatch)
     assert code == 0, err
