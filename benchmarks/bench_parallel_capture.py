@@ -125,7 +125,8 @@ def ratio_part(args, log) -> dict:
     import torch
 
     from geoprobe.capture import CaptureConfig, capture
-    from geoprobe.capture.parallel import DataParallel, WorkerTally
+    from geoprobe.capture.parallel import DataParallel
+    from geoprobe.capture.shard_worker import WorkerTally
     from geoprobe.models.loading import LoadOptions
 
     load = LoadOptions(args.model)
@@ -172,7 +173,8 @@ def scale_part(args, log) -> list[dict]:
     import torch
 
     from geoprobe.capture import CaptureConfig, capture
-    from geoprobe.capture.parallel import DataParallel, WorkerTally, peak_rss_mib
+    from geoprobe.capture.parallel import DataParallel
+    from geoprobe.capture.shard_worker import WorkerTally, peak_rss_mib
     from geoprobe.models.loading import LoadOptions
 
     load = LoadOptions(args.scale_model)

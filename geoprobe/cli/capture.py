@@ -47,8 +47,8 @@ def capture(
     """Capture final-token values, keys, attention and next-token distributions to --out."""
     from geoprobe.capture import CaptureConfig
     from geoprobe.capture import capture as run
-    from geoprobe.capture.parallel import WorkerTally
     from geoprobe.capture.result import ensure_writable
+    from geoprobe.capture.shard_worker import WorkerTally
     from geoprobe.outputs import OutputLock, check_free_space, check_location
     from geoprobe.prompts import prompt_source_kind, read_prompts, resolve_prompt_set
 

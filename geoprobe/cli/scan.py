@@ -207,7 +207,7 @@ SCAN_LABELS = {"capture": "capturing", "sampling": "entropy of candidates", "tok
 
 
 def _scan(load: LoadOptions, config: Any, partial: Path, executor: Any) -> Any:
-    from geoprobe.capture.parallel import WorkerTally
+    from geoprobe.capture.shard_worker import WorkerTally
     from geoprobe.scan.run import scan
 
     m = open_model(load)

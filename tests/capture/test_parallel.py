@@ -11,7 +11,8 @@ import time
 import pytest
 
 from geoprobe.capture import CaptureConfig, capture
-from geoprobe.capture.parallel import INSTALL, DataParallel, check_address, check_worker
+from geoprobe.capture.parallel import INSTALL, DataParallel, check_address
+from geoprobe.capture.shard_worker import check_worker
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.loading import LoadOptions
 from tests.capture.same_capture import assert_same_capture, one_torch_thread
