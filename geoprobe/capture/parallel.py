@@ -59,6 +59,9 @@ from geoprobe.models.loading import LoadOptions
 INSTALL = 'pip install "geoprobe[ray]"'
 WORKERS_MAX = 4096
 CHUNK_MAX = 8  #: batches per shard by default at most: a worker holds one shard's arrays at a time
+#: a CPU worker's memory beyond its weights (measured: 540 MiB peak for a tiny twin, 1115 MiB for
+#: SmolLM2-135M whose float32 weights are 540 MB; docs/benchmarks.md)
+WORKER_OVERHEAD = 1 << 30
 _ADDRESS = re.compile(r"^(auto|local|ray://[^\s/:]+:\d{1,5}|[^\s/:]+:\d{1,5})$")
 
 
@@ -122,7 +125,8 @@ class DataParallel:
     ) -> Callable[..., Capture]:
         """A function with :func:`geoprobe.capture.capture`'s signature that captures on Ray workers loading
         ``load`` (its ``model`` argument is the driver's copy of that model); ``on_worker``: as in
-        :meth:`WorkerPool.capture`."""
+        :meth:`WorkerPool.capture`. ``load`` is checked here (:func:`load_arg`), before any model loads."""
+        load = load_arg(load)
 
         def run(model: Any, prompts: Sequence[str], config: CaptureConfig = CaptureConfig(), **kw: Any) -> Capture:
             return self.capture(load, prompts, config, model=model, on_worker=on_worker, **kw)
@@ -179,32 +183,61 @@ class DataParallel:
                 pool.run(plan)
         return plan.capture(capture_key_weights(m, plan.config, plan.layers))
 
-    def resources(self, ray: Any, load: LoadOptions) -> tuple[int, dict[str, Any]]:
-        """(workers, Ray options of one), after checking that the cluster has room for that many."""
+    def resources(self, ray: Any, load: LoadOptions, model: Any) -> tuple[int, dict[str, Any]]:
+        """(workers, Ray options of one), after checking that the cluster has room for that many: 1 GPU
+        each with ``--device cuda``, else ``threads`` CPUs and :func:`worker_memory` bytes each (Ray
+        then places no more workers on a node than its memory holds)."""
         gpu = load.device.startswith("cuda")
-        need, unit = (1, "GPU") if gpu else (self.threads, "CPU")
-        have = int(ray.cluster_resources().get(unit, 0))
-        n = self.workers if self.workers is not None else max(1, have // need)
-        if n * need > have:
-            fit = have // need
+        have = ray.cluster_resources()
+        needs = {"GPU": 1} if gpu else {"CPU": self.threads, "memory": worker_memory(model)}
+        fits = min(int(have.get(unit, 0) // need) for unit, need in needs.items())
+        n = self.workers if self.workers is not None else max(1, fits)
+        if n > fits:
+            unit = next(u for u, need in needs.items() if n * need > have.get(u, 0))
+            got = have.get(unit, 0)
+            if unit == "memory":
+                what, total = (
+                    f"{n} × {needs[unit] / 2**30:.1f} GiB of memory (one model each)",
+                    f"{got / 2**30:.1f} GiB",
+                )
+            else:
+                what, total = f"{n * needs[unit]} {unit}s ({needs[unit]} per worker)", f"{int(got)}"
             raise GeoprobeError(
-                f"--workers {n} needs {n * need} {unit}s ({need} per worker), and the Ray cluster has {have}; "
-                + (f"pass --workers {fit} or fewer, or add nodes" if fit else "add nodes with that resource")
+                f"--workers {n} needs {what}, and the Ray cluster has {total}; "
+                + (f"pass --workers {fits} or fewer, or add nodes" if fits else "add nodes with that resource")
             )
         return n, {
             "num_cpus": self.threads,
             "num_gpus": 1 if gpu else 0,
+            **({} if gpu else {"memory": needs["memory"]}),
             "max_restarts": 0,  # a lost worker is replaced by the pool, its shards re-queued
             "scheduling_strategy": "SPREAD",
         }
 
 
+def worker_memory(model: Any) -> int:
+    """Bytes a CPU worker asks Ray for: the model's weights and buffers plus :data:`WORKER_OVERHEAD`
+    (its Python, torch and transformers, and a batch's forward pass; the worker's own capture checks
+    its batches against the memory its node really has, docs/capture.md)."""
+    hf = model.hf_model
+    tensors = [*hf.parameters(), *hf.buffers()]
+    return int(sum(t.numel() * t.element_size() for t in tensors)) + WORKER_OVERHEAD
+
+
 def load_arg(load: Any) -> LoadOptions:
-    """``load`` as checked LoadOptions (a model name is the default loading of that model)."""
+    """``load`` as checked LoadOptions (a model name is the default loading of that model). ``--device-map``
+    is refused: it spreads one model over the devices of one machine, and a Ray worker sees only the one
+    CPU or GPU it asked for."""
     if isinstance(load, str):
-        return LoadOptions(load).check()
+        load = LoadOptions(load).check()
     if not isinstance(load, LoadOptions):
         raise GeoprobeError(f"load is {type(load).__name__}, not LoadOptions or a model name")
+    if load.device_map is not None:
+        raise GeoprobeError(
+            f"--device-map {load.device_map!r} does not apply to --executor ray: each Ray worker loads the whole "
+            "model on its own device (--device cpu, or one GPU each with --device cuda); drop --device-map or "
+            "use --executor local"
+        )
     return load
 
 
@@ -222,7 +255,7 @@ class WorkerPool:
 
     def __init__(self, ray: Any, dp: DataParallel, load: LoadOptions, model: Any, tell: Callable[[dict], None]):
         self.ray, self.dp, self.load, self.model, self.tell = ray, dp, load, model, tell
-        self.n, opts = dp.resources(ray, load)
+        self.n, opts = dp.resources(ray, load, model)
         self.worker_load = dataclasses.replace(load, device="cuda") if opts["num_gpus"] else load  # Ray picks one
         self.actor_class = ray.remote(ShardWorker).options(**opts)
         self.lost_errors = (

@@ -62,6 +62,8 @@ def capture(
         padding_side=padding_side,
         **({} if max_tokens is None else {"max_tokens": max_tokens}),
     )
+    tally = None if executor is None else WorkerTally()
+    run_capture = run if executor is None else executor.bind(load, tally)  # checks the loading flags first
     if prompt_source_kind(prompts) == "file":
         say_prompts_read(prompts, read_prompts(prompts))  # a bad file fails before the model loads
     check_location(out_dir, writes="capture")
@@ -73,8 +75,7 @@ def capture(
         texts = list(pset.prompts)
         check_free_space(out_dir, config.nbytes(m.layout, len(texts), max(len(t) for t in texts)), "the capture")
         with stage_progress({"capture": "capturing", "tokenize": "tokenising"}) as progress:
-            tally = None if executor is None else WorkerTally()
-            cap = (run if executor is None else executor.bind(load, tally))(
+            cap = run_capture(
                 m,
                 texts,
                 config,

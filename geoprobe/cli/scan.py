@@ -179,8 +179,11 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions, executor
     report.html (and figures); resumes a stopped scan (with either executor), finishes one stopped between
     its writes. ``executor``: None (capture here) or a DataParallel (capture on Ray workers)."""
     from geoprobe.capture import checkpoint
+    from geoprobe.capture.shard_worker import WorkerTally
     from geoprobe.scan.run import check_prompts
 
+    tally = None if executor is None else WorkerTally()
+    capture_with = None if executor is None else executor.bind(load, tally)  # checks the loading flags first
     target = output.out or model_run_dir(load.model)
     read = check_prompts(config)  # bad prompts fail before the model loads
     if read is not None:
@@ -192,7 +195,9 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions, executor
             checkpoint.discard(partial)
 
     def compute(run: Any) -> Any:
-        result, cap = _scan(load, config, partial, executor)
+        result, cap = _scan(load, config, partial, capture_with)
+        if tally is not None:
+            err.print(f"captured on {tally}", highlight=False)
         cap.save(target / "capture", overwrite=True)  # checked when the run directory was claimed
         return dataclasses.replace(result, capture_dir="capture")
 
@@ -206,8 +211,7 @@ def execute_scan(load: LoadOptions, config: Any, output: OutputOptions, executor
 SCAN_LABELS = {"capture": "capturing", "sampling": "entropy of candidates", "tokenize": "tokenising"}
 
 
-def _scan(load: LoadOptions, config: Any, partial: Path, executor: Any) -> Any:
-    from geoprobe.capture.shard_worker import WorkerTally
+def _scan(load: LoadOptions, config: Any, partial: Path, capture_with: Any = None) -> Any:
     from geoprobe.scan.run import scan
 
     m = open_model(load)
@@ -218,8 +222,7 @@ def _scan(load: LoadOptions, config: Any, partial: Path, executor: Any) -> Any:
                 f"resuming: {loaded} of {total} batches already captured in {where}", highlight=False, soft_wrap=True
             )
 
-        tally = None if executor is None else WorkerTally()
-        got = scan(
+        return scan(
             m,
             None,
             config,
@@ -227,11 +230,8 @@ def _scan(load: LoadOptions, config: Any, partial: Path, executor: Any) -> Any:
             return_capture=True,
             checkpoint_dir=partial,
             on_resume=on_resume,
-            capture_with=None if tally is None else executor.bind(load, tally),
+            capture_with=capture_with,
         )
-    if tally is not None:
-        err.print(f"captured on {tally}", highlight=False)
-    return got
 
 
 def print_scan(result: Any) -> None:
