@@ -392,13 +392,20 @@ class WorkerPool:
 
 def connect(ray: Any, address: str | None) -> bool:
     """Connect to the Ray cluster at ``address`` unless this process already is; True if it connected
-    here (and so should disconnect when done)."""
+    here (and so should disconnect when done). ``ray.init`` installs its own SIGTERM handler; the
+    process's own (the CLI's: say so, keep the checkpoint, exit 143) is put back."""
     import logging
+    import signal
+    import threading
 
     if ray.is_initialized():
         return False
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        if main and before is not None:
+            signal.signal(signal.SIGTERM, before)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         line = " ".join(str(exc).split())[:200]
         where = "a new local Ray" if address in (None, "local") else f"the Ray cluster at --address {address!r}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from geoprobe.capture import run as run_module
 from geoprobe.capture.checkpoint import PARTIAL_DIR, CaptureCheckpoint
 from tests.capture.same_capture import assert_same_capture, one_torch_thread
 from tests.cli.test_cli import run_cli
-from tests.scan.test_resume import comparable
+from tests.scan.test_resume import comparable, interrupt_after_first_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 TWIN = "twin:llama-3.2-1b"
@@ -90,6 +91,22 @@ def test_a_scan_stopped_locally_resumes_on_ray_with_the_same_numbers(
     assert code == 0, err
     assert comparable(out / "results.json") == comparable(tmp_path / "ref" / "results.json")
     assert_same_capture(Capture.load(out / "capture"), Capture.load(tmp_path / "ref" / "capture"), loaded_apart=True)
+
+
+def test_sigterm_on_a_ray_scan_says_so_exits_143_and_the_rerun_resumes(ray_cluster, tmp_path, capsys, monkeypatch):
+    """ray.init installs its own SIGTERM handler (exit 15, nothing said); the CLI's is put back."""
+    prompts = _prompts(tmp_path, 40)
+    out = tmp_path / "run"
+    args = ["scan", "--model", TWIN, "--prompts", str(prompts), "--batch-size", "2", "--out", str(out)]
+    ray_args = ["--executor", "ray", "--workers", "2", "--address", ray_cluster.address]
+    code, err, kept = interrupt_after_first_batch([*args, *ray_args], out / PARTIAL_DIR, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("loading", "warning", "captured"))]
+    assert len(lines) == 1 and lines[0].startswith("interrupted (SIGTERM); rerun the same command to resume"), err
+    assert kept >= 1 and not (out / "results.json").exists()
+    code, _, err = run_cli(args, capsys, monkeypatch)  # the same command resumes, here under --executor local
+    assert code == 0, err
+    assert "resuming:" in err
 
 
 @pytest.mark.parametrize("command", ["capture", "scan"])
