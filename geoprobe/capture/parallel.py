@@ -13,7 +13,8 @@ worker computes whole batches (the same prompts, padding and shapes as in one pr
 puts every row back at its prompt's index. So the prompt order, ``config``, ``n_tokens``,
 ``attn_pattern`` (as long as the longest prompt of all), W_K (computed by the driver) and the
 provenance (the prompts hash of all prompts, the seed) are those of the single-process run, and the
-arrays agree to float32 rounding (the tests hold them within 1e-6).
+arrays equal a one-thread run's bit for bit (each worker runs ``threads`` torch threads, 1 by default; a
+run on more threads sums in another order and differs in the last float32 bit).
 
 What the driver holds: the model (loaded once in the driver, on ``--device``: it tokenises, computes
 W_K and gives the provenance; every worker's model must have the same provenance, or the capture is
@@ -24,7 +25,7 @@ capture of one shard (at most ``chunk_batches × batch_size`` prompts) at a time
 
 Faults: a worker that dies (its process, or its node) loses only its shards in flight; they go back
 to the queue for the other workers, and a replacement actor is started where the cluster has room.
-A shard lost ``retries`` times, or no live worker for ``patience_s`` seconds, stops the capture with
+A shard lost more than ``retries`` times, or no live worker for ``patience_s`` seconds, stops the capture with
 one line. An error of the capture itself (an empty prompt, NaN activations) is raised as it is, never
 retried. With ``checkpoint_dir`` every finished batch is kept as :func:`geoprobe.capture.capture`
 keeps it (the same files), so a capture stopped in either executor resumes in either.
@@ -93,8 +94,8 @@ class _Slot:
 @dataclass(frozen=True)
 class DataParallel:
     """Capture one model over many prompts on ``workers`` Ray actors (None: as many as the cluster has
-    CPUs for, ``threads`` each, or GPUs where the model runs on CUDA) of ``threads`` torch threads and
-    CPUs each, on the Ray cluster at ``address`` (:func:`check_address`; a process already connected
+    CPUs and memory for, or GPUs where the model runs on CUDA; :meth:`resources`) of ``threads`` torch
+    threads and CPUs each, on the Ray cluster at ``address`` (:func:`check_address`; a process already connected
     with ``ray.init`` uses that connection). See the module docs for the streaming and the faults.
 
     ``capture`` starts the workers, captures and stops them; ``with dp.pool(load) as pool:`` keeps
