@@ -9,10 +9,9 @@ logits are computed for the final position only.
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Iterator, Literal, Sequence
 
@@ -20,7 +19,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.capture.checkpoint import CaptureCheckpoint, model_fingerprint
+from geoprobe.capture.assemble import CaptureArrays
 from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
 from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
@@ -31,7 +30,6 @@ from geoprobe.models.attention import Probe, entropy_bits
 from geoprobe.models.layout import Layout, SiteKind
 from geoprobe.models.loading import LoadedModel
 from geoprobe.models.verify import position_ids
-from geoprobe.provenance import prompts_hash
 from geoprobe.text import is_blank
 
 DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
@@ -227,6 +225,54 @@ def final_position_logits(
 _SITE_FIELD: dict[str, str] = {"v": "values", "k": "keys", "q": "queries", "z": "attn_out"}
 
 
+def plan_capture(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    config: CaptureConfig,
+    *,
+    seed: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    on_resume: Callable[[int, int, Path], None] | None = None,
+    tokenize_progress: Callable[[int, int], None] | None = None,
+    work_factor: float = 0.0,
+) -> tuple[list[list[int]], CaptureArrays]:
+    """Everything :func:`capture` does before its first forward pass: check the arguments, tokenise, check
+    that the arrays fit in memory (:func:`check_arrays_memory`), allocate them and cut the prompts into
+    batches, loading the batches a checkpoint already holds; returns (token ids per prompt, the arrays).
+    :mod:`geoprobe.capture.parallel` starts the same way and computes the batches on Ray workers."""
+    model, prompts = model_arg(model), prompts_arg(prompts)
+    config = config_arg(config, CaptureConfig)
+    layers = resolve_layers(config.layers, model.layout.n_layers)
+    if not isinstance(prompts, str):  # a str is refused by tokenize
+        check_arrays_memory(model, config, len(prompts), 1, work_factor=work_factor)  # before tokenising
+    ids, cut = tokenize(model, prompts, config.max_tokens, progress=tokenize_progress)
+    lengths = np.array([len(s) for s in ids], dtype=np.int64)
+    check_arrays_memory(model, config, len(ids), int(lengths.max()), work_factor=work_factor)
+    plan = CaptureArrays(
+        model,
+        prompts,
+        config,
+        layers,
+        lengths,
+        cut,
+        seed=seed,
+        checkpoint_dir=checkpoint_dir,
+        on_resume=on_resume,
+        progress=progress,
+    )
+    return ids, plan
+
+
+def capture_key_weights(model: LoadedModel, config: CaptureConfig, layers: Sequence[int]) -> np.ndarray | None:
+    """The capture's W_K (:func:`key_weights`) when ``config.key_weights`` asks for it; None (with a
+    warning) where keys are not x·W_K (MLA: the rest is captured)."""
+    if config.key_weights and model.arch.key_weights_reason:
+        warnings.warn(f"no W_K saved: {model.arch.NO_KEY_WEIGHTS}", stacklevel=3)
+        return None
+    return key_weights(model, layers) if config.key_weights else None
+
+
 def capture(
     model: LoadedModel,
     prompts: Sequence[str],
@@ -249,37 +295,21 @@ def capture(
     Before any array is allocated or any forward pass runs, the arrays of all the prompts together with
     the largest batch's forward pass must fit in memory (:func:`check_arrays_memory`); ``work_factor``
     adds that many times the arrays for what the caller does with them afterwards (a scan's analyses)."""
-    model, prompts = model_arg(model), prompts_arg(prompts)
-    config = config_arg(config, CaptureConfig)
-    lay = model.layout
-    layers = resolve_layers(config.layers, lay.n_layers)
-    if not isinstance(prompts, str):  # a str is refused by tokenize
-        check_arrays_memory(model, config, len(prompts), 1, work_factor=work_factor)  # before tokenising
-    ids, cut = tokenize(model, prompts, config.max_tokens, progress=tokenize_progress)
-    n, L = len(ids), len(layers)
-    lengths = np.array([len(s) for s in ids], dtype=np.int64)
-    check_arrays_memory(model, config, n, int(lengths.max()), work_factor=work_factor)
-    kinds: list[SiteKind] = [
-        k for k, on in (("v", config.values), ("k", config.keys), ("q", config.queries), ("z", config.attn_out)) if on
-    ]
-    width = {"v": lay.n_kv_heads, "k": lay.n_kv_heads, "q": lay.n_heads, "z": lay.n_heads}
-    depth = {"v": lay.d_head, "k": lay.d_qk, "q": lay.d_qk, "z": lay.d_head}
-    # a layer with fewer or narrower heads than the widest (Layout.layer_heads) leaves the rest NaN
-    blank = np.zeros if lay.uniform else functools.partial(np.full, fill_value=np.nan)
-    arrays: dict[str, np.ndarray] = {_SITE_FIELD[k]: blank((L, n, width[k], depth[k]), dtype=np.float32) for k in kinds}
-    arrays["attn_entropy"] = blank((L, n, lay.n_heads), dtype=np.float32)
-    keep_pattern = config.attention == "distribution"
-    if keep_pattern:
-        arrays["attn_pattern"] = np.zeros((L, n, lay.n_heads, int(lengths.max())), dtype=np.float32)
-        if not lay.uniform:
-            for layer_pos, layer in enumerate(layers):
-                arrays["attn_pattern"][layer_pos, :, lay.heads(layer).n_heads :] = np.nan
-    next_entropy = np.zeros(n, dtype=np.float32)
-    k_top = min(config.top_k, lay.vocab_size)
-    top_ids = np.zeros((n, k_top), dtype=np.int64)
-    top_probs = np.zeros((n, k_top), dtype=np.float32)
-
+    ids, plan = plan_capture(
+        model,
+        prompts,
+        config,
+        seed=seed,
+        progress=progress,
+        checkpoint_dir=checkpoint_dir,
+        on_resume=on_resume,
+        tokenize_progress=tokenize_progress,
+        work_factor=work_factor,
+    )
+    model, config, layers, lay = plan.model, plan.config, plan.layers, plan.model.layout
+    kinds: list[SiteKind] = [k for k, name in _SITE_FIELD.items() if getattr(config, name)]
     model_layer = {layer: lay.model_layers[layer] for layer in layers}
+    keep_pattern = config.attention == "distribution"
     probe = Probe(
         queries=config.queries,
         keys=config.keys,
@@ -288,46 +318,13 @@ def capture(
         distribution=keep_pattern,
         only=frozenset(model_layer.values()),
     )
-
-    order = np.argsort(-lengths, kind="stable") if config.sort_by_length else np.arange(n)
-    batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
+    arrays, lengths, nxt = plan.arrays, plan.lengths, plan.next
     pad_id = model.tokenizer.pad_token_id
-    done = 0
-    todo = list(range(len(batches)))
-    ckpt = None
-    if checkpoint_dir is not None:
-        cfg = asdict(config)
-        cfg["layers"] = list(layers)
-        fingerprint = {
-            **model_fingerprint(model),
-            "prompts_hash": prompts_hash(prompts),
-            "n_prompts": n,
-            "seed": seed,
-            "config": cfg,
-        }
-        ckpt = CaptureCheckpoint(checkpoint_dir, fingerprint, len(batches))
-        todo = []
-        for b, batch in enumerate(batches):
-            saved = ckpt.load(b, batch)
-            if saved is None:
-                todo.append(b)
-                continue
-            for name, rows in saved.items():
-                target = {"next_entropy": next_entropy, "next_top_ids": top_ids, "next_top_probs": top_probs}.get(name)
-                if target is not None:
-                    target[batch] = rows
-                else:
-                    arrays[name][:, batch] = rows
-            done += len(batch)
-        if ckpt.resumed and on_resume is not None:
-            on_resume(len(batches) - len(todo), len(batches), ckpt.dir)
-        if progress is not None and done:
-            progress(done, n)
     # before any forward pass: the largest batch must fit in memory (eager attention is O(T²))
-    check_capture_memory(model, [(len(batches[b]), int(lengths[batches[b]].max())) for b in todo])
+    check_capture_memory(model, plan.shapes())
     with probing(model.hf_model, model.arch, probe), final_hidden(model, probe), torch.inference_mode():
-        for b in todo:
-            batch = batches[b]
+        for b in plan.todo:
+            batch = plan.batches[b]
             prompt_ids = [int(i) for i in batch]
             tok, mask = pad_batch([ids[i] for i in batch], pad_id, config.padding_side)
             logits = run_batch(model, probe, tok, mask)
@@ -348,44 +345,11 @@ def capture(
                             r, :, s : s + lengths[i]
                         ].numpy()
             logp = torch.log_softmax(logits, dim=-1)
-            next_entropy[batch] = entropy_bits(logp.exp()).numpy()
-            tp, ti = logp.topk(k_top, dim=-1)
-            top_probs[batch], top_ids[batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
-            if ckpt is not None:
-                ckpt.save(
-                    b,
-                    batch,
-                    {
-                        "next_entropy": next_entropy[batch],
-                        "next_top_ids": top_ids[batch],
-                        "next_top_probs": top_probs[batch],
-                        **{name: a[:, batch] for name, a in arrays.items()},
-                    },
-                )
-            done += len(batch)
-            if progress is not None:
-                progress(done, n)
-    w_k = None
-    if config.key_weights and model.arch.key_weights_reason:  # MLA: keys are not x·W_K; the rest is captured
-        warnings.warn(f"no W_K saved: {model.arch.NO_KEY_WEIGHTS}", stacklevel=2)
-    elif config.key_weights:
-        w_k = key_weights(model, layers)
-    cfg = asdict(config)
-    cfg["layers"] = list(layers)
-    return Capture(
-        layers=layers,
-        layout=lay,
-        provenance=model.provenance.with_prompts(prompts, seed),
-        prompts=tuple(prompts),
-        config=cfg,
-        n_tokens=lengths,
-        n_truncated=cut,
-        next_entropy=next_entropy,
-        next_top_ids=top_ids,
-        next_top_probs=top_probs,
-        w_k=w_k,
-        **arrays,
-    )
+            nxt["next_entropy"][batch] = entropy_bits(logp.exp()).numpy()
+            tp, ti = logp.topk(plan.k_top, dim=-1)
+            nxt["next_top_probs"][batch], nxt["next_top_ids"][batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
+            plan.finished(b)
+    return plan.capture(capture_key_weights(model, config, layers))
 
 
 def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Float[np.ndarray, "L Hkv D d"]:

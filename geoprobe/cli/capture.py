@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from geoprobe.cli.app import app, err, out
 from geoprobe.cli.common import open_model, say_prompts_read
-from geoprobe.cli.options import LOAD, MAX_TOKENS_HELP, BatchOpt, SeedOpt, layers, takes
+from geoprobe.cli.options import EXECUTOR, LOAD, MAX_TOKENS_HELP, BatchOpt, SeedOpt, layers, takes
 from geoprobe.cli.progress import stage_progress
 from geoprobe.models.loading import LoadOptions
 
 
 @app.command()
-@takes(LOAD)
+@takes(LOAD, EXECUTOR)
 def capture(
     load: LoadOptions,
+    executor: Any,
     prompts: str = typer.Option(
         "builtin",
         "--prompts",
@@ -47,6 +48,7 @@ def capture(
     from geoprobe.capture import CaptureConfig
     from geoprobe.capture import capture as run
     from geoprobe.capture.result import ensure_writable
+    from geoprobe.capture.shard_worker import WorkerTally
     from geoprobe.outputs import OutputLock, check_free_space, check_location
     from geoprobe.prompts import prompt_source_kind, read_prompts, resolve_prompt_set
 
@@ -60,6 +62,8 @@ def capture(
         padding_side=padding_side,
         **({} if max_tokens is None else {"max_tokens": max_tokens}),
     )
+    tally = None if executor is None else WorkerTally()
+    run_capture = run if executor is None else executor.bind(load, tally)  # checks the loading flags first
     if prompt_source_kind(prompts) == "file":
         say_prompts_read(prompts, read_prompts(prompts))  # a bad file fails before the model loads
     check_location(out_dir, writes="capture")
@@ -71,7 +75,7 @@ def capture(
         texts = list(pset.prompts)
         check_free_space(out_dir, config.nbytes(m.layout, len(texts), max(len(t) for t in texts)), "the capture")
         with stage_progress({"capture": "capturing", "tokenize": "tokenising"}) as progress:
-            cap = run(
+            cap = run_capture(
                 m,
                 texts,
                 config,
@@ -81,4 +85,6 @@ def capture(
             )
         cap = dataclasses.replace(cap, extra={**cap.extra, "prompt_set": pset.record()})  # which set, hash, seed
         cap.save(out_dir, overwrite=overwrite)
+    if tally is not None:
+        err.print(f"captured on {tally}", highlight=False)
     out.print(f"wrote {out_dir} ({cap.n_prompts} prompts × {len(cap.layers)} layers)")

@@ -102,6 +102,57 @@ LOAD = Group(
 #: the same options, built without the checks (``geoprobe run`` first refuses flags its recipe does not use)
 LOAD_UNCHECKED = Group("load", LoadOptions, LOAD.params, LoadOptions)
 
+
+def _executor(executor: str, workers: Optional[int], address: Optional[str]) -> Any:
+    """``--executor local|ray``, ``--workers``, ``--address``: None (capture in this process) or a
+    :class:`geoprobe.capture.parallel.DataParallel` (data-parallel capture on Ray workers; Ray is checked
+    for here, before any model loads)."""
+    if executor not in ("local", "ray"):
+        raise GeoprobeError(f"--executor {executor!r} is not local or ray; pass --executor local or --executor ray")
+    if executor == "local":
+        for flag, value in (("--workers", workers), ("--address", address)):
+            if value is not None:
+                raise GeoprobeError(f"{flag} applies to --executor ray only; drop {flag} or add --executor ray")
+        return None
+    from geoprobe.capture.parallel import DataParallel
+
+    return DataParallel(workers=workers, address=address).check()
+
+
+EXECUTOR = Group(
+    "executor",
+    object,
+    {
+        "executor": (
+            typer.Option(
+                "local",
+                "--executor",
+                help="local (in this process) | ray (data-parallel on Ray workers; docs/scale.md)",
+            ),
+            str,
+        ),
+        "workers": (
+            typer.Option(
+                None,
+                "--workers",
+                help="--executor ray: Ray workers, one model each (default: one per CPU of the cluster, per GPU "
+                "with --device cuda)",
+            ),
+            Optional[int],
+        ),
+        "address": (
+            typer.Option(
+                None,
+                "--address",
+                help="--executor ray: auto | local | ray://HOST:PORT | HOST:PORT (default: $RAY_ADDRESS, else the "
+                "cluster `ray start` started here, else a new local Ray)",
+            ),
+            Optional[str],
+        ),
+    },
+    _executor,
+)
+
 OUTPUT = Group(
     "output",
     OutputOptions,

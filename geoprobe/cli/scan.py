@@ -12,6 +12,7 @@ from geoprobe.cli.app import app, out
 from geoprobe.cli.common import launch, prints
 from geoprobe.cli.options import (
     BATCH_HELP,
+    EXECUTOR,
     LOAD,
     MAX_TOKENS_HELP,
     OUTPUT,
@@ -83,10 +84,11 @@ def parsed_flags(values: dict[str, Any]) -> dict[str, Any]:
 
 
 @app.command()
-@takes(LOAD, OUTPUT)
+@takes(LOAD, OUTPUT, EXECUTOR)
 def scan(
     load: LoadOptions,
     output: OutputOptions,
+    executor: Any,
     prompts: Optional[str] = PromptsOpt,
     domain: Optional[str] = DomainOpt,
     candidates: Optional[int] = CandidatesOpt,
@@ -103,9 +105,27 @@ def scan(
     seed: Optional[int] = OptionalSeedOpt,
 ) -> None:
     """Measure the Bayesian-geometry signatures on every layer; write report.html and results.json."""
-    flags = {k: v for k, v in locals().items() if k not in ("load", "output")}
+    flags = {k: v for k, v in locals().items() if k not in ("load", "output", "executor")}
     config = EXPERIMENT.with_flags(ScanConfig(), parsed_flags(flags))
-    launch(EXPERIMENT, config, load, output)
+    if executor is None:
+        launch(EXPERIMENT, config, load, output)
+    else:  # the capture's batches on Ray workers (geoprobe.capture.parallel), the rest here
+        parallel_scan(config, load, output, executor)
+
+
+def parallel_scan(config: ScanConfig, load: LoadOptions, output: OutputOptions, executor: Any) -> Any:
+    """The scan of ``EXPERIMENT.run``, its capture placed on Ray workers by ``executor`` (a DataParallel)."""
+    from geoprobe.capture.shard_worker import WorkerTally
+    from geoprobe.cli.common import reporting
+    from geoprobe.scan.experiment import execute
+
+    model = EXPERIMENT.load_options(load)
+    tally = WorkerTally()
+    capture_with = executor.bind(model, tally)  # checks the loading flags first
+    with reporting() as reporter:
+        result = execute(config, model, output, reporter, capture_with=capture_with)
+        reporter.note(f"captured on {tally}")
+    return result
 
 
 @prints(ScanResult)

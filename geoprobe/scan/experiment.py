@@ -96,9 +96,13 @@ def scan_request(model: Any, config: ScanConfig) -> dict[str, Any]:
     }
 
 
-def execute(config: ScanConfig, model: Any, output: OutputOptions, reporter: Reporter) -> ScanResult:
+def execute(
+    config: ScanConfig, model: Any, output: OutputOptions, reporter: Reporter, *, capture_with: Any = None
+) -> ScanResult:
     """Scan ``model`` with ``config`` into ``output.out`` (default runs/<model>): capture/, results.json,
-    report.html (and figures); resumes a stopped scan, finishes one stopped between its writes."""
+    report.html (and figures); resumes a stopped scan, finishes one stopped between its writes.
+    ``capture_with``: a capture function to use instead of capturing here (``geoprobe scan --executor ray``:
+    a DataParallel's, geoprobe.capture.parallel)."""
     from geoprobe.prompts import prompts_read_line
     from geoprobe.scan.run import check_prompts, scan
 
@@ -114,7 +118,14 @@ def execute(config: ScanConfig, model: Any, output: OutputOptions, reporter: Rep
     def compute(run: Any) -> ScanResult:
         m = open_model(model, reporter)
         result, cap = scan(
-            m, None, config, progress=reporter, return_capture=True, checkpoint_dir=partial, on_resume=on_resume
+            m,
+            None,
+            config,
+            progress=reporter,
+            return_capture=True,
+            checkpoint_dir=partial,
+            on_resume=on_resume,
+            capture_with=capture_with,
         )
         cap.save(target / "capture", overwrite=True)  # checked when the run directory was claimed
         return dataclasses.replace(result, capture_dir="capture")

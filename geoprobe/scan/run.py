@@ -255,6 +255,7 @@ def scan(
     notes: Sequence[str] = (),
     checkpoint_dir: str | os.PathLike | None = None,
     on_resume: Callable[[int, int, Path], None] | None = None,
+    capture_with: Callable[..., Any] | None = None,
     **load_options: Any,
 ) -> Any:
     """Load (if given a name), capture and analyse. Returns a ScanResult (and the Capture if asked).
@@ -264,7 +265,9 @@ def scan(
     warnings to keep in the result. With ``checkpoint_dir`` (``geoprobe scan`` passes
     ``<run>/capture.partial``) the drawn corpus set and every finished capture batch are kept
     there, and a rerun resumes from them (see :mod:`geoprobe.capture.checkpoint`); the caller
-    removes the directory once the results are saved."""
+    removes the directory once the results are saved. ``capture_with`` captures instead of
+    :func:`geoprobe.capture.capture` (the same signature and numbers): ``DataParallel(...).bind(load)``
+    (:mod:`geoprobe.capture.parallel`) captures on Ray workers."""
     from geoprobe.capture.run import CaptureConfig, capture
     from geoprobe.models.loading import LoadedModel, load_model
     from geoprobe.scan.metrics import METRICS
@@ -295,7 +298,7 @@ def scan(
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cap = capture(
+        cap = (capture_with or capture)(
             m,
             texts,
             cc,

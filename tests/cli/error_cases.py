@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 
 from tests.cli import (
     cases_clear,
+    cases_executor,
     cases_experiments,
     cases_force,
     cases_sizes,
@@ -977,7 +978,7 @@ def _join(*modules: object) -> tuple[tuple[Case, ...], dict[str, Callable[[Path]
 
 
 CASES, SETUPS = _join(
-    cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments, cases_trajectory
+    cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments, cases_trajectory, cases_executor
 )
 
 # ---------------------------------------------------------------- running a case

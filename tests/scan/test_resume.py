@@ -136,7 +136,7 @@ def test_sigkill_mid_capture_then_the_same_command_resumes(tmp_path, capsys, mon
     assert code == 2 and "already exists" in err and "--force" in err
 
 
-def _interrupt_after_first_batch(args: list[str], partial: Path, signum: int) -> tuple[int, str, int]:
+def interrupt_after_first_batch(args: list[str], partial: Path, signum: int) -> tuple[int, str, int]:
     """Run ``geoprobe ARGS`` in a subprocess and send it ``signum`` once a batch is checkpointed;
     returns (exit code, stderr, batches on disk)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -175,7 +175,7 @@ def test_an_interrupt_says_so_exits_128_plus_signal_and_keeps_the_checkpoint(
     out = tmp_path / "run"
     partial = out / PARTIAL_DIR
     args = _scan_args(prompts, out)
-    code, err, kept = _interrupt_after_first_batch(args, partial, signum)
+    code, err, kept = interrupt_after_first_batch(args, partial, signum)
     assert code == 128 + signum, err
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("loading", "warning"))]
     assert len(lines) == 1 and lines[0].startswith(f"interrupted ({name}); rerun the same command to resume"), err
