@@ -90,7 +90,7 @@ def ray_cluster():
     """A Ray cluster on this machine (``ray.cluster_utils.Cluster``): a head node with no CPUs and two
     worker nodes of one CPU each, started once per session (about 10 s), with ``ray.init`` connected
     to it. Tests that remove a node add their own first (``ray_cluster.add_node(num_cpus=1)``) and
-    remove only that one. Ray is geoprobe's optional extra ``geoprobe[ray]``; scripts/setup.sh
+    remove only that one. Ray is geoprobe's optional extra ``geoprobe-attention[ray]``; scripts/setup.sh
     installs it, so these tests run in CI."""
     pytest.importorskip("ray", reason='Ray is not installed: pip install -e ".[ray]" (scripts/setup.sh does)')
     import ray

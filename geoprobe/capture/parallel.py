@@ -57,7 +57,7 @@ from geoprobe.capture.shard_worker import ShardWorker, check_worker
 from geoprobe.errors import CaptureError, GeoprobeError
 from geoprobe.models.loading import LoadOptions
 
-INSTALL = 'pip install "geoprobe[ray]"'
+INSTALL = 'pip install "geoprobe-attention[ray]"'
 WORKERS_MAX = 4096
 CHUNK_MAX = 8  #: batches per shard by default at most: a worker holds one shard's arrays at a time
 #: a CPU worker's memory beyond its weights (measured: 540 MiB peak for a tiny twin, 1115 MiB for

@@ -27,7 +27,7 @@ def ray_module() -> Any:
         import ray
     except ImportError:
         raise SweepError(
-            'Ray is not installed: --executor ray needs the extra: pip install "geoprobe[ray]" '
+            'Ray is not installed: --executor ray needs the extra: pip install "geoprobe-attention[ray]" '
             "(or use --executor local)"
         ) from None
     return ray

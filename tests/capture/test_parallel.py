@@ -121,7 +121,7 @@ def test_without_ray_the_one_line_refusal(monkeypatch):
     with pytest.raises(GeoprobeError) as exc:
         DataParallel(workers=2).check()
     assert str(exc.value) == f"--executor ray needs Ray, which is not installed here: {INSTALL}"
-    assert INSTALL == 'pip install "geoprobe[ray]"'
+    assert INSTALL == 'pip install "geoprobe-attention[ray]"'
 
 
 @pytest.mark.parametrize("address", [None, "auto", "local", "ray://head.example:10001", "10.0.0.1:6379"])
