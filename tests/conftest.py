@@ -105,3 +105,16 @@ def ray_cluster():
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_unchanged(request):
+    """Every test leaves torch's CPU thread count as it found it: float reductions depend on it, so a leak
+    makes a later test's bitwise comparison (a resumed run against an uninterrupted one) fail by 1 ulp."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    after = torch.get_num_threads()
+    torch.set_num_threads(before)
+    assert after == before, f"{request.node.nodeid} left torch's thread count at {after} (was {before})"

@@ -57,15 +57,14 @@ def trajectory_cmd(
         domains=None if domains is None else tuple(d.strip() for d in domains.split(",") if d.strip()),
     )
     config = TrajectoryConfig(seed=seed, **{k: v for k, v in given.items() if v is not None})
-    if threads is not None:  # torch's CPU threads for this process (recorded in trajectory.json)
-        import torch
+    if threads is not None and threads < 1:
+        from geoprobe.trajectory.config import TrajectoryError
 
-        if threads < 1:
-            from geoprobe.trajectory.config import TrajectoryError
+        raise TrajectoryError(f"threads {threads!r} is not a positive integer; pass --threads 1 or more")
+    from geoprobe.threads import torch_threads
 
-            raise TrajectoryError(f"threads {threads!r} is not a positive integer; pass --threads 1 or more")
-        torch.set_num_threads(threads)
-    launch(EXPERIMENT, config, None, output)
+    with torch_threads(threads):  # torch's CPU threads for this run (recorded in trajectory.json)
+        launch(EXPERIMENT, config, None, output)
 
 
 @prints(TrajectoryResult)

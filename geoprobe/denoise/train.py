@@ -16,6 +16,7 @@ import torch
 from geoprobe.denoise.attention import MODELS, make_model
 from geoprobe.denoise.tasks import DenoiseTask, sample
 from geoprobe.errors import GeoprobeError
+from geoprobe.threads import torch_threads
 
 Progress = Callable[[str, int, int], None]
 
@@ -67,12 +68,8 @@ def train_model(
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=settings.milestones(), gamma=settings.decay)
     t0 = time.perf_counter()
     stage = stage or f"train {kind}"
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # these tensors are tiny: one thread is fastest, and immune to a busy machine
-    try:
+    with torch_threads(1):  # these tensors are tiny: one thread is fastest, and immune to a busy machine
         losses = _loop(task, model, opt, sched, settings, rng, warp, progress, stage)
-    finally:
-        torch.set_num_threads(threads)
     seconds = time.perf_counter() - t0
     tail = max(1, settings.steps // 10)
     log = {

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from geoprobe.checks import config_arg
 from geoprobe.outputs import check_same_kind
 from geoprobe.provenance import package_versions
+from geoprobe.threads import torch_threads
 from geoprobe.trajectory import store
 from geoprobe.trajectory.config import FLAGS, TrajectoryConfig, TrajectoryError
 from geoprobe.trajectory.data import DataRecord, eval_batch, prepare, step_batch
@@ -171,12 +172,8 @@ def train_trajectory(
     config = config_arg(config, TrajectoryConfig)
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise TrajectoryError(f"threads {threads!r} is not a positive integer; pass --threads 1 or more")
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads or before)
-    try:
+    with torch_threads(threads):
         return _train(config, Path(out), documents, progress or (lambda stage, done, total: None))
-    finally:
-        torch.set_num_threads(before)
 
 
 def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None, tell: Progress) -> TrajectoryResult:

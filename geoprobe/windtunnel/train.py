@@ -35,6 +35,7 @@ from geoprobe.kinds import LEARNER_KIND
 from geoprobe.outputs import check_replaceable_dir
 from geoprobe.paths import atomic_write_text, public_mode, read_regular, safetensors_damage, writing
 from geoprobe.serial import Record
+from geoprobe.threads import torch_threads
 from geoprobe.windtunnel.conventions import task_from_dict
 from geoprobe.windtunnel.nets import (
     Arch,
@@ -385,9 +386,14 @@ def train(
     check_device(device)
     run = Path(run)
     _write_spec(run, spec)
+    with torch_threads(spec.train.threads):
+        return _train(spec, run, resume, device, progress)
+
+
+def _train(
+    spec: RunSpec, run: Path, resume: bool, device: str, progress: Callable[[int, int, float], None] | None
+) -> TrainReport:
     cfg = spec.train
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
     task = spec.task_obj
     model = build(spec).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))

@@ -28,6 +28,7 @@ from tests.cli import (
     cases_experiments,
     cases_force,
     cases_sizes,
+    cases_sweep,
     cases_text,
     cases_trajectory,
     cases_wrong,
@@ -978,7 +979,8 @@ def _join(*modules: object) -> tuple[tuple[Case, ...], dict[str, Callable[[Path]
 
 
 CASES, SETUPS = _join(
-    cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments, cases_trajectory, cases_executor
+    cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments, cases_trajectory, cases_executor,
+    cases_sweep,
 )
 
 # ---------------------------------------------------------------- running a case

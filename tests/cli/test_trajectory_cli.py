@@ -150,3 +150,18 @@ def test_a_real_sigterm_mid_training_exits_143_and_the_rerun_ends_bit_identical(
     whole = train_trajectory(config, out=tmp_path / "whole", threads=1)
     assert [c["sha256"] for c in resumed["checkpoints"]] == [c.sha256 for c in whole.checkpoints]
     assert resumed["losses"] == list(whole.losses)
+
+
+def test_threads_are_the_runs_own_and_the_callers_count_comes_back(tmp_path, capsys, monkeypatch):
+    """Was: --threads N set the process's torch thread count and never put it back, so in-process (a
+    notebook, CliRunner) every later computation ran on N threads and lost bitwise equality with runs
+    made before it (tests/dynamics' resume check failed by 1 ulp after this test)."""
+    import torch
+
+    before = torch.get_num_threads()
+    other = 1 if before != 1 else 2
+    argv = ["trajectory", "--out", "t", *TINY.split(), "--threads", str(other)]
+    code, _, err = run_cli(argv, capsys, monkeypatch, cwd=tmp_path)
+    assert code == 0, err
+    assert json.loads((tmp_path / "t" / "trajectory.json").read_text())["provenance"]["sessions"] == [[0, other]]
+    assert torch.get_num_threads() == before
