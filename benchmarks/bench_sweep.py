@@ -20,10 +20,16 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks._doc import replace_section  # noqa: E402
+from benchmarks._machine import timed, wait_idle  # noqa: E402
 
 SWEEP = """[sweep]
 experiment = "scan"
@@ -67,14 +73,15 @@ def cluster(workers: int):
     return c, started, time.perf_counter() - t1
 
 
-def timed_sweep(spec: Path, out: Path, executor: str) -> tuple[float, object]:
+def timed_sweep(spec: Path, out: Path, executor: str, idle: float) -> tuple[float, float | None, object]:
+    """(wall s, other processes' CPUs meanwhile, the manifest), after waiting up to ``idle`` s for quiet."""
     from geoprobe.sweep import run_sweep
 
-    t0 = time.perf_counter()
-    m = run_sweep(spec, out=out, executor=executor)
+    wait_idle(idle)
+    wall, other, m = timed(lambda: run_sweep(spec, out=out, executor=executor))
     if m.counts()["done"] != len(m.cells):
         raise SystemExit(f"{executor}: {m.counts()}")
-    return time.perf_counter() - t0, m
+    return wall, other, m
 
 
 def same_tables(a: Path, b: Path) -> None:
@@ -86,6 +93,10 @@ def same_tables(a: Path, b: Path) -> None:
         np.testing.assert_allclose(ta[col].astype(float), tb[col].astype(float), atol=1e-6, equal_nan=True)
 
 
+def fmt(other: float | None) -> str:
+    return "n/a" if other is None else f"{other:.2f}"
+
+
 def main() -> None:
     import ray
     import torch
@@ -95,20 +106,22 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=12)
     ap.add_argument("--resamples", type=int, default=3000)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--wait-idle", type=float, default=60.0, help="seconds to wait for the machine to go quiet")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.environ["OMP_NUM_THREADS"] = "1"  # the Ray workers' BLAS too
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     spec = tmp / "s.toml"
     spec.write_text(SWEEP.format(model=args.model, seeds=list(range(args.cells)), resamples=args.resamples))
-    local_s, m = timed_sweep(spec, tmp / "local", "local")
+    load_before = os.getloadavg()[0]
+    local_s, local_o, m = timed_sweep(spec, tmp / "local", "local", args.wait_idle)
     cell_s = sum(c.seconds for c in m.cells) / len(m.cells)
     c1, start1, warm1 = cluster(1)
-    ray1_s, _ = timed_sweep(spec, tmp / "ray1", "ray")
+    ray1_s, ray1_o, _ = timed_sweep(spec, tmp / "ray1", "ray", args.wait_idle)
     ray.shutdown()
     c1.shutdown()
     c2, start2, warm2 = cluster(2)
-    ray2_s, _ = timed_sweep(spec, tmp / "ray2", "ray")
+    ray2_s, ray2_o, _ = timed_sweep(spec, tmp / "ray2", "ray", args.wait_idle)
     ray.shutdown()
     c2.shutdown()
     same_tables(tmp / "local", tmp / "ray1")
@@ -121,14 +134,16 @@ def main() -> None:
         "",
         f"Run {datetime.now().isoformat(timespec='seconds')} on {platform.processor() or platform.machine()} "
         f"({os.cpu_count()} cores), Python {platform.python_version()}, torch {torch.__version__}, Ray "
-        f"{ray.__version__}; scan cells of {args.model} on the builtin prompts, 1 torch thread per cell. Every "
-        "executor's sweep.parquet equals the local one (each metric within 1e-6).",
+        f"{ray.__version__}; scan cells of {args.model} on the builtin prompts, 1 torch thread per cell; load "
+        f"average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after. Every executor's sweep.parquet equals "
+        "the local one (each metric within 1e-6). *other CPU*: CPUs' worth of time that processes outside the "
+        "benchmark (and its Ray) used meanwhile; above ~0.2 the timing is contended.",
         "",
-        "| way | cells | wall s | cells / min |",
-        "|---|---|---|---|",
-        f"| local, in-process | {args.cells} | {local_s:.1f} | {60 * args.cells / local_s:.2f} |",
-        f"| Ray, 1 worker × 1 CPU | {args.cells} | {ray1_s:.1f} | {60 * args.cells / ray1_s:.2f} |",
-        f"| Ray, 2 workers × 1 CPU | {args.cells} | {ray2_s:.1f} | {60 * args.cells / ray2_s:.2f} |",
+        "| way | cells | wall s | cells / min | other CPU |",
+        "|---|---|---|---|---|",
+        f"| local, in-process | {args.cells} | {local_s:.1f} | {60 * args.cells / local_s:.2f} | {fmt(local_o)} |",
+        f"| Ray, 1 worker × 1 CPU | {args.cells} | {ray1_s:.1f} | {60 * args.cells / ray1_s:.2f} | {fmt(ray1_o)} |",
+        f"| Ray, 2 workers × 1 CPU | {args.cells} | {ray2_s:.1f} | {60 * args.cells / ray2_s:.2f} | {fmt(ray2_o)} |",
         "",
         f"- Mean local cell: {cell_s:.2f} s. Ray's added time per cell (1 worker − local) / cells: {added:.2f} s "
         f"= {100 * added / cell_s:.1f} % of a cell of this length, {100 * added / 10:.1f} % of a 10-second cell "
@@ -141,8 +156,6 @@ def main() -> None:
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:
-        from _doc import replace_section
-
         replace_section(
             Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md",
             "bench_sweep",

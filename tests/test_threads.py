@@ -23,4 +23,3 @@ def test_none_leaves_the_count_and_an_exception_still_restores():
         with torch_threads(1):
             raise RuntimeError("boom")
     assert torch.get_num_threads() == before
-

@@ -62,6 +62,18 @@ def split(coordinates: Mapping[str, Any], load_names: set[str]) -> tuple[dict[st
     return load, rest
 
 
+def located(coordinates: Mapping[str, Any]) -> dict[str, Any]:
+    """The coordinates a cell is sent with: a ``revision`` (or a ``model`` path with a ``/``) naming a
+    directory here, relative to the driver's working directory, made absolute, so that a Ray worker (whose
+    working directory is its own) loads the same directory where the filesystem is shared."""
+    sent = dict(coordinates)
+    for key in ("revision", "model"):
+        v = sent.get(key)
+        if isinstance(v, str) and (key == "revision" or "/" in v) and Path(v).expanduser().is_dir():
+            sent[key] = str(Path(v).expanduser().resolve())
+    return sent
+
+
 def count_parameters(model: Any) -> int | None:
     """Parameters of a loaded model (tied embeddings counted once), None without one."""
     hf = getattr(model, "hf_model", None)

@@ -68,8 +68,8 @@ def claim(out: Path, spec: SweepSpec, force: bool) -> SweepManifest | None:
     if old.digest != spec.digest() or old.experiment != spec.experiment:
         if not force:
             raise SweepError(
-                f"{str(out)!r} holds a sweep of other settings ({old.sweep_file}); pass --force to start it "
-                "again or choose another --out"
+                f"{str(out)!r} holds a sweep of other settings (from {shown(Path(old.sweep_file))!r}); pass --force "
+                "to start it again or choose another --out"
             )
         for name in SWEEP_FILES:
             (out / name).unlink(missing_ok=True)
@@ -104,7 +104,7 @@ def run_sweep(
     manifest; the table and page are written once every cell has an outcome."""
     from geoprobe.recipes import experiments
     from geoprobe.sweep import executors
-    from geoprobe.sweep.cell import write_files
+    from geoprobe.sweep.cell import located, write_files
 
     spec = read_sweep(sweep_file)
     checked(spec)
@@ -139,7 +139,7 @@ def run_sweep(
                 experiment=spec.experiment,
                 tables=spec.tables,
                 sweep_file=str(Path(spec.path).resolve()),
-                coordinates=c.coordinates,
+                coordinates=located(c.coordinates),
                 cell_id=c.id,
                 directory=str(target / "cells" / c.id) if executor == "local" else None,
                 parent=str(target),

@@ -979,7 +979,14 @@ def _join(*modules: object) -> tuple[tuple[Case, ...], dict[str, Callable[[Path]
 
 
 CASES, SETUPS = _join(
-    cases_force, cases_sizes, cases_text, cases_wrong, cases_clear, cases_experiments, cases_trajectory, cases_executor,
+    cases_force,
+    cases_sizes,
+    cases_text,
+    cases_wrong,
+    cases_clear,
+    cases_experiments,
+    cases_trajectory,
+    cases_executor,
     cases_sweep,
 )
 

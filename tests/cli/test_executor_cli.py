@@ -116,5 +116,8 @@ def test_without_ray_the_cli_says_what_to_install(command, tmp_path, capsys, mon
     argv = [command, "--model", TWIN, "--prompts", str(prompts), "--out", str(tmp_path / "out"), "--executor", "ray"]
     code, out, err = run_cli(argv, capsys, monkeypatch)
     assert code == 2 and out == ""
-    assert err.strip() == 'error: --executor ray needs Ray, which is not installed here: pip install "geoprobe-attention[ray]"'
+    assert (
+        err.strip()
+        == 'error: --executor ray needs Ray, which is not installed here: pip install "geoprobe-attention[ray]"'
+    )
     assert not (tmp_path / "out").exists()
