@@ -93,6 +93,12 @@ def same_tables(a: Path, b: Path) -> None:
         np.testing.assert_allclose(ta[col].astype(float), tb[col].astype(float), atol=1e-6, equal_nan=True)
 
 
+def med(manifest) -> str:
+    import statistics
+
+    return f"{statistics.median(c.seconds for c in manifest.cells):.2f}"
+
+
 def fmt(other: float | None) -> str:
     return "n/a" if other is None else f"{other:.2f}"
 
@@ -117,11 +123,11 @@ def main() -> None:
     local_s, local_o, m = timed_sweep(spec, tmp / "local", "local", args.wait_idle)
     cell_s = sum(c.seconds for c in m.cells) / len(m.cells)
     c1, start1, warm1 = cluster(1)
-    ray1_s, ray1_o, _ = timed_sweep(spec, tmp / "ray1", "ray", args.wait_idle)
+    ray1_s, ray1_o, m1 = timed_sweep(spec, tmp / "ray1", "ray", args.wait_idle)
     ray.shutdown()
     c1.shutdown()
     c2, start2, warm2 = cluster(2)
-    ray2_s, ray2_o, _ = timed_sweep(spec, tmp / "ray2", "ray", args.wait_idle)
+    ray2_s, ray2_o, m2 = timed_sweep(spec, tmp / "ray2", "ray", args.wait_idle)
     ray.shutdown()
     c2.shutdown()
     same_tables(tmp / "local", tmp / "ray1")
@@ -139,11 +145,14 @@ def main() -> None:
         "the local one (each metric within 1e-6). *other CPU*: CPUs' worth of time that processes outside the "
         "benchmark (and its Ray) used meanwhile; above ~0.2 the timing is contended.",
         "",
-        "| way | cells | wall s | cells / min | other CPU |",
-        "|---|---|---|---|---|",
-        f"| local, in-process | {args.cells} | {local_s:.1f} | {60 * args.cells / local_s:.2f} | {fmt(local_o)} |",
-        f"| Ray, 1 worker × 1 CPU | {args.cells} | {ray1_s:.1f} | {60 * args.cells / ray1_s:.2f} | {fmt(ray1_o)} |",
-        f"| Ray, 2 workers × 1 CPU | {args.cells} | {ray2_s:.1f} | {60 * args.cells / ray2_s:.2f} | {fmt(ray2_o)} |",
+        "| way | cells | wall s | cells / min | median cell s (inside the cell) | other CPU |",
+        "|---|---|---|---|---|---|",
+        f"| local, in-process | {args.cells} | {local_s:.1f} | {60 * args.cells / local_s:.2f} | {med(m)} | "
+        f"{fmt(local_o)} |",
+        f"| Ray, 1 worker × 1 CPU | {args.cells} | {ray1_s:.1f} | {60 * args.cells / ray1_s:.2f} | {med(m1)} | "
+        f"{fmt(ray1_o)} |",
+        f"| Ray, 2 workers × 1 CPU | {args.cells} | {ray2_s:.1f} | {60 * args.cells / ray2_s:.2f} | {med(m2)} | "
+        f"{fmt(ray2_o)} |",
         "",
         f"- Mean local cell: {cell_s:.2f} s. Ray's added time per cell (1 worker − local) / cells: {added:.2f} s "
         f"= {100 * added / cell_s:.1f} % of a cell of this length, {100 * added / 10:.1f} % of a 10-second cell "

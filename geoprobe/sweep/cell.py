@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -63,13 +64,13 @@ def split(coordinates: Mapping[str, Any], load_names: set[str]) -> tuple[dict[st
 
 
 def located(coordinates: Mapping[str, Any]) -> dict[str, Any]:
-    """The coordinates a cell is sent with: a ``revision`` (or a ``model`` path with a ``/``) naming a
-    directory here, relative to the driver's working directory, made absolute, so that a Ray worker (whose
-    working directory is its own) loads the same directory where the filesystem is shared."""
+    """The coordinates a cell is sent with: a ``revision`` or ``model`` naming a directory here, relative
+    to the driver's working directory (where ``load_model`` would look first), made absolute, so that a Ray
+    worker (whose working directory is its own) loads the same directory where the filesystem is shared."""
     sent = dict(coordinates)
     for key in ("revision", "model"):
         v = sent.get(key)
-        if isinstance(v, str) and (key == "revision" or "/" in v) and Path(v).expanduser().is_dir():
+        if isinstance(v, str) and Path(v).expanduser().is_dir():
             sent[key] = str(Path(v).expanduser().resolve())
     return sent
 
@@ -104,18 +105,20 @@ def _files(run_dir: Path, arrays: bool) -> dict[str, bytes]:
 
 def run_cell(task: CellTask) -> CellOutcome:
     """Run ``task``'s cell; never raises for the cell's own failures (they are its ``error``)."""
-    import torch
+    from threadpoolctl import threadpool_limits
 
     from geoprobe.experiment import OutputOptions
     from geoprobe.models.loading import LoadOptions, load_fields
     from geoprobe.recipes import experiment
+    from geoprobe.threads import torch_threads
 
     t0, node = time.perf_counter(), platform.node()
     scratch = None if task.directory is not None else Path(tempfile.mkdtemp(prefix=f"geoprobe-cell-{task.cell_id}-"))
     run_dir = Path(task.directory) if task.directory is not None else scratch / task.cell_id
-    threads = torch.get_num_threads()
+    limits = ExitStack()  # the cell's CPU threads: torch's and the BLAS/OpenMP pools (numpy, scikit-learn)
     try:
-        torch.set_num_threads(max(1, task.threads))
+        limits.enter_context(torch_threads(max(1, task.threads)))
+        limits.enter_context(threadpool_limits(limits=max(1, task.threads)))
         exp = experiment(task.experiment)
         config = exp.config.from_tables(dict(task.tables), Path(task.sweep_file))
         load, rest = split(task.coordinates, {f.name for f in load_fields()})
@@ -137,7 +140,7 @@ def run_cell(task: CellTask) -> CellOutcome:
     except BaseException as exc:  # noqa: BLE001 - the cell's own failure: recorded, never retried
         return CellOutcome(task.cell_id, _error_line(exc), time.perf_counter() - t0, node)
     finally:
-        torch.set_num_threads(threads)
+        limits.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 

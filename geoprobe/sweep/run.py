@@ -105,6 +105,7 @@ def run_sweep(
     from geoprobe.recipes import experiments
     from geoprobe.sweep import executors
     from geoprobe.sweep.cell import located, write_files
+    from geoprobe.sweep.memory import cell_memory
 
     spec = read_sweep(sweep_file)
     checked(spec)
@@ -157,7 +158,11 @@ def run_sweep(
             if progress is not None:
                 progress(done, failed, running[0], len(tasks), None)
 
-        run = executors.local(tasks, start) if executor == "local" else executors.on_ray(tasks, address, on_start=start)
+        run = (
+            executors.local(tasks, start)
+            if executor == "local"
+            else executors.on_ray(tasks, address, memory=lambda t: cell_memory(t.coordinates), on_start=start)
+        )
         for outcome in run:
             cell_dir = target / "cells" / outcome.id
             if outcome.files is not None and outcome.error is None:

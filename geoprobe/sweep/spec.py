@@ -12,12 +12,15 @@ seed = [0, 1]
 model = "pythia-1b"                 # any other is added
 revision = "step143000"
 seed = 0
+[load]                              # optional: loading settings of every cell (a coordinate overrides them)
+dtype = "bfloat16"
 [prompts]                           # then the experiment's own tables, exactly as in its recipe
 set = "mixed"
 ```
 
 A coordinate is a loading setting (``model``, ``revision``, ``dtype``, … of LoadOptions) or a setting of
 the experiment's config (``seed``, ``n_resamples``, …); each cell is the recipe with its coordinates set.
+The ``[load]`` table's settings are coordinates of every cell (first, so a grid or cell value wins).
 A cell's id is derived from its coordinates alone (readable, path-safe, with a hash of all of them), so
 the same cell has the same directory in every run of the sweep.
 """
@@ -74,19 +77,21 @@ class SweepSpec:
     explicit: tuple[Mapping[str, Any], ...]
     tables: Mapping[str, Any]
     path: str
+    load: Mapping[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         """The grid's product (the first key slowest), then each explicit cell: replacing the grid cell
-        with the same values of the grid's keys, or added after the others."""
-        keys = list(self.grid)
+        with the same values of the grid's keys, or added after the others. The ``[load]`` settings are
+        every cell's first coordinates."""
+        keys, base = list(self.grid), dict(self.load)
         out: dict[str, Cell] = {}
         if keys:
             for values in itertools.product(*(self.grid[k] for k in keys)):
-                c = Cell(dict(zip(keys, values)))
+                c = Cell({**base, **dict(zip(keys, values))})
                 out[c.id] = c
         for extra in self.explicit:
             match = [i for i, c in out.items() if keys and all(c.coordinates.get(k) == extra.get(k) for k in keys)]
-            c = Cell({**{k: extra[k] for k in keys if k in extra}, **extra})
+            c = Cell({**base, **{k: extra[k] for k in keys if k in extra}, **extra})
             if match:
                 out = {(c.id if i == match[0] else i): (c if i == match[0] else v) for i, v in out.items()}
             else:
@@ -94,8 +99,8 @@ class SweepSpec:
         return list(out.values())
 
     def keys(self) -> list[str]:
-        """Every coordinate name, grid keys first."""
-        names = list(self.grid)
+        """Every coordinate name: the [load] table's, then the grid's, then the explicit cells'."""
+        names = list(self.load) + [k for k in self.grid if k not in self.load]
         for extra in self.explicit:
             names += [k for k in extra if k not in names]
         return names
@@ -180,7 +185,11 @@ def read_sweep(path: str | Path) -> SweepSpec:
                 f"sweep {str(p)!r}: [[cell]] #{i + 1} "
                 + (f"key {bad[0]} must be a string, number or boolean" if bad else "is empty; give its coordinates")
             )
-    spec = SweepSpec(head["experiment"], head.get("out"), grid, tuple(cells), doc, str(p))
+    load = doc.pop("load", {})
+    bad_load = [k for k, v in load.items() if not isinstance(v, _SCALAR)] if isinstance(load, dict) else [""]
+    if bad_load:
+        raise SweepError(f"sweep {str(p)!r}: [load] must be a table of strings, numbers or booleans (model, dtype, …)")
+    spec = SweepSpec(head["experiment"], head.get("out"), grid, tuple(cells), doc, str(p), load)
     n = 1
     for v in grid.values():
         n *= len(v)

@@ -23,10 +23,11 @@ def test_a_checkpoint_directory_is_sent_absolute_and_becomes_the_model(tmp_path,
 
 
 def test_hub_revisions_aliases_and_missing_paths_are_sent_as_written(tmp_path, monkeypatch):
-    (tmp_path / "pythia-410m").mkdir()  # a directory named like an alias is not taken for the alias
     monkeypatch.chdir(tmp_path)
     coords = {"model": "pythia-410m", "revision": "step512"}
     assert located(coords) == coords
     assert located({"model": "runs/none/here"}) == {"model": "runs/none/here"}
     (tmp_path / "runs" / "mine").mkdir(parents=True)
     assert located({"model": "runs/mine"}) == {"model": str((tmp_path / "runs" / "mine").resolve())}
+    (tmp_path / "pythia-410m").mkdir()  # here load_model would load this directory, so the worker must too
+    assert located(coords)["model"] == str((tmp_path / "pythia-410m").resolve())

@@ -82,3 +82,21 @@ def test_ctrl_c_on_the_driver_then_a_rerun(ray_cluster, reference, tmp_path, cap
     code, _, err = run_cli(["sweep", str(spec), "--out", str(out), "--executor", "ray"], capsys, monkeypatch)
     assert code == 0, err
     _same_table(rows(out), rows(reference[0]))
+
+
+def test_each_cell_asks_for_its_memory_and_one_no_node_can_hold_fails_at_once(ray_cluster, tmp_path, monkeypatch):
+    """Was: cells asked Ray for CPUs only. Now each asks for geoprobe's estimate of its memory (weights at
+    its dtype plus the overhead); a cell bigger than every node is failed at once with both sizes, where
+    Ray would have waited forever for such a node, and the others finish."""
+    from geoprobe.sweep import executors, memory
+
+    real, asked = memory.cell_memory, []
+    monkeypatch.setattr(memory, "cell_memory", lambda c: 1 << 50 if c.get("seed") == 1 else real(c))
+    monkeypatch.setattr(executors, "resources", lambda t, m, f=executors.resources: asked.append(f(t, m)) or asked[-1])
+    spec = sweep_file(tmp_path, 'model = ["twin:llama-3.2-1b"]\nseed = [0, 1]')
+    m = run_sweep(spec, out=tmp_path / "o", executor="ray")
+    assert m.counts() == {"done": 1, "failed": 1, "pending": 0}
+    failed = next(c for c in m.cells if c.status == "failed")
+    assert failed.coordinates["seed"] == 1
+    assert "needs 1048576.0 GiB of memory" in failed.error and "largest node offers" in failed.error
+    assert asked[0] == {"num_cpus": 1, "num_gpus": 0, "memory": real({"model": "twin:llama-3.2-1b", "seed": 0})}

@@ -116,3 +116,18 @@ def test_a_bad_sweep_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatc
     code, _, err = run_cli(["sweep", str(p), "--out", str(tmp_path / "out")], capsys, monkeypatch)
     assert code == 2 and err.count("\n") == 1 and message in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_load_table_is_honoured_as_in_the_recipe(tmp_path, capsys, monkeypatch):
+    """[load] dtype = "bfloat16" in the sweep file: the cell is the recipe with the same [load] run alone."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nexperiment = "scan"\n[grid]\nmodel = ["twin:qwen3"]\n[load]\ndtype = "bfloat16"\n' + TABLES)
+    code, _, err = run_cli(["sweep", str(spec), "--out", str(tmp_path / "out")], capsys, monkeypatch)
+    assert code == 0, err
+    (cell,) = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
+    assert cell["provenance"]["dtype"] == "bfloat16"
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('[probe]\ncommand = "scan"\n[load]\nmodel = "twin:qwen3"\ndtype = "bfloat16"\n' + TABLES)
+    code, _, err = run_cli(["run", str(recipe), "--out", str(tmp_path / "alone")], capsys, monkeypatch)
+    assert code == 0, err
+    assert masked(tmp_path / "out" / cell["result"]) == masked(tmp_path / "alone" / "results.json")

@@ -95,3 +95,26 @@ def test_size_and_head_errors(tmp_path):
         read_sweep(p)
     with pytest.raises(SweepError, match="does not exist"):
         read_sweep(tmp_path / "missing.toml")
+
+
+def test_the_load_table_gives_every_cell_its_settings_and_a_coordinate_wins(tmp_path):
+    """Was: a [load] table (as in every recipe) was refused as an unknown section; now its settings are the
+    first coordinates of every cell, and a grid or [[cell]] value of the same key replaces them."""
+    spec = read_sweep(
+        _sweep(
+            tmp_path,
+            '[grid]\nmodel = ["a", "b"]\n[[cell]]\nmodel = "c"\ndtype = "float32"\n[load]\ndtype = "bfloat16"\n'
+            'model = "ignored"\n',
+        )
+    )
+    assert [dict(c.coordinates) for c in spec.cells()] == [
+        {"dtype": "bfloat16", "model": "a"},
+        {"dtype": "bfloat16", "model": "b"},
+        {"dtype": "float32", "model": "c"},
+    ]
+    assert "load" not in spec.tables and spec.keys()[:2] == ["dtype", "model"]
+
+
+def test_a_load_table_of_tables_is_one_line(tmp_path):
+    with pytest.raises(SweepError, match=r"\[load\] must be a table of strings, numbers or booleans"):
+        read_sweep(_sweep(tmp_path, '[grid]\nseed = [0]\n[load]\nmodel = ["a", "b"]\n'))
