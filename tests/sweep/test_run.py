@@ -121,7 +121,8 @@ def test_a_bad_sweep_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatc
 def test_a_load_table_is_honoured_as_in_the_recipe(tmp_path, capsys, monkeypatch):
     """[load] dtype = "bfloat16" in the sweep file: the cell is the recipe with the same [load] run alone."""
     spec = tmp_path / "s.toml"
-    spec.write_text('[sweep]\nexperiment = "scan"\n[grid]\nmodel = ["twin:qwen3"]\n[load]\ndtype = "bfloat16"\n' + TABLES)
+    head = '[sweep]\nexperiment = "scan"\n[grid]\nmodel = ["twin:qwen3"]\n'
+    spec.write_text(head + '[load]\ndtype = "bfloat16"\n' + TABLES)
     code, _, err = run_cli(["sweep", str(spec), "--out", str(tmp_path / "out")], capsys, monkeypatch)
     assert code == 0, err
     (cell,) = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
