@@ -132,3 +132,16 @@ def test_a_load_table_is_honoured_as_in_the_recipe(tmp_path, capsys, monkeypatch
     code, _, err = run_cli(["run", str(recipe), "--out", str(tmp_path / "alone")], capsys, monkeypatch)
     assert code == 0, err
     assert masked(tmp_path / "out" / cell["result"]) == masked(tmp_path / "alone" / "results.json")
+
+
+def test_the_terminal_shows_cells_done_running_failed_and_an_eta(tmp_path, capsys, monkeypatch):
+    from geoprobe.cli.progress import EVERY_ENV
+
+    monkeypatch.setenv(EVERY_ENV, "0")  # a line at every update where stderr is not a terminal
+    spec = sweep_file(tmp_path, 'model = ["twin:qwen3"]\nseed = [0]', BAD)
+    code, _, err = run_cli(["sweep", str(spec), "--out", str(tmp_path / "out")], capsys, monkeypatch)
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if ln.startswith("cells (")]
+    assert any(ln.startswith("cells (0 failed, 1 running): 0/2") for ln in lines), lines
+    assert any(ln.startswith("cells (1 failed, 0 running): 2/2") for ln in lines), lines
+    assert any(ln.rstrip().endswith("left") for ln in lines), lines  # an ETA once a cell has finished
