@@ -67,7 +67,12 @@ def _parameters(model: str) -> int | None:
             return None
         return parameter_bytes(cfg) // 4
     spec = ALIASES.get(model.lower()) or (find_spec_by_hf_id(model) if "/" in model else None)
-    return None if spec is None else parameter_count(spec.config)
+    if spec is None:
+        return None
+    try:
+        return parameter_count(spec.config)
+    except Exception:  # noqa: BLE001 - an estimate that fails must not stop the sweep: Ray places by CPUs
+        return None
 
 
 def _directory_bytes(directory: Path, per: int) -> int | None:
