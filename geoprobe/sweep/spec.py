@@ -155,7 +155,7 @@ def read_sweep(path: str | Path) -> SweepSpec:
     p = Path(path)
     if not p.is_file():
         raise SweepError(
-            f"sweep file {str(p)!r} does not exist or is not a file; pass a sweep such as probes/sweep.toml"
+            f"sweep file {str(p)!r} does not exist or is not a file; pass a sweep file (docs/sweep.md shows one)"
         )
     try:
         doc = tomllib.loads(read_regular(p, lambda why: SweepError(f"sweep file {str(p)!r} {why}")).decode("utf-8"))
