@@ -179,7 +179,8 @@ def run_sweep(
                 progress(done, failed, running[0], len(tasks), eta)
         from geoprobe.sweep.table import write_table
 
-        write_table(manifest, target)
+        if write_table(manifest, target) is None:
+            say('sweep.parquet not written: it needs pyarrow (pip install "geoprobe-attention[ray]")')
         report = _page(manifest, target)
         if report is not None:
             say(f"wrote {report}")

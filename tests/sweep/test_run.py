@@ -145,3 +145,15 @@ def test_the_terminal_shows_cells_done_running_failed_and_an_eta(tmp_path, capsy
     assert any(ln.startswith("cells (0 failed, 1 running): 0/2") for ln in lines), lines
     assert any(ln.startswith("cells (1 failed, 0 running): 2/2") for ln in lines), lines
     assert any(ln.rstrip().endswith("left") for ln in lines), lines  # an ETA once a cell has finished
+
+
+def test_without_pyarrow_the_table_is_not_written_and_it_says_so(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow then raises ImportError
+    spec = sweep_file(tmp_path, 'model = ["twin:qwen3"]\nseed = [0]')
+    code, _, err = run_cli(["sweep", str(spec), "--out", str(tmp_path / "out")], capsys, monkeypatch)
+    assert code == 0, err
+    said = " ".join(err.split())  # rich wraps the line at the terminal's width
+    assert 'sweep.parquet not written: it needs pyarrow (pip install "geoprobe-attention[ray]")' in said
+    assert not (tmp_path / "out" / "sweep.parquet").exists() and (tmp_path / "out" / "sweep.html").is_file()
