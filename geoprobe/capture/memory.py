@@ -30,6 +30,12 @@ MASK_BYTES = 4  # per (prompt, T, T) entry of the attention mask (bool, or float
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
+#: a worker's memory beyond its model's weights: Python, torch, transformers, one batch's forward pass
+#: (measured for a CPU data-parallel worker: 540 MiB peak for a tiny twin, 1115 MiB for SmolLM2-135M whose
+#: float32 weights are 540 MB; docs/benchmarks.md). Data-parallel workers and sweep cells ask Ray for it.
+WORKER_OVERHEAD = 1 << 30
+
+
 def eager_attention(model: Any) -> bool:
     """Whether the model's attention materialises (batch, heads, T, T) scores: its own implementation
     is eager, or its attention is one of the hand-written legacy modules."""

@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from geoprobe.capture.assemble import PER_PROMPT, CaptureArrays
+from geoprobe.capture.memory import WORKER_OVERHEAD
 from geoprobe.capture.result import Capture
 from geoprobe.capture.run import CaptureConfig, capture_key_weights, plan_capture
 from geoprobe.capture.shard_worker import ShardWorker, check_worker
@@ -60,9 +61,6 @@ from geoprobe.models.loading import LoadOptions
 INSTALL = 'pip install "geoprobe-attention[ray]"'
 WORKERS_MAX = 4096
 CHUNK_MAX = 8  #: batches per shard by default at most: a worker holds one shard's arrays at a time
-#: a CPU worker's memory beyond its weights (measured: 540 MiB peak for a tiny twin, 1115 MiB for
-#: SmolLM2-135M whose float32 weights are 540 MB; docs/benchmarks.md)
-WORKER_OVERHEAD = 1 << 30
 _ADDRESS = re.compile(r"^(auto|local|ray://[^\s/:]+:\d{1,5}|[^\s/:]+:\d{1,5})$")
 
 

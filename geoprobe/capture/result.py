@@ -21,7 +21,7 @@ from geoprobe.paths import public_mode, read_regular, safetensors_damage, writin
 from geoprobe.provenance import Provenance
 
 FORMAT_VERSION = 1
-_ARRAYS = (
+ARRAYS = (
     "n_tokens",
     "n_truncated",
     "next_entropy",
@@ -125,7 +125,7 @@ class Capture:
                 raise ValueError(
                     f"attn_pattern has shape {self.attn_pattern.shape}, expected ({L}, {n}, {lay.n_heads}, T)"
                 )
-        for name in _ARRAYS:
+        for name in ARRAYS:
             arr = getattr(self, name)
             if arr is not None:
                 arr.setflags(write=False)
@@ -204,7 +204,7 @@ class Capture:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-            arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in _ARRAYS if getattr(self, n) is not None}
+            arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in ARRAYS if getattr(self, n) is not None}
             with writing(target / "arrays.safetensors"):  # a full disk inside safetensors: an OSError
                 save_file(arrays, str(tmp / "arrays.safetensors"))
             (tmp / "capture.json").write_text(json.dumps(self.metadata(), indent=1, ensure_ascii=False))

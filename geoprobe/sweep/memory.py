@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from geoprobe.capture.memory import WORKER_OVERHEAD
+
 #: bytes per parameter of each --dtype
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-#: a cell's memory beyond its weights: Python, torch, transformers, one batch's forward pass and the
-#: analyses (measured for a CPU data-parallel worker: 540 MiB for a tiny twin, 1,115 MiB for SmolLM2-135M
-#: whose float32 weights are 540 MB; docs/benchmarks.md)
-CELL_OVERHEAD = 1 << 30
+#: a cell's memory beyond its weights: the same as a data-parallel capture worker's
+CELL_OVERHEAD = WORKER_OVERHEAD
 #: the vocabulary of a twin (the embedded SmolLM2 tokenizer's), without loading the tokenizer
 TWIN_VOCAB = 49_152
 

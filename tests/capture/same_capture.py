@@ -9,20 +9,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-ARRAYS = (
-    "n_tokens",
-    "n_truncated",
-    "next_entropy",
-    "next_top_ids",
-    "next_top_probs",
-    "attn_entropy",
-    "values",
-    "keys",
-    "queries",
-    "attn_out",
-    "attn_pattern",
-    "w_k",
-)
+from geoprobe.capture.result import ARRAYS
 
 
 @contextlib.contextmanager
