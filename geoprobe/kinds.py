@@ -10,14 +10,19 @@ that names its kind, and ``--force`` replaces a file only with one of the same k
 * ``*.html`` / ``*.htm``: a page (:data:`PAGE_KIND`) carrying
   ``<meta name="generator" content="geoprobe">`` (pages of 0.1.0: a ``<title>geoprobe …`` title);
 * ``*.jsonl``: prompt lines written by ``geoprobe sample`` / ``compare-domains``
-  (:data:`PROMPTS_KIND`: every line an object with ``set`` and ``prompt``).
+  (:data:`PROMPTS_KIND`: every line an object with ``set`` and ``prompt``);
+* ``*.parquet``: a sweep's table (:data:`TABLE_KIND`, named in the schema's metadata).
 
 **Directories** geoprobe writes are recognised by the marker file inside them
 (:func:`directory_kind`): a run directory by its run record ``.geoprobe-run.json`` (a scan of
 0.1.0 by its ``results.json``), a capture by ``capture.json``, an unfinished capture by its
 checkpoint ``manifest.json``, a wind-tunnel learner by ``run.json``, a figures folder by its
-manifest. A run directory tolerates other files beside its outputs; the others are written whole
-and hold nothing but their writer's files.
+manifest, a sweep by ``.geoprobe-sweep.json`` (one written before sweeps had a marker, by its ``sweep.json``). A sweep's
+cell is a run directory inside it that also holds ``.geoprobe-cell.json`` (written before the cell's run
+starts: its sweep's id, its coordinates and its status), which is how the sweep knows the cell is its own.
+A run directory tolerates other files beside its outputs; the others are written whole and hold nothing
+but their writer's files; a sweep directory holds its own files and its cells, and geoprobe writes no
+other output into it.
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ CHECKPOINT_KIND = "geoprobe-capture-checkpoint"
 LEARNER_KIND = "geoprobe.windtunnel.run"
 FIGURES_MANIFEST = ".geoprobe-figures.json"
 FIGURES_KIND = "geoprobe.figures"
+SWEEP_MARK = ".geoprobe-sweep.json"  #: a sweep directory's marker: its id, experiment and settings digest
+SWEEP_MARK_KIND = "geoprobe.sweep.mark"
+SWEEP_KIND = "geoprobe.sweep"  #: a sweep's manifest (sweep.json), derived from its cells
+CELL_MARK = ".geoprobe-cell.json"  #: a sweep cell's record: its sweep, coordinates and status
+CELL_MARK_KIND = "geoprobe.sweep.cell"
+TABLE_KIND = "geoprobe.sweep.table"  #: a sweep's tidy table (sweep.parquet): its schema's metadata names the kind
 PAGE_SUFFIXES = (".html", ".htm")
 
 #: the marker file of each kind of directory geoprobe writes, its kind, and the directory in words
@@ -48,7 +59,11 @@ DIRECTORY_MARKERS: tuple[tuple[str, str, str], ...] = (
     ("manifest.json", CHECKPOINT_KIND, "an unfinished capture (its checkpoints)"),
     ("run.json", LEARNER_KIND, "a wind-tunnel training run"),
     (FIGURES_MANIFEST, FIGURES_KIND, "a figures folder"),
+    (SWEEP_MARK, SWEEP_MARK_KIND, "a sweep directory"),
+    ("sweep.json", SWEEP_KIND, "a sweep directory"),  # a sweep written before sweeps had a marker
 )
+#: the kinds of marker that make a directory a sweep
+SWEEP_KINDS = (SWEEP_MARK_KIND, SWEEP_KIND)
 #: a file's kind in words (results files: "a <name> results file")
 _FILE_WORDS = {
     PAGE_KIND: "an HTML page",
@@ -58,6 +73,10 @@ _FILE_WORDS = {
     CHECKPOINT_KIND: "a checkpoint manifest",
     LEARNER_KIND: "a wind-tunnel training record",
     FIGURES_KIND: "a figure list",
+    SWEEP_MARK_KIND: "a sweep marker",
+    SWEEP_KIND: "a sweep manifest",
+    CELL_MARK_KIND: "a sweep cell's record",
+    TABLE_KIND: "a sweep's table",
 }
 
 
@@ -109,7 +128,22 @@ def file_kind(path: str | os.PathLike) -> str | None:
         return PAGE_KIND if GENERATOR_META.encode() in head or b"<title>geoprobe " in head else None
     if suffix == ".jsonl":
         return PROMPTS_KIND if _is_prompt_lines(p) else None
+    if suffix == ".parquet":
+        return TABLE_KIND if _is_sweep_table(p) else None
     return None
+
+
+def _is_sweep_table(path: Path) -> bool:
+    """A Parquet file whose footer (its last bytes: the schema and its key-value metadata) names the sweep
+    table's kind, as geoprobe.sweep.table writes it."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"PAR1":
+                return False
+            f.seek(max(0, os.fstat(f.fileno()).st_size - (1 << 16)))
+            return TABLE_KIND.encode() in f.read()
+    except OSError:
+        return False
 
 
 def describe_file(kind: str | None) -> str:
@@ -134,6 +168,10 @@ class DirectoryKind:
     @property
     def is_run(self) -> bool:
         return self.kind == RECORD_KIND
+
+    @property
+    def is_sweep(self) -> bool:
+        return self.kind in SWEEP_KINDS
 
     def describe(self) -> str:
         if self.is_run and self.result:
@@ -167,6 +205,8 @@ def directory_kind(directory: str | os.PathLike) -> DirectoryKind | None:
 
 __all__ = [
     "CAPTURE_KIND",
+    "CELL_MARK",
+    "CELL_MARK_KIND",
     "CHECKPOINT_KIND",
     "DIRECTORY_MARKERS",
     "FIGURES_KIND",
@@ -178,6 +218,11 @@ __all__ = [
     "PROMPTS_KIND",
     "RECORD",
     "RECORD_KIND",
+    "SWEEP_KIND",
+    "SWEEP_KINDS",
+    "TABLE_KIND",
+    "SWEEP_MARK",
+    "SWEEP_MARK_KIND",
     "DirectoryKind",
     "describe_file",
     "directory_kind",

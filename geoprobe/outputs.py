@@ -269,7 +269,7 @@ def check_location(
 
 
 #: what a writer writes, in words (check_nesting's ``writes``)
-_WRITES = {"run": "a run", "capture": "a capture", "file": "a file"}
+_WRITES = {"run": "a run", "capture": "a capture", "file": "a file", "sweep": "a sweep"}
 
 
 def resolved(path: str | os.PathLike, flag: str = "--out") -> Path:
@@ -308,8 +308,10 @@ def check_nesting(
       is part of: a seed of ``windtunnel run --seeds``, a scan of ``compare-models``); ``target``
       itself is no directory of another kind, and a run directory only one of ``result`` (the
       results file this command writes: one command's run to a directory);
+    * ``writes="sweep"``: no directory above it is any output of geoprobe's (a sweep never inside a run,
+      a capture or another sweep), and ``target`` itself is no directory of another kind;
     * ``writes="file"`` (a page, prompt lines): no directory above it is one that geoprobe writes
-      whole (a run directory may hold other files)."""
+      whole (a run directory may hold other files; a sweep holds only its own files and cells)."""
     t = resolved(target, flag)
     stop = resolved(parent, flag) if parent is not None else None
     what = _WRITES[writes]
@@ -328,7 +330,9 @@ def check_nesting(
     own = directory_kind(t)
     if own is None:
         return
-    if writes == "capture" and own.kind != CAPTURE_KIND or writes == "run" and not own.is_run:
+    if writes == "capture" and own.kind != CAPTURE_KIND or writes == "run" and not own.is_run or (
+        writes == "sweep" and not own.is_sweep
+    ):
         raise OutputLocationError(
             f"{flag} {str(target)!r} is {own.describe()}, not {what} directory; geoprobe replaces only its own "
             f"kind of output, with any flag: choose another {flag}"

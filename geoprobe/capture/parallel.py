@@ -74,9 +74,9 @@ def import_ray() -> Any:
 
 
 def check_address(address: str | None) -> str | None:
-    """``--address``: None (Ray's own choice: $RAY_ADDRESS, else the latest cluster ``ray start`` started
-    on this machine, else a new local Ray), ``auto`` (a running cluster, or an error), ``local`` (always a
-    new local Ray), ``ray://HOST:PORT`` (Ray Client) or ``HOST:PORT`` (a cluster's GCS address)."""
+    """``--address``: None or ``local`` (a private local Ray for this command, whatever cluster runs on this
+    machine), ``auto`` (this machine's cluster: $RAY_ADDRESS, else the one ``ray start`` last started; an error
+    when there is none), ``ray://HOST:PORT`` (Ray Client) or ``HOST:PORT`` (a cluster's GCS address)."""
     if address is None or _ADDRESS.match(address):
         return address
     raise GeoprobeError(f"--address {address!r} is not auto, local, ray://HOST:PORT or HOST:PORT; pass one of them")
@@ -390,28 +390,15 @@ class WorkerPool:
 
 
 def connect(ray: Any, address: str | None) -> bool:
-    """Connect to the Ray cluster at ``address`` unless this process already is; True if it connected
-    here (and so should disconnect when done). ``ray.init`` installs its own SIGTERM handler; the
-    process's own (the CLI's: say so, keep the checkpoint, exit 143) is put back."""
-    import logging
-    import signal
-    import threading
+    """Join Ray (:func:`geoprobe.cluster.connect`: None or ``local`` a private local Ray, ``auto`` this
+    machine's cluster, ``HOST:PORT`` / ``ray://HOST:PORT`` another; unreachable addresses fail at once, every
+    node's versions are checked) unless this process already is connected; True if it connected here (and
+    so should disconnect when done)."""
+    from geoprobe.cluster import connect as join
 
     if ray.is_initialized():
         return False
-    main = threading.current_thread() is threading.main_thread()
-    before = signal.getsignal(signal.SIGTERM) if main else None
-    try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        if main and before is not None:
-            signal.signal(signal.SIGTERM, before)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        line = " ".join(str(exc).split())[:200]
-        where = "a new local Ray" if address in (None, "local") else f"the Ray cluster at --address {address!r}"
-        raise GeoprobeError(
-            f"could not connect to {where} ({line}); start one with `ray start --head` or pass another --address"
-        ) from None
-    return True
+    return join(address).owned
 
 
 def store(plan: CaptureArrays, shard: tuple[int, ...], rows: dict[str, np.ndarray]) -> None:

@@ -24,6 +24,8 @@ from geoprobe.errors import GeoprobeError
 
 #: commands besides the experiments' (geoprobe.recipes.EXPERIMENTS): one module of geoprobe.cli each
 COMMANDS = ("capture", "corpus", "listing", "report", "run", "sweep")
+#: what an interrupted ``geoprobe sweep`` keeps
+SWEEP_KEEPS = "the finished cells and each unfinished cell's resumable state"
 
 
 def resumes() -> dict[str, str]:
@@ -31,7 +33,8 @@ def resumes() -> dict[str, str]:
     experiment says what its run keeps (and which of its other command lines keep the same)."""
     from geoprobe.recipes import experiments
 
-    return {c: e.resumes for e in experiments().values() if e.resumes for c in (e.command_line, *e.resumed_by)}
+    own = {c: e.resumes for e in experiments().values() if e.resumes for c in (e.command_line, *e.resumed_by)}
+    return {**own, "sweep": SWEEP_KEEPS}
 
 
 def __getattr__(name: str) -> Any:

@@ -15,24 +15,49 @@ def sweep(
     what: str = typer.Argument(..., help="a sweep file (SWEEP.toml), or `status` followed by a sweep's directory"),
     directory: Optional[Path] = typer.Argument(None, help="with `status`: the sweep's --out"),
     out_dir: Optional[Path] = typer.Option(
-        None, "--out", "-o", help="the sweep's directory (default: its [sweep] out)"
+        None, "--out", "-o", help="the sweep's directory [default: the sweep file's [sweep] out]", show_default=False
     ),
-    executor: str = typer.Option("local", "--executor", help="local (one cell after another, here) | ray"),
+    executor: Optional[str] = typer.Option(
+        None, "--executor", help="local (one cell after another, here) | ray  [default: local]", show_default=False
+    ),
     address: Optional[str] = typer.Option(
-        None, "--address", help="with --executor ray: auto (this machine's cluster) or ray://HOST:PORT"
+        None,
+        "--address",
+        help="with --executor ray: none or local (a private Ray for this command), auto (this machine's "
+        "cluster), HOST:PORT (a cluster's GCS) or ray://HOST:PORT (Ray Client)",
+        show_default=False,
     ),
-    threads: int = typer.Option(1, "--threads", help="CPU threads per cell (Ray: its num_cpus)"),
+    threads: Optional[int] = typer.Option(
+        None, "--threads", help="CPU threads per cell (Ray: its num_cpus)  [default: 1]", show_default=False
+    ),
     arrays: bool = typer.Option(False, "--arrays", help="with --executor ray: bring each cell's arrays back too"),
-    force: bool = typer.Option(False, "--force", help="start again a sweep directory that holds other settings"),
+    force: bool = typer.Option(
+        False, "--force", help="start the sweep in --out again (only the sweep's own files are removed)"
+    ),
 ) -> None:
     """Run one experiment over a grid (models, revisions, seeds, settings): each cell an ordinary run
-    under OUT/cells/<id>/, with OUT/sweep.json, OUT/sweep.parquet and OUT/sweep.html. A rerun finishes
-    what an interrupted sweep left; a failed cell is recorded and the others go on (exit 1 naming them)."""
+    under OUT/cells/<id>/, with OUT/sweep.json, OUT/sweep.parquet and OUT/sweep.html. A rerun verifies
+    the finished cells and computes the rest; a failed cell is recorded and the others go on (exit 1
+    naming them). `geoprobe sweep status OUT` shows where a sweep stands."""
     from geoprobe.errors import SweepError
     from geoprobe.sweep import read_sweep, run_sweep, status
-    from geoprobe.sweep.run import summary
+    from geoprobe.sweep.status import summary
 
     if what == "status":
+        given = [
+            flag
+            for flag, value in (
+                ("--out", out_dir),
+                ("--executor", executor),
+                ("--address", address),
+                ("--threads", threads),
+                ("--arrays", arrays or None),
+                ("--force", force or None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise SweepError(f"{given[0]} does not apply to `geoprobe sweep status`, which only reads; drop it")
         if directory is None:
             raise SweepError("geoprobe sweep status needs the sweep's directory: geoprobe sweep status OUT")
         manifest = status(directory)
@@ -42,10 +67,6 @@ def sweep(
         return
     if directory is not None:
         raise SweepError(f"unexpected argument {str(directory)!r}: pass one sweep file (or `status OUT`)")
-    if address is not None and executor != "ray":
-        raise SweepError(f"--address {address!r} is for --executor ray; drop it or pass --executor ray")
-    if arrays and executor != "ray":
-        raise SweepError("--arrays is for --executor ray (the local executor writes every file in place); drop it")
     from geoprobe.cli.progress import stage_progress
 
     with stage_progress(group=lambda stage: "cells") as bar:
@@ -56,13 +77,13 @@ def sweep(
         manifest = run_sweep(
             what,
             out=out_dir,
-            executor=executor,  # type: ignore[arg-type]
+            executor=executor or "local",  # type: ignore[arg-type]
             address=address,
             force=force,
             arrays=arrays,
-            threads=threads,
+            threads=1 if threads is None else threads,
             progress=progress,
-            say=lambda line: err.print(line),
+            say=lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
         )
     c = manifest.counts()
     where = out_dir if out_dir is not None else read_sweep(what).out
@@ -82,5 +103,5 @@ def _status_table(rows: list[dict]) -> None:
     for key in rows[0]:
         table.add_column(key, overflow="fold")
     for r in rows:
-        table.add_row(*(str(v) for v in r.values()))
+        table.add_row(*("" if v is None else str(v) for v in r.values()))
     out.print(table)

@@ -2,7 +2,13 @@
 coordinates set, through the experiment's own ``run`` (the same code as ``geoprobe run`` and
 :func:`geoprobe.run`). A failure of the cell itself (a model that cannot load, a bad setting) is caught
 and returned as its one-line error, so an executor never retries it; only a worker or node that dies
-makes Ray run the cell again."""
+makes Ray run the cell again.
+
+A cell's life in its run directory: its record (``.geoprobe-cell.json``, status ``running``) is written
+first, then again once its model is loaded (its parameter count), then the experiment writes its run
+(data, results, run record, page); the driver writes the record's final status last. Killed at any of
+these points, the rerun finds the cell's own record and verifies or recomputes it
+(geoprobe.sweep.directory)."""
 
 from __future__ import annotations
 
@@ -17,15 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from geoprobe.kinds import CELL_MARK, RECORD
+from geoprobe.sweep.plan import split
+
 #: files of a cell's run directory that are data (arrays), sent back from a worker only with ``arrays``
 DATA_DIRS = ("capture", "capture.partial")
+#: the prefix of a cell's scratch directory on a Ray worker: ``geoprobe-cell-<sweep uid[:12]>-<cell id>-*``
+SCRATCH = "geoprobe-cell-"
+
+
+def sweep_scratch(uid: str) -> str:
+    """The prefix of every scratch directory of one sweep's cells (``geoprobe-cell-<uid[:12]>-``)."""
+    return f"{SCRATCH}{uid[:12]}-"
 
 
 @dataclass(frozen=True)
 class CellTask:
     """What a worker needs to run one cell (picklable; no path on the driver's disk is read there but
     those the recipe itself names). ``directory``: where to write the run (the local executor: the cell's
-    final directory); None: a scratch directory on the worker, whose files come back in the outcome."""
+    final directory); None: a scratch directory on the worker, whose files come back in the outcome.
+    ``mark``: the cell's record (.geoprobe-cell.json) as the driver starts it; ``force``: the cell's
+    directory holds earlier results of its own that did not verify, which the run replaces."""
 
     experiment: str
     tables: Mapping[str, Any]
@@ -36,12 +54,19 @@ class CellTask:
     parent: str | None = None
     arrays: bool = False
     threads: int = 1
+    mark: Mapping[str, Any] = field(default_factory=dict)
+    force: bool = False
+
+    @property
+    def scratch_prefix(self) -> str:
+        return f"{sweep_scratch(str(self.mark.get('sweep', '')))}{self.cell_id}-"
 
 
 @dataclass(frozen=True)
 class CellOutcome:
-    """What a cell returns to the driver: ``error`` (None: done), the seconds it ran, where, its
-    parameter count, its provenance, and (from a scratch directory) its run's files, path -> bytes."""
+    """What a cell returns to the driver: ``error`` (None: done), the seconds it ran, where (machine and
+    Ray node), its parameter count, its provenance, its run's files (path -> bytes, from a scratch
+    directory), and ``attempt``: which start of the cell this was (Ray: counted by the driver's log)."""
 
     id: str
     error: str | None
@@ -50,29 +75,7 @@ class CellOutcome:
     n_params: int | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     files: Mapping[str, bytes] | None = None
-
-
-def split(coordinates: Mapping[str, Any], load_names: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(loading settings, config settings) of a cell; a ``revision`` that is a local directory is the
-    model to load (a checkpoint of a series), the ``model`` coordinate then only names the series."""
-    load = {k: v for k, v in coordinates.items() if k in load_names}
-    rest = {k: v for k, v in coordinates.items() if k not in load_names}
-    rev = load.get("revision")
-    if isinstance(rev, str) and Path(rev).expanduser().is_dir():
-        load["model"], load["revision"] = str(Path(rev).expanduser()), None
-    return load, rest
-
-
-def located(coordinates: Mapping[str, Any]) -> dict[str, Any]:
-    """The coordinates a cell is sent with: a ``revision`` or ``model`` naming a directory here, relative
-    to the driver's working directory (where ``load_model`` would look first), made absolute, so that a Ray
-    worker (whose working directory is its own) loads the same directory where the filesystem is shared."""
-    sent = dict(coordinates)
-    for key in ("revision", "model"):
-        v = sent.get(key)
-        if isinstance(v, str) and Path(v).expanduser().is_dir():
-            sent[key] = str(Path(v).expanduser().resolve())
-    return sent
+    attempt: int | None = None
 
 
 def count_parameters(model: Any) -> int | None:
@@ -83,15 +86,16 @@ def count_parameters(model: Any) -> int | None:
     return sum(p.numel() for p in {id(p): p for p in hf.parameters()}.values())
 
 
-def _error_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
+    """A cell's failure in one line: geoprobe's own message, else the exception, its text and where."""
     from geoprobe.errors import GeoprobeError
 
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = " ".join(str(exc).split())
     if isinstance(exc, GeoprobeError):
         return text
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     at = f" ({Path(where.filename).name}:{where.lineno})" if where else ""
-    return f"{type(exc).__name__}: {text}{at}"
+    return f"{type(exc).__name__}: {text[:300]}{at}"
 
 
 def _files(run_dir: Path, arrays: bool) -> dict[str, bytes]:
@@ -103,20 +107,37 @@ def _files(run_dir: Path, arrays: bool) -> dict[str, bytes]:
     return out
 
 
+def node_name() -> str:
+    """This machine, and on a Ray worker its node's id: ``vm (node 1a2b3c4d)``."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return f"{platform.node()} (node {ray.get_runtime_context().get_node_id()[:8]})"
+    except Exception:  # noqa: BLE001 - Ray absent or not a worker: the machine alone
+        pass
+    return platform.node()
+
+
 def run_cell(task: CellTask) -> CellOutcome:
     """Run ``task``'s cell; never raises for the cell's own failures (they are its ``error``)."""
     from threadpoolctl import threadpool_limits
 
     from geoprobe.experiment import OutputOptions
     from geoprobe.models.loading import LoadOptions, load_fields
+    from geoprobe.paths import write_json
     from geoprobe.recipes import experiment
     from geoprobe.threads import torch_threads
 
-    t0, node = time.perf_counter(), platform.node()
-    scratch = None if task.directory is not None else Path(tempfile.mkdtemp(prefix=f"geoprobe-cell-{task.cell_id}-"))
-    run_dir = Path(task.directory) if task.directory is not None else scratch / task.cell_id
+    t0, node = time.perf_counter(), node_name()
+    scratch = None if task.directory is not None else Path(tempfile.mkdtemp(prefix=task.scratch_prefix))
+    run_dir = Path(task.directory) if task.directory is not None else scratch / task.cell_id  # type: ignore[operator]
     limits = ExitStack()  # the cell's CPU threads: torch's and the BLAS/OpenMP pools (numpy, scikit-learn)
+    mark = dict(task.mark)
     try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if mark:
+            write_json(run_dir / CELL_MARK, {**mark, "node": node})
         limits.enter_context(torch_threads(max(1, task.threads)))
         limits.enter_context(threadpool_limits(limits=max(1, task.threads)))
         exp = experiment(task.experiment)
@@ -129,7 +150,10 @@ def run_cell(task: CellTask) -> CellOutcome:
         if options is not None and exp.model_given:  # loaded here, to count its parameters
             model = options.check().load()
             n_params = count_parameters(model)
-        out = OutputOptions(out=run_dir, parent=Path(task.parent) if task.parent and task.directory else None)
+            if mark:
+                write_json(run_dir / CELL_MARK, {**mark, "node": node, "n_params": n_params})
+        parent = Path(task.parent) if task.parent and task.directory else None
+        out = OutputOptions(out=run_dir, parent=parent, force=task.force)
         result = exp.run(config, model=model, out=out)
         prov = getattr(result, "provenance", None)
         prov = prov.to_dict() if hasattr(prov, "to_dict") else dict(prov or {})
@@ -138,7 +162,7 @@ def run_cell(task: CellTask) -> CellOutcome:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - the cell's own failure: recorded, never retried
-        return CellOutcome(task.cell_id, _error_line(exc), time.perf_counter() - t0, node)
+        return CellOutcome(task.cell_id, error_line(exc), time.perf_counter() - t0, node)
     finally:
         limits.close()
         if scratch is not None:
@@ -146,11 +170,14 @@ def run_cell(task: CellTask) -> CellOutcome:
 
 
 def write_files(files: Mapping[str, bytes], run_dir: Path) -> None:
-    """Write a worker's run files into ``run_dir`` on the driver, whole: into a temporary directory
-    beside it, renamed into place (an earlier partial directory of this cell is replaced)."""
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    """Write a worker's run files into ``run_dir`` on the driver. A new directory is written whole (into a
+    temporary directory beside it, renamed into place). Into an existing one (the cell's own, the driver has
+    checked) each entry is renamed into place, the cell's record last, and what an earlier attempt of the
+    cell left that this one did not write is removed; entries the sweep did not write stay."""
     from geoprobe.paths import public_mode
+    from geoprobe.sweep.directory import owned_name
 
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{run_dir.name}.tmp-", dir=run_dir.parent))
     try:
         os.chmod(tmp, public_mode(directory=True))  # mkdtemp makes it private; a run directory follows the umask
@@ -158,13 +185,35 @@ def write_files(files: Mapping[str, bytes], run_dir: Path) -> None:
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
-        if run_dir.exists():
-            old = run_dir.with_name(f".{run_dir.name}.old-{os.getpid()}")
-            os.replace(run_dir, old)
+        if not run_dir.exists():
             os.replace(tmp, run_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, run_dir)
-    except BaseException:
+            return
+        new = sorted(os.listdir(tmp), key=lambda n: (n == CELL_MARK, n == RECORD))  # the records last
+        for name in os.listdir(run_dir):
+            if owned_name(name) and name not in new and name != CELL_MARK:
+                _remove(run_dir / name)
+        for name in new:
+            if (run_dir / name).is_dir() and not (run_dir / name).is_symlink():
+                _remove(run_dir / name)
+            os.replace(tmp / name, run_dir / name)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p)
+    else:
+        p.unlink(missing_ok=True)
+
+
+def remove_scratch(prefix: str) -> int:
+    """Remove this machine's scratch directories of a sweep's cells (``prefix``: ``geoprobe-cell-<uid>-``)
+    in the temporary directory; returns how many. Run on every node when a Ray sweep stops."""
+    base = Path(tempfile.gettempdir())
+    n = 0
+    for p in base.glob(f"{prefix}*"):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
+    return n

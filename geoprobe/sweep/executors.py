@@ -1,50 +1,59 @@
 """Where a sweep's cells run. geoprobe describes each cell (:class:`~geoprobe.sweep.cell.CellTask`) and
 an executor places it: ``local`` runs them in this process, one after another; ``ray`` makes each a Ray
-task with the resources it needs and lets Ray place it on a cluster. Both yield each cell's outcome as
-it finishes; the driver (``geoprobe.sweep.run``) writes it."""
+task with the resources it needs and lets Ray place it on a cluster (:mod:`geoprobe.cluster`). Both
+yield each cell's outcome as it finishes, and tell how many cells are running; the driver
+(``geoprobe.sweep.run``) writes each outcome.
+
+A cell that cannot be placed fails at once with its request and what is there, where Ray (or the
+machine) would wait for ever or run out of memory: more memory than this machine has free (local), or
+CPUs, GPUs and memory that no node of the cluster offers together (Ray)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
-from geoprobe.errors import SweepError
-from geoprobe.sweep.cell import CellOutcome, CellTask, run_cell
+from geoprobe.sweep.cell import CellOutcome, CellTask, remove_scratch, run_cell, sweep_scratch
 from geoprobe.sweep.memory import CELL_OVERHEAD
 
 #: how many times Ray runs a cell again when its worker or node dies (never when the cell itself fails)
 MAX_RETRIES = 3
+#: seconds the driver waits for cancelled cells, and then for every node to remove their scratch directories
+CLEANUP_TIMEOUT_S = 10.0
+Running = Callable[[int], None]
 
 
-def local(tasks: Sequence[CellTask], on_start: Callable[[CellTask], None] = lambda t: None) -> Iterator[CellOutcome]:
-    """Run ``tasks`` here, one after another."""
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def local(
+    tasks: Sequence[CellTask], memory: Callable[[CellTask], int | None], on_running: Running = lambda n: None
+) -> Iterator[CellOutcome]:
+    """Run ``tasks`` here, one after another; a cell whose memory estimate (``memory``) exceeds what this
+    machine has free for its device fails at once."""
+    from geoprobe.capture.memory import memory_budget
+
+    budgets: dict[str, tuple[int, str] | None] = {}
     for task in tasks:
-        on_start(task)
-        yield run_cell(task)
-
-
-def ray_module() -> Any:
-    """The ``ray`` package, or a one-line SweepError saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise SweepError(
-            'Ray is not installed: --executor ray needs the extra: pip install "geoprobe-attention[ray]" '
-            "(or use --executor local)"
-        ) from None
-    return ray
-
-
-def connect(address: str | None) -> Any:
-    """Ray connected to ``address`` (``auto``: the cluster this machine belongs to; ``ray://HOST:PORT``:
-    a remote one; None: the one already connected, else a new one on this machine)."""
-    ray = ray_module()
-    if ray.is_initialized():
-        return ray
-    try:
-        ray.init(address=address, log_to_driver=False, include_dashboard=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise SweepError(f"cannot connect to the Ray cluster at --address {address!r}: {exc}") from None
-    return ray
+        device = str(task.coordinates.get("device") or "cpu")
+        if device not in budgets:
+            budgets[device] = memory_budget(device)
+        need, budget = memory(task), budgets[device]
+        if need and budget is not None and need > budget[0]:
+            line = (
+                f"the cell needs about {_gib(need)} of memory (its weights at its dtype plus {_gib(CELL_OVERHEAD)}) "
+                f"and {device} here has {_gib(budget[0])} for it ({budget[1]}); run it on a larger machine "
+                "(--executor ray) or give it a smaller dtype"
+            )
+            yield CellOutcome(task.cell_id, line, 0.0, "")
+            continue
+        on_running(1)
+        try:
+            outcome = run_cell(task)
+        finally:
+            on_running(0)
+        yield outcome
 
 
 def resources(task: CellTask, memory: int | None) -> dict[str, Any]:
@@ -57,57 +66,110 @@ def resources(task: CellTask, memory: int | None) -> dict[str, Any]:
     return out
 
 
+def unplaceable(need: dict[str, Any], largest: dict[str, float]) -> str:
+    """The line of a cell no node can hold: its request and the most any node offers."""
+    return (
+        f"the cell asks for {need['num_cpus']} CPU, {need['num_gpus']} GPU and "
+        f"{_gib(need.get('memory', 0))} of memory (its weights at its dtype plus {_gib(CELL_OVERHEAD)}) on one node, "
+        f"and no node of the cluster has them all (the largest offer {largest['CPU']:g} CPUs, {largest['GPU']:g} "
+        f"GPUs, {_gib(largest['memory'])}); add such a node, or lower --threads, the dtype or the device"
+    )
+
+
+class AttemptLog:
+    """A tiny Ray actor on the driver's node that counts the starts of each cell (Ray starts a cell again
+    when its worker or node dies; the cell itself cannot tell)."""
+
+    def __init__(self) -> None:
+        self.starts: dict[str, int] = {}
+
+    def started(self, cell_id: str) -> int:
+        self.starts[cell_id] = self.starts.get(cell_id, 0) + 1
+        return self.starts[cell_id]
+
+
+def ray_cell(task: CellTask, log: Any) -> CellOutcome:
+    """One cell on a Ray worker: its start counted in ``log``, then :func:`run_cell`."""
+    import dataclasses
+
+    import ray
+
+    attempt = ray.get(log.started.remote(task.cell_id))
+    mark = {**task.mark, "attempts": int(task.mark.get("attempts", 1)) + attempt - 1}
+    outcome = run_cell(dataclasses.replace(task, mark=mark))
+    return dataclasses.replace(outcome, attempt=attempt)
+
+
+def _log_actor(ray: Any) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    actor = ray.remote(num_cpus=0)(AttemptLog)
+    try:
+        here = ray.get_runtime_context().get_node_id()
+        return actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote()
+    except Exception:  # noqa: BLE001 - a Ray Client driver is on no node: Ray places the log
+        return actor.remote()
+
+
 def on_ray(
     tasks: Sequence[CellTask],
-    address: str | None,
-    memory: Callable[[CellTask], int | None] = lambda t: None,
-    on_start: Callable[[CellTask], None] = lambda t: None,
+    cluster: Any,
+    memory: Callable[[CellTask], int | None],
+    on_running: Running = lambda n: None,
 ) -> Iterator[CellOutcome]:
-    """Each task a Ray task (:func:`resources`; retried up to :data:`MAX_RETRIES` times when its worker
-    or node dies, never when the cell fails: :func:`run_cell` returns that failure). Outcomes are
-    yielded in the order cells finish; a cell that asks for more memory than any node of the cluster
-    has fails at once (Ray would wait for such a node forever). ``on_start`` is told of a cell when a
-    slot of the cluster's CPUs is free for it (Ray's own placement is not observed). Interrupted
-    (Ctrl-C), the cells still queued or running are cancelled."""
-    ray = connect(address)
-    remote = ray.remote(run_cell)
-    largest = max((n["Resources"].get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0)
-    slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    """Each task a Ray task on ``cluster`` (a :class:`geoprobe.cluster.Cluster`; :func:`resources`; retried up
+    to :data:`MAX_RETRIES` times when its worker or node dies, never when the cell fails: :func:`run_cell`
+    returns that failure). Outcomes are yielded in the order cells finish; a cell no node can hold fails at
+    once. ``on_running`` is told how many cells the cluster's CPUs can run at once among those left (Ray's
+    own placement is not observed). Stopped (Ctrl-C, SIGTERM, an error), the cells still queued or running
+    are cancelled; on every exit each node's scratch directories of this sweep are removed."""
+    ray = cluster.ray
+    log = _log_actor(ray)
+    remote = ray.remote(ray_cell)
     pending: dict[Any, CellTask] = {}
-    queued: list[CellTask] = []
-    too_big: list[CellOutcome] = []
+    unplaced: list[CellOutcome] = []
     for task in tasks:
         need = resources(task, memory(task))
-        if largest and need.get("memory", 0) > largest:
-            too_big.append(CellOutcome(task.cell_id, _too_big(need["memory"], largest), 0.0, ""))
+        if not cluster.fits({"CPU": need["num_cpus"], "GPU": need["num_gpus"], "memory": need.get("memory", 0)}):
+            unplaced.append(CellOutcome(task.cell_id, unplaceable(need, cluster.largest()), 0.0, ""))
             continue
-        ref = remote.options(max_retries=MAX_RETRIES, retry_exceptions=False, **need)
-        pending[ref.remote(task)] = task
-        queued.append(task)
-    yield from too_big
-    used = 0
-    while queued and used + max(1, queued[0].threads) <= slots:
-        used += max(1, queued[0].threads)
-        on_start(queued.pop(0))
+        ref = remote.options(max_retries=MAX_RETRIES, retry_exceptions=False, **need).remote(task, log)
+        pending[ref] = task
+    threads = max([1, *(t.threads for t in pending.values())])
+
+    def running() -> None:
+        slots = sum(int(n["CPU"] // threads) for n in cluster.nodes)
+        on_running(min(len(pending), max(1, slots)))
+
+    prefixes = {sweep_scratch(str(t.mark.get("sweep", ""))) for t in tasks}
     try:
+        yield from unplaced
+        running()
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             task = pending.pop(done[0])
-            if queued:
-                on_start(queued.pop(0))
+            cluster.refresh()
+            running()
             try:
                 yield ray.get(done[0])
             except ray.exceptions.RayError as exc:  # retries spent: the worker or node kept dying
-                line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                line = " ".join(str(exc).split())[:300] or type(exc).__name__
                 yield CellOutcome(task.cell_id, f"Ray could not run the cell ({type(exc).__name__}): {line}", 0.0, "")
     finally:
         for ref in pending:
-            ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        if pending:
+            with contextlib.suppress(Exception):
+                ray.wait(list(pending), num_returns=len(pending), timeout=CLEANUP_TIMEOUT_S)
+        for prefix in prefixes:
+            cleanup(cluster, prefix)
+        with contextlib.suppress(Exception):
+            ray.kill(log)
 
 
-def _too_big(need: int, largest: int) -> str:
-    return (
-        f"the cell needs {need / 2**30:.1f} GiB of memory (its weights at its dtype plus "
-        f"{CELL_OVERHEAD / 2**30:.0f} GiB) and the cluster's largest node offers {largest / 2**30:.1f} GiB to Ray; "
-        "add a larger node, or give the cell a smaller dtype"
-    )
+def cleanup(cluster: Any, prefix: str) -> None:
+    """Remove the scratch directories ``prefix*`` on every node of ``cluster`` and on this machine."""
+    remove_scratch(prefix)
+    with contextlib.suppress(Exception):  # best effort: a node that does not answer keeps its own
+        cluster.on_every_node(remove_scratch, prefix, timeout=CLEANUP_TIMEOUT_S)

@@ -77,13 +77,20 @@ def _parameters(model: str) -> int | None:
 
 def _directory_bytes(directory: Path, per: int) -> int | None:
     """A checkpoint directory's weights at ``per`` bytes a parameter: its safetensors (else .bin) files'
-    size, rescaled from the dtype its config.json says they are stored in."""
-    files = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
+    size, rescaled from the dtype its config.json says they are stored in. Only regular files are looked
+    at, and config.json is read without ever waiting (a FIFO or a device in its place is no config)."""
+    from geoprobe.paths import read_regular
+
+    def regular(fs: list[Path]) -> list[Path]:
+        return [f for f in fs if f.is_file()]  # stat only: a FIFO, a socket or a device is not a weights file
+
+    files = regular(sorted(directory.glob("*.safetensors"))) or regular(sorted(directory.glob("*.bin")))
     if not files:
         return None
     try:
-        cfg = json.loads((directory / "config.json").read_text())
+        cfg = json.loads(read_regular(directory / "config.json", ValueError, limit=16 << 20))
     except (OSError, ValueError):
         cfg = {}
+    cfg = cfg if isinstance(cfg, dict) else {}
     stored = DTYPE_BYTES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or "float32"), 4)
     return sum(f.stat().st_size for f in files) * per // stored

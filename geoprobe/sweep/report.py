@@ -1,17 +1,21 @@
 """``OUT/sweep.html``: the sweep's page, drawn from its tidy table (geoprobe.sweep.table) — each headline
-metric against training step (log axis, one line per model, CI bands) and against parameter count, the
-analogue of Table 2 of arXiv 2512.23752 across the sweep's models, and every cell's status. Headline
-metrics of a scan sweep: PC1 share and entropy alignment at each cell's last layer, key orthogonality
-(mean |cos| over the first third of the layers), attention focusing (% reduction, first → last layer)."""
+metric against training step (log axis, one line per series, an interval band) and against parameter
+count, the analogue of Table 2 of arXiv 2512.23752 across the sweep's series, and every cell's status.
+Headline metrics of a scan sweep: PC1 share and entropy alignment at each cell's last layer, key
+orthogonality (mean |cos| over the first third of the layers), attention focusing (% reduction, first →
+last layer). Cells are combined as :mod:`geoprobe.sweep.aggregate` says: only the sweep's declared
+replicates are pooled; every other coordinate that varies is its own series."""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph
+from geoprobe.sweep.aggregate import Point, pool, varying
 from geoprobe.sweep.manifest import SweepManifest
 
 if TYPE_CHECKING:
@@ -24,6 +28,7 @@ HEADLINES: tuple[tuple[str, str, str], ...] = (
     ("key_orthogonality", "early", "key orthogonality: mean |cos| of W_K columns, first third of layers"),
     ("focusing_reduction", "none", "attention focusing: % entropy reduction, first → last layer"),
 )
+_STEP_PART = re.compile(r"(?:^|[/_-])step[-_]?\d+/?$")
 
 
 def headline(rows: Sequence[dict[str, Any]], metric: str, how: str) -> tuple[float, float | None, float | None] | None:
@@ -42,6 +47,15 @@ def headline(rows: Sequence[dict[str, Any]], metric: str, how: str) -> tuple[flo
     return sum(r["estimate"] for r in mine[:cut]) / cut, None, None
 
 
+def run_of(revision: Any) -> str | None:
+    """The training run a revision belongs to: a checkpoint directory's path without its ``stepN`` part
+    (two runs' ``step512`` are two series unless ``revision`` is a declared replicate); None for a Hub
+    revision name or none."""
+    if not isinstance(revision, str) or "/" not in revision:
+        return None
+    return _STEP_PART.sub("", revision.rstrip("/")) or None
+
+
 @dataclass(frozen=True)
 class SweepPage(Page):
     """The page of a sweep: its manifest and table rows."""
@@ -56,159 +70,175 @@ class SweepPage(Page):
         c = self.manifest.counts()
         return f"{c['done']} done, {c['failed']} failed, {c['pending']} not run; sweep file {self.manifest.sweep_file}"
 
-    def by_cell(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
+    def cells(self, metric: str, how: str) -> list[dict[str, Any]]:
+        """One entry per finished cell with this metric: its coordinates, step, run, parameters and value."""
+        by_cell: dict[str, list[dict[str, Any]]] = {}
         for r in self.rows:
-            out.setdefault(r["cell"], []).append(r)
+            by_cell.setdefault(r["cell"], []).append(r)
+        done = {c.id: c for c in self.manifest.cells if c.status == "done"}
+        out = []
+        for cell, rows in by_cell.items():
+            h = headline(rows, metric, how)
+            if h is not None and cell in done:
+                coords = dict(done[cell].coordinates)
+                run = run_of(coords.get("revision"))
+                extra = {"run": run} if run is not None else {}
+                step, n = rows[0]["training_step"], rows[0]["n_params"]
+                out.append({**coords, **extra, "cell": cell, "step": step, "n_params": n, "value": h})
         return out
 
-    def points(self, metric: str, how: str) -> list[dict[str, Any]]:
-        """One point per finished cell: its model, step, parameters, seed and (estimate, low, high)."""
-        out = []
-        for cell, rows in self.by_cell().items():
-            h = headline(rows, metric, how)
-            if h is not None:
-                r = rows[0]
-                out.append(
-                    dict(
-                        cell=cell,
-                        model=r["model"],
-                        step=r["training_step"],
-                        n_params=r["n_params"],
-                        seed=r["seed"],
-                        value=h,
-                    )
-                )
-        return out
+    def keys(self) -> list[str]:
+        """Every coordinate, and ``run`` (a revision directory's training run), unless runs are replicates."""
+        return [*self.manifest.keys(), *([] if "revision" in self.manifest.replicates else ["run"])]
+
+    def series_keys(self, cells: list[dict[str, Any]], drop: Sequence[str]) -> list[str]:
+        """The coordinates that vary among ``cells``, but for the replicates and those of the x axis (``drop``)."""
+        reps = set(self.manifest.replicates)
+        return [k for k in varying(cells, self.keys()) if k not in reps and k not in drop]
+
+    def by_step(self, metric: str, how: str) -> list[Point]:
+        cells = [c for c in self.cells(metric, how) if c["step"] is not None]
+        series = self.series_keys(cells, ("revision",))
+        return pool(cells, x="step", keys=self.keys(), series_keys=series, replicates=self.manifest.replicates)
+
+    def latest(self, metric: str, how: str, *, per_model: bool = False) -> list[Point]:
+        """Each model of each series at its latest training step (every cell where none has a step), with x
+        its parameter count; the models of a series make one line (``per_model``: each model its own series)."""
+        cells = self.cells(metric, how)
+        reps = set(self.manifest.replicates)
+        rest = [k for k in self.keys() if k not in ("revision", "run") and k not in reps]
+
+        def group(c: dict[str, Any]) -> str:
+            return repr([c.get(k) for k in rest])
+
+        top: dict[str, int] = {}
+        for c in cells:
+            top[group(c)] = max(top.get(group(c), -1), -1 if c["step"] is None else c["step"])
+        kept = [c for c in cells if (-1 if c["step"] is None else c["step"]) == top[group(c)]]
+        series = self.series_keys(kept, ("revision",) if per_model else ("revision", "model"))
+        return pool(kept, x="n_params", keys=self.keys(), series_keys=series, replicates=self.manifest.replicates)
+
+    def note(self) -> str:
+        reps = self.manifest.replicates
+        if not reps:
+            return (
+                "No replicates are declared ([sweep] replicates): every point is one cell, its band that cell's own "
+                "95 % CI, and every coordinate that varies is its own series."
+            )
+        return (
+            f"Replicates: {', '.join(reps)} ([sweep] replicates). A point over k ≥ 2 replicate cells is their mean "
+            "with a 95 % t-interval across them (never an average of their CIs); a point of one cell is its own "
+            "estimate and 95 % CI. Every other coordinate that varies is its own series."
+        )
 
     def figures(self) -> list[Figure]:
         import plotly.graph_objects as go
 
         figs = []
         for metric, how, label in HEADLINES:
-            pts = self.points(metric, how)
-            stepped = [p for p in pts if p["step"] is not None]
-            if stepped:
+            pts = self.by_step(metric, how)
+            if pts:
                 fig = go.Figure()
-                for model in sorted({p["model"] for p in stepped}):
-                    mine = _mean_over_seeds([p for p in stepped if p["model"] == model], "step")
-                    xs = [x + 1 for x, _, _, _ in mine]  # step + 1: step 0 on a log axis
-                    _band(fig, xs, mine, model)
+                for name in dict.fromkeys(p.series for p in pts):
+                    mine = [p for p in pts if p.series == name]
+                    _band(fig, [p.x + 1 for p in mine], mine, name)  # step + 1: step 0 on a log axis
                 fig.update_layout(
                     title=label, xaxis_title="training step + 1", yaxis_title=label, template="plotly_white"
                 )
                 fig.update_xaxes(type="log")
-                figs.append(
-                    Figure(f"{metric}-by-step", f"{label} against training step (mean over seeds; band: mean CI)", fig)
-                )
-            sized = [p for p in pts if p["n_params"]]
-            if len({p["n_params"] for p in sized}) > 1:
+                figs.append(Figure(f"{metric}-by-step", f"{label} against training step. {self.note()}", fig))
+            sized = [p for p in self.latest(metric, how) if p.x]
+            if len({p.x for p in sized}) > 1:
                 fig = go.Figure()
-                mine = _mean_over_seeds(sized, "n_params")
-                _band(fig, [x for x, _, _, _ in mine], mine, "models", markers=True)
+                for name in dict.fromkeys(p.series for p in sized):
+                    mine = [p for p in sized if p.series == name]
+                    _band(fig, [p.x for p in mine], mine, name, markers=True)
                 fig.update_layout(title=label, xaxis_title="parameters", yaxis_title=label, template="plotly_white")
                 fig.update_xaxes(type="log")
-                figs.append(Figure(f"{metric}-by-size", f"{label} against parameter count", fig))
+                caption = f"{label} against parameter count, each series at its latest training step. {self.note()}"
+                figs.append(Figure(f"{metric}-by-size", caption, fig))
         return figs
 
     def table2(self) -> list[dict[str, str]]:
-        """Per model (its latest step, seeds averaged): the Table 2 columns of arXiv 2512.23752."""
+        """Per series (model and every other varying coordinate but the replicates and the step), at its
+        latest step: the Table 2 columns of arXiv 2512.23752, each with its interval and cell count."""
+        cols = {m: self.latest(m, how, per_model=True) for m, how, _ in HEADLINES}
+        cols["pc12"] = self.latest("pc12", "last", per_model=True)
+        names = list(dict.fromkeys(p.series for ps in cols.values() for p in ps))
         out = []
-        cols = {m: self.points(m, how) for m, how, _ in HEADLINES}
-        pc12 = self.points("pc12", "last")
-        models = sorted({p["model"] for ps in cols.values() for p in ps})
-        for model in models:
+        for name in names:
 
-            def latest(pts: list[dict[str, Any]]) -> str:
-                mine = [p for p in pts if p["model"] == model]
+            def cell(metric: str) -> str:
+                mine = [p for p in cols[metric] if p.series == name]
                 if not mine:
                     return "n/a"
-                top = max((p["step"] or 0) for p in mine)
-                vals = [p["value"][0] for p in mine if (p["step"] or 0) == top]
-                return f"{sum(vals) / len(vals):.3f}"
+                p = mine[0]
+                ci = "" if p.low is None or p.high is None else f" [{p.low:.3f}, {p.high:.3f}]"
+                return f"{p.estimate:.3f}{ci}" + (f" (k={p.k})" if p.k > 1 else "")
 
             out.append(
                 {
-                    "model": model,
-                    "PC1 (last layer)": latest(cols["pc1"]),
-                    "PC1+PC2": latest(pc12),
-                    "key |cos| (early)": latest(cols["key_orthogonality"]),
-                    "focusing reduction": latest(cols["focusing_reduction"]),
+                    "series": name,
+                    "PC1 (last layer)": cell("pc1"),
+                    "PC1+PC2": cell("pc12"),
+                    "key |cos| (early)": cell("key_orthogonality"),
+                    "focusing reduction": cell("focusing_reduction"),
                 }
             )
         return out
 
     def sections(self) -> list[Section]:
         from geoprobe.report.blocks import html_table
+        from geoprobe.sweep.status import summary
 
-        status = [
-            {
-                "cell": c.id,
-                "status": c.status,
-                "seconds": "" if c.seconds is None else f"{c.seconds:.1f}",
-                **{k: str(v) for k, v in c.coordinates.items()},
-                "error": c.error or "",
-            }
-            for c in self.manifest.cells
-        ]
+        status = [{k: "" if v is None else str(v) for k, v in row.items()} for row in summary(self.manifest)]
         out = [figures_section(self.figures())]
         table = self.table2()
         if table:
             out.append(
-                Section("Across models (as Table 2 of arXiv 2512.23752)", paragraph(TABLE2_NOTE) + html_table(table))
+                Section(
+                    "Across series (as Table 2 of arXiv 2512.23752)",
+                    paragraph(TABLE2_NOTE + " " + self.note()) + html_table(table),
+                )
             )
         out.append(Section("Cells", html_table(status)))
         return out
 
 
 TABLE2_NOTE = (
-    "Each model at its latest training step, seeds averaged: PC1 and PC1+PC2 shares of the final-layer value "
-    "manifold on this sweep's prompts, mean |cos| of W_K columns over the first third of the layers, and % "
-    "attention-entropy reduction from the first to the last layer. The paper's Table 2 is on its own prompt "
-    "sets and models; compare like with like."
+    "Each series at its latest training step: PC1 and PC1+PC2 shares of the final-layer value manifold on this "
+    "sweep's prompts, mean |cos| of W_K columns over the first third of the layers, and % attention-entropy "
+    "reduction from the first to the last layer, with a 95 % interval where there is one. The paper's Table 2 "
+    "is on its own prompt sets and models; compare like with like."
 )
 
 
-def _mean_over_seeds(pts: list[dict[str, Any]], key: str) -> list[tuple[float, float, float | None, float | None]]:
-    groups: dict[Any, list[tuple]] = {}
-    for p in pts:
-        groups.setdefault(p[key], []).append(p["value"])
-    out = []
-    for x in sorted(groups):
-        vals = groups[x]
-        lows = [v[1] for v in vals if v[1] is not None]
-        highs = [v[2] for v in vals if v[2] is not None]
-        out.append(
-            (
-                x,
-                sum(v[0] for v in vals) / len(vals),
-                sum(lows) / len(lows) if lows else None,
-                sum(highs) / len(highs) if highs else None,
-            )
-        )
-    return out
-
-
 def _band(
-    fig: "plotly.graph_objects.Figure", xs: list[float], mine: list[tuple], name: str, markers: bool = False
+    fig: "plotly.graph_objects.Figure", xs: list[Any], pts: list[Point], name: str, markers: bool = False
 ) -> None:
     import plotly.graph_objects as go
 
-    if all(lo is not None and hi is not None for _, _, lo, hi in mine):
+    if all(p.low is not None and p.high is not None for p in pts):
         fig.add_trace(
             go.Scatter(
                 x=xs + xs[::-1],
-                y=[m[3] for m in mine] + [m[2] for m in mine][::-1],
+                y=[p.high for p in pts] + [p.low for p in pts][::-1],
                 fill="toself",
                 opacity=0.2,
                 line=dict(width=0),
                 showlegend=False,
                 hoverinfo="skip",
-                name=f"{name} CI",
+                name=f"{name} interval",
             )
         )
     fig.add_trace(
-        go.Scatter(x=xs, y=[m[1] for m in mine], mode="lines+markers" if not markers else "markers", name=name)
+        go.Scatter(
+            x=xs,
+            y=[p.estimate for p in pts],
+            mode="markers" if markers else "lines+markers",
+            name=name,
+            text=[f"k={p.k}: {p.how}" for p in pts],
+        )
     )
 
 

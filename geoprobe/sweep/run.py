@@ -1,97 +1,118 @@
 """``geoprobe sweep``: run every cell of a sweep file, each an ordinary run under ``OUT/cells/<id>/``,
 with the manifest ``OUT/sweep.json``, the tidy table ``OUT/sweep.parquet`` and the page ``OUT/sweep.html``.
 
-The driver (this module) claims OUT, works out which cells are left (a rerun after any interruption
-skips finished cells), hands the rest to an executor (``local`` or ``ray``: geoprobe.sweep.executors),
-and writes each outcome as it arrives: a worker's files into the cell's directory, then the manifest.
+The driver (this module), in order:
+
+1. reads and checks the sweep file and every cell's settings (:mod:`geoprobe.sweep.plan`), its arguments
+   and OUT's location, and takes OUT's lock; decides, reading only, what to do with OUT
+   (:func:`geoprobe.sweep.directory.survey`: a new sweep, a rerun, ``--force``, or a refusal);
+2. with ``--executor ray``, joins the cluster (:mod:`geoprobe.cluster`) and checks that its nodes can hold
+   the cells' threads: nothing is written before the cluster is reached;
+3. writes the marker, reads every cell from disk (the cells are the truth: a finished one is adopted
+   whatever the manifest said; one that does not verify is computed again with one line saying why) and
+   writes the manifest;
+4. hands the cells left to the executor (``local`` or ``ray``: geoprobe.sweep.executors) and writes each
+   outcome as it arrives, into that cell's own directory only (its files and its record: O(1) per cell,
+   however many cells the sweep has);
+5. writes the manifest again (also when stopped), then the table and the page from the verified cells.
+
 A failed cell records its one-line error and the others go on."""
 
 from __future__ import annotations
 
-import shutil
+import os
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from geoprobe.errors import SweepError
-from geoprobe.kinds import directory_kind
-from geoprobe.outputs import OutputLock, check_location, refuse_foreign, shown
+from geoprobe.errors import ArgumentError, SweepError
+from geoprobe.kinds import file_kind
+from geoprobe.outputs import OutputLock, check_location
 from geoprobe.sweep.cell import CellOutcome, CellTask
-from geoprobe.sweep.manifest import MANIFEST, CellRecord, SweepManifest, merged, read_manifest
-from geoprobe.sweep.spec import SweepSpec, check_coordinates, read_sweep
+from geoprobe.sweep.directory import (
+    CELLS,
+    MANIFEST,
+    SWEEP_FILES,
+    CellState,
+    cell_dir,
+    cell_mark,
+    inspect_cell,
+    now,
+    remove,
+    remove_strays,
+    survey,
+    write_cell_mark,
+    write_identity,
+)
+from geoprobe.sweep.manifest import CellRecord, SweepManifest, read_manifest, record_of
+from geoprobe.sweep.plan import Cell, Plan, located, make_plan
+from geoprobe.sweep.spec import read_sweep
 
 Executor = Literal["local", "ray"]
-#: what a sweep directory holds besides its cells
-SWEEP_FILES = (MANIFEST, "sweep.parquet", "sweep.html")
+EXECUTORS = ("local", "ray")
 #: progress(done, failed, running, total, eta_seconds or None)
 Progress = Callable[[int, int, int, int, float | None], None]
+#: provenance kept in the manifest for each done cell
+KEPT = ("model_id", "source", "weights", "tokenizer", "dtype", "prompts_hash", "seed", "versions")
+__all__ = ["EXECUTORS", "SWEEP_FILES", "run_sweep"]
 
 
-def checked(spec: SweepSpec) -> None:
-    """The experiment exists, its tables read as its recipe, and every coordinate is one of its settings."""
-    from dataclasses import fields
-
-    from geoprobe.models.loading import load_fields
-    from geoprobe.recipes import experiments
-
-    known = experiments()
-    if spec.experiment not in known:
-        raise SweepError(f"sweep {spec.path!r} runs experiment {spec.experiment!r}; known: {', '.join(known)}")
-    exp = known[spec.experiment]
-    exp.config.from_tables(dict(spec.tables), Path(spec.path))  # a ProbeError names the file and key
-    check_coordinates(spec, {f.name for f in load_fields()}, {f.name for f in fields(exp.config)}, set(exp.loads))
+def machine_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
-def claim(out: Path, spec: SweepSpec, force: bool) -> SweepManifest | None:
-    """Check OUT before any work: inside no other geoprobe output; empty, absent, or this sweep's own
-    directory. Returns the manifest to resume from (None: a fresh sweep). A sweep directory of other
-    settings is refused unless ``force``, which starts it again (only geoprobe's own files replaced)."""
-    check_location(out)
-    for above in out.resolve().parents:
-        kind = directory_kind(above)
-        if kind is not None:
-            raise SweepError(
-                f"--out {str(out)!r} lies inside {shown(above)!r}, {kind.describe()}; choose another --out"
-            )
-    if not out.exists():
-        return None
-    old = read_manifest(out) if (out / MANIFEST).exists() else None
-    if old is None:
-        kind = directory_kind(out)
-        if kind is not None:
-            raise SweepError(f"--out {str(out)!r} is {kind.describe()}, not a sweep directory; choose another --out")
-        others = [p for p in out.iterdir() if not p.name.startswith(".")]
-        if others:
-            refuse_foreign(others[0], "files in a directory that is not a sweep's")
-        return None
-    if old.digest != spec.digest() or old.experiment != spec.experiment:
-        if not force:
-            raise SweepError(
-                f"{str(out)!r} holds a sweep of other settings (from {shown(Path(old.sweep_file))!r}); pass --force "
-                "to start it again or choose another --out"
-            )
-        for name in SWEEP_FILES:
-            (out / name).unlink(missing_ok=True)
-        shutil.rmtree(out / "cells", ignore_errors=True)
-        return None
-    return old
+def check_arguments(**args: Any) -> None:
+    """The arguments of :func:`run_sweep` of the right types (an :class:`ArgumentError` naming the argument and
+    the value) and consistent (a one-line SweepError naming the flag)."""
+    from geoprobe.checks import name_arg
+
+    name_arg(args["sweep_file"], "sweep_file", "the path of a sweep file (TOML)")
+    if args["out"] is not None:
+        name_arg(args["out"], "out", "the sweep's directory")
+    for key in ("force", "arrays"):
+        if not isinstance(args[key], bool):
+            raise ArgumentError(f"{key} is {type(args[key]).__name__} ({args[key]!r}), not a bool; pass True or False")
+    threads = args["threads"]
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise ArgumentError(f"threads is {type(threads).__name__} ({threads!r}), not an integer; pass e.g. threads=2")
+    for key in ("progress", "say"):
+        if args[key] is not None and not callable(args[key]):
+            raise ArgumentError(f"{key} is {type(args[key]).__name__}, not a function; pass a callable or None")
+    executor, address = args["executor"], args["address"]
+    if not isinstance(executor, str) or executor not in EXECUTORS:
+        raise SweepError(f"--executor {executor!r} is not local or ray; pass --executor local or --executor ray")
+    if address is not None and not isinstance(address, str):
+        raise ArgumentError(f"address is {type(address).__name__} ({address!r}), not a string")
+    if address is not None and executor != "ray":
+        raise SweepError(f"--address {address!r} is for --executor ray; drop it or pass --executor ray")
+    if args["arrays"] and executor != "ray":
+        raise SweepError("--arrays is for --executor ray (the local executor writes every file in place); drop it")
+    if threads < 1:
+        raise SweepError(f"--threads {threads} must be at least 1")
+    if executor == "local" and threads > machine_cpus():
+        raise SweepError(
+            f"--threads {threads} is more than the {machine_cpus()} CPUs this machine has; pass --threads "
+            f"{machine_cpus()} or fewer"
+        )
 
 
-def _record(prev: CellRecord, outcome: CellOutcome, cell_dir: Path, out: Path, result_file: str) -> CellRecord:
-    base = dict(seconds=outcome.seconds, node=outcome.node, attempts=prev.attempts + 1)
-    if outcome.error is not None:
-        return replace(prev, status="failed", error=outcome.error, result=None, **base)
-    keep = ("model_id", "source", "weights", "tokenizer", "dtype", "prompts_hash", "seed", "versions")
-    prov = {k: v for k, v in outcome.provenance.items() if k in keep}
-    rel = str((cell_dir / result_file).relative_to(out))
-    return replace(prev, status="done", error=None, result=rel, n_params=outcome.n_params, provenance=prov, **base)
+def target_of(out: Any, plan: Plan) -> Path:
+    if out is None and plan.spec.out is None:
+        raise SweepError(f"sweep {plan.spec.path!r} names no [sweep] out; pass --out DIR")
+    text = os.fspath(out) if out is not None else plan.spec.out
+    if not text or "\0" in str(text):
+        raise SweepError(f"--out {str(text)!r} is not a usable path (empty, or holds a NUL byte); pass a directory")
+    return Path(text)
 
 
 def run_sweep(
-    sweep_file: str | Path,
+    sweep_file: str | os.PathLike,
     *,
-    out: str | Path | None = None,
+    out: str | os.PathLike | None = None,
     executor: Executor = "local",
     address: str | None = None,
     force: bool = False,
@@ -101,116 +122,217 @@ def run_sweep(
     say: Callable[[str], None] = lambda line: None,
 ) -> SweepManifest:
     """Run the sweep ``sweep_file`` into ``out`` (default: the file's ``[sweep] out``) and return its
-    manifest; the table and page are written once every cell has an outcome."""
+    manifest (module docs); the table and page are written once every cell has an outcome. ``address``
+    (with ``executor="ray"``): None or ``local`` for a private Ray, ``auto`` for this machine's cluster, or
+    ``HOST:PORT`` / ``ray://HOST:PORT``. ``force``: start the sweep in OUT again (only its own files are
+    removed). ``say`` receives each line meant for the user."""
+    check_arguments(**{k: v for k, v in locals().items()})
     from geoprobe.recipes import experiments
+
+    plan = make_plan(read_sweep(sweep_file))
+    target = target_of(out, plan)
+    check_location(target, writes="sweep")
+    result_cls = experiments()[plan.experiment].result
+    with OutputLock(target):
+        claim = survey(target, plan, force)
+        cluster = _join(executor, address, threads, say)
+        try:
+            return _run(plan, target, claim, result_cls, cluster, executor, arrays, threads, progress, say)
+        finally:
+            if cluster is not None:
+                cluster.close()
+
+
+def _join(executor: str, address: str | None, threads: int, say: Callable[[str], None]) -> Any:
+    if executor != "ray":
+        return None
+    from geoprobe.cluster import connect
+
+    cluster = connect(address)
+    largest = cluster.largest()
+    if threads > largest["CPU"]:
+        cluster.close()
+        raise SweepError(
+            f"--threads {threads}: no node of {cluster.describe()} has that many CPUs (the largest has "
+            f"{largest['CPU']:g}); pass --threads {int(largest['CPU']) or 1} or fewer"
+        )
+    say(f"joined {cluster.describe()}")
+    return cluster
+
+
+def _run(
+    plan: Plan,
+    target: Path,
+    claim: Any,
+    result_cls: type,
+    cluster: Any,
+    executor: str,
+    arrays: bool,
+    threads: int,
+    progress: Progress | None,
+    say: Callable[[str], None],
+) -> SweepManifest:
     from geoprobe.sweep import executors
-    from geoprobe.sweep.cell import located, write_files
     from geoprobe.sweep.memory import cell_memory
 
-    spec = read_sweep(sweep_file)
-    checked(spec)
-    if out is None and spec.out is None:
-        raise SweepError(f"sweep {spec.path!r} names no [sweep] out; pass --out DIR")
-    if executor not in ("local", "ray"):
-        raise SweepError(f"--executor {executor!r} is not local|ray; pass --executor local or --executor ray")
-    if threads < 1:
-        raise SweepError(f"--threads {threads} must be at least 1")
-    if executor == "ray":
-        executors.ray_module()  # before any work: one line saying what to install
-    target = Path(out if out is not None else spec.out)  # type: ignore[arg-type]
-    result_file = experiments()[spec.experiment].result.FILE
-    cells = spec.cells()
-    fresh = SweepManifest(
-        experiment=spec.experiment,
-        sweep_file=str(Path(spec.path).resolve()),
-        digest=spec.digest(),
-        cells=tuple(CellRecord(c.id, dict(c.coordinates), training_step=c.training_step) for c in cells),
-        executor=executor,
+    for line in claim.said:
+        say(line)
+    remove(claim.remove)
+    (target / CELLS).mkdir(parents=True, exist_ok=True)
+    if claim.new or claim.said:
+        write_identity(target, plan, claim.uid)
+    remove_strays(target, claim.uid)
+    states = {c.id: inspect_cell(target, plan, c, claim.uid, result_cls) for c in plan.cells}
+    records: dict[str, CellRecord] = {}
+    for c in plan.cells:
+        st = states[c.id]
+        if st.why:
+            say(st.why if st.state != "foreign" else f"cell {c.id} not run: {st.why}")
+        records[c.id] = record_of(c.id, c.coordinates, c.training_step, st.mark, st.state == "done", result_cls.FILE)
+        if st.state == "foreign":
+            records[c.id] = _failed(records[c.id], st.why or "", None)
+    if not claim.new and read_manifest(target) is None:
+        say(f"{MANIFEST} was missing or damaged: rebuilt from the cells")
+    book = _Book(plan, target, claim.uid, records, executor)
+    book.write()
+    todo = [c for c in plan.cells if states[c.id].state in ("absent", "ours")]
+    for c in todo:  # the cell's own results that no longer read as its kind (truncated, garbled): replaced
+        damaged = cell_dir(target, c.id) / result_cls.FILE
+        if states[c.id].force and damaged.is_file() and file_kind(damaged) != result_cls.KIND:
+            damaged.unlink()
+    skipped = sum(st.state == "done" for st in states.values())
+    if skipped:
+        say(f"resuming: {skipped} of {len(plan.cells)} cells verified as finished, {len(todo)} to run")
+    tasks = [_task(plan, target, c, claim.uid, states[c.id], executor, arrays, threads) for c in todo]
+    by_id = {c.id: c for c in todo}
+    tally = _Tally(len(tasks), progress)
+    run = (
+        executors.local(tasks, lambda t: cell_memory(t.coordinates), tally.running)
+        if executor == "local"
+        else executors.on_ray(tasks, cluster, lambda t: cell_memory(t.coordinates), tally.running)
     )
-    with OutputLock(target):
-        manifest = merged(claim(target, spec, force), fresh, target)
-        target.mkdir(parents=True, exist_ok=True)
-        manifest.write(target)
-        todo = [c for c in cells if manifest.cell(c.id).status != "done"]
-        skipped = len(cells) - len(todo)
-        if skipped:
-            say(f"resuming: {skipped} of {len(cells)} cells finished before, {len(todo)} to run")
-        tasks = [
-            CellTask(
-                experiment=spec.experiment,
-                tables=spec.tables,
-                sweep_file=str(Path(spec.path).resolve()),
-                coordinates=located(c.coordinates),
-                cell_id=c.id,
-                directory=str(target / "cells" / c.id) if executor == "local" else None,
-                parent=str(target),
-                arrays=arrays,
-                threads=threads,
-            )
-            for c in cells
-            if c in todo
-        ]
-        started, running = time.perf_counter(), [0]
-        done = failed = 0
-
-        def start(task: CellTask) -> None:
-            running[0] = 1 if executor == "local" else running[0] + 1
-            if progress is not None:
-                progress(done, failed, running[0], len(tasks), None)
-
-        run = (
-            executors.local(tasks, start)
-            if executor == "local"
-            else executors.on_ray(tasks, address, memory=lambda t: cell_memory(t.coordinates), on_start=start)
-        )
+    try:
         for outcome in run:
-            cell_dir = target / "cells" / outcome.id
-            if outcome.files is not None and outcome.error is None:
-                write_files(outcome.files, cell_dir)
-            manifest = manifest.with_cell(_record(manifest.cell(outcome.id), outcome, cell_dir, target, result_file))
-            manifest.write(target)
-            done, failed = done + (outcome.error is None), failed + (outcome.error is not None)
-            running[0] = max(0, running[0] - 1) if executor == "ray" else 0
-            if outcome.error is not None:
-                say(f"cell {outcome.id} failed: {outcome.error}")
-            if progress is not None:
-                finished = done + failed
-                eta = (time.perf_counter() - started) / finished * (len(tasks) - finished) if finished else None
-                progress(done, failed, running[0], len(tasks), eta)
-        from geoprobe.sweep.table import write_table
-
-        if write_table(manifest, target) is None:
-            say('sweep.parquet not written: it needs pyarrow (pip install "geoprobe-attention[ray]")')
-        report = _page(manifest, target)
-        if report is not None:
-            say(f"wrote {report}")
-    return manifest
-
-
-def _page(manifest: SweepManifest, target: Path) -> Path | None:
+            record = _finish(plan, target, claim.uid, by_id[outcome.id], outcome, book.records[outcome.id], result_cls)
+            book.records[outcome.id] = record
+            if record.status == "failed":
+                say(f"cell {outcome.id} failed: {record.error}")
+            tally.finished(record.status == "done")
+    finally:
+        book.write()
     from geoprobe.sweep.report import write_page
+    from geoprobe.sweep.table import write_table
 
-    return write_page(manifest, target)
-
-
-def status(directory: str | Path) -> SweepManifest:
-    """The manifest of the sweep in ``directory`` (``geoprobe sweep status``)."""
-    d = Path(directory)
-    manifest = read_manifest(d) if d.is_dir() else None
-    if manifest is None:
-        raise SweepError(f"{str(d)!r} holds no sweep (no {MANIFEST}); pass the --out of a geoprobe sweep")
+    manifest = book.manifest()
+    if write_table(manifest, target) is None:
+        say('sweep.parquet not written: it needs pyarrow (pip install "geoprobe-attention[ray]")')
+    say(f"wrote {write_page(manifest, target)}")
     return manifest
 
 
-def summary(manifest: SweepManifest) -> list[dict[str, Any]]:
-    """One row per cell for ``geoprobe sweep status``: id, status, seconds, coordinates, error."""
-    return [
-        {
-            "cell": c.id,
-            "status": c.status,
-            "seconds": None if c.seconds is None else round(c.seconds, 1),
-            **c.coordinates,
-            "error": c.error or "",
-        }
-        for c in manifest.cells
-    ]
+def _task(
+    plan: Plan, target: Path, c: Cell, uid: str, st: CellState, executor: str, arrays: bool, threads: int
+) -> CellTask:
+    attempts = int((st.mark or {}).get("attempts") or 0) + 1
+    mark = cell_mark(plan, c, uid, status="running", attempts=attempts, started=now())
+    return CellTask(
+        experiment=plan.experiment,
+        tables=plan.spec.tables,
+        sweep_file=str(Path(plan.spec.path).resolve()),
+        coordinates=located(c.coordinates),
+        cell_id=c.id,
+        directory=str(cell_dir(target, c.id)) if executor == "local" else None,
+        parent=str(target),
+        arrays=arrays,
+        threads=threads,
+        mark=mark,
+        force=st.force,
+    )
+
+
+def _failed(record: CellRecord, error: str, outcome: CellOutcome | None) -> CellRecord:
+    from dataclasses import replace
+
+    extra = {} if outcome is None else {"seconds": outcome.seconds, "node": outcome.node or None}
+    return replace(record, status="failed", error=error, result=None, **extra)
+
+
+def _finish(
+    plan: Plan, target: Path, uid: str, c: Cell, outcome: CellOutcome, record: CellRecord, result_cls: type
+) -> CellRecord:
+    """Write one outcome into the cell's own directory (its files from a worker, its record's final status)
+    and return its manifest record; a cell whose results do not verify against its coordinates fails."""
+    from dataclasses import replace
+
+    from geoprobe.kinds import CELL_MARK
+    from geoprobe.sweep.cell import write_files
+
+    d = cell_dir(target, c.id)
+    attempts = record.attempts + (outcome.attempt or 1)
+    base = dict(status="running", attempts=attempts, seconds=outcome.seconds, node=outcome.node or None)
+    if outcome.error is None:
+        n_params = outcome.n_params
+        prov = {k: v for k, v in outcome.provenance.items() if k in KEPT}
+        fields = dict(base, status="done", n_params=n_params, provenance=prov, finished=now())
+        if outcome.files is not None:
+            import json
+
+            write_files({**outcome.files, CELL_MARK: json.dumps(cell_mark(plan, c, uid, **fields)).encode()}, d)
+        st = inspect_cell(target, plan, c, uid, result_cls)
+        if st.state == "done":
+            if outcome.files is None:
+                write_cell_mark(d, cell_mark(plan, c, uid, **fields))
+            rel = f"{CELLS}/{c.id}/{result_cls.FILE}"
+            kept = {k: fields[k] for k in ("seconds", "node", "attempts")}
+            return replace(record, status="done", error=None, result=rel, n_params=n_params, provenance=prov, **kept)
+        error = f"its results did not verify: {st.why}"
+    else:
+        error = outcome.error
+    write_cell_mark(d, cell_mark(plan, c, uid, **dict(base, status="failed", error=error, finished=now())))
+    return replace(_failed(record, error, outcome), attempts=attempts)
+
+
+class _Book:
+    """The manifest's records, by cell, written whole when the sweep starts and when it ends or stops."""
+
+    def __init__(self, plan: Plan, target: Path, uid: str, records: dict[str, CellRecord], executor: str) -> None:
+        self.plan, self.target, self.uid, self.records, self.executor = plan, target, uid, records, executor
+
+    def manifest(self) -> SweepManifest:
+        return SweepManifest(
+            experiment=self.plan.experiment,
+            sweep_file=str(Path(self.plan.spec.path).resolve()),
+            digest=self.plan.digest,
+            cells=tuple(self.records[c.id] for c in self.plan.cells),
+            executor=self.executor,
+            uid=self.uid,
+            replicates=tuple(self.plan.spec.replicates),
+            coordinates=self.plan.keys,
+        )
+
+    def write(self) -> None:
+        self.manifest().write(self.target)
+
+
+class _Tally:
+    """Cells done, failed and running, for the progress callback (with an ETA once a cell has finished)."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total, self.progress = total, progress
+        self.done = self.failed = self.now = 0
+        self.t0 = time.perf_counter()
+
+    def running(self, n: int) -> None:
+        self.now = n
+        self._tell()
+
+    def finished(self, ok: bool) -> None:
+        self.done, self.failed = self.done + ok, self.failed + (not ok)
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.progress is None:
+            return
+        n = self.done + self.failed
+        eta = (time.perf_counter() - self.t0) / n * (self.total - n) if n else None
+        self.progress(self.done, self.failed, self.now, self.total, eta)

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterator
 
+from geoprobe.kinds import TABLE_KIND
 from geoprobe.sweep.manifest import SweepManifest
 
 TABLE = "sweep.parquet"
@@ -73,17 +74,21 @@ def result_rows(result: Any) -> list[dict[str, Any]]:
 
 
 def table_rows(manifest: SweepManifest, directory: Path) -> list[dict[str, Any]]:
-    """Every row of every finished cell, with its coordinates (cells in the manifest's order)."""
-    from geoprobe.recipes import load_result
+    """Every row of every finished cell, with its coordinates (cells in the manifest's order, every
+    coordinate a column in canonical order, None where a cell has none). Only cells the driver verified
+    (``done``: its record names this sweep and these coordinates, its results match their run record and
+    were made from these coordinates) are read, each from its own directory ``cells/<id>/`` inside
+    ``directory``; the manifest's ``result`` paths are never followed."""
+    from geoprobe.recipes import experiments, load_result
+    from geoprobe.sweep.directory import cell_dir
 
-    keys = []
-    for c in manifest.cells:
-        keys += [k for k in c.coordinates if k not in keys and k not in COLUMNS]
+    result_file = experiments()[manifest.experiment].result.FILE
+    keys = [k for k in manifest.keys() if k not in COLUMNS]
     rows = []
     for c in manifest.cells:
-        if c.status != "done" or c.result is None:
+        if c.status != "done":
             continue
-        result = load_result(directory / c.result)
+        result = load_result(cell_dir(directory, c.id) / result_file)
         coords = c.coordinates
         prompt_set = coords.get("prompts") or _prompt_set(result)
         head = {
@@ -96,10 +101,15 @@ def table_rows(manifest: SweepManifest, directory: Path) -> list[dict[str, Any]]
             "prompt_set": None if prompt_set is None else str(prompt_set),
             "seed": coords.get("seed", c.provenance.get("seed")),
         }
-        extra = {k: coords.get(k) for k in keys}
+        extra = {k: _cell_value(coords.get(k)) for k in keys}
         for r in result_rows(result):
             rows.append({**head, **{k: r.get(k) for k in COLUMNS[8:]}, **extra})
     return rows
+
+
+def _cell_value(v: Any) -> Any:
+    """A coordinate as a table cell: a list setting as its values joined by commas (one type per column)."""
+    return ",".join(map(str, v)) if isinstance(v, (tuple, list)) else v
 
 
 def _prompt_set(result: Any) -> str | None:
@@ -120,6 +130,9 @@ def write_table(manifest: SweepManifest, directory: Path) -> Path | None:
     rows = table_rows(manifest, directory)
     columns = list(COLUMNS) + [k for r in rows[:1] for k in r if k not in COLUMNS]
     table = pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
+    table = table.replace_schema_metadata(
+        {"kind": TABLE_KIND, "sweep": manifest.uid, "experiment": manifest.experiment}
+    )
     tmp = directory / f".{TABLE}.tmp"
     pq.write_table(table, tmp)
     tmp.replace(directory / TABLE)

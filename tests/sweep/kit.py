@@ -39,3 +39,18 @@ def rows(out):
     import pandas as pd
 
     return pd.read_parquet(out / "sweep.parquet").sort_values(["cell", "metric", "layer"]).reset_index(drop=True)
+
+
+def copy_of(reference, tmp_path):
+    """A copy of the session's reference sweep (its directory and a sweep file of the same settings) to
+    damage: (sweep file, sweep directory)."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(reference[0], out, symlinks=True)
+    return sweep_file(tmp_path, SIX, BAD), out
+
+
+def cell_of(manifest, model: str, seed: int):
+    """The id of the reference's cell of ``model`` and ``seed``."""
+    return next(c.id for c in manifest.cells if c.coordinates == {"model": model, "seed": seed})

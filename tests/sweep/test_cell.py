@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from geoprobe.models.loading import load_fields
-from geoprobe.sweep.cell import located, split
+from geoprobe.sweep.plan import located, split
 
 
 def test_a_checkpoint_directory_is_sent_absolute_and_becomes_the_model(tmp_path, monkeypatch):

@@ -98,5 +98,6 @@ def test_each_cell_asks_for_its_memory_and_one_no_node_can_hold_fails_at_once(ra
     assert m.counts() == {"done": 1, "failed": 1, "pending": 0}
     failed = next(c for c in m.cells if c.status == "failed")
     assert failed.coordinates["seed"] == 1
-    assert "needs 1048576.0 GiB of memory" in failed.error and "largest node offers" in failed.error
+    assert "asks for 1 CPU, 0 GPU and 1048576.0 GiB of memory" in failed.error
+    assert "no node of the cluster has them all (the largest offer" in failed.error
     assert asked[0] == {"num_cpus": 1, "num_gpus": 0, "memory": real({"model": "twin:llama-3.2-1b", "seed": 0})}

@@ -1,12 +1,12 @@
-"""Sweep files: the grid's product, explicit cells, cell ids from coordinates, training steps, and one
-line for every malformed file."""
+"""Reading sweep files: the tables, and one line for every malformed file (their cells: test_plan.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from geoprobe.errors import SweepError
-from geoprobe.sweep.spec import MAX_CELLS, cell_id, read_sweep, training_step
+from geoprobe.sweep.plan import cell_id, make_plan, training_step
+from geoprobe.sweep.spec import MAX_CELLS, read_sweep
 
 HEAD = '[sweep]\nexperiment = "scan"\nout = "runs/s"\n'
 
@@ -19,7 +19,7 @@ def _sweep(tmp_path, body: str):
 
 def test_the_grid_is_the_product_first_key_slowest(tmp_path):
     spec = read_sweep(_sweep(tmp_path, '[grid]\nmodel = ["a", "b"]\nseed = [0, 1, 2]\n[prompts]\nset = "mixed"\n'))
-    cells = spec.cells()
+    cells = make_plan(spec).cells
     assert [tuple(c.coordinates.values()) for c in cells] == [
         ("a", 0),
         ("a", 1),
@@ -41,10 +41,10 @@ def test_explicit_cells_replace_the_grid_cell_they_match_or_are_added(tmp_path):
             '[[cell]]\nmodel = "c"\nseed = 5\n',
         )
     )
-    cells = spec.cells()
+    cells = make_plan(spec).cells
     assert [c.coordinates for c in cells] == [
         {"model": "a", "seed": 0},
-        {"model": "b", "seed": 0, "dtype": "bfloat16"},
+        {"model": "b", "dtype": "bfloat16", "seed": 0},  # canonical order: loading settings, then the config's
         {"model": "c", "seed": 5},
     ]
     assert spec.keys() == ["model", "seed", "dtype"]
@@ -56,6 +56,7 @@ def test_a_cell_id_depends_on_its_coordinates_only_and_is_path_safe():
     assert a.startswith("pythia-410m_step512_0-") and len(a.split("-")[-1]) == 8
     assert a != cell_id({"model": "pythia-410m", "revision": "step512", "seed": 1})
     odd = cell_id({"model": "../../etc/passwd", "revision": "/abs/ckpt/step2"})
+    assert cell_id({"seed": 0, "model": "m"}).split("-")[-1] == cell_id({"model": "m", "seed": 0}).split("-")[-1]
     assert "/" not in odd and ".." not in odd and odd.startswith("etc-passwd_ckpt-step2-")
 
 
@@ -72,7 +73,7 @@ def test_training_step_of_a_revision(revision, step):
         ("[grid]\nmodel = []\n", "grid.model must be a non-empty list"),
         ('[grid]\nmodel = "a"\n', "grid.model must be a non-empty list"),
         ('[grid]\nmodel = ["a", "a"]\n', "lists a value twice"),
-        ("[grid]\nmodel = [[1]]\n", "each value must be a string, number or boolean"),
+        ("[grid]\nmodel = [[[1]]]\n", "each value must be a string, number or boolean"),
         ("[[cell]]\n", "is empty"),
         ("", "no [grid] and no [[cell]]"),
     ],
@@ -95,6 +96,12 @@ def test_size_and_head_errors(tmp_path):
         read_sweep(p)
     with pytest.raises(SweepError, match="does not exist"):
         read_sweep(tmp_path / "missing.toml")
+    p.write_text('[sweep]\nexperiment = "scan"\nreplicates = "seed"\n[grid]\nseed = [0]\n')
+    with pytest.raises(SweepError, match="sweep.replicates = 'seed' must be a list of coordinate names"):
+        read_sweep(p)
+    p.write_text('[sweep]\nexperiment = "scan"\nout = "a\\u0000b"\n[grid]\nseed = [0]\n')  # was: ValueError
+    with pytest.raises(SweepError, match="sweep.out = 'a.x00b' is not a usable path"):
+        read_sweep(p)
 
 
 def test_the_load_table_gives_every_cell_its_settings_and_a_coordinate_wins(tmp_path):
@@ -107,10 +114,10 @@ def test_the_load_table_gives_every_cell_its_settings_and_a_coordinate_wins(tmp_
             'model = "ignored"\n',
         )
     )
-    assert [dict(c.coordinates) for c in spec.cells()] == [
-        {"dtype": "bfloat16", "model": "a"},
-        {"dtype": "bfloat16", "model": "b"},
-        {"dtype": "float32", "model": "c"},
+    assert [dict(c.coordinates) for c in make_plan(spec).cells] == [
+        {"model": "a", "dtype": "bfloat16"},
+        {"model": "b", "dtype": "bfloat16"},
+        {"model": "c", "dtype": "float32"},
     ]
     assert "load" not in spec.tables and spec.keys()[:2] == ["dtype", "model"]
 
