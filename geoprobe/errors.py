@@ -37,6 +37,11 @@ class ModelUnavailableError(GeoprobeError):
     """The weights exist in principle but are not reachable here (offline, not cached)."""
 
 
+class WeightsMismatchError(GeoprobeError):
+    """A checkpoint whose weights do not match its config: tensors missing, unexpected or of the wrong
+    shape, which transformers would initialise at random or drop (``--allow-partial-weights`` loads it)."""
+
+
 class SweepError(GeoprobeError):
     """A sweep file, or a sweep's output directory, that cannot be used."""
 

@@ -6,11 +6,12 @@ import hashlib
 import json
 import os
 import platform
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Literal, Sequence
 
 from geoprobe.paths import cache_dir
 from geoprobe.serial import Record
@@ -89,6 +90,77 @@ def file_sha256(path: str | os.PathLike, *, use_index: bool = True) -> str:
     return digest
 
 
+def _natural(name: str) -> tuple[str | int, ...]:
+    """Sort key of a tensor name with its numbers as numbers (``layers.2`` before ``layers.10``)."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+@dataclass(frozen=True, eq=False)
+class PartialWeights(Record):
+    """Weights that did not match the model's config, loaded anyway (``--allow-partial-weights``), as
+    transformers reported them: tensors the config asks for and the weights lack (initialised at
+    random), tensors of the weights the config has no place for (dropped), and tensors of the wrong
+    shape, ``(name, shape in the weights, shape in the config)`` (initialised at random). Names sorted
+    with their numbers as numbers."""
+
+    missing: tuple[str, ...] = ()
+    unexpected: tuple[str, ...] = ()
+    mismatched: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = ()
+
+    @classmethod
+    def of(
+        cls, missing: Sequence[str], unexpected: Sequence[str], mismatched: Sequence[tuple[str, Any, Any]]
+    ) -> "PartialWeights":
+        return cls(
+            missing=tuple(sorted(map(str, missing), key=_natural)),
+            unexpected=tuple(sorted(map(str, unexpected), key=_natural)),
+            mismatched=tuple(
+                sorted(
+                    ((str(k), tuple(map(int, a)), tuple(map(int, b))) for k, a, b in mismatched),
+                    key=lambda m: _natural(m[0]),
+                )
+            ),
+        )
+
+    def empty(self) -> bool:
+        return not (self.missing or self.unexpected or self.mismatched)
+
+    def summary(self, names: int = 3) -> str:
+        """``24 tensors missing (a, b, c, …), 24 unexpected (…), 1 of the wrong shape (name: [63, 64] in
+        the weights, [64, 64] in the config)``: the counts and the first ``names`` names of each kind."""
+        shaped = [f"{k}: {_shape(a)} in the weights, {_shape(b)} in the config" for k, a, b in self.mismatched]
+        parts = []
+        for items, what, shown in (
+            (self.missing, "missing", names),
+            (self.unexpected, "unexpected", names),
+            (shaped, "of the wrong shape", max(1, names - 1)),
+        ):
+            if items:
+                listed = ", ".join(items[:shown]) + (", …" if len(items) > shown else "")
+                noun = "" if parts else (" tensor" if len(items) == 1 else " tensors")
+                parts.append(f"{len(items)}{noun} {what} ({listed})")
+        return ", ".join(parts)
+
+    def consequence(self, tense: Literal["would", "did"] = "would") -> str:
+        """What transformers does with them: ``transformers would initialise the missing ones at random
+        and drop the unexpected ones`` (``did``: ``initialised``, ``dropped``)."""
+        random = [w for w, on in (("missing", self.missing), ("mis-shaped", self.mismatched)) if on]
+        done = []
+        if random:
+            ones = "one" if len(self.missing) + len(self.mismatched) == 1 else "ones"
+            done.append(
+                f"{'initialise' if tense == 'would' else 'initialised'} the {' and '.join(random)} {ones} at random"
+            )
+        if self.unexpected:
+            ones = "one" if len(self.unexpected) == 1 else "ones"
+            done.append(f"{'drop' if tense == 'would' else 'dropped'} the unexpected {ones}")
+        return f"transformers {'would ' if tense == 'would' else ''}{' and '.join(done)}"
+
+
 @dataclass(frozen=True, eq=False)
 class Provenance(Record):
     """Where a result came from. ``weights`` is a revision, a file hash, or a twin seed."""
@@ -102,6 +174,8 @@ class Provenance(Record):
     seed: int | None = None
     versions: dict[str, str] = field(default_factory=package_versions)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    #: what did not match the config in weights loaded with --allow-partial-weights (not written when None)
+    partial_weights: PartialWeights | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.source not in ("hub", "local", "gguf", "twin", "memory"):

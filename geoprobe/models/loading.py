@@ -20,7 +20,7 @@ import torch
 from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 
-from geoprobe.checks import name_arg
+from geoprobe.checks import bool_arg, name_arg
 from geoprobe.errors import (
     GeoprobeError,
     ModelUnavailableError,
@@ -31,6 +31,8 @@ from geoprobe.models.device_map import offload_folder, parse_device_map
 from geoprobe.models.gguf import embedded_gguf_path, load_gguf
 from geoprobe.models.heads import check_heads
 from geoprobe.models.loaded import DType, LoadedModel, boot, quiet_libraries, torch_dtype
+from geoprobe.models.partial import FLAG as PARTIAL_FLAG
+from geoprobe.models.partial import LOAD_KWARGS, check_report, shape_error, split_report
 from geoprobe.models.registry import (
     ALIASES,
     DEFAULT_MODEL,
@@ -101,6 +103,12 @@ _NO_REVISIONS = {
 }
 
 
+_NOT_A_CHECKPOINT = {
+    "twin": "geoprobe builds a twin in memory with every weight (no checkpoint is read)",
+    "gguf": "a .gguf file is not a Hugging Face checkpoint",
+    "embedded": "its weights ship offline as one GGUF file",
+}
+
 MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
 
 
@@ -118,7 +126,8 @@ def load_fields() -> tuple[Any, ...]:
 class LoadOptions:
     """How to load a model; every command that loads one takes exactly these (``--model``,
     ``--revision``, ``--dtype``, ``--device``, ``--device-map``, ``--trust-remote-code``,
-    ``--allow-pickle``). A setting that cannot apply to the model named is refused, never ignored.
+    ``--allow-pickle``, ``--allow-partial-weights``). A setting that cannot apply to the model named is
+    refused, never ignored.
 
     Each field's ``flag`` and ``help`` are the one place its command-line flag is written: the
     commands' options (geoprobe.cli.options), ``geoprobe run``, a recipe's ``[load]`` table and
@@ -139,9 +148,20 @@ class LoadOptions:
     allow_pickle: bool = field(
         default=False, metadata=_flag("--allow-pickle", "accept non-safetensors weights (weights_only load)")
     )
+    allow_partial_weights: bool = field(
+        default=False,
+        metadata=_flag(
+            PARTIAL_FLAG,
+            "load weights that do not match config.json (tensors missing, unexpected or mis-shaped: "
+            "transformers initialises the missing ones at random); recorded in the provenance",
+        ),
+    )
 
     def check(self) -> "LoadOptions":
-        """Cheap checks before any work: the dtype, the device, and flags that do not apply."""
+        """Cheap checks before any work: the switches are bools (``"false"`` would switch remote code on), the
+        dtype, the device, and flags that do not apply."""
+        for name in ("trust_remote_code", "allow_pickle", "allow_partial_weights"):
+            bool_arg(getattr(self, name), name)
         torch_dtype(self.dtype)
         check_device(self.device)
         kind = model_kind(self.model)
@@ -161,6 +181,11 @@ class LoadOptions:
                         f"{flag} does not apply to {what}: geoprobe builds it in memory (no Hugging "
                         f"Face weights to dispatch, no model code, no pickle); drop {flag}"
                     )
+        if self.allow_partial_weights and kind in _NOT_A_CHECKPOINT:
+            raise GeoprobeError(
+                f"{PARTIAL_FLAG} does not apply to {what}: {_NOT_A_CHECKPOINT[kind]}; the flag is for Hub models "
+                f"and local directories whose weights may not match their config.json; drop {PARTIAL_FLAG}"
+            )
         if self.device_map is not None:
             parse_device_map(self.device_map)
         if self.device_map is not None and self.device != "cpu":
@@ -206,15 +231,19 @@ def load_model(
     device_map: str | dict | None = None,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    allow_partial_weights: bool = False,
 ) -> LoadedModel:
     """Load ``name`` (alias, Hub id, local directory, .gguf path, or ``twin:ALIAS[:tiny|full]``).
 
     ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
-    and library model code are loaded unless the caller opts in explicitly.
+    and library model code are loaded unless the caller opts in explicitly. So is
+    ``allow_partial_weights``: weights that do not match the config are refused (``models/partial.py``).
     """
     name = name_arg(name, "name", "a model name such as 'smollm2-135m', a local directory or a .gguf file")
     quiet_libraries()
-    LoadOptions(name, revision, dtype, device, device_map, trust_remote_code, allow_pickle).check()
+    opts = LoadOptions(
+        name, revision, dtype, device, device_map, trust_remote_code, allow_pickle, allow_partial_weights
+    ).check()
     tdtype = torch_dtype(dtype)
     if name.startswith("twin:"):
         alias, _, scale = name.removeprefix("twin:").partition(":")
@@ -224,18 +253,7 @@ def load_model(
     if name.lower().endswith(".gguf"):
         return _load_gguf_file(path, tdtype, device, spec=None)
     if path.is_dir():
-        return _load_pretrained(
-            str(path),
-            str(path),
-            revision,
-            tdtype,
-            device,
-            device_map,
-            trust_remote_code,
-            allow_pickle,
-            source="local",
-            spec=None,
-        )
+        return _load_pretrained(str(path), str(path), opts, source="local", spec=None)
     if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an alias or a Hub id (owner/name)
         what = (
             f"path {name!r} is a file, not a model directory" if path.exists() else f"directory {name!r} does not exist"
@@ -250,22 +268,9 @@ def load_model(
         return _load_gguf_file(embedded_gguf_path(spec.package, spec.gguf_file), tdtype, device, spec=spec)
     if spec is not None:
         _check_revision(spec, revision)
-        return _load_pretrained(
-            spec.hf_id,
-            spec.hf_id,
-            revision,
-            tdtype,
-            device,
-            device_map,
-            trust_remote_code,
-            allow_pickle,
-            source="hub",
-            spec=spec,
-        )
+        return _load_pretrained(spec.hf_id, spec.hf_id, opts, source="hub", spec=spec)
     if "/" in name and not name.startswith((".", "/", "~")):
-        return _load_pretrained(
-            name, name, revision, tdtype, device, device_map, trust_remote_code, allow_pickle, source="hub", spec=None
-        )
+        return _load_pretrained(name, name, opts, source="hub", spec=None)
     near = closest_aliases(name)
     hint = f"closest aliases: {', '.join(near)}" if near else "see 'geoprobe models' for the aliases"
     raise UnknownModelError(
@@ -304,22 +309,16 @@ def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec
 
 
 def _load_pretrained(
-    model_id: str,
-    location: str,
-    revision: str | None,
-    dtype: torch.dtype,
-    device: str,
-    device_map: str | dict | None,
-    trust_remote_code: bool,
-    allow_pickle: bool,
-    source: Literal["hub", "local"],
-    spec: ModelSpec | None,
+    model_id: str, location: str, opts: LoadOptions, *, source: Literal["hub", "local"], spec: ModelSpec | None
 ) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    revision, dtype, device, device_map = opts.revision, torch_dtype(opts.dtype), opts.device, opts.device_map
+    trust_remote_code, allow_pickle = opts.trust_remote_code, opts.allow_pickle
+
     if source == "hub" and not _in_local_cache(location, revision) and not _hub_reachable():
         raise ModelUnavailableError(_offline_message(model_id, revision, ConnectionError("no route to the hub")))
-    kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code, dtype=dtype)
+    kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code, dtype=dtype, **LOAD_KWARGS)
     kwargs["use_safetensors"] = None if allow_pickle else True
     offload: str | None = None
     if device_map is not None:
@@ -330,7 +329,8 @@ def _load_pretrained(
         _check_local_config(Path(location), trust_remote_code)
     try:
         tok = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+        model, info = split_report(AutoModelForCausalLM.from_pretrained(location, **kwargs))
+        partial = check_report(model_id, info, opts.allow_partial_weights)
     except StrictDataclassError as exc:  # transformers' config validation (multi-line): one line of it
         why = next((ln.strip() for ln in str(exc).splitlines() if "Error:" in ln), " ".join(str(exc).split()))
         raise UnsupportedArchitectureError(
@@ -338,6 +338,8 @@ def _load_pretrained(
         ) from exc
     except (OSError, ValueError, pickle.UnpicklingError, SafetensorError) as exc:
         text = str(exc)
+        if (shape := shape_error(model_id, exc)) is not None:
+            raise shape from exc
         if isinstance(exc, SafetensorError):  # a hub cache file; a local directory's were checked above
             raise ModelUnavailableError(
                 f"model {model_id!r}: a weights file is damaged ({' '.join(text.split())}); delete the model from "
@@ -366,8 +368,12 @@ def _load_pretrained(
                 "tokenizer files and *.safetensors weights (fix the directory or pass another --model)"
             ) from exc
         raise ModelUnavailableError(_offline_message(model_id, revision, exc)) from exc
+    except RuntimeError as exc:  # tensors of the wrong shape, refused by transformers itself (one line of it)
+        if (shape := shape_error(model_id, exc)) is None:
+            raise
+        raise shape from exc
     finally:
-        if offload is not None and "model" not in locals():
+        if offload is not None and "partial" not in locals():  # not loaded, or its weights refused
             shutil.rmtree(offload, ignore_errors=True)
     if offload is not None:
         weakref.finalize(model, shutil.rmtree, offload, True)  # the folder lives as long as the model
@@ -383,6 +389,7 @@ def _load_pretrained(
         weights=weights,
         tokenizer=getattr(tok, "name_or_path", location),
         dtype=str(dtype).removeprefix("torch."),
+        partial_weights=partial,
     )
     return boot(model, tok, prov, spec)
 

@@ -255,3 +255,12 @@ def test_a_cuda_device_past_the_ones_present_is_refused_before_loading():
     with pytest.raises(GeoprobeError, match=f"this machine has {n} CUDA device"):
         load_model("twin:llama-3.2-1b", device=f"cuda:{n}")
     assert check_device(f"cuda:{n - 1}") == f"cuda:{n - 1}"
+
+
+@pytest.mark.parametrize("switch", ["trust_remote_code", "allow_pickle", "allow_partial_weights"])
+def test_a_loading_switch_must_be_a_bool(switch):
+    """Was: load_model(..., trust_remote_code="false") switched remote code on (bool("false") is True)."""
+    from geoprobe.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=f"{switch} is str \\('false'\\), not a bool"):
+        load_model("twin:llama-3.2-1b", **{switch: "false"})
