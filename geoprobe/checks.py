@@ -1,12 +1,14 @@
 """Checks of settings that many configs share, each failing with geoprobe's one-line error, and the
 arguments of the public Python API (:func:`prompts_arg`, :func:`model_arg`, :func:`config_arg`,
-:func:`name_arg`): every entry point of ``geoprobe.PUBLIC`` checks its arguments with these, before any
-work, and a wrong one is an :class:`~geoprobe.errors.ArgumentError` (a ``TypeError``) naming the argument."""
+:func:`name_arg`, :func:`bool_arg`, :func:`path_arg`, :func:`optional_str_arg`, :func:`callable_arg`):
+every entry point of ``geoprobe.PUBLIC`` checks its arguments with these, before any work, and a wrong one
+is an :class:`~geoprobe.errors.ArgumentError` (a ``TypeError``) naming the argument and what it got."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from geoprobe.errors import ArgumentError, GeoprobeError
@@ -206,6 +208,44 @@ def model_arg(model: Any, name: str = "model", *, names: bool = False) -> Any:
         f"{name} is {type(model).__name__} ({_shown(model)}); pass {what}a LoadedModel from geoprobe.load_model, "
         "geoprobe.twin or geoprobe.wrap"
     )
+
+
+def _refuse(name: str, value: Any, wanted: str, fix: str) -> ArgumentError:
+    """The one message of every wrong argument: "NAME is TYPE (VALUE), not WANTED; FIX"."""
+    return ArgumentError(f"{name} is {type(value).__name__} ({_shown(value)}), not {wanted}; {fix}")
+
+
+def bool_arg(value: Any, name: str) -> bool:
+    """``value`` if it is ``True`` or ``False``; anything else (``"false"``, ``1``, ``None``) is an
+    :class:`ArgumentError`: ``bool("false")`` is True, so a string would silently switch the setting on."""
+    if isinstance(value, bool):
+        return value
+    raise _refuse(name, value, "a bool", f"pass {name}=True or {name}=False")
+
+
+def path_arg(value: Any, name: str, example: str, *, optional: bool = True) -> Path | None:
+    """``value`` as a :class:`~pathlib.Path` if it is a str or ``os.PathLike`` (``None`` stays None where
+    ``optional``); else an :class:`ArgumentError` naming ``name`` with an ``example`` of what to pass."""
+    if value is None and optional:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value)
+    raise _refuse(name, value, "a path", f"pass {example} (a str or os.PathLike){', or None' if optional else ''}")
+
+
+def optional_str_arg(value: Any, name: str, example: str) -> str | None:
+    """``value`` if it is a string or ``None``; else an :class:`ArgumentError` naming ``name``."""
+    if value is None or isinstance(value, str):
+        return value
+    raise _refuse(name, value, "a string", f"pass {example}, or None")
+
+
+def callable_arg(value: Any, name: str, signature: str) -> Any:
+    """``value`` if it is callable or ``None``; else an :class:`ArgumentError` naming ``name`` and the
+    ``signature`` it is called with."""
+    if value is None or callable(value):
+        return value
+    raise _refuse(name, value, "a callable", f"pass a function {signature}, or None")
 
 
 def config_arg(config: Any, cls: type, name: str = "config") -> Any:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from geoprobe.checks import name_arg
+from geoprobe.checks import bool_arg, callable_arg, name_arg
 from geoprobe.errors import ArgumentError, ProbeError, ResultsError
 from geoprobe.experiment import Experiment, OutputOptions
 from geoprobe.models.loading import LoadedModel, LoadOptions, load_fields
@@ -193,25 +193,25 @@ def run(config_or_recipe: Any, **overrides: Any) -> Any:
     be a LoadedModel where the experiment takes one), where to write (``out``, ``force``, ``figures``) and
     ``progress`` (a callable ``progress(stage, done, total)``). A setting the experiment does not have
     or does not honour is refused, never ignored. Returns the result."""
+    # where to write and how to report, checked before the recipe is read (OutputOptions: out a path,
+    # force a bool, figures a string; bool("false") is True, so a string force would replace the run)
+    output = OutputOptions(**{k: overrides[k] for k in OUTPUT_KEYS if k in overrides})
+    progress = callable_arg(overrides.get("progress"), "progress", "progress(stage, done, total)")
     if isinstance(config_or_recipe, (str, os.PathLike)):
         probe = load_probe(config_or_recipe)
         exp, config, load = probe.experiment, probe.config, dict(probe.load)
     else:
         exp, config, load = experiment(config_or_recipe), config_or_recipe, {}
-    output = OutputOptions(
-        out=None if overrides.get("out") is None else Path(overrides["out"]),
-        force=bool(overrides.get("force", False)),
-        figures=overrides.get("figures"),
-    )
-    progress = overrides.get("progress")
     rest = {k: v for k, v in overrides.items() if k not in (*OUTPUT_KEYS, "progress")}
     model = rest.pop("model", None)
     if isinstance(model, LoadOptions):
         load.update({f.name: getattr(model, f.name) for f in load_fields()})
     elif model is not None and not isinstance(model, LoadedModel):
         load["model"] = name_arg(model, "model", "a model name, LoadOptions or a LoadedModel")
-    load_names = {f.name for f in load_fields()}
-    load.update({k: rest.pop(k) for k in list(rest) if k in load_names})
+    switches = {f.name for f in load_fields() if f.type in (bool, "bool")}  # trust_remote_code, allow_pickle, …
+    for f in load_fields():
+        if f.name in rest:
+            load[f.name] = bool_arg(rest.pop(f.name), f.name) if f.name in switches else rest.pop(f.name)
     if not isinstance(model, LoadedModel):
         model = LoadOptions(**load) if load else None
     config = exp.changed(config, **rest)

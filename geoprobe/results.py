@@ -76,10 +76,11 @@ class Result(Record):
         """Write the result as strict JSON, atomically. An existing results file of the same kind
         that geoprobe wrote is replaced (the CLI asks for --force first); any other file there,
         results of another kind included, is refused, never overwritten."""
+        from geoprobe.checks import path_arg
         from geoprobe.outputs import check_same_kind
         from geoprobe.paths import write_json
 
-        p = Path(path)
+        p = path_arg(path, "path", f"a file path such as {self.FILE!r}", optional=False)
         check_same_kind(p, self.KIND)
         return write_json(p, self.to_dict())
 

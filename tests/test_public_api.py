@@ -115,7 +115,43 @@ def _bad_calls(m):
         ("train_tunnel None", lambda: g.train_tunnel(None, "tiny", "out"), "task is NoneType"),
         ("evaluate_tunnel None", lambda: g.evaluate_tunnel(None), "out is NoneType"),
         ("load_result None", lambda: g.load_result(None), "path is NoneType"),
+        # switches and paths (bool("false") is True: a string would silently switch the setting on)
+        ("run force str", lambda: g.run(g.DenoiseConfig(), force="false"), "force is str ('false'), not a bool"),
+        ("run out int", lambda: g.run(g.DenoiseConfig(), out=5), "out is int (5), not a path"),
+        ("run figures int", lambda: g.run(g.DenoiseConfig(), figures=3), "figures is int (3), not a string"),
+        ("train_trajectory out int", lambda: g.train_trajectory(out=5), "out is int (5), not a path"),
+        (
+            "train_trajectory documents str",
+            lambda: g.train_trajectory(out="t", documents="a b"),
+            "documents is a single str",
+        ),
+        (
+            "train_trajectory progress str",
+            lambda: g.train_trajectory(out="t", progress="yes"),
+            "progress is str ('yes')",
+        ),
+        (
+            "scan return_capture str",
+            lambda: g.scan(m, PROMPTS, return_capture="false"),
+            "return_capture is str ('false')",
+        ),
+        (
+            "train_tunnel resume str",
+            lambda: g.train_tunnel("bijection", "tiny", "t", resume="no"),
+            "resume is str ('no')",
+        ),
+        ("evaluate_tunnel geometry str", lambda: g.evaluate_tunnel("t", geometry="false"), "geometry is str ('false')"),
+        ("evaluate_tunnel ablate int", lambda: g.evaluate_tunnel("t", ablate=0), "ablate is int (0), not a bool"),
+        ("report force str", lambda: _result().report("p.html", force="false"), "force is str ('false'), not a bool"),
+        ("report path int", lambda: _result().report(5), "path is int (5), not a path"),
+        ("save path int", lambda: _result().save(5), "path is int (5), not a path"),
+        ("capture save overwrite", lambda: g.Capture.save(None, "c", overwrite="no"), "overwrite is str ('no')"),
     ]
+
+
+def _result():
+    """A result object whose page and file are never written (its arguments are refused first)."""
+    return object.__new__(geoprobe.DenoiseResult)
 
 
 def test_every_entry_point_refuses_a_wrong_argument_with_one_type_naming_it(twin_factory, monkeypatch):

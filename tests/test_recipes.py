@@ -47,6 +47,36 @@ def test_geoprobe_run_refuses_what_an_experiment_does_not_have_before_any_work(t
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "given, words",
+    [
+        ({"force": "false"}, "force is str ('false'), not a bool; pass force=True or force=False"),
+        ({"force": 1}, "force is int (1), not a bool; pass force=True or force=False"),
+        ({"force": None}, "force is NoneType (None), not a bool"),
+        ({"out": 5}, "out is int (5), not a path; pass a run directory such as 'runs/scan' (a str or os.PathLike)"),
+        ({"figures": 3}, "figures is int (3), not a string; pass figures='png', 'svg' or 'pdf', or None"),
+        ({"progress": "yes"}, "progress is str ('yes'), not a callable; pass a function progress(stage, done, total)"),
+        ({"trust_remote_code": "false"}, "trust_remote_code is str ('false'), not a bool"),
+    ],
+)
+def test_geoprobe_run_refuses_arguments_of_the_wrong_type_before_any_work(given, words, tmp_path, monkeypatch):
+    """Was: force="false" replaced the run (bool("false") is True) and out=5 a bare TypeError from Path."""
+    import geoprobe
+    from geoprobe.errors import ArgumentError
+    from geoprobe.recipes import recipe_text
+
+    monkeypatch.chdir(tmp_path)
+    recipe = tmp_path / "sula.toml"
+    recipe.write_text(recipe_text(geoprobe.SulaConfig()), encoding="utf-8")
+    out = {"out": tmp_path / "run"}
+    for target in (geoprobe.SulaConfig(), recipe, str(recipe)):
+        with pytest.raises(ArgumentError) as err:
+            geoprobe.run(target, **{**out, **given})
+        assert words in str(err.value) and "\n" not in str(err.value)
+        assert isinstance(err.value, TypeError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sula.toml"]  # nothing written, not even runs/
+
+
 def test_a_config_and_its_recipe_text_read_back_equal(tmp_path):
     from geoprobe.models.loading import LoadOptions
     from geoprobe.recipes import load_probe, recipe_text

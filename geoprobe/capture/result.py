@@ -198,8 +198,10 @@ class Capture:
         """
         from safetensors.numpy import save_file
 
-        target = Path(path)
-        ensure_writable(target, overwrite)
+        from geoprobe.checks import bool_arg, path_arg
+
+        target = path_arg(path, "path", "a directory path such as 'runs/capture'", optional=False)
+        ensure_writable(target, bool_arg(overwrite, "overwrite"))
         tmp: Path | None = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from geoprobe.checks import bool_arg, optional_str_arg, path_arg
 from geoprobe.errors import ArgumentError, ProbeError
 from geoprobe.experiment.reporter import Progress, Reporter, Stages, as_reporter
 from geoprobe.models.loading import LoadedModel, LoadOptions, load_fields
@@ -30,16 +31,17 @@ class OutputOptions:
     parent: Path | None = None
     in_place: bool = False
 
+    def __post_init__(self) -> None:  # the arguments of geoprobe.run and Experiment.run: refused before any work
+        object.__setattr__(self, "out", path_arg(self.out, "out", "a run directory such as 'runs/scan'"))
+        object.__setattr__(self, "parent", path_arg(self.parent, "parent", "the run directory this run is part of"))
+        bool_arg(self.force, "force")
+        bool_arg(self.in_place, "in_place")
+        optional_str_arg(self.figures, "figures", "figures='png', 'svg' or 'pdf'")
+
 
 def as_output(out: str | os.PathLike | OutputOptions | None) -> OutputOptions:
     """``out`` as :class:`OutputOptions` (a path: that run directory, nothing replaced)."""
-    if isinstance(out, OutputOptions):
-        return out
-    if out is None:
-        return OutputOptions()
-    if isinstance(out, (str, os.PathLike)):
-        return OutputOptions(out=Path(out))
-    raise ArgumentError(f"out is {type(out).__name__} ({out!r}), not a run directory path")
+    return out if isinstance(out, OutputOptions) else OutputOptions(out=out)
 
 
 #: ``execute(config, model, output, reporter)``: model is LoadOptions, a LoadedModel, or None (no model)

@@ -69,10 +69,6 @@ def as_reporter(progress: Progress | Reporter | None) -> Reporter:
     """``progress`` as a :class:`Reporter` (a plain callable, or None for silence)."""
     if isinstance(progress, Reporter):
         return progress
-    if progress is not None and not callable(progress):
-        from geoprobe.errors import ArgumentError
+    from geoprobe.checks import callable_arg
 
-        raise ArgumentError(
-            f"progress is {type(progress).__name__} ({progress!r}), not a callable progress(stage, done, total)"
-        )
-    return Reporter(progress)
+    return Reporter(callable_arg(progress, "progress", "progress(stage, done, total)"))

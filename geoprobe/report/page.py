@@ -95,11 +95,29 @@ def provenance_section(
 
     prov = dict(provenance)
     versions = prov.pop("versions", {}) or {}
-    rows = list(prov.items()) + list(extra)
+    partial = partial_weights_line(prov.pop("partial_weights", None))
+    rows = list(prov.items()) + ([("partial_weights", partial)] if partial else []) + list(extra)
     rows += [(f"config.{k}", v) for k, v in (config or {}).items()]
     rows += [(f"version: {k}", v) for k, v in versions.items()]
     rows += [(f"time: {k}", f"{v:.{time_digits}f} s") for k, v in (timings or {}).items()]
-    return Section("Provenance", kv_table(rows))
+    warning = f'<p class="fail">{escape("Partial load: " + partial)}</p>\n' if partial else ""
+    return Section("Provenance", warning + kv_table(rows))
+
+
+def partial_weights_line(value: Any) -> str:
+    """A provenance's ``partial_weights`` (weights that did not match the model's config, loaded with
+    --allow-partial-weights) as one line; "" when there is none."""
+    from geoprobe.provenance import PartialWeights
+
+    if not value:
+        return ""
+    report = value if isinstance(value, PartialWeights) else PartialWeights.from_dict(value)
+    if report.empty():
+        return ""
+    return (
+        f"the weights did not match the model's config.json and were loaded with --allow-partial-weights: "
+        f"{report.summary(names=10)}; {report.consequence('did')}"
+    )
 
 
 def render(result: Any) -> str:
@@ -195,6 +213,8 @@ class Page:
     def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
         """Write the self-contained HTML page; an existing page is kept unless ``force``, and a
         file geoprobe did not write is never replaced."""
+        from geoprobe.checks import bool_arg, path_arg
         from geoprobe.report.blocks import write_page
 
-        return write_page(path, lambda: render(self), force=force)
+        path = path_arg(path, "path", "a page path such as 'report.html'", optional=False)
+        return write_page(path, lambda: render(self), force=bool_arg(force, "force"))

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from geoprobe.capture.result import Capture
-from geoprobe.checks import config_arg, model_arg, prompts_arg
+from geoprobe.checks import bool_arg, config_arg, model_arg, prompts_arg
 from geoprobe.errors import PromptError
 from geoprobe.scan.config import MIN_PROMPTS, ScanConfig
 from geoprobe.scan.result import ScanResult
@@ -275,6 +275,7 @@ def scan(
     model = model_arg(model, names=True)
     prompts = None if prompts is None else prompts_arg(prompts)
     config = config_arg(config, ScanConfig)
+    return_capture = bool_arg(return_capture, "return_capture")
     check_prompts(config, prompts)  # a bad set name or file fails before the model loads
     timings: dict[str, float] = {}
     t = time.perf_counter()

@@ -27,8 +27,10 @@ def with_flags(config: TrajectoryConfig, v: Mapping[str, Any]) -> TrajectoryConf
 
 def execute(config: TrajectoryConfig, model: None, output: OutputOptions, reporter: Reporter) -> TrajectoryResult:
     """Train (resuming) into ``output.out`` (default runs/trajectory)."""
+    from geoprobe.trajectory.memory import check_trajectory_memory
     from geoprobe.trajectory.train import check_resumable, train_trajectory
 
+    check_trajectory_memory(config)  # before anything is read or written: the flags that make it fit
     target = output.out or DEFAULT_OUT
     check_resumable(config, target)  # before the claim: the settings to pass, not --force
     request = {"command": "trajectory", "config": dataclasses.asdict(config)}

@@ -180,7 +180,9 @@ def save_state(out: Path, state: dict[str, Any]) -> None:
     """Replace ``OUT/resume/trainer.pt`` atomically (``state``: tensors, numbers, strings, dicts)."""
     buf = io.BytesIO()  # torch.save's own file writer reports a full disk without its errno
     torch.save(state, buf)
-    atomic_write(out / RESUME / "trainer.pt", lambda tmp: Path(tmp).write_bytes(buf.getvalue()))
+    # the buffer itself, not getvalue()'s copy: the Adam moments once more (8 bytes a parameter) is the
+    # difference (geoprobe.trajectory.memory)
+    atomic_write(out / RESUME / "trainer.pt", lambda tmp: Path(tmp).write_bytes(buf.getbuffer()))
 
 
 def load_state(out: Path) -> dict[str, Any] | None:

@@ -20,13 +20,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from geoprobe.checks import config_arg
+from geoprobe.checks import callable_arg, config_arg, path_arg, strings_arg
 from geoprobe.outputs import check_same_kind
 from geoprobe.provenance import package_versions
 from geoprobe.threads import torch_threads
 from geoprobe.trajectory import store
 from geoprobe.trajectory.config import FLAGS, TrajectoryConfig, TrajectoryError
 from geoprobe.trajectory.data import DataRecord, eval_batch, prepare, step_batch
+from geoprobe.trajectory.memory import check_trajectory_memory
 from geoprobe.trajectory.model import build_model, n_params
 from geoprobe.trajectory.result import CheckpointRecord, ModelRecord, TrajectoryResult
 
@@ -168,12 +169,18 @@ def train_trajectory(
     """Train ``config`` into the directory ``out`` (resuming the run it holds), publish its checkpoints
     and write ``out/trajectory.json``; returns the manifest. ``documents``: texts to train on instead of
     the corpora's domains; ``threads``: torch's CPU threads (None: torch's default; record it: bitwise
-    equality across runs holds for the same count)."""
+    equality across runs holds for the same count). A run whose estimated peak memory
+    (:func:`geoprobe.trajectory.memory.peak_bytes`) is more than the memory available is refused before
+    anything is read or written."""
     config = config_arg(config, TrajectoryConfig)
+    out = path_arg(out, "out", "the directory to train into, such as 'runs/trajectory'", optional=False)
+    documents = None if documents is None else strings_arg(documents, "documents", "document texts")
+    progress = callable_arg(progress, "progress", "progress(stage, done, total)")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise TrajectoryError(f"threads {threads!r} is not a positive integer; pass --threads 1 or more")
+    check_trajectory_memory(config)
     with torch_threads(threads):
-        return _train(config, Path(out), documents, progress or (lambda stage, done, total: None))
+        return _train(config, out, documents, progress or (lambda stage, done, total: None))
 
 
 def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None, tell: Progress) -> TrajectoryResult:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from geoprobe.checks import name_arg
+from geoprobe.checks import bool_arg, name_arg
 from geoprobe.paths import atomic_write_text
 from geoprobe.provenance import package_versions, prompts_hash
 from geoprobe.windtunnel.config import ArchChoice, check_arch
@@ -54,6 +54,7 @@ def train_tunnel(
     task = name_arg(task, "task", "a task name such as 'bijection' or 'hmm'")
     scale = name_arg(scale, "scale", "a scale such as 'tiny', 'cpu' or 'paper'")
     out = Path(name_arg(out, "out", "the run directory to train into"))
+    resume = bool_arg(resume, "resume")
     check_arch(arch)
     tf, ml = run_specs(task, scale, seed=seed, steps=steps, task_params=task_params, convention=convention)
     if threads:
@@ -143,6 +144,7 @@ def evaluate_tunnel(
     from geoprobe.models.loading import load_model, local_weights_hash
 
     out = Path(name_arg(out, "out", "a run directory made by train_tunnel"))
+    geometry, ablate = bool_arg(geometry, "geometry"), bool_arg(ablate, "ablate")
     t_run = out / "transformer"
     tf = read_spec(t_run)
     convention = tf.task.get("convention", "geoprobe")  # absent from geoprobe's (and every 0.1.0) run.json

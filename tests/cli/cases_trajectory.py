@@ -56,6 +56,16 @@ CASES: tuple[Case, ...] = (
         setup=("trained_trajectory",),
     ),
     case(
+        "trajectory-memory",
+        "trajectory --layers 48 --hidden-size 2048 --heads 16 --out traj",
+        "a model whose training needs ~80 GiB, 4 GiB available (figure planted): refused before the corpora are read",
+        "training 48 layers of width 2048 on batches of 8 × 128 tokens",
+        "needs about 79.4 GiB of memory, more than 3.6 GiB (90% of the 4.0 GiB set by GEOPROBE_MEMORY_AVAILABLE)",
+        "pass --layers 1 or --hidden-size 224 (or less)",
+        "lower several of --layers, --hidden-size, --batch-size, --seq-len, --vocab-size",
+        env=(("GEOPROBE_MEMORY_AVAILABLE", "4GiB"),),
+    ),
+    case(
         "trajectory-foreign-checkpoints",
         "trajectory --out traj",
         "a checkpoints folder holding a file geoprobe did not write",

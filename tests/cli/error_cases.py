@@ -31,6 +31,7 @@ from tests.cli import (
     cases_sweep,
     cases_text,
     cases_trajectory,
+    cases_weights,
     cases_wrong,
 )
 from tests.cli import odd_inputs as odd
@@ -988,6 +989,7 @@ CASES, SETUPS = _join(
     cases_trajectory,
     cases_executor,
     cases_sweep,
+    cases_weights,
 )
 
 # ---------------------------------------------------------------- running a case

@@ -12,6 +12,8 @@ from tests.cli.test_cli import run_cli
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_FILES = sorted((ROOT / "probes").glob("*.toml"))
 HUB = ["--model", "pythia-410m"]  # a Hub alias: every loading flag applies to it (nothing is loaded here)
+#: the loading flags that apply to Hub models and local directories only (refused for GGUF files and twins)
+HUB_ONLY = ("device_map", "trust_remote_code", "allow_pickle", "allow_partial_weights")
 
 #: flag -> (argv, check(settings, load) that the value arrived); settings: the scan config for compare-models
 CASES = {
@@ -22,6 +24,7 @@ CASES = {
     "device_map": ([*HUB, "--device-map", "auto"], lambda c, ld: ld.device_map == "auto"),
     "trust_remote_code": ([*HUB, "--trust-remote-code"], lambda c, ld: ld.trust_remote_code is True),
     "allow_pickle": ([*HUB, "--allow-pickle"], lambda c, ld: ld.allow_pickle is True),
+    "allow_partial_weights": ([*HUB, "--allow-partial-weights"], lambda c, ld: ld.allow_partial_weights is True),
     "prompts": (["--prompts", "builtin"], lambda c, ld: c.prompts == "builtin"),
     "domain": (["--domain", "math"], lambda c, ld: c.prompts == "math"),
     "candidates": (["--candidates", "77"], lambda c, ld: c.sampling.candidates == 77),
@@ -83,7 +86,7 @@ def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tm
     if argv[:2] == HUB and "model" not in honoured:
         argv = argv[2:]  # the loading flags are then refused on their own
     code, out, err = run_cli(["run", str(recipe), *argv, "--out", str(tmp_path / "o"), "--force"], capsys, monkeypatch)
-    if command == "compare-models" and flag in ("device_map", "trust_remote_code", "allow_pickle"):
+    if command == "compare-models" and flag in HUB_ONLY:
         # compare.toml's models ship as GGUF files: the flag cannot apply to them (the Hub case is tested below)
         assert code == 2 and f"{FLAGS[flag]} does not apply to --model 'smollm2-135m'" in err, err
         return
@@ -100,7 +103,7 @@ def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tm
         assert lines[0].startswith("error: ") and FLAGS[flag] in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("flag", ["device_map", "trust_remote_code", "allow_pickle"])
+@pytest.mark.parametrize("flag", HUB_ONLY)
 def test_compare_models_passes_the_loading_flags_to_each_hub_model(flag, calls, tmp_path, capsys, monkeypatch):
     recipe = tmp_path / "c.toml"
     recipe.write_text(

@@ -98,3 +98,17 @@ def test_a_result_without_a_page_says_so():
     assert page_content(r) is None and r.figures() == [] and r.subtitle() == "" and r._repr_html_() is None
     with pytest.raises(LookupError, match="no page is registered for _Unregistered"):
         r.title()
+
+
+def test_the_provenance_section_shows_a_partial_load_and_nothing_for_a_whole_one():
+    from geoprobe.provenance import PartialWeights
+    from geoprobe.report.page import provenance_section
+
+    prov = {"model_id": "ck/step8", "source": "local", "weights": "sha256:0"}
+    whole = provenance_section(prov).render()
+    assert "partial" not in whole.lower()
+    pw = PartialWeights.of(["gpt_neox.layers.0.attention.dense.weight"], ["foo.x"], [])
+    html = provenance_section({**prov, "partial_weights": pw.to_dict()}).render()
+    assert "Partial load: the weights did not match the model&#x27;s config.json and were loaded with " in html
+    assert "--allow-partial-weights: 1 tensor missing (gpt_neox.layers.0.attention.dense.weight), 1 unexpected" in html
+    assert "<th>partial_weights</th>" in html and "{" not in html  # a sentence, not the stored dict
