@@ -20,14 +20,17 @@ version, so every layer may use it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import platform
+import re
 import signal
 import socket
+import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from geoprobe.errors import GeoprobeError
 
@@ -95,7 +98,8 @@ class Cluster:
         gpus = sum(n["GPU"] for n in self.nodes)
         mem = sum(n["memory"] for n in self.nodes) / 2**30
         return (
-            f"{self.address}: {len(self.nodes)} node{'s' * (len(self.nodes) != 1)}, {cpus:g} CPUs, {gpus:g} GPUs, "
+            f"{self.address}: {len(self.nodes)} node{'s' * (len(self.nodes) != 1)}, {cpus:g} CPU{'s' * (cpus != 1)}, "
+            f"{gpus:g} GPU{'s' * (gpus != 1)}, "
             f"{mem:.1f} GiB of memory for tasks"
         )
 
@@ -169,12 +173,41 @@ def resolve(address: str | None) -> str | None:
     return found
 
 
-def _cause(exc: BaseException) -> str:
+#: words of Ray's own log lines (its C++ client writes them to stderr while it retries) that name the cause
+_CAUSES = ("Unauthenticated", "InvalidAuthToken", "auth", "version", "Version", "refused", "Permission")
+_LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*(?:\S+:\d+:\s*)?")
+
+
+@contextlib.contextmanager
+def _stderr_kept(box: list[str]) -> Iterator[None]:
+    """Keep what is written to file descriptor 2 (Ray's C++ client logs each retry there) in ``box`` instead
+    of the terminal: the cause goes into geoprobe's one line, the flood does not."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            box.append(tmp.read().decode(errors="replace"))
+
+
+def _cause(exc: BaseException, logged: str = "") -> str:
+    """The cause of a failed join in words: the first of Ray's own lines that names one, else the exception."""
     text = " ".join(str(exc).split())
-    if "auth" in text.lower() or "unauthenticated" in text.lower():
+    found = next((ln for ln in logged.splitlines() if any(w in ln for w in _CAUSES)), None)
+    if found is not None:
+        text = f"{text} ({_LOG_PREFIX.sub('', found).strip()[:200]})"
+    if "auth" in text.lower():
         return (
-            f"{text[:240]}; the cluster uses Ray's token authentication: set RAY_AUTH_MODE=token and the cluster's "
-            "token (RAY_AUTH_TOKEN, or the token file) here as on its nodes (docs/scale.md)"
+            f"{text[:300]}; the cluster uses Ray's token authentication and this process has no token or another: "
+            "set RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, or its token file) here as on its "
+            "nodes (docs/scale.md)"
         )
     return text[:300] or type(exc).__name__
 
@@ -184,19 +217,29 @@ def connect(address: str | None, *, check_versions: bool = True) -> Cluster:
     keeps its connection (a notebook that called ``ray.init`` itself)."""
     ray = ray_module()
     if ray.is_initialized():
-        cluster = Cluster(ray, "this process's Ray connection", owned=False, private=False)
+        joined = str(ray.get_runtime_context().gcs_address)
+        if address is not None and _same_host_port(resolve(address), joined) is False:
+            raise ClusterError(
+                f"this process is already connected to the Ray cluster at {joined} (ray.init), and --address "
+                f"{address!r} names another; drop --address to use that connection, or call ray.shutdown() first"
+            )
+        cluster = Cluster(ray, f"the Ray cluster at {joined} (this process's connection)", owned=False, private=False)
     else:
         target = resolve(address)
         if target is not None:
             _reach(target)
         main = threading.current_thread() is threading.main_thread()
         before = signal.getsignal(signal.SIGTERM) if main else None
+        logged: list[str] = []
         try:
             local = {"include_dashboard": False} if target is None else {}
-            ray.init(address=target or "local", log_to_driver=False, logging_level=logging.WARNING, **local)
+            with contextlib.nullcontext() if target is None else _stderr_kept(logged):
+                ray.init(address=target or "local", log_to_driver=False, logging_level=logging.WARNING, **local)
         except Exception as exc:  # noqa: BLE001 - Ray raises many types here; each becomes one line with its cause
             where = "a private local Ray" if target is None else f"the Ray cluster at --address {address!r}"
-            raise ClusterError(f"could not join {where}: {type(exc).__name__}: {_cause(exc)}") from None
+            raise ClusterError(
+                f"could not join {where}: {type(exc).__name__}: {_cause(exc, ''.join(logged))}"
+            ) from None
         finally:
             if main and before is not None:
                 signal.signal(signal.SIGTERM, before)
@@ -210,6 +253,23 @@ def connect(address: str | None, *, check_versions: bool = True) -> Cluster:
             cluster.close()
             raise
     return cluster
+
+
+def _same_host_port(a: str | None, b: str) -> bool:
+    """Whether two ``HOST:PORT`` addresses name one GCS (hosts compared as resolved IPs); None (a private
+    Ray) names none that is already running."""
+    if a is None:
+        return False
+
+    def norm(x: str) -> tuple[str, str]:
+        host, _, port = x.removeprefix("ray://").rpartition(":")
+        try:
+            host = socket.gethostbyname(host.strip("[]"))
+        except OSError:
+            pass
+        return ("127.0.0.1" if host.startswith("127.") else host), port
+
+    return norm(a) == norm(b)
 
 
 def _versions_here() -> dict[str, str]:

@@ -15,10 +15,10 @@ def sweep(
     what: str = typer.Argument(..., help="a sweep file (SWEEP.toml), or `status` followed by a sweep's directory"),
     directory: Optional[Path] = typer.Argument(None, help="with `status`: the sweep's --out"),
     out_dir: Optional[Path] = typer.Option(
-        None, "--out", "-o", help="the sweep's directory [default: the sweep file's [sweep] out]", show_default=False
+        None, "--out", "-o", help="the sweep's directory (default: the sweep file's \\[sweep] out)", show_default=False
     ),
     executor: Optional[str] = typer.Option(
-        None, "--executor", help="local (one cell after another, here) | ray  [default: local]", show_default=False
+        None, "--executor", help="local (one cell after another, here; the default) | ray", show_default=False
     ),
     address: Optional[str] = typer.Option(
         None,
@@ -28,7 +28,7 @@ def sweep(
         show_default=False,
     ),
     threads: Optional[int] = typer.Option(
-        None, "--threads", help="CPU threads per cell (Ray: its num_cpus)  [default: 1]", show_default=False
+        None, "--threads", help="CPU threads per cell (Ray: its num_cpus); default 1", show_default=False
     ),
     arrays: bool = typer.Option(False, "--arrays", help="with --executor ray: bring each cell's arrays back too"),
     force: bool = typer.Option(

@@ -118,6 +118,8 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     alias = name_arg(alias, "alias", "a twin alias such as 'llama-3.2-1b' (geoprobe models lists them)")
     if alias not in ALIASES and is_model_type(alias):
         return type_twin(alias, scale, seed, dtype, device)
+    if alias not in ALIASES:  # refused before the tokenizer loads (a tenth of a second)
+        twin_config(alias, scale)
     tok = embedded_tokenizer()
     cfg = twin_config(alias, scale, vocab_size=len(tok))
     torch.manual_seed(seed)

@@ -11,10 +11,13 @@ estimate and its own confidence interval. Every pooled value says how many cells
 from __future__ import annotations
 
 import json
-import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from geoprobe.analysis.stats import t_interval
+
+_STEP_PART = re.compile(r"(?:^|[/_-])step[-_]?\d+/?$")
 #: the interval of a pooled point
 POOLED = "mean over {k} replicates ({keys}), 95 % t-interval across them"
 
@@ -33,6 +36,15 @@ class Point:
     how: str
 
 
+def run_of(revision: object) -> str | None:
+    """The training run a revision belongs to: a checkpoint directory's path without its ``stepN`` part
+    (two runs' ``step512`` are two series unless ``revision`` is a declared replicate); None for a Hub
+    revision name or none."""
+    if not isinstance(revision, str) or "/" not in revision:
+        return None
+    return _STEP_PART.sub("", revision.rstrip("/")) or None
+
+
 def _key(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
@@ -45,19 +57,6 @@ def varying(cells: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> list[str
 def label(coordinates: Mapping[str, Any], keys: Sequence[str]) -> str:
     """A series' name: ``model=pythia-160m, max_tokens=64`` (``all cells`` when nothing varies)."""
     return ", ".join(f"{k}={coordinates.get(k)}" for k in keys) or "all cells"
-
-
-def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): the mean of ``values`` and its t-interval (k ≥ 2)."""
-    from scipy import stats
-
-    k = len(values)
-    if k < 2:
-        raise ValueError("a t-interval needs at least two values")
-    mean = sum(values) / k
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (k - 1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
-    return mean, mean - half, mean + half
 
 
 def pool(
@@ -84,9 +83,9 @@ def pool(
             est, low, high = first["value"]
             out.append(Point(name, first[x], est, low, high, 1, "the cell's own 95 % CI"))
         else:
-            mean, low, high = t_interval([g["value"][0] for g in group])
+            e = t_interval([g["value"][0] for g in group])  # geoprobe.analysis.stats: Student-t, k - 1 dof
             how = POOLED.format(k=len(group), keys=", ".join(replicates))
-            out.append(Point(name, first[x], mean, low, high, len(group), how))
+            out.append(Point(name, first[x], e.value, e.low, e.high, len(group), how))
     return sorted(out, key=lambda p: (p.series, _sortable(p.x)))
 
 

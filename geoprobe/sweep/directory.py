@@ -197,10 +197,12 @@ def inspect_cell(out: Path, plan: Plan, cell: Cell, uid: str, result_cls: type, 
             mark,
         )
     if not result.exists():
-        said = mark.get("status") == "done"
-        return CellState(
-            "ours", f"{where}: its {result_cls.FILE} is missing; computing it again" if said else None, mark
+        said = (
+            f"{where}: its {result_cls.FILE} is missing; computing it again" if mark.get("status") == "done" else None
         )
+        # what an earlier run of the cell wrote (a capture, a page) is replaced; its resumable state is kept
+        earlier = [n for n in _listdir(d) if not _stray(n) and not n.endswith(".partial")]
+        return CellState("ours", said, mark, bool(earlier))
     if recorded_request(d, result_cls.FILE) is None:
         return CellState(
             "ours",
@@ -306,9 +308,10 @@ def survey(out: Path, plan: Plan, force: bool) -> Claim:
             refuse_foreign(others[0], "files in a directory that is not a sweep's")
         return Claim(new_uid(), True)
     check_cells_dir(out)
-    for name, want in (("sweep.html", PAGE_KIND), ("sweep.parquet", TABLE_KIND)):
-        if os.path.lexists(out / name) and file_kind(out / name) != want:
-            refuse_foreign(out / name, "a file where the sweep writes its own")
+    for name, want in (("sweep.html", PAGE_KIND), ("sweep.parquet", TABLE_KIND), (MANIFEST, None)):
+        p = out / name
+        if os.path.lexists(p) and (p.is_symlink() or not p.is_file() or (want and file_kind(p) != want)):
+            refuse_foreign(p, "a file where the sweep writes its own")
     ident = identity(out)
     assert ident is not None  # directory_kind found a sweep marker or manifest
     said = []

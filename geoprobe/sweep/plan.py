@@ -173,8 +173,10 @@ def _matches(values: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, ...]:
     return tuple(canonical_json(values.get(k)) for k in keys)
 
 
-def make_plan(spec: SweepSpec) -> Plan:
-    """The sweep's cells (module docs), every coordinate and every cell's settings checked."""
+def make_plan(spec: SweepSpec, *, here: bool = True) -> Plan:
+    """The sweep's cells (module docs), every coordinate and every cell's settings checked. ``here``: the
+    cells run on this machine (the local executor), so a device must exist here too; on a cluster (False)
+    a CUDA device is the cluster's to offer (geoprobe.sweep.executors checks that some node has a GPU)."""
     from geoprobe.recipes import experiments
 
     known = experiments()
@@ -219,7 +221,7 @@ def make_plan(spec: SweepSpec) -> Plan:
             slots.append(c)
         where[c.id] = f"[[cell]] #{i + 1}"
     cells = {c.id: c for c in slots}
-    _check_cells(spec, exp, base, co, list(cells.values()))
+    _check_cells(spec, exp, base, co, list(cells.values()), here)
     names = sorted({k for c in cells.values() for k in c.coordinates}, key=co.order.__getitem__)
     for r in spec.replicates:
         if r not in names:
@@ -236,7 +238,7 @@ def _shown(coordinates: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} = {v!r}" for k, v in coordinates.items())
 
 
-def _check_cells(spec: SweepSpec, exp: Any, base: Any, co: _Coercer, cells: list[Cell]) -> None:
+def _check_cells(spec: SweepSpec, exp: Any, base: Any, co: _Coercer, cells: list[Cell], here: bool) -> None:
     """Every cell's config builds and its loading settings hold, or one line naming the cell; settings
     shared by many cells are checked once."""
     from geoprobe.models.loading import LoadOptions
@@ -256,14 +258,17 @@ def _check_cells(spec: SweepSpec, exp: Any, base: Any, co: _Coercer, cells: list
         rev = load.get("revision")
         if is_path(rev) and not Path(rev).expanduser().is_dir():
             raise SweepError(
-                f"sweep {spec.path!r}: revision {rev!r} is written as a path but is no directory here (read relative "
-                f"to the working directory {str(Path.cwd())!r}); fix the path, or give a Hub revision such as step512"
+                f"sweep {spec.path!r}: revision {rev!r} is written as a path but is no directory here (a relative path "
+                "is read from the working directory); fix the path, or give a Hub revision such as step512"
             )
         key = canonical_json(load)
         if exp.loads and key not in seen_load:
             if is_path(rev):
                 load = {**load, "model": str(Path(rev).expanduser()), "revision": None}
             try:
+                device = str(load.get("device", "cpu"))
+                if not here and device.startswith("cuda"):  # checked against the cluster's nodes instead
+                    load = {**load, "device": "cpu"}
                 LoadOptions(**load).check()
             except GeoprobeError as exc:
                 raise SweepError(f"sweep {spec.path!r}: the cell {_shown(c.coordinates)}: {exc}") from None

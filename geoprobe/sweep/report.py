@@ -9,13 +9,12 @@ replicates are pooled; every other coordinate that varies is its own series."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph
-from geoprobe.sweep.aggregate import Point, pool, varying
+from geoprobe.sweep.aggregate import Point, pool, run_of, varying
 from geoprobe.sweep.manifest import SweepManifest
 
 if TYPE_CHECKING:
@@ -28,7 +27,6 @@ HEADLINES: tuple[tuple[str, str, str], ...] = (
     ("key_orthogonality", "early", "key orthogonality: mean |cos| of W_K columns, first third of layers"),
     ("focusing_reduction", "none", "attention focusing: % entropy reduction, first → last layer"),
 )
-_STEP_PART = re.compile(r"(?:^|[/_-])step[-_]?\d+/?$")
 
 
 def headline(rows: Sequence[dict[str, Any]], metric: str, how: str) -> tuple[float, float | None, float | None] | None:
@@ -45,15 +43,6 @@ def headline(rows: Sequence[dict[str, Any]], metric: str, how: str) -> tuple[flo
         return r["estimate"], r["low"], r["high"]
     cut = max(1, math.ceil(len(mine) / 3 - 1e-9))
     return sum(r["estimate"] for r in mine[:cut]) / cut, None, None
-
-
-def run_of(revision: Any) -> str | None:
-    """The training run a revision belongs to: a checkpoint directory's path without its ``stepN`` part
-    (two runs' ``step512`` are two series unless ``revision`` is a declared replicate); None for a Hub
-    revision name or none."""
-    if not isinstance(revision, str) or "/" not in revision:
-        return None
-    return _STEP_PART.sub("", revision.rstrip("/")) or None
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ EXECUTORS = ("local", "ray")
 #: progress(done, failed, running, total, eta_seconds or None)
 Progress = Callable[[int, int, int, int, float | None], None]
 #: provenance kept in the manifest for each done cell
-KEPT = ("model_id", "source", "weights", "tokenizer", "dtype", "prompts_hash", "seed", "versions")
+KEPT = ("model_id", "source", "weights", "tokenizer", "dtype", "prompts_hash", "seed", "versions", "partial_weights")
 __all__ = ["EXECUTORS", "SWEEP_FILES", "run_sweep"]
 
 
@@ -67,26 +67,22 @@ def machine_cpus() -> int:
 
 def check_arguments(**args: Any) -> None:
     """The arguments of :func:`run_sweep` of the right types (an :class:`ArgumentError` naming the argument and
-    the value) and consistent (a one-line SweepError naming the flag)."""
-    from geoprobe.checks import name_arg
+    the value: geoprobe.checks' shared validators) and consistent (a one-line SweepError naming the flag)."""
+    from geoprobe.checks import bool_arg, callable_arg, name_arg, optional_str_arg, path_arg
 
     name_arg(args["sweep_file"], "sweep_file", "the path of a sweep file (TOML)")
-    if args["out"] is not None:
-        name_arg(args["out"], "out", "the sweep's directory")
-    for key in ("force", "arrays"):
-        if not isinstance(args[key], bool):
-            raise ArgumentError(f"{key} is {type(args[key]).__name__} ({args[key]!r}), not a bool; pass True or False")
+    path_arg(args["out"], "out", "the sweep's directory such as 'runs/sweep'")
+    bool_arg(args["force"], "force")
+    bool_arg(args["arrays"], "arrays")
     threads = args["threads"]
     if isinstance(threads, bool) or not isinstance(threads, int):
         raise ArgumentError(f"threads is {type(threads).__name__} ({threads!r}), not an integer; pass e.g. threads=2")
-    for key in ("progress", "say"):
-        if args[key] is not None and not callable(args[key]):
-            raise ArgumentError(f"{key} is {type(args[key]).__name__}, not a function; pass a callable or None")
-    executor, address = args["executor"], args["address"]
-    if not isinstance(executor, str) or executor not in EXECUTORS:
+    callable_arg(args["progress"], "progress", "progress(done, failed, running, total, eta)")
+    callable_arg(args["say"], "say", "say(line)")
+    executor = optional_str_arg(args["executor"], "executor", "executor='local' or 'ray'")
+    address = optional_str_arg(args["address"], "address", "address='auto', 'HOST:PORT' or 'ray://HOST:PORT'")
+    if executor not in EXECUTORS:
         raise SweepError(f"--executor {executor!r} is not local or ray; pass --executor local or --executor ray")
-    if address is not None and not isinstance(address, str):
-        raise ArgumentError(f"address is {type(address).__name__} ({address!r}), not a string")
     if address is not None and executor != "ray":
         raise SweepError(f"--address {address!r} is for --executor ray; drop it or pass --executor ray")
     if args["arrays"] and executor != "ray":
@@ -129,7 +125,7 @@ def run_sweep(
     check_arguments(**{k: v for k, v in locals().items()})
     from geoprobe.recipes import experiments
 
-    plan = make_plan(read_sweep(sweep_file))
+    plan = make_plan(read_sweep(sweep_file), here=executor == "local")
     target = target_of(out, plan)
     check_location(target, writes="sweep")
     result_cls = experiments()[plan.experiment].result
@@ -193,6 +189,7 @@ def _run(
             records[c.id] = _failed(records[c.id], st.why or "", None)
     if not claim.new and read_manifest(target) is None:
         say(f"{MANIFEST} was missing or damaged: rebuilt from the cells")
+        (target / MANIFEST).unlink(missing_ok=True)  # the sweep's own name in its own directory: replaced
     book = _Book(plan, target, claim.uid, records, executor)
     book.write()
     todo = [c for c in plan.cells if states[c.id].state in ("absent", "ours")]

@@ -16,7 +16,7 @@ from geoprobe.sweep.spec import read_sweep
 
 def _plan(sweep_file: str, digest: str | None) -> Plan | None:
     try:
-        plan = make_plan(read_sweep(sweep_file))
+        plan = make_plan(read_sweep(sweep_file), here=False)
     except Exception:  # noqa: BLE001 - the sweep file is gone, changed or unreadable here: use what is on disk
         return None
     return plan if plan.digest == digest else None

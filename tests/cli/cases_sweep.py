@@ -24,6 +24,15 @@ def _swept(d: Path) -> None:
     run_sweep(d / "s.toml", out=d / "sw")
 
 
+def _cells_linked(d: Path) -> None:
+    """d/sw, a finished sweep whose cells/ was moved away and replaced by a symbolic link to it."""
+    import os
+
+    _swept(d)
+    (d / "sw" / "cells").rename(d / "moved")
+    os.symlink("../moved", d / "sw" / "cells")
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "sweep_grid_scalar": text("s.toml", _sweep('model = ["twin:llama"]\nseed = 3')),
     "sweep_unknown_experiment": text("s.toml", '[sweep]\nexperiment = "telepathy"\n[grid]\nseed = [0]\n'),
@@ -36,6 +45,23 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "sweep_other_seed": text("t.toml", _sweep('model = ["twin:llama"]\nseed = [1]')),
     "sweep_over_scan": owned_json("run/results.json", "geoprobe.scan"),
     "sweep_empty_dir": lambda d: (d / "empty").mkdir(),
+    "sweep_out_nul": text(
+        "s.toml", _sweep('model = ["twin:llama"]\nseed = [0]').replace("[sweep]\n", '[sweep]\nout = "a\\u0000b"\n', 1)
+    ),
+    "sweep_layers_text": text("s.toml", _sweep('layers = ["last"]')),
+    "sweep_revision_missing": text("s.toml", _sweep('model = ["traj"]\nrevision = ["runs/trj/checkpoints/step8"]')),
+    "sweep_cell_twice": text(
+        "s.toml",
+        _HEAD + '[[cell]]\nmodel = "twin:llama"\nseed = 0\n[[cell]]\nseed = 0\nmodel = "twin:llama"\n' + _TABLES,
+    ),
+    "sweep_replicate_unknown": text(
+        "s.toml",
+        _sweep('model = ["twin:llama"]\nseed = [0, 1]').replace(
+            "[sweep]\n", '[sweep]\nreplicates = ["training_run"]\n', 1
+        ),
+    ),
+    "sweep_cells_linked": _cells_linked,
+    "sweep_foreign_page": text("sw/sweep.html", "<html>my notes</html>"),
 }
 
 CASES: tuple[Case, ...] = (
@@ -107,7 +133,7 @@ CASES: tuple[Case, ...] = (
         "sweep-executor-unknown",
         "sweep s.toml --out sw --executor dask",
         "--executor dask (local and ray exist)",
-        "--executor 'dask' is not local|ray",
+        "--executor 'dask' is not local or ray",
         setup=("sweep_file",),
         before_load=True,
     ),
@@ -131,7 +157,7 @@ CASES: tuple[Case, ...] = (
         "sweep-out-is-a-scan",
         "sweep s.toml --out run",
         "--out naming a scan's run directory (never overwritten by a sweep)",
-        "not a sweep directory; choose another --out",
+        "is a run directory of geoprobe's (its results: results.json), not a sweep directory",
         setup=("sweep_file", "sweep_over_scan"),
         before_load=True,
     ),
@@ -149,6 +175,80 @@ CASES: tuple[Case, ...] = (
         "sweep status on a directory that holds no sweep",
         "holds no sweep",
         setup=("sweep_empty_dir",),
+        before_load=True,
+    ),
+    case(
+        "sweep-status-flag",
+        "sweep status sw --force",
+        "sweep status with a flag that only a run of the sweep takes (it would be ignored)",
+        "--force does not apply to `geoprobe sweep status`",
+        setup=("sweep_done",),
+        before_load=True,
+    ),
+    case(
+        "sweep-threads-beyond-machine",
+        "sweep s.toml --out sw --threads 100000",
+        "--threads beyond the CPUs of this machine (was: a MemoryError and a traceback)",
+        "--threads 100000 is more than the",
+        "CPUs this machine has",
+        setup=("sweep_file",),
+        before_load=True,
+    ),
+    case(
+        "sweep-out-nul",
+        "sweep s.toml",
+        "[sweep] out holding a NUL byte (was: unexpected ValueError)",
+        "is not a usable path",
+        setup=("sweep_out_nul",),
+        before_load=True,
+    ),
+    case(
+        "sweep-list-setting-text",
+        "sweep s.toml --out sw",
+        'a grid value of the wrong type for a list setting (layers = ["last"])',
+        "grid.layers = 'last' is not",
+        setup=("sweep_layers_text",),
+        before_load=True,
+    ),
+    case(
+        "sweep-revision-directory-missing",
+        "sweep s.toml --out sw",
+        "a revision written as a path that does not exist (was: unknown model 'traj', in every cell)",
+        "revision 'runs/trj/checkpoints/step8' is written as a path but is no directory here",
+        setup=("sweep_revision_missing",),
+        before_load=True,
+    ),
+    case(
+        "sweep-cell-twice",
+        "sweep s.toml --out sw",
+        "two [[cell]] tables of the same coordinates in another key order (was: computed twice)",
+        "[[cell]] #2 has the same coordinates as a cell of [[cell]] #1",
+        setup=("sweep_cell_twice",),
+        before_load=True,
+    ),
+    case(
+        "sweep-replicate-unknown",
+        "sweep s.toml --out sw",
+        "[sweep] replicates naming no coordinate of the sweep",
+        "sweep.replicates names 'training_run', which is no coordinate",
+        setup=("sweep_replicate_unknown",),
+        before_load=True,
+    ),
+    case(
+        "sweep-cells-symlink",
+        "sweep s.toml --out sw",
+        "a sweep whose cells/ is a symbolic link (was: its writes went where it points)",
+        "is a symbolic link to",
+        "a sweep writes its cells only into its own directory",
+        setup=("sweep_cells_linked",),
+        before_load=True,
+    ),
+    case(
+        "sweep-foreign-page",
+        "sweep s.toml --out sw",
+        "a sweep directory whose sweep.html the sweep did not write",
+        "sweep.html' already exists and was not written by geoprobe",
+        setup=("sweep_done", "sweep_foreign_page"),
         before_load=True,
     ),
     case(

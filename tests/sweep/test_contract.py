@@ -79,9 +79,12 @@ def test_a_cell_holding_another_run_is_computed_again_never_tabulated(
     for name in ("results.json", RECORD):
         shutil.copy(out / "cells" / llama / name, out / "cells" / qwen / name)
     (out / "cells" / gemma / "results.json").write_bytes((out / "cells" / gemma / "results.json").read_bytes()[:500])
+    llama0 = cell_of(manifest, "twin:llama", 0)
+    (out / "cells" / llama0 / "results.json").unlink()  # its capture and page stay: replaced by the rerun
     code, _, err = run_cli(["sweep", str(spec), "--out", str(out)], capsys, monkeypatch)
     said = " ".join(err.split())
-    assert code == 1 and sorted(counted) == sorted([qwen, gemma, cell_of(manifest, "twin:nosuchthing", 0)])
+    assert code == 1 and sorted(counted) == sorted([qwen, gemma, llama0, cell_of(manifest, "twin:nosuchthing", 0)])
+    assert f"{llama0}: its results.json is missing; computing it again" in said
     assert f"{qwen}: its results are of model 'twin:llama:tiny', not 'twin:qwen3:tiny'; computing it again" in said
     assert f"{gemma}: its results.json has no matching run record" in said
     _same_as_reference(out, reference)
@@ -144,11 +147,11 @@ def test_python_arguments_of_the_wrong_type_are_refused(tmp_path):
         ({"threads": "2"}, ArgumentError, "threads is str ('2'), not an integer"),
         ({"force": "false"}, ArgumentError, "force is str ('false'), not a bool"),
         ({"arrays": 1}, ArgumentError, "arrays is int (1), not a bool"),
-        ({"out": 5}, ArgumentError, "out is int (5), not a string"),
+        ({"out": 5}, ArgumentError, "out is int (5), not a path"),
         ({"address": "auto"}, SweepError, "--address 'auto' is for --executor ray"),
         ({"executor": "dask"}, SweepError, "--executor 'dask' is not local or ray"),
         ({"threads": 100_000}, SweepError, "--threads 100000 is more than the"),
-        ({"progress": 3}, ArgumentError, "progress is int, not a function"),
+        ({"progress": 3}, ArgumentError, "progress is int (3), not a callable"),
     ):
         with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
             run_sweep(spec, **{"out": tmp_path / "o", **kwargs})
@@ -165,14 +168,15 @@ def test_a_cell_larger_than_this_machine_fails_at_once(tmp_path, capsys, monkeyp
     spec = sweep_file(tmp_path, 'model = ["twin:mixtral-8x7b:full"]\nseed = [0]')
     code, _, err = run_cli(["sweep", str(spec), "--out", str(tmp_path / "o")], capsys, monkeypatch)
     said = " ".join(err.split())
-    assert code == 1 and not loaded and "the cell needs about" in said and "and cpu here has 1.8 GiB for it (90% of the 2.0 GiB" in said
+    assert code == 1 and not loaded and "the cell needs about" in said
+    assert "and cpu here has 1.8 GiB for it (90% of the 2.0 GiB" in said
 
 
 def test_the_page_pools_only_declared_replicates(tmp_path, capsys, monkeypatch):
     """Was: a grid ``max_tokens = [2, 64]`` (PC1 0.188 and 0.233) was drawn as 0.211, "mean over seeds", and
     Table 2 showed it; CI endpoints were averaged. Now a coordinate that is no declared replicate is a series;
     declared replicates are pooled with a t-interval across them."""
-    from geoprobe.sweep.aggregate import t_interval
+    from geoprobe.analysis.stats import t_interval
     from geoprobe.sweep.report import SweepPage
     from geoprobe.sweep.table import table_rows
 
@@ -196,8 +200,12 @@ def test_the_page_pools_only_declared_replicates(tmp_path, capsys, monkeypatch):
     assert set(pc1) == {"max_tokens=2", "max_tokens=64"} and {p.k for p in pc1.values()} == {2}
     r = rows(tmp_path / "pooled")
     last = r[(r["metric"] == "pc1") & (r["layer"] == r["layer"].max()) & (r["max_tokens"] == 64)]
-    mean, low, high = t_interval(list(last["estimate"]))
-    assert (pc1["max_tokens=64"].estimate, pc1["max_tokens=64"].low, pc1["max_tokens=64"].high) == (mean, low, high)
+    e = t_interval(list(last["estimate"]))
+    assert (pc1["max_tokens=64"].estimate, pc1["max_tokens=64"].low, pc1["max_tokens=64"].high) == (
+        e.value,
+        e.low,
+        e.high,
+    )
     html = (tmp_path / "pooled" / "sweep.html").read_text()
     assert "Replicates: seed" in html and "mean over seeds" not in html
     status_rows = plain.sections()[-1].html

@@ -46,3 +46,16 @@ def test_registry_models_are_counted_from_their_config():
 @pytest.mark.parametrize("model", ["twin:llama", "someone/unknown-model", "weights.gguf"])
 def test_none_where_it_cannot_be_told_without_loading(model):
     assert cell_memory({"model": model}) is None
+
+
+def test_a_fifo_or_device_in_a_checkpoint_directory_never_blocks(twin_factory, tmp_path):
+    """Was: a FIFO config.json in a revision directory blocked the Ray driver's memory estimate for ever."""
+    import os
+
+    d = tmp_path / "ck" / "step8"
+    twin_factory("llama-3.2-1b").hf_model.save_pretrained(d)
+    files = sum(f.stat().st_size for f in d.glob("*.safetensors"))
+    (d / "config.json").unlink()
+    os.mkfifo(d / "config.json")
+    os.mkfifo(d / "extra.safetensors")
+    assert cell_memory({"model": str(d)}) == files + CELL_OVERHEAD  # stored dtype unknown: float32 assumed

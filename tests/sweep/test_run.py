@@ -72,8 +72,11 @@ def test_ctrl_c_then_a_rerun_computes_only_what_is_left(reference, tmp_path, cap
         return real(task)
 
     monkeypatch.setattr("geoprobe.sweep.executors.run_cell", counting)
-    code, _, _ = run_cli(["sweep", str(spec), "--out", str(out)], capsys, monkeypatch)
+    code, _, err = run_cli(["sweep", str(spec), "--out", str(out)], capsys, monkeypatch)
     assert code == 130
+    assert "interrupted (Ctrl-C); rerun the same command to resume (the finished cells and each unfinished cell's" in (
+        " ".join(err.split())
+    )  # was: "nothing unfinished was kept", though the finished cells were
     before = {c["id"]: c["status"] for c in json.loads((out / "sweep.json").read_text())["cells"]}
     assert sorted(before.values()) == ["done"] * 2 + ["pending"] * 5
     calls.clear()
@@ -157,3 +160,12 @@ def test_without_pyarrow_the_table_is_not_written_and_it_says_so(tmp_path, capsy
     said = " ".join(err.split())  # rich wraps the line at the terminal's width
     assert 'sweep.parquet not written: it needs pyarrow (pip install "geoprobe-attention[ray]")' in said
     assert not (tmp_path / "out" / "sweep.parquet").exists() and (tmp_path / "out" / "sweep.html").is_file()
+
+
+def test_the_help_says_what_each_flag_takes(capsys, monkeypatch):
+    """Was: --address listed as only ``auto or ray://HOST:PORT``, and ``default: its  out``."""
+    code, out, _ = run_cli(["sweep", "--help"], capsys, monkeypatch)
+    text = " ".join(out.replace("│", " ").split())
+    assert code == 0 and "none or local (a private Ray for this command), auto (this machine's cluster)" in text
+    assert "HOST:PORT (a cluster's GCS) or ray://HOST:PORT (Ray Client)" in text
+    assert "(default: the sweep file's [sweep] out)" in text and "its out" not in text
