@@ -46,7 +46,7 @@ def local(
                 f"and {device} here has {_gib(budget[0])} for it ({budget[1]}); run it on a larger machine "
                 "(--executor ray) or give it a smaller dtype"
             )
-            yield CellOutcome(task.cell_id, line, 0.0, "")
+            yield CellOutcome(task.cell_id, line, 0.0, "", attempt=0)  # never started
             continue
         on_running(1)
         try:
@@ -86,6 +86,9 @@ class AttemptLog:
     def started(self, cell_id: str) -> int:
         self.starts[cell_id] = self.starts.get(cell_id, 0) + 1
         return self.starts[cell_id]
+
+    def count(self, cell_id: str) -> int:
+        return self.starts.get(cell_id, 0)
 
 
 def ray_cell(task: CellTask, log: Any) -> CellOutcome:
@@ -131,7 +134,7 @@ def on_ray(
     for task in tasks:
         need = resources(task, memory(task))
         if not cluster.fits({"CPU": need["num_cpus"], "GPU": need["num_gpus"], "memory": need.get("memory", 0)}):
-            unplaced.append(CellOutcome(task.cell_id, unplaceable(need, cluster.largest()), 0.0, ""))
+            unplaced.append(CellOutcome(task.cell_id, unplaceable(need, cluster.largest()), 0.0, "", attempt=0))
             continue
         ref = remote.options(max_retries=MAX_RETRIES, retry_exceptions=False, **need).remote(task, log)
         pending[ref] = task
@@ -154,7 +157,16 @@ def on_ray(
                 yield ray.get(done[0])
             except ray.exceptions.RayError as exc:  # retries spent: the worker or node kept dying
                 line = " ".join(str(exc).split())[:300] or type(exc).__name__
-                yield CellOutcome(task.cell_id, f"Ray could not run the cell ({type(exc).__name__}): {line}", 0.0, "")
+                starts = None  # how often a worker started it (the log may be gone with its node)
+                with contextlib.suppress(Exception):
+                    starts = ray.get(log.count.remote(task.cell_id), timeout=CLEANUP_TIMEOUT_S)
+                yield CellOutcome(
+                    task.cell_id,
+                    f"Ray could not run the cell ({type(exc).__name__}): {line}",
+                    0.0,
+                    "",
+                    attempt=starts,
+                )
     finally:
         for ref in pending:
             with contextlib.suppress(Exception):

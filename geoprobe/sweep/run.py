@@ -265,7 +265,7 @@ def _finish(
     from geoprobe.sweep.cell import write_files
 
     d = cell_dir(target, c.id)
-    attempts = record.attempts + (outcome.attempt or 1)
+    attempts = record.attempts + (1 if outcome.attempt is None else outcome.attempt)
     base = dict(status="running", attempts=attempts, seconds=outcome.seconds, node=outcome.node or None)
     if outcome.error is None:
         n_params = outcome.n_params
