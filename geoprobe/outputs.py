@@ -330,8 +330,10 @@ def check_nesting(
     own = directory_kind(t)
     if own is None:
         return
-    if writes == "capture" and own.kind != CAPTURE_KIND or writes == "run" and not own.is_run or (
-        writes == "sweep" and not own.is_sweep
+    if (
+        (writes == "capture" and own.kind != CAPTURE_KIND)
+        or (writes == "run" and not own.is_run)
+        or (writes == "sweep" and not own.is_sweep)
     ):
         raise OutputLocationError(
             f"{flag} {str(target)!r} is {own.describe()}, not {what} directory; geoprobe replaces only its own "

@@ -166,9 +166,9 @@ def inspect_cell(out: Path, plan: Plan, cell: Cell, uid: str, result_cls: type, 
     from geoprobe.rundir import recorded_request
 
     d = cell_dir(out, cell.id)
-    where = shown(d.resolve()) if not d.is_symlink() else str(d)
     if not os.path.lexists(d):
         return CellState("absent")
+    where = shown(d.resolve()) if not d.is_symlink() else str(d)
     if d.is_symlink() or not d.is_dir():
         what = "a symbolic link" if d.is_symlink() else "not a directory"
         return CellState("foreign", f"{where} is {what}; geoprobe never writes through it: move it away and rerun")
