@@ -70,13 +70,27 @@ def test_an_interrupt_during_the_value_manifold_bootstrap_ends_the_scan_at_once(
         '[probe]\ncommand = "scan"\n[analyses]\npca_resamples = 100000\nnull_draws = 100000\n'
         'null_kind = "permute"\nci_layers = "all"\n'
     )
-    proc = _start(["run", "long.toml", "--model", TWIN, "--prompts", "p.txt", "--out", "run"], tmp_path)
+    # GEOPROBE_PROGRESS_EVERY=0: a progress line at each new stage, so the test sees the analysis begin
+    proc = _start(
+        ["run", "long.toml", "--model", TWIN, "--prompts", "p.txt", "--out", "run"],
+        tmp_path,
+        GEOPROBE_PROGRESS_EVERY="0",
+    )
     try:
         partial = tmp_path / "run" / PARTIAL_DIR
-        _wait_for(proc, lambda: any(partial.glob("batch-*.safetensors")), "the capture was checkpointed")
-        time.sleep(3)  # the capture is done: the analyses run, the value manifold (about 45 s) first
+        before: list[str] = []
+
+        def analysing() -> bool:  # the capture is done and checkpointed: the value manifold (about 45 s) runs first
+            line = proc.stderr.readline()
+            before.append(line)
+            return line.startswith("manifold: ")
+
+        _wait_for(proc, analysing, "the value-manifold analysis began")
+        assert any(partial.glob("batch-*.safetensors")), "the capture was not checkpointed"
+        time.sleep(1)  # well inside the bootstrap (its PCA fits take milliseconds)
         assert proc.poll() is None, "the scan ended before the signal; it needs a longer analysis"
         code, err, seconds = _interrupt(proc, signum, within=20)
+        err = "".join(before) + err
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -264,14 +264,16 @@ def _one_error_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_capture_arrays_past_the_file_size_limit_name_the_file_and_keep_the_old_capture(tmp_path):
+def test_capture_arrays_past_the_file_size_limit_name_the_file_and_keep_the_old_capture(tmp_path, capsys, monkeypatch):
     """A real EFBIG (RLIMIT_FSIZE below the arrays' size) in `geoprobe capture`: was "error: unexpected
     SafetensorError: Error while serializing: I/O error: File too large (os error 27)", exit 1."""
     from tests.full_disk import geoprobe_code, run_limited
 
     _prompts(tmp_path, 24)
     args = ["capture", "--model", TWIN, "--prompts", "p.txt", "--out", "cap"]
-    assert run_limited(geoprobe_code(args), 2**30, tmp_path).returncode == 0  # the capture to keep
+    # the capture to keep, with no limit: in this process (only the limited run needs one of its own)
+    code, _, err = run_cli(args, capsys, monkeypatch, cwd=tmp_path)
+    assert code == 0, err
     before = _tree(tmp_path)
     r = run_limited(geoprobe_code([*args, "--overwrite", "--layers", "0,1"]), 8 * 1024, tmp_path)
     assert r.returncode == 2
@@ -282,7 +284,7 @@ def test_capture_arrays_past_the_file_size_limit_name_the_file_and_keep_the_old_
     assert _tree(tmp_path) == before  # the old capture as it was, no partial directory beside it
 
 
-def test_a_scan_whose_capture_cannot_be_written_keeps_its_batches_and_the_rerun_resumes(tmp_path):
+def test_a_scan_whose_capture_cannot_be_written_keeps_its_batches_and_the_rerun_resumes(tmp_path, capsys, monkeypatch):
     """Past the file-size limit while writing run/capture/arrays.safetensors: one line naming it, the
     finished batches stay in run/capture.partial, and the same command resumes from them."""
     from tests.full_disk import geoprobe_code, run_limited
@@ -297,6 +299,6 @@ def test_a_scan_whose_capture_cannot_be_written_keeps_its_batches_and_the_rerun_
     run = tmp_path / "run"
     assert sorted(p.name for p in run.iterdir()) == ["capture.partial"]
     assert len(list((run / "capture.partial").glob("batch-*.safetensors"))) == 6
-    r = run_limited(geoprobe_code(args), 2**30, tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "resuming:" in r.stderr and Capture.load(run / "capture").n_prompts == 24
+    code, _, err = run_cli(args, capsys, monkeypatch, cwd=tmp_path)  # the same command, with no limit: here
+    assert code == 0, err[-3000:]
+    assert "resuming:" in err and Capture.load(run / "capture").n_prompts == 24

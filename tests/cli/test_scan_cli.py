@@ -53,29 +53,19 @@ def test_scan_of_the_embedded_model_end_to_end(smollm2_scan):
 
 @requires_smollm2
 @pytest.mark.slow
-def test_existing_run_is_refused_and_report_rebuilds_without_the_model(smollm2_scan, tmp_path):
+def test_existing_run_is_refused_and_report_rebuilds_without_the_model(smollm2_scan, tmp_path, capsys, monkeypatch):
     out, r = smollm2_scan
     assert r.returncode == 0, r.stderr[-2000:]
     before = (out / "results.json").read_bytes()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    again = subprocess.run(
-        [sys.executable, "-m", "geoprobe.cli", "scan", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert again.returncode == 2 and "--force" in again.stderr and "Traceback" not in again.stderr
+    # the refusals in this process (the scan above is the subprocess run); the rebuild below in a fresh one
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = run_cli(["scan", "--out", str(out)], capsys, monkeypatch)
+    assert code == 2 and "--force" in err and "Traceback" not in err
     assert (out / "results.json").read_bytes() == before
     # report: refuses to overwrite, rebuilds with --force or to a new file; no model is loaded
-    code = subprocess.run(
-        [sys.executable, "-m", "geoprobe.cli", "report", str(out / "results.json")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert code.returncode == 2 and "already exists" in code.stderr
+    code, _, err = run_cli(["report", str(out / "results.json")], capsys, monkeypatch)
+    assert code == 2 and "already exists" in err
     new = tmp_path / "again.html"
     code = subprocess.run(
         [

@@ -4,11 +4,13 @@ settings named), ``geoprobe report`` and ``geoprobe run RECIPE``, and bad input.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
@@ -20,16 +22,23 @@ ARGS = [*TINY.split(), "--threads", "1"]
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """``python -m geoprobe trajectory`` in a subprocess: (its working directory, the process)."""
+    """``geoprobe trajectory`` in this process (the SIGTERM test below runs ``python -m geoprobe trajectory`` in a
+    subprocess): (its working directory, its exit code, stdout and stderr)."""
+    from geoprobe.cli import main
+
     cwd = tmp_path_factory.mktemp("cli")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", GEOPROBE_PROGRESS_EVERY="0")
-    p = subprocess.run(
-        [sys.executable, "-m", "geoprobe", "trajectory", "--out", "traj", *ARGS],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = 0
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(stdout), redirect_stderr(stderr):
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("GEOPROBE_PROGRESS_EVERY", "0")
+        mp.chdir(cwd)
+        mp.setattr(sys, "argv", ["geoprobe", "trajectory", "--out", "traj", *ARGS])
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code or 0
+    p = subprocess.CompletedProcess([], code, stdout.getvalue(), stderr.getvalue())
     assert p.returncode == 0, p.stderr
     return cwd, p
 

@@ -18,6 +18,7 @@ from geoprobe.dynamics.config import DynamicsConfig, DynamicsError
 from geoprobe.dynamics.result import DynamicsResult, SeedRun, steps_to
 from geoprobe.dynamics.run import head_loss, init_weights, run_dynamics, train
 from geoprobe.dynamics.task import conditional_entropy_nats, sample, transition_matrix
+from tests.cli.test_cli import run_cli
 
 TINY = DynamicsConfig(length=60, steps=12, seeds=2)
 
@@ -105,7 +106,7 @@ def test_bad_settings_are_one_line_errors():
         DynamicsConfig(lr_value=-1.0)
 
 
-def test_cli_end_to_end(tmp_path):
+def test_cli_end_to_end(tmp_path, capsys, monkeypatch):
     cmd = [
         sys.executable,
         "-m",
@@ -128,11 +129,11 @@ def test_cli_end_to_end(tmp_path):
     assert [c["seed"] for c in d["gradient_checks"]] == [0, 1]
     page = (tmp_path / "run" / "dynamics.html").read_text()  # the page beside the results, as every command writes
     assert 'id="loss-curves"' in page and "against autograd" in page and "dynamics.html" in done.stdout
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={"HF_HUB_OFFLINE": "1", "PATH": ""})
-    assert again.returncode == 2 and "--force" in again.stderr  # nothing written is silently replaced
+    code, _, err = run_cli(cmd[3:], capsys, monkeypatch)  # the same command again, in this process
+    assert code == 2 and "--force" in err  # nothing written is silently replaced
 
 
-def test_cli_shows_progress_with_an_eta_and_resumes_after_ctrl_c(tmp_path):
+def test_cli_shows_progress_with_an_eta_and_resumes_after_ctrl_c(tmp_path, capsys, monkeypatch):
     """Was: about 11 minutes of silence with the defaults (one spinner, no counts, no ETA), and Ctrl-C kept
     nothing ("the outputs are written at the end"). Now a bar (here, where stderr is a pipe, progress lines)
     with counts and an ETA, and every 100 steps (dynamics.run.BLOCK) each schedule's weights and losses are
@@ -168,9 +169,10 @@ def test_cli_shows_progress_with_an_eta_and_resumes_after_ctrl_c(tmp_path):
     assert "rerun the same command to resume (each schedule's weights and losses" in rest, rest
     assert (tmp_path / "run" / "dynamics.partial" / "unit-0.sgd.safetensors").is_file()
     assert not (tmp_path / "run" / "dynamics.json").exists()
-    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr
-    first = next(line for line in again.stderr.splitlines() if line.startswith("training: "))
+    monkeypatch.setenv(EVERY_ENV, "0")
+    code, _, err = run_cli(cmd[3:], capsys, monkeypatch)  # the same command resumes (in this process: stderr is
+    assert code == 0, err  # captured, not a terminal, so it shows the same progress lines)
+    first = next(line for line in err.splitlines() if line.startswith("training: "))
     assert int(first.split()[1].split("/")[0].replace(",", "")) >= 100, first  # went on from the kept block
     resumed = DynamicsResult.load(tmp_path / "run")
     assert resumed.runs == run_dynamics(config).runs  # bit for bit the uninterrupted curves

@@ -13,14 +13,14 @@ import pytest
 from geoprobe.intervene import InterventionResult, paper_experiments
 from geoprobe.intervene.axis import InterventionError
 from geoprobe.intervene.run import without_flat_layers
-from geoprobe.models.twins import embedded_tokenizer
+from geoprobe.models import twins
 from tests.cli.test_cli import run_cli
 
 TEXTS = ["happy: bip, test:", "sad: pim, storm: pim, test:", "test:", "joy: bip, test:"]
 
 
 def _fake(n_layers: int = 3) -> SimpleNamespace:
-    return SimpleNamespace(tokenizer=embedded_tokenizer(), layout=SimpleNamespace(n_layers=n_layers))
+    return SimpleNamespace(tokenizer=twins.embedded_tokenizer(), layout=SimpleNamespace(n_layers=n_layers))
 
 
 def _values(flat: tuple[int, ...], layers: tuple[int, ...] = (0, 1, 2)) -> dict[int, np.ndarray]:
@@ -66,7 +66,7 @@ def _two_layer_model(d):
 
     from geoprobe.models.twins import twin_config
 
-    tok = embedded_tokenizer()
+    tok = twins.embedded_tokenizer()
     cfg = twin_config("llama-3.2-1b", "tiny", vocab_size=len(tok))
     cfg.num_hidden_layers = 2
     torch.manual_seed(0)

@@ -11,7 +11,7 @@ from tests.cli.test_cli import run_cli
 from tests.conftest import requires_smollm2
 
 
-def test_positional_end_to_end_in_a_subprocess(tmp_path):
+def test_positional_end_to_end_in_a_subprocess(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     args = [
@@ -42,8 +42,8 @@ def test_positional_end_to_end_in_a_subprocess(tmp_path):
     assert sum(d["class_counts"].values()) == 2 * 4
     html = (out / "positional.html").read_text()
     assert "Positional priors" in html and "<script" in html
-    again = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
-    assert again.returncode == 2 and "--force" in again.stderr and "Traceback" not in again.stderr
+    code, _, err = run_cli(args[3:], capsys, monkeypatch)  # the same command again, refused (in this process)
+    assert code == 2 and "--force" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(

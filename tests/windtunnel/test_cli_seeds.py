@@ -3,10 +3,10 @@ the spread, Figure 8 in every seed's HMM result, a rerun that resumes, and bad -
 
 from __future__ import annotations
 
-import os
+import io
 import shutil
-import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
@@ -19,17 +19,21 @@ ARGV = ["windtunnel", "run", "--task", "hmm", "--scale", "tiny", "--steps", "10"
 
 @pytest.fixture(scope="module")
 def seeds_run(tmp_path_factory):
+    """The command once, in this process (tests/windtunnel/test_cli_windtunnel.py runs one in a subprocess)."""
+    from geoprobe.cli import main
+
     out = tmp_path_factory.mktemp("wts") / "seeds"
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run(
-        [sys.executable, "-m", "geoprobe.cli", *ARGV, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert r.returncode == 0, r.stderr
-    return out, r.stdout
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = 0
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(stdout), redirect_stderr(stderr):
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setattr(sys, "argv", ["geoprobe", *ARGV, "--out", str(out)])
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code or 0
+    assert code == 0, stderr.getvalue()
+    return out, stdout.getvalue()
 
 
 def test_one_run_directory_per_seed_and_the_spread(seeds_run):

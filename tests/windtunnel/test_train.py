@@ -210,43 +210,67 @@ def test_a_checkpoint_left_half_written_by_geoprobe_is_replaced(tmp_path):
     assert (step0 / "DONE").exists() and json.loads((step0 / "spec.json").read_text())["notes"] != ["stale"]
 
 
+#: each case's soft RLIMIT_FSIZE set in turn in one fresh process (the import of torch and transformers, the
+#: costly part of a process, once); the hard limit stays above them, so each case can lift it again afterwards
 _TRAIN_LIMITED = """
-import json, os
+import json, os, resource
 from dataclasses import replace
+from pathlib import Path
 from geoprobe.errors import OutputWriteError
 from geoprobe.windtunnel.scales import run_specs
 from geoprobe.windtunnel.train import RunSpec, list_checkpoints, train
 
-tf, ml = run_specs("bijection", "tiny", steps=12)
-spec = tf if {arch!r} == "transformer" else ml
-spec = RunSpec(**{{**spec.__dict__, "train": replace(spec.train, n_checkpoints=4)}})
-try:
-    train(spec, "run")
-    print(json.dumps("trained"))
-except OutputWriteError as exc:
-    print(json.dumps([str(exc), list_checkpoints(__import__("pathlib").Path("run")),
-                      sorted(os.listdir("run/checkpoints"))]))
+hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+home = os.getcwd()
+for arch, limit in {cases!r}:
+    where = os.path.join(home, f"{{arch}}-{{limit}}")
+    os.mkdir(where)
+    os.chdir(where)
+    tf, ml = run_specs("bijection", "tiny", steps=12)
+    spec = tf if arch == "transformer" else ml
+    spec = RunSpec(**{{**spec.__dict__, "train": replace(spec.train, n_checkpoints=4)}})
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        train(spec, "run")
+        found = "trained"
+    except OutputWriteError as exc:
+        found = [str(exc), list_checkpoints(Path("run")), sorted(os.listdir("run/checkpoints"))]
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+    print(json.dumps([arch, limit, found]))
 """
 
+_LIMITED_CASES = [
+    ("transformer", 64 * 1024, 0, []),  # model.safetensors (86 kB) through save_pretrained
+    ("mlp", 64 * 1024, 0, []),  # model.safetensors through safetensors' save_model
+    ("transformer", 128 * 1024, 1, [0]),  # trainer.pt (186 kB; 2 kB at step 0) through torch.save
+]
 
-@pytest.mark.parametrize(
-    "arch, limit, failing, kept",
-    [
-        ("transformer", 64 * 1024, 0, []),  # model.safetensors (86 kB) through save_pretrained
-        ("mlp", 64 * 1024, 0, []),  # model.safetensors through safetensors' save_model
-        ("transformer", 128 * 1024, 1, [0]),  # trainer.pt (186 kB; 2 kB at step 0) through torch.save
-    ],
-)
+
+@pytest.fixture(scope="module")
+def limited_runs(tmp_path_factory):
+    """{(arch, limit): what training under that file-size limit ended with}, all cases in one subprocess."""
+    from tests.full_disk import run_limited
+
+    cases = [(arch, limit) for arch, limit, _, _ in _LIMITED_CASES]
+    r = run_limited(_TRAIN_LIMITED.format(cases=cases), 2**40, tmp_path_factory.mktemp("limited"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    found = {}
+    for line in r.stdout.strip().splitlines():
+        if line.startswith("["):
+            arch, limit, what = json.loads(line)
+            found[arch, limit] = what
+    assert sorted(found) == sorted(cases), r.stdout[-3000:]
+    return found
+
+
+@pytest.mark.parametrize("arch, limit, failing, kept", _LIMITED_CASES)
 def test_a_checkpoint_past_the_file_size_limit_is_one_line_and_keeps_the_earlier_ones(
-    tmp_path, arch, limit, failing, kept
+    limited_runs, arch, limit, failing, kept
 ):
     """Was: "unexpected SafetensorError: … File too large (os error 27)" (or torch's "unexpected pos")
     and a half-written .tmp-* directory left among the checkpoints."""
-    from tests.full_disk import run_limited
-
-    r = run_limited(_TRAIN_LIMITED.format(arch=arch), limit, tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    message, steps, entries = json.loads(r.stdout.strip().splitlines()[-1])
+    message, steps, entries = limited_runs[arch, limit]
     step = f"run/checkpoints/step-{failing:07d}"
     assert message == (
         f"could not write '{step}': File too large (EFBIG); free some space or choose another --out; "
