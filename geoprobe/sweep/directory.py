@@ -330,14 +330,17 @@ def survey(out: Path, plan: Plan, force: bool) -> Claim:
 
 
 def owned(out: Path, ident: Identity) -> list[Path]:
-    """What carries the mark of the sweep ``ident`` in ``out``: its files at the top, its cell directories
+    """What --force removes of the sweep ``ident`` in ``out``: its table and page, its cell directories
     (and their leftover temporaries). Refused, before anything is removed, when a cell directory of it
     holds an entry the sweep did not write."""
     listed = set()
     if ident.uid is None:  # written before cells had records: the cells its manifest lists are its own
         d = read_json_file(out / MANIFEST) or {}
         listed = {c.get("id") for c in d.get("cells", []) if isinstance(c, dict)}
-    paths = [out / n for n in SWEEP_FILES if (out / n).is_file() and file_kind(out / n) is not None]
+    # the marker and the manifest are not removed but rewritten (the marker first): a kill part-way through
+    # --force leaves a directory that still reads as this sweep's, so the same command can finish it
+    kept = (SWEEP_MARK, MANIFEST)
+    paths = [out / n for n in SWEEP_FILES if n not in kept and (out / n).is_file() and file_kind(out / n) is not None]
     for entry in sorted(_listdir(out / CELLS)):
         p = out / CELLS / entry
         if p.is_symlink() or not p.is_dir():

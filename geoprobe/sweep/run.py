@@ -174,9 +174,9 @@ def _run(
     for line in claim.said:
         say(line)
     remove(claim.remove)
-    (target / CELLS).mkdir(parents=True, exist_ok=True)
-    if claim.new or claim.said:
+    if claim.new or claim.said:  # the marker before anything else: a kill after any later write leaves a sweep
         write_identity(target, plan, claim.uid)
+    (target / CELLS).mkdir(parents=True, exist_ok=True)
     remove_strays(target, claim.uid)
     states = {c.id: inspect_cell(target, plan, c, claim.uid, result_cls) for c in plan.cells}
     records: dict[str, CellRecord] = {}

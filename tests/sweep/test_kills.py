@@ -32,6 +32,9 @@ def _run(args, cwd, kill=None):
         ("replace {cell}/.geoprobe-run.json", "its results.json has no matching run record"),
         # the cell's run complete, its record's final status and the manifest not written: adopted
         ("replace {cell}/.geoprobe-cell.json#3", "resuming: 1 of 1 cells verified as finished"),
+        # the sweep's marker not yet written (was: cells/ made before it, and every rerun refused the directory
+        # as "not written by geoprobe"): the rerun starts the sweep as new
+        ("replace {out}/.geoprobe-sweep.json", ""),
     ],
 )
 def test_a_kill_then_a_rerun_equals_an_uninterrupted_sweep(reference, tmp_path, commit, said):
@@ -39,7 +42,7 @@ def test_a_kill_then_a_rerun_equals_an_uninterrupted_sweep(reference, tmp_path, 
     spec = sweep_file(tmp_path, GRID)
     out = tmp_path / "out"
     cell = out / "cells" / make_plan(read_sweep(spec)).cells[0].id
-    killed = _run(["sweep", str(spec), "--out", str(out)], tmp_path, kill=commit.format(cell=cell))
+    killed = _run(["sweep", str(spec), "--out", str(out)], tmp_path, kill=commit.format(cell=cell, out=out))
     assert killed.returncode == 137 and "killed before commit" in killed.stderr, killed.stderr
     again = _run(["sweep", str(spec), "--out", str(out)], tmp_path)
     assert again.returncode == 0, again.stderr
