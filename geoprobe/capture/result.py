@@ -68,6 +68,16 @@ def ensure_writable(path: str | os.PathLike, overwrite: bool) -> None:
             raise OutputExistsError(f"output {str(path)!r} already exists; choose another --out or pass --overwrite")
 
 
+def remove_strays(target: Path) -> None:
+    """The temporaries a killed :meth:`Capture.save` of ``target`` left beside it (``.NAME.tmp-*`` before its
+    rename, ``.NAME.old-*`` after the old capture was moved aside): removed when they hold nothing but a
+    capture's own files. Another writer of the same target is locked out before this runs."""
+    for pattern in (f".{target.name}.tmp-*", f".{target.name}.old-*"):
+        for stray in target.parent.glob(pattern):
+            if stray.is_dir() and not stray.is_symlink() and set(os.listdir(stray)) <= set(CAPTURE_FILES):
+                shutil.rmtree(stray, ignore_errors=True)
+
+
 @dataclass(frozen=True, eq=False)
 class Capture:
     """Final-token geometry of every captured layer for a set of prompts.
@@ -205,6 +215,7 @@ class Capture:
         tmp: Path | None = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            remove_strays(target)
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
             arrays = {n: np.ascontiguousarray(getattr(self, n)) for n in ARRAYS if getattr(self, n) is not None}
             with writing(target / "arrays.safetensors"):  # a full disk inside safetensors: an OSError

@@ -1,4 +1,5 @@
 import pickle
+import shutil
 import warnings
 
 import numpy as np
@@ -137,6 +138,27 @@ def test_save_load_is_lossless_and_never_overwrites(tmp_path, twin_factory, prom
     assert Capture.load(path).n_prompts == len(prompts)  # the first result is intact
     c.save(path, overwrite=True)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dirs left behind
+
+
+def test_a_save_removes_what_a_killed_save_left_beside_it_and_nothing_else(tmp_path, twin_factory, prompts):
+    """Was (the sweep's hostile round, a kill just before the capture's rename): ``.capture.tmp-*`` stayed beside
+    the capture after every rerun. A save removes its own temporaries of that name, never a directory holding
+    anything else."""
+    c = capture(twin_factory("phi-2"), prompts[:2])
+    c.save(tmp_path / "first")
+    half = tmp_path / ".capture.tmp-k1ll3d"  # what a kill before the rename leaves: a capture's files
+    shutil.copytree(tmp_path / "first", half)
+    aside = tmp_path / ".capture.old-4242"  # a kill after the old capture was moved aside
+    aside.mkdir()
+    (aside / "capture.json").write_text("{}")
+    yours = tmp_path / ".capture.tmp-yours"
+    yours.mkdir()
+    (yours / "notes.txt").write_text("mine")
+    other = tmp_path / ".other.tmp-k1ll3d"  # another target's
+    shutil.copytree(tmp_path / "first", other)
+    c.save(tmp_path / "capture")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".capture.tmp-yours", ".other.tmp-k1ll3d", "capture", "first"]
+    assert Capture.load(tmp_path / "capture").n_prompts == 2
 
 
 def test_capture_leaves_no_full_attention_pattern_behind(twin_factory, prompts):

@@ -5,6 +5,10 @@ uninterrupted sweep (or, where the sweep cannot tell a file is its own, a refusa
     python -m tests.sweep.hostile_round               # local executor: kills and edits
     python -m tests.sweep.hostile_round --ray         # the kills again, --executor ray on a 3-node local cluster
     python -m tests.sweep.hostile_round --only edits
+    python -m tests.sweep.hostile_round --ray --every 3   # every third commit (a Ray run starts its workers)
+
+The kills run a sweep of one cell that computes and one that cannot load, so every commit of a cell's life
+is killed once; the edits, a sweep of two cells (one cell's files are swapped for the other's).
 
 Each case is a subprocess (``python -m tests.sweep.killer``, which dies by ``os._exit`` before its N-th
 commit), so a kill leaves exactly what a SIGKILL would. Prints one line per case and the counts.
@@ -22,26 +26,16 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from tests.sweep.kit import TABLES
+
 ROOT = Path(__file__).resolve().parents[2]
-SWEEP = """[sweep]
-experiment = "scan"
-[grid]
-model = ["twin:llama", "twin:qwen3"]
-seed = [0]
-[[cell]]
-model = "twin:nosuchthing"
-seed = 0
-[prompts]
-set = "builtin"
-[capture]
-batch_size = 40
-[analyses]
-n_resamples = 50
-pca_resamples = 10
-null_draws = 10
-n_permutations = 50
-init_baseline = false
-"""
+#: two twin cells and one that cannot load, the tiny settings of the sweep tests (one capture batch per cell)
+SWEEP = (
+    '[sweep]\nexperiment = "scan"\n[grid]\nmodel = ["twin:llama", "twin:qwen3"]\nseed = [0]\n'
+    '[[cell]]\nmodel = "twin:nosuchthing"\nseed = 0\n' + TABLES.replace("batch_size = 8", "batch_size = 40")
+)
+#: the kill rounds' sweep: one cell that computes and one that cannot load (every commit of a cell's life once)
+KILL_SWEEP = SWEEP.replace('model = ["twin:llama", "twin:qwen3"]', 'model = ["twin:llama"]')
 
 
 def run(args: list[str], cwd: Path, kill: int | None = None) -> subprocess.CompletedProcess:
@@ -72,9 +66,10 @@ def strays(out: Path) -> list[str]:
     return sorted(str(p.relative_to(out)) for p in out.rglob("*") if ".tmp-" in p.name or p.name.endswith(".lock"))
 
 
-def kills(tmp: Path, extra: list[str], label: str) -> list[tuple[str, bool, str]]:
+def kills(tmp: Path, extra: list[str], label: str, every: int = 1) -> list[tuple[str, bool, str]]:
+    """Kill before commit 1, 1 + every, 1 + 2·every, … of the sweep's N commits (every one by default)."""
     spec = tmp / "s.toml"
-    spec.write_text(SWEEP)
+    spec.write_text(KILL_SWEEP)
     ref = tmp / "ref"
     r = run(["sweep", str(spec), "--out", str(ref), *extra], tmp)
     assert r.returncode == 1, r.stderr
@@ -83,7 +78,7 @@ def kills(tmp: Path, extra: list[str], label: str) -> list[tuple[str, bool, str]
     n = int(next(ln for ln in count.stderr.splitlines() if ln.startswith("commits: ")).split()[1])
     what = [ln.removeprefix("commit ") for ln in count.stderr.splitlines() if ln.startswith("commit ")]
     cases = []
-    for k in range(1, n + 1):
+    for k in range(1, n + 1, every):
         out = tmp / f"k{k}"
         first = run(["sweep", str(spec), "--out", str(out), *extra], tmp, kill=k)
         again = run(["sweep", str(spec), "--out", str(out), *extra], tmp)
@@ -257,6 +252,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=["kills", "edits"])
     ap.add_argument("--ray", action="store_true", help="the kills with --executor ray on a local 3-node cluster")
+    ap.add_argument("--every", type=int, default=1, help="kill before every K-th commit only (default: every one)")
     args = ap.parse_args()
     cases: list[tuple[str, bool, str]] = []
     with tempfile.TemporaryDirectory() as d:
@@ -269,13 +265,13 @@ def main() -> None:
                 cluster.add_node(num_cpus=1)
             try:
                 (tmp / "ray").mkdir()
-                cases += kills(tmp / "ray", ["--executor", "ray", "--address", cluster.address], "ray")
+                cases += kills(tmp / "ray", ["--executor", "ray", "--address", cluster.address], "ray", args.every)
             finally:
                 cluster.shutdown()
         else:
             if args.only in (None, "kills"):
                 (tmp / "kills").mkdir()
-                cases += kills(tmp / "kills", [], "local")
+                cases += kills(tmp / "kills", [], "local", args.every)
             if args.only in (None, "edits"):
                 (tmp / "edits").mkdir()
                 cases += edits(tmp / "edits")
