@@ -50,6 +50,7 @@ from geoprobe.paths import read_regular, write_json
 from geoprobe.sweep.plan import Cell, Plan, canonical_json, expected_model_id, located
 
 CELLS = "cells"
+LOCK_SUFFIX = ".geoprobe.lock"  # outputs.OutputLock's file beside each output
 MANIFEST = "sweep.json"
 #: what a sweep directory holds besides its cells (the marker first)
 SWEEP_FILES = (SWEEP_MARK, MANIFEST, "sweep.parquet", "sweep.html")
@@ -382,11 +383,21 @@ def remove(paths: list[Path]) -> None:
 
 
 def remove_strays(out: Path, uid: str) -> None:
-    """Temporary cell directories a stopped run left in OUT/cells (``.<id>.tmp-*``, ``.<id>.old-*``) that
-    carry this sweep's record."""
+    """What a stopped run left in OUT/cells: temporary cell directories (``.<id>.tmp-*``, ``.<id>.old-*``) that
+    carry this sweep's record, and cell locks no process holds (``.<id>.geoprobe.lock``: a kill before the
+    lock's removal; the cell, once finished, is not run again to remove it)."""
+    from geoprobe.errors import GeoprobeError
+    from geoprobe.outputs import OutputLock
+
     for entry in _listdir(out / CELLS):
+        p = out / CELLS / entry
         if entry.startswith(".") and (".tmp-" in entry or ".old-" in entry):
-            p = out / CELLS / entry
             mark = read_cell_mark(p) if p.is_dir() and not p.is_symlink() else None
             if mark is not None and mark.get("sweep") == uid:
                 shutil.rmtree(p, ignore_errors=True)
+        elif entry.startswith(".") and entry.endswith(LOCK_SUFFIX) and p.is_file() and not p.is_symlink():
+            cell = out / CELLS / entry[1 : -len(LOCK_SUFFIX)]
+            try:  # a lock no process holds is taken and released, which removes its file; a held one stays
+                OutputLock(cell).acquire().release()
+            except GeoprobeError:
+                pass

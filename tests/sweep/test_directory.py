@@ -189,3 +189,19 @@ def _other_sweep(tmp_path):
     from tests.sweep.kit import sweep_file
 
     return sweep_file(tmp_path, 'model = ["twin:llama"]\nseed = [5]', name="other.toml")
+
+
+def test_a_lock_left_by_a_kill_is_removed_and_a_held_one_kept(copied):
+    """Was (the hostile round, a kill just before a finished cell's lock file was removed): the rerun adopted the
+    cell without running it, so ``cells/.<id>.geoprobe.lock`` stayed for ever."""
+    from geoprobe.outputs import OutputLock
+    from geoprobe.sweep.directory import remove_strays
+
+    plan, out, uid, manifest = copied
+    stale, held = (cell_of(manifest, "twin:llama", s) for s in (0, 1))
+    (out / "cells" / f".{stale}.geoprobe.lock").write_text("12345")  # its process is gone: nobody holds it
+    with OutputLock(out / "cells" / held):
+        remove_strays(out, uid)
+        left = sorted(p.name for p in (out / "cells").iterdir() if p.name.endswith(".lock"))
+    assert left == [f".{held}.geoprobe.lock"]
+    assert not any(p.name.endswith(".lock") for p in (out / "cells").iterdir())  # released: its holder removed it
