@@ -1,7 +1,7 @@
 """The Ray executor on a real Ray cluster on this machine (the session's ``ray_cluster``: a head and two
 one-CPU worker nodes): the same table as the local executor, a worker node lost mid-sweep (the sweep
 finishes, nothing lost, no cell written twice), a cell that cannot load (recorded, the others finish,
-exit 1), and Ctrl-C on the driver (130; the rerun finishes the rest)."""
+exit 1), Ctrl-C on the driver (the rerun finishes the rest) and SIGTERM (143)."""
 
 from __future__ import annotations
 
@@ -23,19 +23,6 @@ def _same_table(a, b):
     np.testing.assert_allclose(a["estimate"].astype(float), b["estimate"].astype(float), atol=1e-6, equal_nan=True)
     for col in ("low", "high", "null"):
         np.testing.assert_allclose(a[col].astype(float), b[col].astype(float), atol=1e-6, equal_nan=True)
-
-
-def test_six_cells_on_the_cluster_equal_the_local_executor(ray_cluster, reference, tmp_path):
-    out = tmp_path / "ray"
-    running = []
-    m = run_sweep(sweep_file(tmp_path, SIX), out=out, executor="ray", progress=lambda d, f, r, t, e: running.append(r))
-    assert m.counts() == {"done": 6, "failed": 0, "pending": 0}
-    assert max(running) == 2 and running[-1] == 0  # the cluster's two CPUs (was: 3 running on a 2-CPU cluster)
-    ref, manifest = reference
-    _same_table(rows(out), rows(ref))
-    for c in m.cells:
-        assert masked(out / c.result) == masked(ref / c.result)
-        assert not (out / "cells" / c.id / "capture").exists()  # arrays stay on the worker unless asked for
 
 
 def test_a_worker_node_lost_mid_sweep(ray_cluster, reference, tmp_path, monkeypatch):
@@ -62,11 +49,13 @@ def test_a_worker_node_lost_mid_sweep(ray_cluster, reference, tmp_path, monkeypa
     assert sorted(writes.values()) == [1] * 6  # no cell written twice
     _same_table(rows(out), rows(reference[0]))
     # each cell records the Ray node that finished it and how often a worker started it (was: attempts 1 and the
-    # host name "vm" for cells Ray had retried on another node): no cell finished on the node that was removed
+    # host name "vm" for cells Ray had retried on another node): only the cell whose return set off the removal
+    # may have finished on the removed node, every other on a node still alive
     gone = extra.node_id[:8]
-    assert all(c.node and "(node " in c.node and gone not in c.node and c.attempts >= 1 for c in m.cells)
+    assert all(c.node and "(node " in c.node and c.attempts >= 1 for c in m.cells)
+    nodes = [c.node.split("(node ")[1].rstrip(")") for c in m.cells]
     alive = {n["NodeID"][:8] for n in __import__("ray").nodes() if n["Alive"]}
-    assert {c.node.split("(node ")[1].rstrip(")") for c in m.cells} <= alive
+    assert nodes.count(gone) <= 1 and {n for n in nodes if n != gone} <= alive
 
 
 def test_a_cell_that_cannot_load_is_recorded_and_the_others_finish(ray_cluster, tmp_path):
@@ -76,12 +65,15 @@ def test_a_cell_that_cannot_load_is_recorded_and_the_others_finish(ray_cluster, 
     assert "nosuchthing" in failed.error
 
 
-def test_ctrl_c_on_the_driver_then_a_rerun(ray_cluster, reference, tmp_path, capsys, monkeypatch):
-    from tests.cli.test_cli import run_cli
-
+def test_six_cells_stopped_by_ctrl_c_then_rerun_equal_the_local_executor(ray_cluster, reference, tmp_path):
+    """Six cells on the cluster, Ctrl-C on the driver after four (the finished cells kept, no scratch
+    left), the rerun computes the other two: every cell's results and the table equal the local
+    executor's. (The CLI's resume on Ray is the SIGTERM test's.)"""
     spec, out = sweep_file(tmp_path, SIX), tmp_path / "out"
+    running: list[int] = []
 
-    def interrupt(done, failed, running, total, eta):
+    def interrupt(done, failed, now, total, eta):
+        running.append(now)
         if done == 4:
             raise KeyboardInterrupt
 
@@ -91,9 +83,16 @@ def test_ctrl_c_on_the_driver_then_a_rerun(ray_cluster, reference, tmp_path, cap
     assert statuses.count("done") == 4 and statuses.count("pending") == 2
     uid = json.loads((out / ".geoprobe-sweep.json").read_text())["uid"]
     assert not list(Path(tempfile.gettempdir()).glob(f"geoprobe-cell-{uid[:12]}-*"))  # was: left on every interrupt
-    code, _, err = run_cli(["sweep", str(spec), "--out", str(out), "--executor", "ray"], capsys, monkeypatch)
-    assert code == 0, err
-    _same_table(rows(out), rows(reference[0]))
+    again: list[int] = []
+    m = run_sweep(spec, out=out, executor="ray", progress=lambda d, f, r, t, e: again.append(r))
+    assert m.counts() == {"done": 6, "failed": 0, "pending": 0}
+    # the cluster's two CPUs (was: 3 running on a 2-CPU cluster)
+    assert max(running) == 2 and max(again) <= 2 and again[-1] == 0
+    ref, _ = reference
+    _same_table(rows(out), rows(ref))
+    for c in m.cells:
+        assert masked(out / c.result) == masked(ref / c.result)
+        assert not (out / "cells" / c.id / "capture").exists()  # arrays stay on the worker unless asked for
 
 
 def test_each_cell_asks_for_its_memory_and_one_no_node_can_hold_fails_at_once(ray_cluster, tmp_path, monkeypatch):
