@@ -26,6 +26,28 @@ def run_cli(args, capsys, monkeypatch, cwd=None):
     return code, cap.out, cap.err
 
 
+def run_main(args, cwd=None, **env):
+    """``geoprobe ARGS`` in this process without pytest's function-scoped fixtures (for module- and
+    session-scoped ones), in ``cwd`` if given, with ``HF_HUB_OFFLINE=1`` and ``env`` set for the call and put
+    back after it: (exit code, stdout, stderr)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err):
+        for name, value in {"HF_HUB_OFFLINE": "1", **env}.items():
+            mp.setenv(name, value)
+        if cwd is not None:
+            mp.chdir(cwd)
+        mp.setattr(sys, "argv", ["geoprobe", *args])
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code or 0
+    return code, out.getvalue(), err.getvalue()
+
+
 @pytest.fixture
 def prompt_file(tmp_path):
     p = tmp_path / "prompts.txt"

@@ -62,37 +62,12 @@ def prompts(tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference(prompts, tmp_path_factory):
     """A Llama twin's scan of the same prompts, the other side of every ``compare``."""
-    import _pytest.monkeypatch
+    from tests.cli.test_cli import run_main
 
     out = tmp_path_factory.mktemp("reach") / "llama"
-    mp = _pytest.monkeypatch.MonkeyPatch()
-    try:
-        import sys
-
-        mp.setattr(
-            sys,
-            "argv",
-            [
-                "geoprobe",
-                "scan",
-                "--model",
-                "twin:llama",
-                "--prompts",
-                str(prompts),
-                *SCAN,
-                "--no-init-baseline",
-                "--out",
-                str(out),
-            ],
-        )
-        from geoprobe.cli.main import main
-
-        try:
-            main()
-        except SystemExit as e:
-            assert not e.code
-    finally:
-        mp.undo()
+    args = ["scan", "--model", "twin:llama", "--prompts", str(prompts), *SCAN, "--no-init-baseline", "--out", str(out)]
+    code, _, err = run_main(args)
+    assert code == 0, err
     return out
 
 

@@ -4,13 +4,11 @@ settings named), ``geoprobe report`` and ``geoprobe run RECIPE``, and bad input.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
@@ -24,21 +22,11 @@ ARGS = [*TINY.split(), "--threads", "1"]
 def trained(tmp_path_factory):
     """``geoprobe trajectory`` in this process (the SIGTERM test below runs ``python -m geoprobe trajectory`` in a
     subprocess): (its working directory, its exit code, stdout and stderr)."""
-    from geoprobe.cli import main
+    from tests.cli.test_cli import run_main
 
     cwd = tmp_path_factory.mktemp("cli")
-    stdout, stderr = io.StringIO(), io.StringIO()
-    code = 0
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(stdout), redirect_stderr(stderr):
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("GEOPROBE_PROGRESS_EVERY", "0")
-        mp.chdir(cwd)
-        mp.setattr(sys, "argv", ["geoprobe", "trajectory", "--out", "traj", *ARGS])
-        try:
-            main()
-        except SystemExit as e:
-            code = e.code or 0
-    p = subprocess.CompletedProcess([], code, stdout.getvalue(), stderr.getvalue())
+    code, out, err = run_main(["trajectory", "--out", "traj", *ARGS], cwd=cwd, GEOPROBE_PROGRESS_EVERY="0")
+    p = subprocess.CompletedProcess([], code, out, err)
     assert p.returncode == 0, p.stderr
     return cwd, p
 

@@ -65,17 +65,12 @@ def comparable(results_path: Path) -> dict:
 def reference(tmp_path_factory) -> tuple[Path, Path]:
     """(the prompt file, the run directory of an uninterrupted scan of it): the run every interrupted scan of
     this module must end equal to, computed once."""
-    from geoprobe.cli import main
+    from tests.cli.test_cli import run_main
 
     root = tmp_path_factory.mktemp("reference")
     prompts, ref = _prompt_file(root), root / "ref"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(sys, "argv", ["geoprobe", *_scan_args(prompts, ref)])
-        try:
-            main()
-        except SystemExit as e:
-            assert not e.code, f"the reference scan exited {e.code}"
+    code, _, err = run_main(_scan_args(prompts, ref))
+    assert code == 0, f"the reference scan exited {code}: {err[-2000:]}"
     return prompts, ref
 
 

@@ -3,10 +3,7 @@ the spread, Figure 8 in every seed's HMM result, a rerun that resumes, and bad -
 
 from __future__ import annotations
 
-import io
 import shutil
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
@@ -20,20 +17,12 @@ ARGV = ["windtunnel", "run", "--task", "hmm", "--scale", "tiny", "--steps", "10"
 @pytest.fixture(scope="module")
 def seeds_run(tmp_path_factory):
     """The command once, in this process (tests/windtunnel/test_cli_windtunnel.py runs one in a subprocess)."""
-    from geoprobe.cli import main
+    from tests.cli.test_cli import run_main
 
     out = tmp_path_factory.mktemp("wts") / "seeds"
-    stdout, stderr = io.StringIO(), io.StringIO()
-    code = 0
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(stdout), redirect_stderr(stderr):
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(sys, "argv", ["geoprobe", *ARGV, "--out", str(out)])
-        try:
-            main()
-        except SystemExit as e:
-            code = e.code or 0
-    assert code == 0, stderr.getvalue()
-    return out, stdout.getvalue()
+    code, stdout, stderr = run_main([*ARGV, "--out", str(out)])
+    assert code == 0, stderr
+    return out, stdout
 
 
 def test_one_run_directory_per_seed_and_the_spread(seeds_run):
