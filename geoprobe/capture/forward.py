@@ -10,11 +10,12 @@ the padding side.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from geoprobe.capture.transfer import to_device
 from geoprobe.errors import CaptureError
 from geoprobe.models.attention import Probe
 from geoprobe.models.loading import LoadedModel
@@ -49,46 +50,48 @@ def final_hidden(model: LoadedModel, probe: Probe) -> Iterator[dict[str, torch.T
 def run_batch(model: LoadedModel, probe: Probe, tok: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """One forward pass (inside ``probing`` and ``final_hidden``); returns the final-token logits (batch, vocab)."""
     device = model.device
-    last = (mask.shape[1] - 1 - mask.flip(1).argmax(1)).to(device)
+    last = to_device(mask.shape[1] - 1 - mask.flip(1).argmax(1), device)
     probe.new_batch(last)
     positions = position_ids(model.arch.position_offset, mask, model.arch.name)
     out = model.hf_model(
-        tok.to(device),
-        attention_mask=mask.to(device),
-        **({} if positions is None else {"position_ids": positions.to(device)}),
+        to_device(tok, device),
+        attention_mask=to_device(mask, device),
+        **({} if positions is None else {"position_ids": to_device(positions, device)}),
         logits_to_keep=0,
         use_cache=False,
     )
     return out.logits[:, -1].float()
 
 
-def check_finite(model: LoadedModel, probe: Probe, prompt_ids: list[int], layer_pos: dict[int, int]) -> None:
-    """Raise naming the first layer and site (in forward order) whose final-token slice is NaN/Inf,
-    and a layer that recorded nothing."""
+def check_recorded(model: LoadedModel, probe: Probe, layer_pos: dict[int, int]) -> None:
+    """Raise naming the first layer (model layer -> geoprobe layer ``layer_pos``) that recorded nothing."""
     for model_layer, pos in layer_pos.items():
-        rec = probe.records.get(model_layer)
-        if rec is None:
+        if probe.records.get(model_layer) is None:
             raise CaptureError(
                 f"{model.arch.name}: attention layer {pos} recorded nothing in the forward pass; its "
                 "attention did not run through geoprobe's function (not supported)"
             )
+
+
+def check_finite_rows(got: Mapping[str, np.ndarray], prompt_ids: list[int], layers: Sequence[int]) -> None:
+    """Raise naming the first layer and site (in forward order), then the final layer norm, whose
+    final-token slice is NaN/Inf in one batch's host arrays (``"{layer_pos}.{site}"``, ``next_*``;
+    :func:`geoprobe.capture.run.capture`), and the batch row's prompt."""
+    for layer_pos, layer in enumerate(layers):
         for name, site in SITES:
-            x = getattr(rec, name)
-            if x is None or bool(torch.isfinite(x).all()):
+            x = got.get(f"{layer_pos}.{name}")
+            if x is None or bool(np.isfinite(x).all()):
                 continue
-            bad = int((~torch.isfinite(x)).reshape(x.shape[0], -1).any(1).nonzero()[0, 0])
+            bad = int(np.flatnonzero(~np.isfinite(x).reshape(x.shape[0], -1).all(1))[0])
             raise CaptureError(
-                f"non-finite value (NaN/Inf) at layer {pos} site {site} for prompt #{prompt_ids[bad]}; "
+                f"non-finite value (NaN/Inf) at layer {layer} site {site} for prompt #{prompt_ids[bad]}; "
                 "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
             )
-
-
-def finite_logits(logits: torch.Tensor, prompt_ids: list[int]) -> torch.Tensor:
-    bad = ~torch.isfinite(logits).all(-1)
-    if bool(bad.any()):
-        raise CaptureError(
-            f"non-finite value (NaN/Inf) at final layer norm for prompt "
-            f"#{prompt_ids[int(np.flatnonzero(bad.cpu())[0])]}; "
-            "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
-        )
-    return logits
+    for name in ("next_entropy", "next_top_probs"):
+        x = got[name]
+        bad_rows = ~np.isfinite(x).reshape(x.shape[0], -1).all(1)
+        if bad_rows.any():
+            raise CaptureError(
+                f"non-finite value (NaN/Inf) at final layer norm for prompt #{prompt_ids[int(np.flatnonzero(bad_rows)[0])]}; "
+                "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
+            )

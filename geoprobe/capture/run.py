@@ -20,9 +20,10 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.capture.assemble import CaptureArrays
-from geoprobe.capture.forward import check_finite, final_hidden, finite_logits, run_batch
+from geoprobe.capture.forward import check_finite_rows, check_recorded, final_hidden, run_batch
 from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
+from geoprobe.capture.transfer import HostCopy
 from geoprobe.checks import Limit, check_limits, check_no_bools, config_arg, model_arg, prompts_arg
 from geoprobe.errors import CaptureError, PromptError
 from geoprobe.models.architecture import probing
@@ -317,39 +318,84 @@ def capture(
         attn_out=config.attn_out,
         distribution=keep_pattern,
         only=frozenset(model_layer.values()),
+        host=False,  # a batch's records leave the device in one copy (HostCopy), not layer by layer
     )
-    arrays, lengths, nxt = plan.arrays, plan.lengths, plan.next
     pad_id = model.tokenizer.pad_token_id
     # before any forward pass: the largest batch must fit in memory (eager attention is O(T²))
     check_capture_memory(model, plan.shapes())
+    order = {model_layer[layer]: layer for layer in layers}
+    pending: tuple[int, torch.Tensor, HostCopy] | None = None
     with probing(model.hf_model, model.arch, probe), final_hidden(model, probe), torch.inference_mode():
         for b in plan.todo:
             batch = plan.batches[b]
-            prompt_ids = [int(i) for i in batch]
             tok, mask = pad_batch([ids[i] for i in batch], pad_id, config.padding_side)
             logits = run_batch(model, probe, tok, mask)
-            check_finite(model, probe, prompt_ids, {model_layer[layer]: layer for layer in layers})
-            logits = finite_logits(logits, prompt_ids)
-            start = mask.argmax(1)
-            for layer_pos, layer in enumerate(layers):
-                rec = probe.records[model_layer[layer]]
-                for kind in kinds:
-                    got = getattr(rec, kind).numpy()
-                    arrays[_SITE_FIELD[kind]][layer_pos, batch, : got.shape[1], : got.shape[2]] = got
-                h = rec.entropy.shape[1]
-                arrays["attn_entropy"][layer_pos, batch, :h] = rec.entropy.numpy()
-                if keep_pattern:
-                    for r, i in enumerate(batch):
-                        s = int(start[r])
-                        arrays["attn_pattern"][layer_pos, i, :h, : lengths[i]] = rec.distribution[
-                            r, :, s : s + lengths[i]
-                        ].numpy()
-            logp = torch.log_softmax(logits, dim=-1)
-            nxt["next_entropy"][batch] = entropy_bits(logp.exp()).numpy()
-            tp, ti = logp.topk(plan.k_top, dim=-1)
-            nxt["next_top_probs"][batch], nxt["next_top_ids"][batch] = tp.exp().cpu().numpy(), ti.cpu().numpy()
-            plan.finished(b)
+            check_recorded(model, probe, order)
+            copy = HostCopy(_batch_tensors(probe, layers, model_layer, kinds, keep_pattern, logits, plan.k_top))
+            if pending is not None:  # the device computes batch b while the host stores batch b - 1
+                _store(plan, pending, kinds, keep_pattern, layers)
+            pending = (b, mask, copy)
+        if pending is not None:
+            _store(plan, pending, kinds, keep_pattern, layers)
     return plan.capture(capture_key_weights(model, config, layers))
+
+
+def _batch_tensors(
+    probe: Probe,
+    layers: Sequence[int],
+    model_layer: dict[int, int],
+    kinds: Sequence[SiteKind],
+    keep_pattern: bool,
+    logits: torch.Tensor,
+    k_top: int,
+) -> dict[str, torch.Tensor]:
+    """One batch's records and next-token statistics, named ``"{layer_pos}.{site}"`` and ``next_*``,
+    where the forward pass left them (computed there: nothing is waited for)."""
+    out: dict[str, torch.Tensor] = {}
+    for layer_pos, layer in enumerate(layers):
+        rec = probe.records[model_layer[layer]]
+        for kind in kinds:
+            out[f"{layer_pos}.{kind}"] = getattr(rec, kind)
+        out[f"{layer_pos}.entropy"] = rec.entropy
+        if keep_pattern:
+            out[f"{layer_pos}.distribution"] = rec.distribution
+    logp = torch.log_softmax(logits, dim=-1)
+    tp, ti = logp.topk(k_top, dim=-1)
+    out["next_entropy"] = entropy_bits(logp.exp()).float()
+    out["next_top_probs"], out["next_top_ids"] = tp.exp(), ti
+    return out
+
+
+def _store(
+    plan: CaptureArrays,
+    pending: tuple[int, torch.Tensor, "HostCopy"],
+    kinds: Sequence[SiteKind],
+    keep_pattern: bool,
+    layers: Sequence[int],
+) -> None:
+    """Wait for batch ``b``'s copy, refuse a non-finite value (naming the first layer and site in forward
+    order, then the final layer norm), write its rows into the arrays and record it as finished."""
+    b, mask, copy = pending
+    got = copy.wait()
+    batch = plan.batches[b]
+    prompt_ids = [int(i) for i in batch]
+    check_finite_rows(got, prompt_ids, layers)
+    arrays, nxt, lengths = plan.arrays, plan.next, plan.lengths
+    start = mask.argmax(1)
+    for layer_pos in range(len(layers)):
+        for kind in kinds:
+            x = got[f"{layer_pos}.{kind}"]
+            arrays[_SITE_FIELD[kind]][layer_pos, batch, : x.shape[1], : x.shape[2]] = x
+        h = got[f"{layer_pos}.entropy"].shape[1]
+        arrays["attn_entropy"][layer_pos, batch, :h] = got[f"{layer_pos}.entropy"]
+        if keep_pattern:
+            dist = got[f"{layer_pos}.distribution"]
+            for r, i in enumerate(batch):
+                s = int(start[r])
+                arrays["attn_pattern"][layer_pos, i, :h, : lengths[i]] = dist[r, :, s : s + lengths[i]]
+    for name in ("next_entropy", "next_top_probs", "next_top_ids"):
+        nxt[name][batch] = got[name]
+    plan.finished(b)
 
 
 def key_weights(model: LoadedModel, layers: Sequence[int] | None = None) -> Float[np.ndarray, "L Hkv D d"]:

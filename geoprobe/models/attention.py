@@ -91,7 +91,8 @@ def final_row_distribution(
 
 @dataclass
 class LayerRecord:
-    """What one attention layer left at the final real token of each batch row (float32, CPU)."""
+    """What one attention layer left at the final real token of each batch row (float32; in host memory,
+    or on the model's device where the probe says ``host=False``)."""
 
     layer: int
     q: torch.Tensor | None = None  # (batch, head, d_qk)
@@ -137,6 +138,9 @@ class Probe:
     rotary: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     rotary_functions: dict[int, RotaryFunction] = field(default_factory=dict)
     post_rotary_layers: frozenset[int] = frozenset()
+    #: False: records stay on the model's device (the caller copies a batch's records out at once, as
+    #: geoprobe.capture does: no copy to the host, and so no wait for the device, inside the forward pass)
+    host: bool = True
     calls: list[int] = field(default_factory=list)
     edited: dict[int, int] = field(default_factory=dict)
 
@@ -203,13 +207,13 @@ class Probe:
         with torch.no_grad():
             q_last = _rows_at(query, last, 2)
             if self.queries:
-                rec.q = self._unrotate(layer, q_last).float().cpu()
+                rec.q = self._keep(self._unrotate(layer, q_last))
             if self.keys:
-                rec.k = self._unrotate(layer, _rows_at(key, last, 2)).float().cpu()
+                rec.k = self._keep(self._unrotate(layer, _rows_at(key, last, 2)))
             if self.values:
-                rec.v = _rows_at(value, last, 2).float().cpu()
+                rec.v = self._keep(_rows_at(value, last, 2))
             if self.attn_out and out is not None:
-                rec.z = _rows_at(out, last, 1).float().cpu()
+                rec.z = self._keep(_rows_at(out, last, 1))
             if self.attention:
                 mask_row = None
                 if mask is not None:
@@ -223,10 +227,14 @@ class Probe:
                 self.keep_distribution(rec, p, sink)
 
     def keep_distribution(self, rec: LayerRecord, p: torch.Tensor, sink: torch.Tensor | None = None) -> None:
-        rec.entropy = entropy_bits(p).float().cpu()
-        rec.sink_mass = None if sink is None else sink.float().cpu()
+        rec.entropy = self._keep(entropy_bits(p))
+        rec.sink_mass = None if sink is None else self._keep(sink)
         if self.distribution:
-            rec.distribution = p.float().cpu()
+            rec.distribution = self._keep(p)
+
+    def _keep(self, x: torch.Tensor) -> torch.Tensor:
+        """A recorded slice as float32: copied to the host, or left where it is (``host=False``)."""
+        return x.float().cpu() if self.host else x.float()
 
     def _unrotate(self, layer: int, x: torch.Tensor) -> torch.Tensor:
         """The pre-rotary vector of a final-token q or k slice (batch, head, d)."""
