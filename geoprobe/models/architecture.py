@@ -322,8 +322,9 @@ def _interface(
             else:
                 found[layer] = no_linear_map_reason(layer, dq, dv)
         expected = None if spec is None else spec.project(m, x_last[layer]).float().cpu()
-        if expected is None or rel_err(expected, k_back) > 1e-4:
-            if expected is not None and rel_err(expected, k) <= 1e-4:
+        tol = rotation_tolerance(spec.linear(m).weight.dtype if spec is not None else torch.float32)
+        if expected is None or rel_err(expected, k_back) > tol:
+            if expected is not None and rel_err(expected, k) <= tol:
                 unrotated.add(layer)
                 rot[layer] = 0
             else:
@@ -429,6 +430,14 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
         probe.rotary[layer] = (pe[0][rows, last], pe[1][rows, last])  # in the order the module received them
 
     return _pre_hooks(rotating, keep)
+
+
+def rotation_tolerance(dtype: torch.dtype) -> float:
+    """Relative error within which a key turned back by the model's rotary equals its projection: 1e-4
+    in float32; in half precision eight units of its roundoff (bfloat16 0.0625, float16 0.0078), since
+    the pair and the key are rounded to it. A key left rotated is off by O(1) at the final position.
+    (A float32 tolerance in bfloat16 took every layer for post-rotary: keys were captured rotated.)"""
+    return max(1e-4, 8 * torch.finfo(dtype).eps) if dtype.is_floating_point else 1e-4
 
 
 @contextmanager

@@ -81,7 +81,8 @@ class FinalToken:
 
 
 def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
-    """One unpadded forward pass of ``plain`` on ``ids``; returns the final token's activations."""
+    """One unpadded forward pass of ``plain`` on ``ids`` (on the model's device); returns the final token's
+    activations in host memory."""
     fam = family(plain)
     d = head_dim(plain)
     store: dict[tuple[int, str], torch.Tensor] = {}
@@ -142,7 +143,7 @@ def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
             out_proj = attn.dense if fam == "phi" else attn.o_proj
             handles.append(out_proj.register_forward_pre_hook(z_hook(i)))
         with torch.inference_mode():
-            out = plain(torch.tensor([ids]), output_attentions=True, use_cache=False)
+            out = plain(torch.tensor([ids], device=plain.device), output_attentions=True, use_cache=False)
     finally:
         for h in handles:
             h.remove()
@@ -150,7 +151,7 @@ def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
     assert len(out.attentions) == n_layers
 
     def per_layer(name: str) -> list[np.ndarray]:
-        return [store[(i, name)].float().numpy() for i in range(n_layers)]
+        return [store[(i, name)].float().cpu().numpy() for i in range(n_layers)]
 
     return FinalToken(
         q=per_layer("q"),
@@ -158,8 +159,8 @@ def run_final_token(plain: Any, ids: list[int]) -> FinalToken:
         v=per_layer("v"),
         z=per_layer("z"),
         ln1=per_layer("ln1"),
-        pattern=[a[0, :, -1, :].float().numpy() for a in out.attentions],
-        logits=out.logits[0, -1].double().numpy(),
+        pattern=[a[0, :, -1, :].float().cpu().numpy() for a in out.attentions],
+        logits=out.logits[0, -1].double().cpu().numpy(),
     )
 
 

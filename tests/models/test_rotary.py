@@ -135,3 +135,34 @@ def test_a_function_that_accepts_no_slice_is_refused_not_guessed():
     assert rf.width((one, one), D) == 0
     with pytest.raises(ValueError, match="accepts no slice"):
         unrotate(rf, torch.ones(B, H, D, dtype=torch.float64), (one, one))
+
+
+@pytest.mark.parametrize("alias", ["llama-3.2-1b", "pythia-410m"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_keys_are_pre_rotary(alias, dtype):
+    """In half precision the captured keys are the raw key projection at the final token (turned back
+    from the model's rotary), as in float32: the load-time check that a key turns back to its projection
+    allows the dtype's roundoff (architecture.rotation_tolerance). With a float32 tolerance every layer was
+    taken for post-rotary and bfloat16 keys came out rotated (relative L2 error 0.6-1.0 against the
+    projection; found by the GPU benchmark's dry run). Reference: the same model's eager forward, hooks
+    on the raw projections (tests/capture/_reference.py); tolerance 4 units of the dtype's roundoff."""
+    import numpy as np
+
+    from geoprobe import CaptureConfig, capture, twin
+    from tests.capture._reference import run_final_token
+
+    lm = twin(alias, dtype=dtype)
+    assert lm.arch.post_rotary_layers == frozenset()
+    text = "The rotary embedding turns each pair of dims by an angle that grows with the position"
+    cap = capture(lm, [text], CaptureConfig(batch_size=1, key_weights=False))
+    hf = lm.hf_model
+    hf.set_attn_implementation("eager")
+    try:
+        ref = run_final_token(hf, lm.tokenizer(text)["input_ids"])
+    finally:
+        hf.set_attn_implementation("sdpa")
+    tol = 4 * torch.finfo(getattr(torch, dtype)).eps
+    for layer, k in enumerate(ref.k):
+        got = cap.keys[layer, 0, : k.shape[0], : k.shape[1]]
+        err = np.linalg.norm(got - k, axis=-1) / np.linalg.norm(k, axis=-1)
+        assert err.max() < tol, (layer, err.max(), tol)
