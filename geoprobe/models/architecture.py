@@ -426,7 +426,7 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
         a = pe[0]
         B = (args[0] if args else kwargs["hidden_states"]).shape[0]
         last = probe.final_positions(B, a.shape[-2], a.device)
-        rows = torch.arange(B, device=a.device) if a.shape[0] == B else torch.zeros(B, dtype=torch.long)
+        rows = torch.arange(B, device=a.device) if a.shape[0] == B else torch.zeros(B, dtype=torch.long, device=a.device)
         probe.rotary[layer] = (pe[0][rows, last], pe[1][rows, last])  # in the order the module received them
 
     return _pre_hooks(rotating, keep)

@@ -37,10 +37,10 @@ def rescaled_fit(
         if spec.linear(attn).weight.shape[0 if spec.transposed else 1] != x.shape[-1]:
             continue
         with torch.no_grad():
-            y = spec.project(attn, x).double()
+            y = spec.project(attn, x).double().cpu()  # the probe's records are in host memory
         if y.shape != target.shape:
             continue
-        if bool((torch.nn.functional.cosine_similarity(y, target.double(), dim=-1) > _COS).all()):
+        if bool((torch.nn.functional.cosine_similarity(y, target.double().cpu(), dim=-1) > _COS).all()):
             return spec
     return None
 

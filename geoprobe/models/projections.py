@@ -120,7 +120,7 @@ class ProjSpec:
                 f"({idx.shape[0]}, {rows.shape[1]}, {self.d_head})"
             )
         with torch.no_grad():
-            rows[idx.reshape(-1)] = w.transpose(1, 2).reshape(-1, rows.shape[1]).to(full.dtype)
+            rows[idx.reshape(-1).to(rows.device)] = w.transpose(1, 2).reshape(-1, rows.shape[1]).to(full)
 
     def project(self, attn: Any, x: Float[torch.Tensor, "n d_model"]) -> Float[torch.Tensor, "n head d_head"]:
         """x @ W (+ b) per head, from the described weights."""
@@ -190,7 +190,7 @@ def qk_norms_off(attention_modules: list[Any]) -> Iterator[list[str]]:
 
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach().float(), b.detach().float()
+    a, b = a.detach().float().cpu(), b.detach().float().cpu()
     return float((a - b).norm() / b.norm().clamp_min(1e-12))
 
 
@@ -203,7 +203,8 @@ def best_fit(
         if spec.linear(attn).weight.shape[0 if spec.transposed else 1] != x.shape[-1]:
             continue  # the layer reads a wider input than the residual stream (Zamba: [h | embedding])
         with torch.no_grad():
-            y = spec.project(attn, x).float()
+            y = spec.project(attn, x).float().cpu()  # the probe's records are in host memory
+        target = target.float().cpu()
         if y.shape != target.shape:
             continue
         alpha = float((y * target).sum() / (y * y).sum().clamp_min(1e-12)) if scaled else 1.0

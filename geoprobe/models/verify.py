@@ -58,9 +58,11 @@ def forward_fails(name: str, exc: BaseException) -> UnsupportedArchitectureError
 
 
 def _logits(hf_model: Any, ids: torch.Tensor, **kw: Any) -> torch.Tensor:
+    device = input_device(hf_model)
+    kw = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}  # position ids
     try:
         with torch.no_grad():
-            return hf_model(ids.to(input_device(hf_model)), use_cache=False, **kw).logits.float().cpu()
+            return hf_model(ids.to(device), use_cache=False, **kw).logits.float().cpu()
     except FORWARD_ERRORS as exc:
         if isinstance(exc, TypeError) and kw:
             raise  # a keyword the model does not take (position_ids): the caller decides
