@@ -212,6 +212,20 @@ def reference(lm, ids):
         hf.set_attn_implementation(before)
 
 
+def capture_eager(lm, texts, config):
+    """The capture with the model on its eager attention (geoprobe wraps it): the reference's own kernels, so
+    what differs from the reference is geoprobe's reading alone, not SDPA's rounding against eager's."""
+    from geoprobe import capture
+
+    hf = lm.hf_model
+    before = hf.config._attn_implementation
+    hf.set_attn_implementation("eager")
+    try:
+        return capture(lm, texts, config)
+    finally:
+        hf.set_attn_implementation(before)
+
+
 def correct(b: Bench) -> dict:
     from geoprobe import CaptureConfig, capture
 
@@ -224,17 +238,21 @@ def correct(b: Bench) -> dict:
         n = lm.layout.n_layers
         ref32 = reference(lm, ids)
         f32 = compare(capture(lm, texts, config), ref32, n)
+        f32_eager = compare(capture_eager(lm, texts, config), ref32, n)
         lm = reboot(lm, "bfloat16")
         cap16 = capture(lm, texts, config)
         bf16 = compare(cap16, ref32, n)
-        bf16_own = compare(cap16, reference(lm, ids), n)
+        ref16 = reference(lm, ids)
+        bf16_own = compare(cap16, ref16, n)
+        bf16_eager = compare(capture_eager(lm, texts, config), ref16, n)
         ok32 = all(f32[k] <= TOL_F32 for k in ("entropy_bits", "next_entropy_bits", "values_rel", "keys_rel"))
         ok16 = (
             bf16["entropy_bits"] <= TOL_BF16["entropy_bits"]
             and max(bf16["values_l2_median"], bf16["keys_l2_median"]) <= TOL_BF16["rel_median"]
             and max(bf16["values_l2_max"], bf16["keys_l2_max"]) <= TOL_BF16["rel_max"]
         )
-        out[alias] = {"float32": f32, "bfloat16": bf16, "bfloat16_vs_own_eager": bf16_own, "float32_ok": ok32,
+        out[alias] = {"float32": f32, "float32_eager": f32_eager, "bfloat16": bf16, "bfloat16_vs_own_eager": bf16_own,
+                      "bfloat16_eager": bf16_eager, "float32_ok": ok32,
                       "bfloat16_ok": ok16, "layers": n, "seconds": round(time.perf_counter() - t, 1)}  # fmt: skip
         log(f"{alias}: float32 {'ok' if ok32 else 'FAIL'} {f32}\n  bfloat16 {'ok' if ok16 else 'FAIL'} {bf16}")
         del lm, cap16
@@ -367,8 +385,8 @@ def count_syncs(fn) -> int:
 def syncs(b: Bench, lm) -> dict:
     """Host syncs of one bare forward, of a capture of one batch and of four (16 prompts × 512 tokens)."""
     import torch
-
     from bench_capture import make_prompts
+
     from geoprobe import CaptureConfig, capture
 
     if not b.cuda:
@@ -401,8 +419,8 @@ def floor_s(lm, B: int, T: int, peak: dict) -> float | None:
 
 def fast(b: Bench) -> dict:
     import torch
-
     from bench_capture import make_prompts
+
     from geoprobe.capture.memory import forward_peak_bytes
 
     out: dict = {"model": f"twin:{SPEED_MODEL}:{b.scale}", "dtype": "bfloat16", "peak": peaks(b), "rows": []}
@@ -484,19 +502,25 @@ def table(r: dict) -> str:
     if "error" in c or not c:
         lines.append(f"correct: {c.get('error', 'not run')}")
     else:
-        lines += ["| twin | layers | float32: entropy Δ bits | values rel | keys rel | ok | bfloat16 vs float32: "
-                  "entropy Δ bits | values L2 median / max | keys L2 median / max | ok | bf16 vs own eager: entropy Δ |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += ["| twin | layers | float32: entropy Δ bits | values rel | keys rel | ok | float32, eager forward: "
+                  "entropy Δ / values rel | bfloat16 vs float32: entropy Δ bits | values L2 median / max | keys L2 "
+                  "median / max | ok | bfloat16 vs its own eager: entropy Δ | bfloat16, eager forward: entropy Δ / "
+                  "values rel |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for alias in ALIASES:
             a = c.get(alias)
             if not a:
                 continue
             f, h, o = a["float32"], a["bfloat16"], a["bfloat16_vs_own_eager"]
+            fe, he = a.get("float32_eager"), a.get("bfloat16_eager")
             lines.append(
                 f"| {alias} | {a['layers']} | {f['entropy_bits']:.1e} | {f['values_rel']:.1e} | {f['keys_rel']:.1e} | "
-                f"{'yes' if a['float32_ok'] else '**no**'} | {h['entropy_bits']:.1e} | "
-                f"{h['values_l2_median']:.3f} / {h['values_l2_max']:.3f} | {h['keys_l2_median']:.3f} / "
-                f"{h['keys_l2_max']:.3f} | {'yes' if a['bfloat16_ok'] else '**no**'} | {o['entropy_bits']:.1e} |"
+                f"{'yes' if a['float32_ok'] else '**no**'} | "
+                + (f"{fe['entropy_bits']:.1e} / {fe['values_rel']:.1e}" if fe else "–")
+                + f" | {h['entropy_bits']:.1e} | {h['values_l2_median']:.3f} / {h['values_l2_max']:.3f} | "
+                f"{h['keys_l2_median']:.3f} / {h['keys_l2_max']:.3f} | {'yes' if a['bfloat16_ok'] else '**no**'} | "
+                f"{o['entropy_bits']:.1e} | "
+                + (f"{he['entropy_bits']:.1e} / {he['values_rel']:.1e}" if he else "–")
+                + " |"
             )
     f = r.get("fast", {})
     if "rows" in f:

@@ -91,7 +91,8 @@ def check_finite_rows(got: Mapping[str, np.ndarray], prompt_ids: list[int], laye
         x = got[name]
         bad_rows = ~np.isfinite(x).reshape(x.shape[0], -1).all(1)
         if bad_rows.any():
+            first = prompt_ids[int(np.flatnonzero(bad_rows)[0])]
             raise CaptureError(
-                f"non-finite value (NaN/Inf) at final layer norm for prompt #{prompt_ids[int(np.flatnonzero(bad_rows)[0])]}; "
+                f"non-finite value (NaN/Inf) at final layer norm for prompt #{first}; "
                 "the forward pass overflowed: rerun with --dtype float32 or drop that prompt"
             )

@@ -27,6 +27,11 @@ FIXED_BYTES = 128 * 2**20  # allocator and framework overhead of any forward pas
 ACTIVATION_FACTOR = 0.5  # × n_layers × one layer's activations (glibc keeps freed layer buffers): measured ≤ 0.43
 MIN_ACTIVATION_LAYERS = 8  # ... but never fewer than 8 layers' worth (shallow twins: up to 6.3 measured)
 MASK_BYTES = 4  # per (prompt, T, T) entry of the attention mask (bool, or float where padded), measured ≤ 2
+#: on a CUDA device torch's caching allocator reuses a freed layer's blocks: the peak is a few layers'
+#: activations in the model's dtype, measured 3.1-3.6 × one layer's (mistral-7b twin, bfloat16, H200, batch
+#: 1-16 × 64-2,048 tokens; docs/benchmarks.md "GPU"), plus a fixed margin for small shapes
+CUDA_ACTIVATION_LAYERS = 4
+CUDA_FIXED_BYTES = 64 * 2**20
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -42,9 +47,12 @@ def eager_attention(model: Any) -> bool:
     return model.arch.mechanism == "legacy" or base_implementation(model.hf_model) == "eager"
 
 
-def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
+def forward_peak_bytes(model: Any, batch: int, tokens: int, device_type: str | None = None) -> int:
     """Estimated peak memory (bytes, above the loaded model) of one capture forward pass over
-    ``batch`` prompts padded to ``tokens`` tokens.
+    ``batch`` prompts padded to ``tokens`` tokens, on the model's device (``device_type`` overrides it).
+
+    On a CUDA device: 4·X (X in the model's dtype, the caching allocator's measured 3.1-3.6 layers) + M
+    [+ 2·S] + 64 MiB. On the CPU:
 
     With X = 4·batch·T·(d_model + d_mlp) (one layer's activations, d_mlp × experts per token),
     M = 4·batch·T² (the attention mask) and, only where attention is eager
@@ -80,14 +88,20 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int) -> int:
     Never below the measured peak (at least 1.44×, SmolLM2 B 2 T 2048); the fixed 128 MiB
     dominates small shapes. The eager term is the previous path's fit (two score-sized
     tensors alive at once: the scores and their softmax)."""
+    import torch
+
     lay = model.layout
     cfg = text_config(model.hf_model.config)
     d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (
         getattr(cfg, "num_experts_per_tok", None) or 1
     )
-    acts = 4 * batch * tokens * (lay.d_model + d_mlp)
     mask = MASK_BYTES * batch * tokens * tokens
     scores = 2 * 4 * batch * lay.n_heads * tokens * tokens if eager_attention(model) else 0
+    if (device_type or torch.device(model.device).type) == "cuda":
+        elt = next(model.hf_model.parameters()).element_size()
+        acts = elt * batch * tokens * (lay.d_model + d_mlp)
+        return int(CUDA_ACTIVATION_LAYERS * acts + mask + scores + CUDA_FIXED_BYTES)
+    acts = 4 * batch * tokens * (lay.d_model + d_mlp)
     layers = max(float(MIN_ACTIVATION_LAYERS), ACTIVATION_FACTOR * lay.n_layers)
     return int(layers * acts + mask + scores + FIXED_BYTES)
 

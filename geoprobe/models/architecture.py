@@ -425,9 +425,16 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
             return
         a = pe[0]
         B = (args[0] if args else kwargs["hidden_states"]).shape[0]
-        last = probe.final_positions(B, a.shape[-2], a.device)
-        rows = torch.arange(B, device=a.device) if a.shape[0] == B else torch.zeros(B, dtype=torch.long, device=a.device)
-        probe.rotary[layer] = (pe[0][rows, last], pe[1][rows, last])  # in the order the module received them
+        key = (id(pe[0]), id(pe[1]))
+        if key not in probe.pairs:  # once per batch for the layers that share position_embeddings
+            last = probe.final_positions(B, a.shape[-2], a.device)
+            rows = (
+                torch.arange(B, device=a.device)
+                if a.shape[0] == B
+                else torch.zeros(B, dtype=torch.long, device=a.device)
+            )
+            probe.pairs[key] = ((pe[0][rows, last], pe[1][rows, last]), pe)  # pe kept: its id stays its own
+        probe.rotary[layer] = probe.pairs[key][0]  # in the order the module received them
 
     return _pre_hooks(rotating, keep)
 

@@ -30,7 +30,7 @@ from jaxtyping import Float
 
 from geoprobe.errors import GeoprobeError, UnsupportedArchitectureError
 from geoprobe.models.language import text_config
-from geoprobe.models.rotary import RotaryFunction, unrotate
+from geoprobe.models.rotary import RotaryFunction, unrotate, unrotation_divisor
 
 PREFIX = "geoprobe_"  # the name of its wrapper functions
 BASES = ("sdpa", "eager")
@@ -106,10 +106,13 @@ class LayerRecord:
     calls: int = 0
 
 
-def _rows_at(x: torch.Tensor, last: torch.Tensor, dim: int) -> torch.Tensor:
-    """``x[b, ..., last[b], ...]`` along position axis ``dim`` (1 or 2), as a copy."""
-    rows = torch.arange(x.shape[0], device=x.device)
-    last = last.to(x.device)
+def _rows_at(x: torch.Tensor, last: torch.Tensor, dim: int, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """``x[b, ..., last[b], ...]`` along position axis ``dim`` (1 or 2), as a copy (``rows``: the batch
+    rows' arange on x's device, when the caller has it)."""
+    if rows is None or rows.device != x.device:
+        rows = torch.arange(x.shape[0], device=x.device)
+    if last.device != x.device:
+        last = last.to(x.device)
     return x[rows, last] if dim == 1 else x[rows, :, last]
 
 
@@ -137,6 +140,10 @@ class Probe:
     records: dict[int, LayerRecord] = field(default_factory=dict)
     rotary: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     rotary_functions: dict[int, RotaryFunction] = field(default_factory=dict)
+    #: per batch: the final positions' pair of each ``position_embeddings`` the layers received (by id:
+    #: most models pass every layer the same one), and the unrotation divisor of each pair
+    pairs: dict[tuple[int, int], tuple[Any, Any]] = field(default_factory=dict)
+    divisors: dict[tuple[Any, ...], torch.Tensor] = field(default_factory=dict)
     post_rotary_layers: frozenset[int] = frozenset()
     #: False: records stay on the model's device (the caller copies a batch's records out at once, as
     #: geoprobe.capture does: no copy to the host, and so no wait for the device, inside the forward pass)
@@ -151,6 +158,7 @@ class Probe:
 
     def new_batch(self, last: torch.Tensor | None) -> None:
         self.last, self.records, self.rotary, self.calls = last, {}, {}, []
+        self.pairs, self.divisors = {}, {}
 
     def layer(self, module: Any) -> int | None:
         if self.layer_of is not None:
@@ -160,7 +168,7 @@ class Probe:
     def final_positions(self, batch: int, length: int, device: Any) -> torch.Tensor:
         if self.last is None:
             return torch.full((batch,), length - 1, dtype=torch.long, device=device)
-        return self.last.to(device)
+        return self.last if self.last.device == torch.device(device) else self.last.to(device)
 
     def edit_values(self, module: Any, value: torch.Tensor) -> torch.Tensor:
         """Apply this layer's edit to every position's values (batch, kv_head, pos, d)."""
@@ -204,16 +212,20 @@ class Probe:
         rec.window = window
         B, _, T, _ = query.shape
         last = self.final_positions(B, T, query.device)
+        rows = torch.arange(B, device=query.device) if last.shape[0] == B else None
         with torch.no_grad():
-            q_last = _rows_at(query, last, 2)
+            q_last = _rows_at(query, last, 2, rows)
+            q, k = self._unrotate(
+                layer, q_last if self.queries else None, _rows_at(key, last, 2, rows) if self.keys else None
+            )
             if self.queries:
-                rec.q = self._keep(self._unrotate(layer, q_last))
+                rec.q = self._keep(q)
             if self.keys:
-                rec.k = self._keep(self._unrotate(layer, _rows_at(key, last, 2)))
+                rec.k = self._keep(k)
             if self.values:
-                rec.v = self._keep(_rows_at(value, last, 2))
+                rec.v = self._keep(_rows_at(value, last, 2, rows))
             if self.attn_out and out is not None:
-                rec.z = self._keep(_rows_at(out, last, 1))
+                rec.z = self._keep(_rows_at(out, last, 1, rows))
             if self.attention:
                 mask_row = None
                 if mask is not None:
@@ -236,11 +248,27 @@ class Probe:
         """A recorded slice as float32: copied to the host, or left where it is (``host=False``)."""
         return x.float().cpu() if self.host else x.float()
 
-    def _unrotate(self, layer: int, x: torch.Tensor) -> torch.Tensor:
-        """The pre-rotary vector of a final-token q or k slice (batch, head, d)."""
+    def _unrotate(
+        self, layer: int, q: torch.Tensor | None, k: torch.Tensor | None
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The pre-rotary vectors of the final-token q and k slices (batch, head, d; either may be None),
+        turned back together in one call of the model's rotary where their widths agree, divided by the
+        pair's :func:`unrotation_divisor`, computed once per pair and batch (layers share the pair)."""
         if not self.pre_rotary or layer in self.post_rotary_layers or layer not in self.rotary:
-            return x
-        return unrotate(self.rotary_functions[layer], x, self.rotary[layer])
+            return q, k
+        rf, pair = self.rotary_functions[layer], self.rotary[layer]
+        parts = [x for x in (q, k) if x is not None]
+        if not parts:
+            return q, k
+        if len(parts) == 2 and q.shape[-1] == k.shape[-1] and q.dtype == k.dtype:  # type: ignore[union-attr]
+            parts = [torch.cat(parts, dim=1)]
+        key = (id(pair[0]), id(pair[1]), parts[0].shape[-1], parts[0].dtype)
+        if key not in self.divisors:
+            self.divisors[key] = unrotation_divisor(rf, pair, parts[0].shape[-1], parts[0].dtype)
+        out = [unrotate(rf, x, pair, self.divisors[key] if x.shape[-1] == key[2] else None) for x in parts]
+        if len(out) == 1 and q is not None and k is not None:
+            return out[0][:, : q.shape[1]], out[0][:, q.shape[1] :]
+        return (out[0], out[1]) if len(out) == 2 else ((out[0], None) if q is not None else (None, out[0]))
 
 
 def rotary_function(module: Any) -> RotaryFunction | None:

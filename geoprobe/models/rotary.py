@@ -66,7 +66,7 @@ class RotaryFunction:
 
     def _call(self, x: torch.Tensor, pair: Pair, sign: float) -> torch.Tensor:
         """``x`` (batch, head, 1, w) rotated by the pair, (batch, 1, r); ``sign`` -1 turns back."""
-        a, b = (p.to(x.dtype) for p in pair)
+        a, b = (p if p.dtype == x.dtype else p.to(x.dtype) for p in pair)
         a, b = (sign * a, b) if self.sin_index == 0 else (a, sign * b)
         out = self.fn(*([x] * self.n_tensors), a, b)
         return out[self.out_index] if isinstance(out, (tuple, list)) else out
@@ -98,17 +98,30 @@ class RotaryFunction:
 
 
 def unrotate(
-    rotary: RotaryFunction, x: Float[torch.Tensor, "batch head d"], pair: Pair
+    rotary: RotaryFunction,
+    x: Float[torch.Tensor, "batch head d"],
+    pair: Pair,
+    divisor: Float[torch.Tensor, "batch 1 d"] | None = None,
 ) -> Float[torch.Tensor, "batch head d"]:
     """Undo the rotary embedding on one position per row with the model's own function.
 
     ``pair`` (batch, r each) is the final position's ``position_embeddings`` as the module
     received it. Rotating by -θ undoes the rotation up to cos² + sin² (m², YaRN's attention
     factor squared, else 1), which is measured per dim by rotating a vector of ones forth and
-    back, and divided out; dims the function does not rotate come back as they were."""
+    back (:func:`unrotation_divisor`; pass it when several tensors share the pair), and divided
+    out; dims the function does not rotate come back as they were."""
     w = rotary.width(pair, x.shape[-1])
-    ones = torch.ones_like(x)
-    return rotary.turn(x, pair, -1.0, w) / rotary.turn(rotary.turn(ones, pair, 1.0, w), pair, -1.0, w)
+    if divisor is None:
+        divisor = unrotation_divisor(rotary, pair, x.shape[-1], x.dtype)
+    return rotary.turn(x, pair, -1.0, w) / divisor
+
+
+def unrotation_divisor(rotary: RotaryFunction, pair: Pair, d: int, dtype: torch.dtype) -> torch.Tensor:
+    """(batch, 1, d): a vector of ones turned by the pair and back, what :func:`unrotate` divides by. It
+    depends on the pair alone (not on the head), so one serves every head and every layer given the pair."""
+    w = rotary.width(pair, d)
+    ones = torch.ones(pair[0].shape[0], 1, d, dtype=dtype, device=pair[0].device)
+    return rotary.turn(rotary.turn(ones, pair, 1.0, w), pair, -1.0, w)
 
 
 @functools.lru_cache(maxsize=None)

@@ -189,3 +189,24 @@ def test_the_arrays_of_many_prompts_are_estimated_before_tokenising_and_the_larg
     assert tokenised == [] and "\n" not in msg
     assert msg.startswith("the capture's arrays of 20000 prompts × 3 layers (and a forward pass) needs about")
     assert f"capture at most {fits} prompts at a time (split the --prompts file), or fewer --layers" in msg
+
+
+def test_the_cuda_estimate_covers_the_peaks_measured_on_a_gpu(twin_factory):
+    """On a CUDA device the estimate is 4 layers' activations in the model's dtype + the mask + 64 MiB (the
+    caching allocator reuses a freed layer's blocks; no glibc arenas). Held against what the GPU run measured
+    (benchmarks/gpu/bench_gpu.py on an H200, mistral-7b twin in bfloat16, torch.cuda.max_memory_allocated
+    above the loaded model; docs/benchmarks.md "GPU"): never below, at most 2.5× above, each measured peak.
+    The layout is mistral-7b's (d_model 4096, d_mlp 14336, 32 heads), on a tiny twin of the same widths."""
+    from geoprobe.capture import memory as mem
+
+    m = twin_factory("llama-3.2-1b")
+    lay = m.layout
+    d_mlp = m.hf_model.config.intermediate_size
+    for batch, tokens, measured_mib in ((1, 64, 8.6), (16, 64, 128.8), (1, 512, 59.1), (16, 512, 944.5),
+                                         (1, 2048, 233.8), (16, 2048, 3741.1)):  # fmt: skip
+        est = forward_peak_bytes(m, batch, tokens, device_type="cuda")
+        acts = 4 * batch * tokens * (lay.d_model + d_mlp)  # float32 twin: 4 bytes per element
+        assert est == mem.CUDA_ACTIVATION_LAYERS * acts + mem.MASK_BYTES * batch * tokens**2 + mem.CUDA_FIXED_BYTES
+        # the measured model: mistral-7b in bfloat16 (2 bytes), same formula
+        mistral = 4 * 2 * batch * tokens * (4096 + 14336) + mem.MASK_BYTES * batch * tokens**2 + mem.CUDA_FIXED_BYTES
+        assert measured_mib * MiB <= mistral <= 2.5 * measured_mib * MiB + mem.CUDA_FIXED_BYTES, (batch, tokens)
