@@ -1,8 +1,8 @@
 """On paper: the full Pythia suite (8 sizes × 154 checkpoints = 1,232 scans) as one sweep (issue 30).
 
-Time per cell = load + capture + analyses + writing, from what was measured on this machine and stated
-assumptions about a GPU node (no GPU was lent to this project's sessions, so nothing here was measured on
-one). Printed as the table docs/scale.md carries:
+Time per cell = load + capture + analyses + writing: the analyses measured on this machine, the capture's
+rate and per-layer latency measured on an H200 (benchmarks/gpu/bench_gpu.py, 2026-11-28; docs/benchmarks.md
+"GPU"), the weights' read rate assumed. Printed as the table docs/scale.md carries:
 
     python benchmarks/scale_estimate.py
 """
@@ -30,13 +30,17 @@ TOKENS = 75 * 38.6  # the default mixed prompt set: 75 prompts, mean 38.6 tokens
 ANALYSE_410M_S, ANALYSE_410M_LD = 1.67, 24 * 1024
 WRITE_S = 0.5  # results.json, report.html (4.9 MB with plotly inline), capture/ of the final layer's arrays
 
-# assumptions for one GPU node (stated, not measured)
-GPU_FLOPS = 200e12  # sustained bf16 FLOP/s of one H100 on batches of 16 prompts × ~40 tokens (~20 % of peak)
+# one GPU node, measured on an H200 (benchmarks/gpu/results/2026-11-28-h200-run3.json, mistral-7b twin, bf16):
+# capture sustains 500 TFLOP/s at 16 prompts × 2,048 tokens (0.971 s for 4.9e14 FLOP; the matmul peak measured
+# there is 800); small batches are latency-bound: capture costs 2.0 ms per layer and batch at 16 × 64 tokens
+# (64 ms for 32 layers; the bare forward 0.93 ms per layer)
+GPU_FLOPS = 500e12
 LOAD_BPS = 2e9  # fp16 checkpoint read from a local NVMe cache, bytes/s (the Hub itself: ~0.1–0.5 GB/s)
 BYTES_PER_PARAM = 2  # Pythia checkpoints are stored in fp16
-LAYER_LATENCY_S = 1e-3  # per layer and batch: eager PyTorch with geoprobe's attention function, small batches
+LAYER_LATENCY_S = 2.0e-3  # per layer and batch: capture with geoprobe's attention function, small batches (measured)
 BATCHES = math.ceil(75 / 16)  # the default batch size 16
 HUB_BPS = 0.3e9  # a typical sustained download from the Hugging Face Hub, bytes/s (assumption)
+# LOAD_BPS and HUB_BPS stay assumptions: the GPU machine lent had no network and no checkpoints to read
 
 
 def cell_seconds(params: int, layers: int, d_model: int) -> dict[str, float]:

@@ -10,7 +10,8 @@ Here, the same code on the CPU with tiny twins and one trial (the test suite run
 
 and, with the files that came back, the docs section::
 
-    python benchmarks/gpu/bench_gpu.py --record /work/.device/.../gpu.json
+    python benchmarks/gpu/bench_gpu.py --record benchmarks/gpu/results/2026-11-28-h200-run2.json \
+        benchmarks/gpu/results/2026-11-28-h200-run3.json
 
 Sections, each written to ``OUT/gpu.json`` as soon as it ends (one that fails records its error and the
 next goes on):
@@ -570,12 +571,19 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
     ap.add_argument("--dry-run", action="store_true", help="on the CPU: tiny twins, one trial")
     ap.add_argument("--only", default="correct,fast,end_to_end", help="sections to run, comma-separated")
-    ap.add_argument("--record", type=Path, help="write docs/benchmarks.md's GPU section from this gpu.json")
+    ap.add_argument("--record", type=Path, nargs="+", help="write docs/benchmarks.md's GPU section from these "
+                    "gpu.json files (a section of a later file replaces an earlier one's)")  # fmt: skip
     args = ap.parse_args()
     if args.record:
         from _doc import replace_section
 
-        body = table(json.loads(args.record.read_text()))
+        merged: dict = {}
+        for path in args.record:
+            r = json.loads(path.read_text())
+            merged.update({k: v for k, v in r.items() if k != "seconds"})
+            merged.setdefault("seconds", {}).update(r.get("seconds", {}))
+            merged.setdefault("from", []).append(path.name)
+        body = table(merged) + f"\nfrom {', '.join(merged['from'])} (benchmarks/gpu/results/)\n"
         replace_section(ROOT / "docs" / "benchmarks.md", "gpu", "GPU (benchmarks/gpu/)", body + "\n")
         print(body)
         return
