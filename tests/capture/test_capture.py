@@ -166,3 +166,38 @@ def test_capture_leaves_no_full_attention_pattern_behind(twin_factory, prompts):
     capture(m, prompts)
     kept = [blk.attn._pattern for blk in m.bridge.blocks if getattr(blk.attn, "_pattern", None) is not None]
     assert kept == []
+
+
+def test_no_host_transfer_inside_the_forward_pass(twin_factory, monkeypatch):
+    """What would wait for a GPU inside a capture's forward pass (a copy to the host, a tensor read as a
+    Python number or bool) is never called by the probe's per-layer work (Probe.record: slices, unrotation,
+    the final-row distribution): a batch's records leave the device once, after the forward pass
+    (geoprobe.capture.transfer.HostCopy). Counted with a TorchFunctionMode on the CPU, where the same
+    calls are made; on an H200 the sync count per batch was the bare forward's (docs/benchmarks.md "GPU")."""
+    from torch.overrides import TorchFunctionMode
+
+    import geoprobe.models.attention as A
+
+    waits = {"cpu", "numpy", "tolist", "item", "__bool__", "__float__", "__int__", "__index__"}
+    seen: list[str] = []
+
+    class Spy(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in waits:  # (a .to(x.device) here goes to the model's device: on the CPU it cannot be told)
+                seen.append(name)
+            return func(*args, **(kwargs or {}))
+
+    record = A.Probe.record
+
+    def spied(self, *args, **kwargs):
+        with Spy():
+            return record(self, *args, **kwargs)
+
+    models = [twin_factory(a) for a in ("llama-3.2-1b", "pythia-410m", "gemma-2-2b")]  # booted first (its checks
+    monkeypatch.setattr(A.Probe, "record", spied)  # copy to the host by design); rotary whole, partial; softcap
+    for m in models:
+        cap = capture(m, ["a first prompt of some tokens", "and a second, longer prompt of a few more tokens"],
+                      CaptureConfig(batch_size=2, queries=True, attn_out=True, attention="distribution"))  # fmt: skip
+        assert np.isfinite(cap.keys).all() and cap.attn_pattern.shape[-1] > 1
+    assert seen == []
