@@ -88,8 +88,6 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int, device_type: str | N
     Never below the measured peak (at least 1.44×, SmolLM2 B 2 T 2048); the fixed 128 MiB
     dominates small shapes. The eager term is the previous path's fit (two score-sized
     tensors alive at once: the scores and their softmax)."""
-    import torch
-
     lay = model.layout
     cfg = text_config(model.hf_model.config)
     d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (
@@ -97,7 +95,9 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int, device_type: str | N
     )
     mask = MASK_BYTES * batch * tokens * tokens
     scores = 2 * 4 * batch * lay.n_heads * tokens * tokens if eager_attention(model) else 0
-    if (device_type or torch.device(model.device).type) == "cuda":
+    if device_type is None:
+        device_type = next(model.hf_model.parameters()).device.type
+    if device_type == "cuda":
         elt = next(model.hf_model.parameters()).element_size()
         acts = elt * batch * tokens * (lay.d_model + d_mlp)
         return int(CUDA_ACTIVATION_LAYERS * acts + mask + scores + CUDA_FIXED_BYTES)
