@@ -79,7 +79,18 @@ class CaptureArrays:
             "next_top_probs": np.zeros((n, self.k_top), dtype=np.float32),
         }
         order = np.argsort(-lengths, kind="stable") if config.sort_by_length else np.arange(n)
-        self.batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
+        #: how far padding on the capture's side moves this model's own output (None: it does not)
+        self.padding_moves = getattr(model.arch, "padding_dependent", {}).get(config.padding_side)
+        if self.padding_moves is None:
+            self.batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
+        else:  # one length per batch: no padding, each prompt computed as it is alone
+            order = np.argsort(-lengths, kind="stable")
+            self.batches = []
+            for length in dict.fromkeys(lengths[order].tolist()):
+                same = order[lengths[order] == length]
+                self.batches += [same[i : i + config.batch_size] for i in range(0, len(same), config.batch_size)]
+        #: the batches a capture of these prompts would run without that (the cost, stated in a warning)
+        self.padded_batches = -(-n // config.batch_size)
         self.todo = list(range(len(self.batches)))
         self.done = 0
         self.ckpt: CaptureCheckpoint | None = None

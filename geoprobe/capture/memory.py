@@ -90,9 +90,10 @@ def forward_peak_bytes(model: Any, batch: int, tokens: int, device_type: str | N
     tensors alive at once: the scores and their softmax)."""
     lay = model.layout
     cfg = text_config(model.hf_model.config)
-    d_mlp = (getattr(cfg, "intermediate_size", None) or 4 * lay.d_model) * (
-        getattr(cfg, "num_experts_per_tok", None) or 1
-    )
+    width = getattr(cfg, "intermediate_size", None) or 4 * lay.d_model
+    if isinstance(width, (list, tuple)):  # one per layer (Gemma 3n): the widest layer's
+        width = max(width)
+    d_mlp = width * (getattr(cfg, "num_experts_per_tok", None) or 1)
     mask = MASK_BYTES * batch * tokens * tokens
     scores = 2 * 4 * batch * lay.n_heads * tokens * tokens if eager_attention(model) else 0
     if device_type is None:

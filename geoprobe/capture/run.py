@@ -203,14 +203,24 @@ def final_position_logits(
 ) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
     """``(rows, logits)`` per batch: the model's own next-token logits (float32, (B, vocab)) at the
     final position of token sequences ``ids[rows]``, in left-padded batches of similar length with
-    ``logits_to_keep=1`` (only the final position reaches the head). Longest sequences first."""
-    order = np.argsort([-len(s) for s in ids], kind="stable")
+    ``logits_to_keep=1`` (only the final position reaches the head). Longest sequences first. A model whose
+    output moves with left padding (``Architecture.padding_dependent``) gets batches of one length only."""
+    lengths = np.array([len(s) for s in ids])
+    order = np.argsort(-lengths, kind="stable")
     pad_id = model.tokenizer.pad_token_id
     if pad_id is None:
         pad_id = model.tokenizer.eos_token_id or 0
+    if "left" in getattr(model.arch, "padding_dependent", {}):
+        batches = [
+            same[i : i + batch_size]
+            for n in dict.fromkeys(lengths[order].tolist())
+            for same in [order[lengths[order] == n]]
+            for i in range(0, len(same), batch_size)
+        ]
+    else:
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
+        for rows in batches:
             tok, mask = pad_batch([ids[r] for r in rows], pad_id, "left")
             positions = position_ids(model.arch.position_offset, mask, model.arch.name)
             logits = model.hf_model(
@@ -262,6 +272,14 @@ def plan_capture(
         on_resume=on_resume,
         progress=progress,
     )
+    if plan.padding_moves is not None:
+        warnings.warn(
+            f"{model.provenance.model_id}: its own output moves with {config.padding_side} padding (by "
+            f"{plan.padding_moves:.2g} of its logits' scale, measured at load: its key selection is not "
+            f"padding-aware), so prompts were batched by equal length, each computed as it is alone: "
+            f"{len(plan.batches)} batches instead of {plan.padded_batches}",
+            stacklevel=3,
+        )
     return ids, plan
 
 
@@ -390,6 +408,12 @@ def _store(
         arrays["attn_entropy"][layer_pos, batch, :h] = got[f"{layer_pos}.entropy"]
         if keep_pattern:
             dist = got[f"{layer_pos}.distribution"]
+            if dist.shape[-1] > mask.shape[1]:
+                raise CaptureError(
+                    f"layer {layers[layer_pos]} attends over {dist.shape[-1]} keys for {mask.shape[1]} positions "
+                    f"(keys beside the positions, as DeepSeek-V4's compressed ones): a distribution over positions "
+                    "would leave their mass out; pass --attention entropy (the entropy is over every key)"
+                )
             for r, i in enumerate(batch):
                 s = int(start[r])
                 arrays["attn_pattern"][layer_pos, i, :h, : lengths[i]] = dist[r, :, s : s + lengths[i]]

@@ -54,7 +54,7 @@ from geoprobe.models.legacy import (
     refuse_unsupported,
 )
 from geoprobe.models.projections import ProjSpec, best_fit, candidates, qk_norms_off, rel_err
-from geoprobe.models.rotary import unrotate
+from geoprobe.models.rotary import rotation_tolerance, unrotate
 from geoprobe.models.verify import FORWARD_ERRORS, forward_fails, probe_ids
 from geoprobe.models.where import architecture_name, input_device
 
@@ -77,6 +77,9 @@ class Architecture:
     notes: list[str] = field(default_factory=list)
     #: the model's own number for its first position (``verify.position_offset``; None: unknown, never passed)
     position_offset: int | None = 0
+    #: {padding side: how far padding moves the model's own output} where it does (``verify.padding_dependence``):
+    #: a capture with that side batches prompts of one length only, so each is computed as it is alone
+    padding_dependent: dict[str, float] = field(default_factory=dict)
 
     #: what geoprobe found where a layer has no W_K (``keys.py``), for messages; '' where every layer has one
     key_weights_found: str = ""
@@ -437,14 +440,6 @@ def rotary_hooks(modules: dict[int, Any], probe: A.Probe) -> Any:
         probe.rotary[layer] = probe.pairs[key][0]  # in the order the module received them
 
     return _pre_hooks(rotating, keep)
-
-
-def rotation_tolerance(dtype: torch.dtype) -> float:
-    """Relative error within which a key turned back by the model's rotary equals its projection: 1e-4
-    in float32; in half precision eight units of its roundoff (bfloat16 0.0625, float16 0.0078), since
-    the pair and the key are rounded to it. A key left rotated is off by O(1) at the final position.
-    (A float32 tolerance in bfloat16 took every layer for post-rotary: keys were captured rotated.)"""
-    return max(1e-4, 8 * torch.finfo(dtype).eps) if dtype.is_floating_point else 1e-4
 
 
 @contextmanager

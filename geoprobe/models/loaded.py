@@ -21,7 +21,7 @@ from geoprobe.models.heads import check_heads
 from geoprobe.models.language import text_config
 from geoprobe.models.layout import Layout
 from geoprobe.models.registry import ModelSpec
-from geoprobe.models.verify import check_causal, check_same_model, own_logits, position_offset
+from geoprobe.models.verify import check_causal, check_same_model, own_logits, padding_dependence, position_offset
 from geoprobe.provenance import Provenance
 
 DType = Literal["float32", "bfloat16", "float16"]
@@ -106,6 +106,7 @@ def boot(
     check_causal(hf_model, architecture_name(hf_model), own)
     arch = inspect_model(hf_model)
     arch.position_offset = position_offset(hf_model, own)
+    arch.padding_dependent = padding_dependence(hf_model, arch.position_offset)
     check_same_model(hf_model, arch.name, lambda: probing(hf_model, arch, Probe.silent()), own)
     hf_model.config.architectures = [arch.name]
     return LoadedModel(

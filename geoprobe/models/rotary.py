@@ -138,3 +138,11 @@ def _accepted_width(rotary: RotaryFunction, r: int, d: int) -> int:
         except RuntimeError:
             continue
     return 0
+
+
+def rotation_tolerance(dtype: torch.dtype) -> float:
+    """Relative error within which a key turned back by the model's rotary equals its projection: 1e-4
+    in float32; in half precision eight units of its roundoff (bfloat16 0.0625, float16 0.0078), since
+    the pair and the key are rounded to it. A key left rotated is off by O(1) at the final position.
+    (A float32 tolerance in bfloat16 took every layer for post-rotary: keys were captured rotated.)"""
+    return max(1e-4, 8 * torch.finfo(dtype).eps) if dtype.is_floating_point else 1e-4

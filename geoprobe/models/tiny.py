@@ -294,9 +294,15 @@ def merged(base: dict, extra: dict) -> dict:
 causal_lm = build_causal_lm
 
 
-def tiny_model(model_type: str, seed: int = 0, attn_implementation: str | None = None, **overrides: Any) -> Any:
-    """A tiny random-init causal LM of ``model_type`` in eval mode (float32, CPU)."""
+def tiny_model(
+    model_type: str, seed: int = 0, attn_implementation: str | None = None, text_only: bool = False, **overrides: Any
+) -> Any:
+    """A tiny random-init causal LM of ``model_type`` in eval mode (float32, CPU); ``text_only``: of its text
+    config alone (a multimodal type whose other towers need libraries that are not installed: Gemma 3n's
+    vision tower needs PIL and timm)."""
     cfg = tiny_config(model_type, **overrides)
+    if text_only:
+        cfg = cfg.get_text_config()
     torch.manual_seed(seed)
     kw = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
     model = causal_lm(copy.deepcopy(cfg), dtype=torch.float32, **kw).eval()

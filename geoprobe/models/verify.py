@@ -31,11 +31,11 @@ PROBE_TOKENS = 7
 RTOL = 1e-4  # relative, of the logits' scale: float32 kernels with different orders agree to ~1e-6
 
 
-def probe_ids(hf_model: Any, batch: int = 1, tokens: int = PROBE_TOKENS) -> torch.Tensor:
+def probe_ids(hf_model: Any, batch: int = 1, tokens: int = PROBE_TOKENS, seed: int = 0) -> torch.Tensor:
     """Random token ids that avoid the special ids below 3 and the model's pad id."""
     cfg = hf_model.config.get_text_config()
     vocab = int(getattr(cfg, "vocab_size", 0) or hf_model.get_input_embeddings().weight.shape[0])
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     ids = torch.randint(min(3, vocab - 1), vocab, (batch, tokens), generator=g)
     pad = getattr(cfg, "pad_token_id", None)
     if isinstance(pad, int) and 3 <= pad < vocab:
@@ -159,3 +159,86 @@ def check_same_model(hf_model: Any, name: str, activated: Any, own: torch.Tensor
             "computes something else under it than on its own; geoprobe refuses to measure another model",
             reason="other-computation",
         )
+
+
+#: config sizes of a sparse, windowed or chunked selection of keys (the text config's; a dict's values too)
+SELECTION_KEYS = ("index_topk", "sliding_window", "attention_chunk_size", "compress_rates", "window_size")
+SELECTION_CAP = 256  # tokens: the longest probe row the padding check runs (longer selections are not reached)
+
+
+def selection_size(hf_model: Any) -> int:
+    """The largest key-selection size the text config declares (index top-k, window, chunk, compression
+    rate), up to :data:`SELECTION_CAP`; 0 where it declares none."""
+    cfg = hf_model.config.get_text_config()
+    sizes: list[int] = []
+    for key in SELECTION_KEYS:
+        v = getattr(cfg, key, None)
+        for x in v.values() if isinstance(v, dict) else (v,):
+            if isinstance(x, int) and not isinstance(x, bool) and 0 < x <= SELECTION_CAP:
+                sizes.append(x)
+    return max(sizes, default=0)
+
+
+#: probe batches the padding check runs where the model picks keys by top-k (ties are data-dependent: one
+#: batch missed AXK2's indexer), and elsewhere (windows and chunks are structural)
+TOPK_DRAWS, PLAIN_DRAWS = 4, 1
+
+
+def padding_tolerance(hf_model: Any) -> float:
+    """Relative |Δ logit| a padded row may differ from the row alone by: :data:`RTOL` in float32; in half
+    precision 16 units of its roundoff (bfloat16 0.125, float16 0.016), since a padded batch runs other
+    kernel shapes whose rounding a deep model grows (a bfloat16 twin of Mistral-7B: 6 % in its values)."""
+    dtype = next(hf_model.parameters()).dtype
+    return RTOL if dtype == torch.float32 or not dtype.is_floating_point else max(RTOL, 16 * torch.finfo(dtype).eps)
+
+
+def padding_dependence(hf_model: Any, offset: int | None) -> dict[str, float]:
+    """{padding side: how far padding moves the model's own output} for the sides where it does: rows
+    shorter and longer than the model's key selection (:func:`selection_size`) in one batch, padded right
+    and (where geoprobe knows the position numbering, ``offset``) left, with the position ids a capture
+    passes, each against the row alone at every position; the figure is the largest |Δ logit| over the
+    logits' scale, reported where it exceeds :data:`RTOL`. DeepSeek-V3.2's, GLM-5's and AXK2's indexers
+    pick their top-k keys differently in a padded row (ties broken by position): such a model is captured
+    one length at a time. Where the model picks keys by top-k, :data:`TOPK_DRAWS` batches of random ids;
+    in half precision the tolerance is the dtype's (:func:`padding_tolerance`)."""
+    selection = selection_size(hf_model)
+    n = max(PROBE_TOKENS, selection + 3)
+    lengths = (n + 6, n + 2, n, n - 2)
+    topk = getattr(hf_model.config.get_text_config(), "index_topk", None)
+    moved: dict[str, float] = {}
+    for draw in range(TOPK_DRAWS if isinstance(topk, int) and 0 < topk <= SELECTION_CAP else PLAIN_DRAWS):
+        ids = probe_ids(hf_model, len(lengths), lengths[0], seed=draw)
+        alone = [_logits(hf_model, ids[r : r + 1, :t])[0] for r, t in enumerate(lengths)]
+        for side in ("right", "left") if offset is not None else ("right",):
+            if side in moved:
+                continue
+            worst = _padded_against_alone(hf_model, offset, ids, lengths, alone, side)
+            if worst:
+                moved[side] = worst
+    return moved
+
+
+def _padded_against_alone(
+    hf_model: Any, offset: int | None, ids: torch.Tensor, lengths: tuple[int, ...], alone: list, side: str
+) -> float:
+    """The largest relative |Δ logit| of rows 1.. of ``ids`` (cut to ``lengths``) padded on ``side`` in one
+    batch against each alone (``alone``); 0.0 where every row is within :data:`RTOL` (or no padded batch runs)."""
+    batch = torch.full_like(ids, int(ids[0, 0]))
+    mask = torch.zeros_like(ids)
+    spans = []
+    for r, t in enumerate(lengths):
+        span = slice(0, t) if side == "right" else slice(lengths[0] - t, lengths[0])
+        batch[r, span], mask[r, span] = ids[r, :t], 1
+        spans.append(span)
+    positions = position_ids(offset, mask)
+    try:
+        got = _logits(
+            hf_model, batch, attention_mask=mask, **({} if positions is None else {"position_ids": positions})
+        )
+    except (TypeError, UnsupportedArchitectureError):  # no padded batches at all: a capture says so itself
+        return 0.0
+    worst = 0.0
+    for r in range(1, len(lengths)):
+        scale = alone[r].abs().max().clamp_min(1e-6)
+        worst = max(worst, float((got[r, spans[r]] - alone[r]).abs().nan_to_num(nan=float("inf")).max() / scale))
+    return worst if worst > padding_tolerance(hf_model) else 0.0

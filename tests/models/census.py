@@ -47,6 +47,7 @@ from geoprobe.models.verify import position_ids
 LENGTHS = (13, 9, 5)
 ENTROPY_TOL = 1e-4  # bits, as tests/models/test_attention.py
 VALUE_RTOL = 1e-5
+ROW_TOL = 1e-4  # a final row against the prompt alone: the batch's own rounding is ~1e-7
 MAX_PARAMETERS = 20_000_000  # a tiny twin has well under 1M; more means the type ignored the tiny keys
 BEGIN, END = "<!-- census:begin -->", "<!-- census:end -->"
 
@@ -111,15 +112,67 @@ def _attention_inputs(arch: Any) -> tuple[dict[int, torch.Tensor], Any]:
 
 
 def _check(model: Any, loaded: Any) -> str:
-    """'' when geoprobe's capture equals the model's own numbers; else what differs."""
+    """'' when geoprobe's capture equals the model's own numbers; else what differs. The prompts are batched
+    as a capture batches them: together, right-padded, or one length per batch where padding moves the
+    model's own output (``Architecture.padding_dependent``: each prompt alone here, their lengths differ).
+    Where the model selects keys (an indexer's top-k, a window, a chunk: ``verify.selection_size``, smaller
+    than the prompts), each prompt's captured final row is also compared with the model's own eager forward
+    on that prompt alone (:data:`ROW_TOL`): the case that hid DeepSeek-V3.2's and GLM-5's padded indexers."""
+    from geoprobe.capture.memory import forward_peak_bytes
+    from geoprobe.models.tiny import same_weights
+    from geoprobe.models.verify import selection_size
+
+    seqs = _prompts(int(loaded.hf_model.config.get_text_config().vocab_size))
+    forward_peak_bytes(loaded, len(seqs), max(LENGTHS))  # what capture() asks first (Gemma 3n's list widths crashed it)
+    alone = "right" in loaded.arch.padding_dependent
+    batches = [[s] for s in seqs] if alone else [seqs]
+    probes = []
+    for batch in batches:
+        problem, probe = _check_batch(model, loaded, batch)
+        if problem:
+            return problem if not alone else f"{problem} (alone)"
+        probes.append(probe)
+    if alone or not selection_size(loaded.hf_model):
+        return ""
+    eager = same_weights(loaded.hf_model, "eager")
+    layers = loaded.arch.layout.model_layers
+    for b, seq in enumerate(seqs):
+        with torch.no_grad():
+            out = eager(seq[None], output_attentions=True, use_cache=False)
+        maps = [a for a in (out.attentions or ()) if a is not None]
+        if len(maps) != len(layers):
+            continue  # checked on the batch above (the maps of the captured layers' own modules)
+        for i, layer in enumerate(layers):
+            row = maps[i][0, :, -1].double()
+            row = row / row.sum(-1, keepdim=True)
+            rec = probes[0].records[layer]
+            if row.shape[-1] != len(seq):  # keys beside the positions (DeepSeek-V4's compressed ones): the entropy
+                diff = float((rec.entropy[b].double() - entropy_bits(row)).abs().max())  # over all of them
+                if diff > ENTROPY_TOL:
+                    return (
+                        f"layer {layer}: prompt {b}'s attention entropy in the padded batch differs from the model's "
+                        f"own eager forward on the prompt alone by {diff:.3g} bits"
+                    )
+                continue
+            got = rec.distribution[b, :, : len(seq)].double()
+            diff = float((got - row).abs().max())
+            if diff > ROW_TOL:
+                return (
+                    f"layer {layer}: prompt {b}'s final row in the padded batch differs from the model's own eager "
+                    f"forward on the prompt alone by {diff:.3g}"
+                )
+    return ""
+
+
+def _check_batch(model: Any, loaded: Any, seqs: list[torch.Tensor]) -> tuple[str, Any]:
+    """('' or what differs, the probe) for one right-padded batch of ``seqs``, against eager on the same batch."""
     from geoprobe.capture.forward import final_hidden, run_batch
     from geoprobe.models.architecture import probing
     from geoprobe.models.tiny import same_weights
 
     hf, arch = loaded.hf_model, loaded.arch
-    seqs = _prompts(int(hf.config.get_text_config().vocab_size))
     ids, mask = _right_padded(seqs)
-    probe = Probe()
+    probe = Probe(distribution=True)
     kept, handles = _attention_inputs(arch)
     try:
         with probing(hf, arch, probe), final_hidden(loaded, probe), torch.no_grad():
@@ -130,7 +183,7 @@ def _check(model: Any, loaded: Any) -> str:
     layers = arch.layout.model_layers
     missing = [ly for ly in layers if ly not in probe.records or probe.records[ly].entropy is None]
     if missing:
-        return f"layers {missing} recorded nothing"
+        return f"layers {missing} recorded nothing", probe
     eager = same_weights(hf, "eager")
     last = probe.last
     positions = position_ids(arch.position_offset, mask)
@@ -144,21 +197,21 @@ def _check(model: Any, loaded: Any) -> str:
         # take the maps the captured layers' own modules returned
         maps = [by_layer[layer] for layer in layers]
     if len(maps) != len(layers):
-        return f"eager gave {len(maps)} attention maps for {len(layers)} attention layers"
+        return f"eager gave {len(maps)} attention maps for {len(layers)} attention layers", probe
     for b in range(len(seqs)):
         got = entropy_bits(torch.softmax(logits[b].double(), -1))
         want = entropy_bits(torch.softmax(own[b, last[b]].double(), -1))
         if abs(float(got - want)) > ENTROPY_TOL:
-            return f"prompt {b}: next-token entropy {float(got):.4f} bits, the model's own {float(want):.4f}"
+            return f"prompt {b}: next-token entropy {float(got):.4f} bits, the model's own {float(want):.4f}", probe
         for i, layer in enumerate(layers):
             row = maps[i][b, :, last[b]].double()
             ref = entropy_bits(row / row.sum(-1, keepdim=True))  # over the keys (sinks: docs/models.md)
             rec = probe.records[layer].entropy[b].double()
             if ref.shape != rec.shape:
-                return f"layer {layer}: {rec.shape[0]} heads recorded, eager has {ref.shape[0]}"
+                return f"layer {layer}: {rec.shape[0]} heads recorded, eager has {ref.shape[0]}", probe
             diff = float((rec - ref).abs().max())
             if diff > ENTROPY_TOL:
-                return f"layer {layer}: attention entropy differs from eager by {diff:.3g} bits (prompt {b})"
+                return f"layer {layer}: attention entropy differs from eager by {diff:.3g} bits (prompt {b})", probe
     for layer in layers:
         spec = arch.v_specs.get(layer)
         if spec is None:
@@ -168,8 +221,8 @@ def _check(model: Any, loaded: Any) -> str:
         got = probe.records[layer].v
         err = float((got - want).norm() / want.norm().clamp_min(1e-12))
         if err > VALUE_RTOL:
-            return f"layer {layer}: recorded values differ from the V projection by {err:.2g} (relative)"
-    return ""
+            return f"layer {layer}: recorded values differ from the V projection by {err:.2g} (relative)", probe
+    return "", probe
 
 
 def padding_note(loaded: Any) -> str:
@@ -189,6 +242,16 @@ def padding_note(loaded: Any) -> str:
             h = entropy_bits(torch.softmax(padded[b, len(seq) - 1].double(), -1))
             moved = max(moved, abs(float(h - entropy_bits(torch.softmax(alone, -1)))))
     return "" if moved <= ENTROPY_TOL else f"; padding moves the model's own next-token entropy by {moved:.2g} bits"
+
+
+def dependence_note(loaded: Any) -> str:
+    """'' unless geoprobe found at load that padding moves the model's own output; else by how much, per
+    side, and that it is captured one length per batch (each prompt as it is alone)."""
+    moved = loaded.arch.padding_dependent
+    if not moved:
+        return ""
+    sides = ", ".join(f"{side} {d:.2g}" for side, d in sorted(moved.items(), reverse=True))
+    return f"; padding moves the model's own logits ({sides} of their scale): captured one length per batch"
 
 
 @contextlib.contextmanager
@@ -235,6 +298,7 @@ def parameters_on_meta(model_type: str) -> int:
 def classify(model_type: str) -> Row:
     from geoprobe.models.tiny import tiny_model
 
+    built = ""
     try:
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
@@ -244,6 +308,16 @@ def classify(model_type: str) -> Row:
                     model_type, "cannot build", "", f"the tiny config leaves {n:,} parameters (keys it does not read)"
                 )
             model = tiny_model(model_type)
+    except ImportError as exc:  # a tower that needs a library not installed: the text model alone, where it has one
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+                warnings.simplefilter("ignore")
+                model = tiny_model(model_type, text_only=True)
+        except Exception:  # noqa: BLE001
+            return Row(model_type, "cannot build", "", _first_line(exc))
+        if model.config.model_type == model_type:  # no text config of its own: the same failure
+            return Row(model_type, "cannot build", "", _first_line(exc))
+        built = f" (its text model {model.config.model_type}: the whole twin needs {_first_line(exc, 60)})"
     except Exception as exc:  # noqa: BLE001 - any failure of transformers to build is recorded
         return Row(model_type, "cannot build", "", _first_line(exc))
     try:
@@ -267,7 +341,7 @@ def classify(model_type: str) -> Row:
         model_type,
         "captured",
         loaded.arch.mechanism,
-        f"{lay.n_layers} attention layers{where}, {heads(lay)}{padding_note(loaded)}",
+        f"{lay.n_layers} attention layers{where}, {heads(lay)}{dependence_note(loaded) or padding_note(loaded)}{built}",
     )
 
 
