@@ -54,3 +54,29 @@ def test_the_table_in_docs_is_the_census(rows):
         f"{t}: table {table.get(t)}, census {now.get(t)}" for t in set(table) | set(now) if table.get(t) != now.get(t)
     )
     assert not changed, "docs/models.md's census table is out of date:\n" + "\n".join(changed)
+
+
+def test_the_census_prompts_are_longer_than_every_twins_key_selection():
+    """The case that hid DeepSeek-V3.2's and GLM-5's padded indexers: a selection (top-k, window, chunk,
+    compression rate) smaller than the prompts, batched with padding. Every tiny twin that declares one
+    selects fewer keys than the census's two longer prompts have tokens, so the census's comparison with
+    each prompt alone (census._check) reaches it; the types that declare one are listed by name."""
+    from types import SimpleNamespace
+
+    from geoprobe.models.tiny import tiny_config
+    from geoprobe.models.verify import selection_size
+
+    selecting = {}
+    for t in C.types():
+        try:
+            cfg = tiny_config(t)
+            size = selection_size(SimpleNamespace(config=cfg))
+        except Exception:  # noqa: BLE001 - not buildable, or no one text config (an encoder-decoder: refused)
+            continue
+        if size:
+            selecting[t] = size
+    assert {"deepseek_v32", "glm_moe_dsa", "axk2", "deepseek_v4", "gemma3n_text", "mistral", "llama4_text"} <= set(
+        selecting
+    )
+    too_big = {t: n for t, n in selecting.items() if n >= C.LENGTHS[1]}
+    assert not too_big, too_big
