@@ -203,12 +203,13 @@ def padding_dependence(hf_model: Any, offset: int | None) -> dict[str, float]:
     in half precision the tolerance is the dtype's (:func:`padding_tolerance`)."""
     selection = selection_size(hf_model)
     n = max(PROBE_TOKENS, selection + 3)
-    lengths = (n + 6, n + 2, n, n - 2)
     topk = getattr(hf_model.config.get_text_config(), "index_topk", None)
+    by_topk = isinstance(topk, int) and 0 < topk <= SELECTION_CAP
+    lengths = (n + 6, n + 2, n, n - 2) if by_topk else (n + 5, n)  # the first row is the unpadded one
     moved: dict[str, float] = {}
-    for draw in range(TOPK_DRAWS if isinstance(topk, int) and 0 < topk <= SELECTION_CAP else PLAIN_DRAWS):
+    for draw in range(TOPK_DRAWS if by_topk else PLAIN_DRAWS):
         ids = probe_ids(hf_model, len(lengths), lengths[0], seed=draw)
-        alone = [_logits(hf_model, ids[r : r + 1, :t])[0] for r, t in enumerate(lengths)]
+        alone = [None] + [_logits(hf_model, ids[r : r + 1, :t])[0] for r, t in enumerate(lengths) if r]
         for side in ("right", "left") if offset is not None else ("right",):
             if side in moved:
                 continue
