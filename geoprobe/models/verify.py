@@ -197,7 +197,7 @@ def padding_dependence(hf_model: Any, offset: int | None) -> dict[str, float]:
     shorter and longer than the model's key selection (:func:`selection_size`) in one batch, padded right
     and (where geoprobe knows the position numbering, ``offset``) left, with the position ids a capture
     passes, each against the row alone at every position; the figure is the largest |Δ logit| over the
-    logits' scale, reported where it exceeds :data:`RTOL`. DeepSeek-V3.2's, GLM-5's and AXK2's indexers
+    logits' scale, reported where it exceeds :func:`padding_tolerance`. DeepSeek-V3.2's, GLM-5's and AXK2's indexers
     pick their top-k keys differently in a padded row (ties broken by position): such a model is captured
     one length at a time. Where the model picks keys by top-k, :data:`TOPK_DRAWS` batches of random ids;
     in half precision the tolerance is the dtype's (:func:`padding_tolerance`)."""
@@ -223,7 +223,8 @@ def _padded_against_alone(
     hf_model: Any, offset: int | None, ids: torch.Tensor, lengths: tuple[int, ...], alone: list, side: str
 ) -> float:
     """The largest relative |Δ logit| of rows 1.. of ``ids`` (cut to ``lengths``) padded on ``side`` in one
-    batch against each alone (``alone``); 0.0 where every row is within :data:`RTOL` (or no padded batch runs)."""
+    batch against each alone (``alone``; non-finite entries must sit at the same places); 0.0 where every row
+    is within :func:`padding_tolerance` (or no padded batch runs)."""
     batch = torch.full_like(ids, int(ids[0, 0]))
     mask = torch.zeros_like(ids)
     spans = []
@@ -240,6 +241,11 @@ def _padded_against_alone(
         return 0.0
     worst = 0.0
     for r in range(1, len(lengths)):
-        scale = alone[r].abs().max().clamp_min(1e-6)
-        worst = max(worst, float((got[r, spans[r]] - alone[r]).abs().nan_to_num(nan=float("inf")).max() / scale))
+        a, b = got[r, spans[r]], alone[r]
+        fa, fb = torch.isfinite(a), torch.isfinite(b)
+        if not bool((fa == fb).all()):  # a non-finite logit in one and not the other
+            return float("inf")
+        if bool(fb.any()):
+            scale = b[fb].abs().max().clamp_min(1e-6)
+            worst = max(worst, float((a[fa] - b[fb]).abs().max() / scale))
     return worst if worst > padding_tolerance(hf_model) else 0.0
