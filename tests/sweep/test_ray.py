@@ -45,7 +45,9 @@ def test_a_worker_node_lost_mid_sweep(ray_cluster, reference, tmp_path, monkeypa
 
     out = tmp_path / "out"
     m = run_sweep(sweep_file(tmp_path, SIX), out=out, executor="ray", progress=progress)
-    assert removed and m.counts() == {"done": 6, "failed": 0, "pending": 0}
+    assert removed and m.counts() == {"done": 6, "failed": 0, "pending": 0}, [
+        (c.id, c.attempts, c.node, c.error) for c in m.cells if c.status != "done"
+    ]
     assert sorted(writes.values()) == [1] * 6  # no cell written twice
     _same_table(rows(out), rows(reference[0]))
     # each cell records the Ray node that finished it and how often a worker started it (was: attempts 1 and the
