@@ -381,6 +381,9 @@ def refuse_cwd(target: str | os.PathLike, flag: str = "--out") -> None:
 
 
 # ---------------------------------------------------------------------------------- one writer
+LOCK_SUFFIX = ".geoprobe.lock"  # the lock file of output NAME is .NAME.geoprobe.lock beside it
+
+
 class OutputLock:
     """An exclusive, non-blocking ``flock`` on ``<parent>/.<name>.geoprobe.lock`` for one output,
     ``<parent>/<name>`` being the output's resolved path (symbolic links followed).
@@ -393,7 +396,7 @@ class OutputLock:
         self.target = t
         self.flag = flag
         real = resolved(t, flag)  # one lock per real output: a symbolic link to it meets the same lock
-        self.path = real.parent / f".{real.name or 'out'}.geoprobe.lock"
+        self.path = real.parent / f".{real.name or 'out'}{LOCK_SUFFIX}"
         self._fd: int | None = None
         self._made: list[Path] = []
 

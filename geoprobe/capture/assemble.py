@@ -28,6 +28,17 @@ PER_PROMPT = ("next_entropy", "next_top_ids", "next_top_probs")
 SITE_FIELDS = ("values", "keys", "queries", "attn_out")
 
 
+def batches_of(
+    lengths: Int[np.ndarray, " n"], batch_size: int, *, by_length: bool = True, one_length: bool = False
+) -> list[np.ndarray]:
+    """Indices of prompts of token counts ``lengths`` cut into batches of ``batch_size``: the longest first
+    (``by_length``; else in input order), or, with ``one_length``, only prompts of one length in a batch, so
+    that none is padded (a model whose own output moves with padding: each prompt computed as it is alone)."""
+    order = np.argsort(-lengths, kind="stable") if by_length or one_length else np.arange(len(lengths))
+    groups = [order[lengths[order] == n] for n in dict.fromkeys(lengths[order].tolist())] if one_length else [order]
+    return [g[i : i + batch_size] for g in groups for i in range(0, len(g), batch_size)]
+
+
 class CaptureArrays:
     """The arrays of one capture of ``n`` prompts (token counts ``lengths``, tokens cut ``cut``) at model
     layers ``layers``, allocated at once; a batch's rows are written in place (:meth:`put`, or directly
@@ -78,19 +89,11 @@ class CaptureArrays:
             "next_top_ids": np.zeros((n, self.k_top), dtype=np.int64),
             "next_top_probs": np.zeros((n, self.k_top), dtype=np.float32),
         }
-        order = np.argsort(-lengths, kind="stable") if config.sort_by_length else np.arange(n)
         #: how far padding on the capture's side moves this model's own output (None: it does not)
         self.padding_moves = getattr(model.arch, "padding_dependent", {}).get(config.padding_side)
-        if self.padding_moves is None:
-            self.batches = [order[i : i + config.batch_size] for i in range(0, n, config.batch_size)]
-        else:  # one length per batch: no padding, each prompt computed as it is alone
-            order = np.argsort(-lengths, kind="stable")
-            self.batches = []
-            for length in dict.fromkeys(lengths[order].tolist()):
-                same = order[lengths[order] == length]
-                self.batches += [same[i : i + config.batch_size] for i in range(0, len(same), config.batch_size)]
-        #: the batches a capture of these prompts would run without that (the cost, stated in a warning)
-        self.padded_batches = -(-n // config.batch_size)
+        self.batches = batches_of(
+            lengths, config.batch_size, by_length=config.sort_by_length, one_length=self.padding_moves is not None
+        )
         self.todo = list(range(len(self.batches)))
         self.done = 0
         self.ckpt: CaptureCheckpoint | None = None

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.capture.assemble import CaptureArrays
+from geoprobe.capture.assemble import CaptureArrays, batches_of
 from geoprobe.capture.forward import check_finite_rows, check_recorded, final_hidden, run_batch
 from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
@@ -205,20 +205,11 @@ def final_position_logits(
     final position of token sequences ``ids[rows]``, in left-padded batches of similar length with
     ``logits_to_keep=1`` (only the final position reaches the head). Longest sequences first. A model whose
     output moves with left padding (``Architecture.padding_dependent``) gets batches of one length only."""
-    lengths = np.array([len(s) for s in ids])
-    order = np.argsort(-lengths, kind="stable")
+    one_length = "left" in getattr(model.arch, "padding_dependent", {})
+    batches = batches_of(np.array([len(s) for s in ids]), batch_size, one_length=one_length)
     pad_id = model.tokenizer.pad_token_id
     if pad_id is None:
         pad_id = model.tokenizer.eos_token_id or 0
-    if "left" in getattr(model.arch, "padding_dependent", {}):
-        batches = [
-            same[i : i + batch_size]
-            for n in dict.fromkeys(lengths[order].tolist())
-            for same in [order[lengths[order] == n]]
-            for i in range(0, len(same), batch_size)
-        ]
-    else:
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     with torch.inference_mode():
         for rows in batches:
             tok, mask = pad_batch([ids[r] for r in rows], pad_id, "left")
@@ -277,7 +268,7 @@ def plan_capture(
             f"{model.provenance.model_id}: its own output moves with {config.padding_side} padding (by "
             f"{plan.padding_moves:.2g} of its logits' scale, measured at load: its key selection is not "
             f"padding-aware), so prompts were batched by equal length, each computed as it is alone: "
-            f"{len(plan.batches)} batches instead of {plan.padded_batches}",
+            f"{len(plan.batches)} batches instead of {-(-len(ids) // config.batch_size)}",
             stacklevel=3,
         )
     return ids, plan

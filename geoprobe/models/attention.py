@@ -257,18 +257,17 @@ class Probe:
         if not self.pre_rotary or layer in self.post_rotary_layers or layer not in self.rotary:
             return q, k
         rf, pair = self.rotary_functions[layer], self.rotary[layer]
-        parts = [x for x in (q, k) if x is not None]
-        if not parts:
-            return q, k
-        if len(parts) == 2 and q.shape[-1] == k.shape[-1] and q.dtype == k.dtype:  # type: ignore[union-attr]
-            parts = [torch.cat(parts, dim=1)]
-        key = (id(pair[0]), id(pair[1]), parts[0].shape[-1], parts[0].dtype)
-        if key not in self.divisors:
-            self.divisors[key] = unrotation_divisor(rf, pair, parts[0].shape[-1], parts[0].dtype)
-        out = [unrotate(rf, x, pair, self.divisors[key] if x.shape[-1] == key[2] else None) for x in parts]
-        if len(out) == 1 and q is not None and k is not None:
-            return out[0][:, : q.shape[1]], out[0][:, q.shape[1] :]
-        return (out[0], out[1]) if len(out) == 2 else ((out[0], None) if q is not None else (None, out[0]))
+
+        def back(x: torch.Tensor) -> torch.Tensor:
+            key = (id(pair[0]), id(pair[1]), x.shape[-1], x.dtype)
+            if key not in self.divisors:
+                self.divisors[key] = unrotation_divisor(rf, pair, x.shape[-1], x.dtype)
+            return unrotate(rf, x, pair, self.divisors[key])
+
+        if q is not None and k is not None and q.shape[-1] == k.shape[-1] and q.dtype == k.dtype:
+            both = back(torch.cat([q, k], dim=1))
+            return both[:, : q.shape[1]], both[:, q.shape[1] :]
+        return (None if q is None else back(q)), (None if k is None else back(k))
 
 
 def rotary_function(module: Any) -> RotaryFunction | None:

@@ -69,18 +69,21 @@ def _logits(hf_model: Any, ids: torch.Tensor, **kw: Any) -> torch.Tensor:
         raise forward_fails(architecture_name(hf_model), exc) from exc
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal within RTOL of the logits' scale; non-finite entries must sit at the same places (a model
-    that overflows is told so by the capture, which names the layer and site, not by these checks)."""
-    if a.shape != b.shape:
-        return False
+def _relative_difference(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a − b| over the logits' scale max |b| (at least 1e-6), over the finite entries; inf where a
+    non-finite entry of one is not one of the other (a model that overflows is told so by the capture, which
+    names the layer and site, not by these checks). ``a`` and ``b`` have one shape."""
     fa, fb = torch.isfinite(a), torch.isfinite(b)
     if not bool((fa == fb).all()):
-        return False
+        return float("inf")
     if not bool(fa.any()):
-        return True
-    a, b = a[fa], b[fb]
-    return float((a - b).abs().max()) <= RTOL * float(b.abs().max().clamp_min(1e-6))
+        return 0.0
+    return float((a[fa] - b[fb]).abs().max()) / float(b[fb].abs().max().clamp_min(1e-6))
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal within RTOL of the logits' scale (:func:`_relative_difference`)."""
+    return a.shape == b.shape and _relative_difference(a, b) <= RTOL
 
 
 def own_logits(hf_model: Any) -> torch.Tensor:
@@ -239,13 +242,5 @@ def _padded_against_alone(
         )
     except (TypeError, UnsupportedArchitectureError):  # no padded batches at all: a capture says so itself
         return 0.0
-    worst = 0.0
-    for r in range(1, len(lengths)):
-        a, b = got[r, spans[r]], alone[r]
-        fa, fb = torch.isfinite(a), torch.isfinite(b)
-        if not bool((fa == fb).all()):  # a non-finite logit in one and not the other
-            return float("inf")
-        if bool(fb.any()):
-            scale = b[fb].abs().max().clamp_min(1e-6)
-            worst = max(worst, float((a[fa] - b[fb]).abs().max() / scale))
+    worst = max(_relative_difference(got[r, spans[r]], alone[r]) for r in range(1, len(lengths)))
     return worst if worst > padding_tolerance(hf_model) else 0.0

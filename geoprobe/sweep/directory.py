@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from geoprobe.errors import ForeignOutputError, ResultsError, SweepError
+from geoprobe.errors import ForeignOutputError, GeoprobeError, ResultsError, SweepError
 from geoprobe.kinds import (
     CELL_MARK,
     CELL_MARK_KIND,
@@ -45,12 +45,11 @@ from geoprobe.kinds import (
     TABLE_KIND,
     file_kind,
 )
-from geoprobe.outputs import FIGURES_DIR, shown
+from geoprobe.outputs import FIGURES_DIR, LOCK_SUFFIX, OutputLock, shown
 from geoprobe.paths import read_regular, write_json
 from geoprobe.sweep.plan import Cell, Plan, canonical_json, expected_model_id, located
 
 CELLS = "cells"
-LOCK_SUFFIX = ".geoprobe.lock"  # outputs.OutputLock's file beside each output
 MANIFEST = "sweep.json"
 #: what a sweep directory holds besides its cells (the marker first)
 SWEEP_FILES = (SWEEP_MARK, MANIFEST, "sweep.parquet", "sweep.html")
@@ -386,9 +385,6 @@ def remove_strays(out: Path, uid: str) -> None:
     """What a stopped run left in OUT/cells: temporary cell directories (``.<id>.tmp-*``, ``.<id>.old-*``) that
     carry this sweep's record, and cell locks no process holds (``.<id>.geoprobe.lock``: a kill before the
     lock's removal; the cell, once finished, is not run again to remove it)."""
-    from geoprobe.errors import GeoprobeError
-    from geoprobe.outputs import OutputLock
-
     for entry in _listdir(out / CELLS):
         p = out / CELLS / entry
         if entry.startswith(".") and (".tmp-" in entry or ".old-" in entry):
