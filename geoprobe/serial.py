@@ -155,8 +155,11 @@ class Record:
         names, out = self.STORED_AS, {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
-            if f.metadata.get("stored", True) and not (value is None and f.metadata.get("omit_none")):
-                out[names.get(f.name, f.name)] = encode(value)
+            if not f.metadata.get("stored", True) or (value is None and f.metadata.get("omit_none")):
+                continue
+            if f.metadata.get("omit_default") and value == f.default:  # files from before the field re-encode as read
+                continue
+            out[names.get(f.name, f.name)] = encode(value)
         return out
 
     @classmethod

@@ -32,7 +32,7 @@ from geoprobe.serial import Record
 _TOL = 1e-6  # float32 entropies can be a hair below 0
 
 
-def _reduction(first: np.ndarray, last: np.ndarray, axis: int = -1) -> np.ndarray:
+def entropy_reduction(first: np.ndarray, last: np.ndarray, axis: int = -1) -> np.ndarray:
     """``100 (1 - mean(last) / mean(first))`` along ``axis`` (vectorised for the bootstrap)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100.0 * (1.0 - np.mean(last, axis=axis) / np.mean(first, axis=axis))
@@ -148,7 +148,7 @@ def attention_focusing(
         reduction, p = Estimate(0.0, 0.0, 0.0, confidence), 1.0
     else:
         reduction = bootstrap_ci(
-            (first, last), _reduction, confidence=confidence, n_resamples=n_resamples, random_state=rng
+            (first, last), entropy_reduction, confidence=confidence, n_resamples=n_resamples, random_state=rng
         )
         p = (
             math.nan

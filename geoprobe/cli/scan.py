@@ -161,6 +161,7 @@ def print_scan(result: Any, reporter: Any = None) -> None:
     for r, c in zip(result.scorecard.rows(), result.scorecard.criteria):
         out.print(
             f"{'PASS' if c.passes else 'fail'}  {r['criterion']}: {r['value']} ({r['ci']}); "
-            f"beats null: {r['beats_null']}",
+            + (f"threshold {r['threshold']}; vs random init {r['vs_init']}; " if "threshold" in r else "")
+            + f"beats null: {r['beats_null']}",
             highlight=False,
         )

@@ -7,7 +7,7 @@ scan recipe's tables to :meth:`ScanConfig.from_tables`; command-line flags overr
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -31,7 +31,12 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "float": ((int, float), "a number"),
     "bool": ((bool,), "true or false"),
     "str": ((str,), "a string"),
+    "str | None": ((str, type(None)), "a string"),
 }
+#: a setting added after 0.1.0: not written while it holds its default, so older files re-encode as read
+_NEW = {"omit_default": True}
+#: the most random-init draws of the scorecard's null
+MAX_INIT_DRAWS = 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +59,12 @@ class ScanConfig(Record):
     init_baseline: bool = True  # key orthogonality of the architecture's own random init
     seed: int = 0  # seeds the prompt sampling and every resampling
     sampling: SamplingConfig = SamplingConfig()  # how corpus sets are drawn (stratified by next-token entropy)
+    #: the scorecard's null: random-init draws of the architecture on the same prompts (geoprobe.scan.nulls)
+    init_draws: int = field(default=3, metadata=_NEW)
+    #: the model's own initialisation (a step-0 checkpoint) as the null instead (None: found or drawn)
+    baseline: str | None = field(default=None, metadata=_NEW)
+    #: what capture keeps of the final token's attention: its entropy, or also the distribution (capture/)
+    attention: Literal["entropy", "distribution"] = field(default="entropy", metadata=_NEW)
 
     #: upper limits (docs/outputs.md): resampling counts, and a forward batch (memory is estimated too)
     LIMITS: ClassVar[dict[str, Limit]] = {
@@ -102,6 +113,15 @@ class ScanConfig(Record):
                 f"null kind {self.null_kind!r} is not gaussian|permute; pass --null gaussian|permute "
                 "(null_kind in a probe)"
             )
+        if not 0 <= self.init_draws <= MAX_INIT_DRAWS:
+            raise ProbeError(
+                f"init draws {self.init_draws} outside 0..{MAX_INIT_DRAWS}; pass --init-draws 0 to "
+                f"{MAX_INIT_DRAWS} (init_draws in a probe's [analyses]; 0: no random-init null, nothing passes)"
+            )
+        if self.attention not in ("entropy", "distribution"):
+            raise ProbeError(
+                f"attention {self.attention!r} is not entropy|distribution; set attention in a probe's [capture]"
+            )
         if self.ci_layers not in ("final", "all"):
             raise ProbeError(
                 f"ci layers {self.ci_layers!r} is not final|all; pass --ci-layers final|all (ci_layers in a probe)"
@@ -133,12 +153,13 @@ class ScanConfig(Record):
             key = "file" if prompt_source_kind(self.prompts) == "file" else "set"
             tables["prompts"] = {key: str(Path(self.prompts).resolve()) if key == "file" else self.prompts}
         values = {
+            **{f.name: getattr(self, f.name) for f in fields(self)},
             **self.to_dict(),
             "layers": "all" if self.layers is None else list(self.layers),
             **{k: getattr(self.sampling, _RENAMED.get(k, k)) for k in _SAMPLING_KEYS},
         }
         for table in ("capture", "analyses", "figures", "sampling"):
-            tables[table] = {key: values[f] for key, f in SECTIONS[table].items()}
+            tables[table] = {key: values[f] for key, f in SECTIONS[table].items() if values[f] is not None}
         return tables
 
     def updated(self, **changes: Any) -> "ScanConfig":
@@ -164,7 +185,7 @@ def sampling_config(d: dict[str, Any]) -> SamplingConfig:
 # -- recipe tables -------------------------------------------------------------------------------------
 SECTIONS = {  # TOML table -> the ScanConfig fields it may set
     "prompts": {"set": "prompts", "file": "prompts"},
-    "capture": {"layers": "layers", "batch_size": "batch_size", "max_tokens": "max_tokens"},
+    "capture": {"layers": "layers", "batch_size": "batch_size", "max_tokens": "max_tokens", "attention": "attention"},
     "analyses": {
         "run": "analyses",
         "n_resamples": "n_resamples",
@@ -174,6 +195,8 @@ SECTIONS = {  # TOML table -> the ScanConfig fields it may set
         "n_permutations": "n_permutations",
         "confidence": "confidence",
         "init_baseline": "init_baseline",
+        "init_draws": "init_draws",
+        "baseline": "baseline",
         "seed": "seed",
         "ci_layers": "ci_layers",
     },

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from geoprobe.analysis.alignment import AlignmentProfile
+from geoprobe.analysis.initnull import InitNull
 from geoprobe.analysis.focusing import AttentionFocusing
 from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
@@ -53,6 +54,8 @@ class ScanResult(Result, Page):
     alignment: AlignmentProfile | None = None
     orthogonality: KeyOrthogonality | None = None
     focusing: AttentionFocusing | None = None
+    #: the scorecard's null: the architecture at random initialisation on the same prompts (issue 37)
+    init_null: InitNull | None = field(default=None, metadata={"omit_none": True})
 
     def rows(self) -> list[dict[str, Any]]:
         """The scan as tidy rows, one per layer × metric (geoprobe.scan.tidy)."""

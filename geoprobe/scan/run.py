@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from geoprobe.analysis.initnull import InitNull
 from geoprobe.capture.result import Capture
 from geoprobe.checks import bool_arg, config_arg, model_arg, prompts_arg
 from geoprobe.errors import PromptError
@@ -159,40 +160,23 @@ def random_init_key_weights(
     return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed}){alone}"
 
 
-def step0_key_weights(model: Any, cap: Capture) -> tuple[np.ndarray | None, str | None, str | None]:
-    """For Pythia loaded from the Hub: W_K of the released ``step0`` checkpoint, the model's own
-    initialisation. Returns (w_k, label, note); w_k is None with a note saying why when the
-    checkpoint is not reachable (offline, not cached)."""
-    from geoprobe.capture.run import key_weights
-    from geoprobe.errors import GeoprobeError
-    from geoprobe.models.loading import load_model
-
-    spec = getattr(model, "spec", None)
-    if spec is None or "step0" not in (spec.revisions or ()) or model.provenance.source != "hub":
-        return None, None, None
-    if model.provenance.weights.startswith("step0@"):
-        return None, None, "the scanned weights are step0 themselves; the init baseline is the twin's"
-    try:
-        init = load_model(spec.alias, revision="step0", dtype="float32", device="cpu")
-    except GeoprobeError as exc:
-        return None, None, f"step0 baseline unavailable, using the architecture's random init instead: {exc}"
-    w = key_weights(init, cap.layers)
-    return w, f"{spec.alias} step0 checkpoint (released initialisation)", None
-
-
 def analyse(
     cap: Capture,
     config: ScanConfig = ScanConfig(),
     *,
     init_w_k: np.ndarray | None = None,
     init_label: str | None = None,
+    null: InitNull | None = None,
     notes: Sequence[str] = (),
     timings: dict[str, float] | None = None,
     progress: Progress | None = None,
     prompt_set: dict[str, Any] | None = None,
 ) -> ScanResult:
     """Run the configured analysers on a capture (no model needed): each registered metric of
-    ``config.analyses`` (geoprobe.scan.metrics), in the registry's order."""
+    ``config.analyses`` (geoprobe.scan.metrics), in the registry's order, then the scorecard against
+    ``null`` (the random-init null the scan captured: ``ScanResult.init_null``; None: no criterion passes)."""
+    from geoprobe.analysis.initnull import pc_shares_resampled, resample_indices
+
     from geoprobe.scan.metrics import METRICS, Context
 
     if cap.n_prompts < MIN_PROMPTS:
@@ -220,11 +204,19 @@ def analyse(
         step(name)
         parts[name] = METRICS[name].compute(cap, config, ctx)
     step(None)
+    idx = resample_indices(cap.n_prompts, config.n_resamples, seed)
+    shares_boot = None
+    if null is not None and "manifold" in parts:
+        last = cap.per_layer("values")[-1].reshape(cap.n_prompts, -1)
+        shares_boot = pc_shares_resampled(last, idx[: null.pc1_boot.shape[1]])
     card = build_scorecard(
         model,
         parts.get("manifold"),
         parts.get("orthogonality"),
         parts.get("focusing"),
+        null=null,
+        shares_boot=shares_boot,
+        idx=idx,
         n_resamples=config.n_resamples,
         confidence=config.confidence,
         random_state=seed,
@@ -241,6 +233,7 @@ def analyse(
         timings=timings,
         notes=tuple(notes),
         prompt_set=prompt_set,
+        init_null=null,
         **parts,
     )
 
@@ -295,6 +288,7 @@ def scan(
         batch_size=config.batch_size,
         max_tokens=config.max_tokens,
         key_weights=any(METRICS[a].key_weights for a in config.analyses),
+        attention=config.attention,
     )
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -314,14 +308,26 @@ def scan(
         notes.append(str(w.message))
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     timings["capture_s"] = time.perf_counter() - t
-    init_w_k = init_label = None
-    if config.init_baseline and "orthogonality" in config.analyses:
+    init_w_k = init_label = null = None
+    if config.init_baseline:
+        from geoprobe.analysis.initnull import resample_indices
+        from geoprobe.scan.nulls import init_null
+
         t = time.perf_counter()
-        init_w_k, init_label, note = step0_key_weights(m, cap)
-        if note:
+        if progress is not None:
+            progress("random-init null", 0, 1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            null, init_w_k = init_null(m, texts, config, cap, resample_indices(cap.n_prompts, config.n_resamples, config.seed))
+        for w in caught:
+            notes.append(str(w.message))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if null is None:
+            note = "no random-init null: no criterion can pass (--init-draws 0, or see the note above)"
             warnings.warn(note, stacklevel=2)
             notes.append(note)
-        if init_w_k is None:
+        init_label = None if null is None else null.label
+        if init_w_k is None and "orthogonality" in config.analyses:
             init_w_k, init_label = random_init_key_weights(cap, m.hf_model.config, config.seed, m.arch)
         timings["init_baseline_s"] = time.perf_counter() - t
     result = analyse(
@@ -329,6 +335,7 @@ def scan(
         config,
         init_w_k=init_w_k,
         init_label=init_label,
+        null=null,
         notes=notes,
         timings=timings,
         progress=progress,

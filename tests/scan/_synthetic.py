@@ -79,3 +79,18 @@ def synthetic_capture(
         w_k=w_k.astype(np.float32),
     )
     return cap, gauss.astype(np.float32)
+
+
+def synthetic_null(cap: Capture, draws: int = 3, n_resamples: int = 200, seed: int = 0, first_seed: int = 100):
+    """The random-init null of ``cap``'s scan: ``draws`` unstructured captures of the same shape (their own
+    Gaussian W_K), reduced by the scan's own code on its shared resample indices."""
+    from geoprobe.analysis.initnull import resample_indices
+    from geoprobe.scan.nulls import null_of
+
+    L, n = cap.values.shape[:2]
+    Hkv, d = cap.values.shape[2:]
+    shape = dict(n=n, L=L, H=cap.attn_entropy.shape[2], Hkv=Hkv, d=d, D=cap.layout.d_model)
+    caps = [synthetic_capture(structured=False, seed=first_seed + j, **shape)[0] for j in range(draws)]
+    idx = resample_indices(n, n_resamples, seed)
+    seeds = tuple(first_seed + j for j in range(draws))
+    return null_of([(c, c.w_k) for c in caps], "twin", "synthetic random init", seeds, idx)

@@ -1,6 +1,7 @@
 """analyse() on synthetic captures with planted geometry: the scorecard must find what was planted
 and must not find it in noise."""
 
+import importlib
 import json
 
 import numpy as np
@@ -10,7 +11,7 @@ from geoprobe.errors import PromptError, ResultsError
 from geoprobe.scan import ScanConfig, ScanResult, analyse
 from geoprobe.scan.run import dedupe_prompts
 
-from ._synthetic import synthetic_capture
+from ._synthetic import synthetic_capture, synthetic_null
 
 FAST = ScanConfig(n_resamples=200, pca_resamples=50, null_draws=50, n_permutations=200)
 
@@ -18,13 +19,15 @@ FAST = ScanConfig(n_resamples=200, pca_resamples=50, null_draws=50, n_permutatio
 @pytest.fixture(scope="module")
 def planted():
     cap, init = synthetic_capture(structured=True)
-    return cap, analyse(cap, FAST, init_w_k=init, init_label="gaussian init")
+    null = synthetic_null(cap, n_resamples=FAST.n_resamples)
+    return cap, analyse(cap, FAST, init_w_k=init, init_label="gaussian init", null=null)
 
 
 @pytest.fixture(scope="module")
 def noise():
     cap, init = synthetic_capture(structured=False)
-    return cap, analyse(cap, FAST, init_w_k=init, init_label="gaussian init")
+    null = synthetic_null(cap, n_resamples=FAST.n_resamples)
+    return cap, analyse(cap, FAST, init_w_k=init, init_label="gaussian init", null=null)
 
 
 def crit(result, key):
@@ -54,8 +57,10 @@ def test_noise_does_not_beat_the_matched_nulls(noise):
     # n=80 prompts in d=32: PC1 of pure noise is far above 1/d, and the null band says so
     assert r.manifold.null[-1].pc1.value > 1.5 / 32
     assert not crit(r, "attention_focusing").beats_null
-    assert not crit(r, "key_orthogonality").beats_null  # trained == init
-    assert crit(r, "key_orthogonality").passes  # Gaussian columns in 64 dims are already < 0.20
+    o = crit(r, "key_orthogonality")
+    assert not o.beats_null  # Gaussian columns like the init's
+    assert o.threshold_met and not o.passes  # Gaussian columns in 64 dims are already < 0.20: not enough
+    assert not any(c.passes for c in r.scorecard.criteria)
     assert all(p > 0.01 for p in r.alignment.p_bonferroni)
 
 
@@ -162,17 +167,17 @@ def _hub_pythia(weights="main@abc"):
 
     from geoprobe.models.registry import ALIASES
 
-    return SimpleNamespace(spec=ALIASES["pythia-70m"], provenance=SimpleNamespace(source="hub", weights=weights))
+    return SimpleNamespace(
+        spec=ALIASES["pythia-70m"], provenance=SimpleNamespace(source="hub", weights=weights, dtype="float32")
+    )
 
 
-def test_pythia_init_baseline_prefers_the_released_step0_checkpoint(monkeypatch, twin_factory):
-    """For Pythia from the Hub the init baseline is W_K of revision step0; here a tiny twin stands
-    in for the step0 download (no hub on this machine)."""
-    from types import SimpleNamespace
-
+def test_pythia_null_is_the_released_step0_checkpoint(monkeypatch, twin_factory):
+    """For Pythia from the Hub the random-init null is revision step0, the model's own initialisation;
+    here a tiny twin stands in for the step0 download (no hub on this machine)."""
     import geoprobe.models.loading as loading
-    from geoprobe.capture.run import key_weights
-    from geoprobe.scan.run import step0_key_weights
+    from geoprobe.scan.config import ScanConfig
+    from geoprobe.scan.nulls import null_models
 
     stand_in = twin_factory("pythia-70m")
     asked = {}
@@ -182,23 +187,28 @@ def test_pythia_init_baseline_prefers_the_released_step0_checkpoint(monkeypatch,
         return stand_in
 
     monkeypatch.setattr(loading, "load_model", fake_load)
-    w, label, note = step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0, 2)))
-    assert asked == {"name": "pythia-70m", "revision": "step0"} and note is None and "step0" in label
-    np.testing.assert_array_equal(w, key_weights(stand_in, (0, 2)))
+    ((m, source, seed, label),) = list(null_models(_hub_pythia(), ScanConfig(prompts="builtin")))
+    assert asked == {"name": "pythia-70m", "revision": "step0"} and m is stand_in
+    assert source == "step0" and seed is None and "step0" in label
 
 
-def test_pythia_step0_unreachable_falls_back_with_a_note(monkeypatch):
-    from types import SimpleNamespace
-
+def test_pythia_step0_unreachable_falls_back_to_random_init_draws_with_a_note(monkeypatch, twin_factory):
     import geoprobe.models.loading as loading
+    nulls = importlib.import_module("geoprobe.scan.nulls")
     from geoprobe.errors import ModelUnavailableError
-    from geoprobe.scan.run import step0_key_weights
+    from geoprobe.scan.config import ScanConfig
 
     def offline(name, revision=None, **kw):
         raise ModelUnavailableError(f"model {name!r}@{revision}: hub unreachable")
 
     monkeypatch.setattr(loading, "load_model", offline)
-    w, label, note = step0_key_weights(_hub_pythia(), SimpleNamespace(layers=(0,)))
-    assert w is None and "step0 baseline unavailable" in note and "hub unreachable" in note
-    # not Pythia, or a twin: no step0 attempt at all
-    assert step0_key_weights(SimpleNamespace(spec=None), SimpleNamespace(layers=(0,))) == (None, None, None)
+    stand_in = twin_factory("pythia-70m")
+    pythia = _hub_pythia()
+    pythia.hf_model, pythia.device = stand_in.hf_model, stand_in.device
+    monkeypatch.setattr(nulls, "random_init_like", lambda m, seed: ("draw", seed))
+    with pytest.warns(UserWarning, match="step0 baseline unavailable.*hub unreachable"):
+        got = list(nulls.null_models(pythia, ScanConfig(prompts="builtin", init_draws=2, seed=1)))
+    assert [(m, s, seed) for m, s, seed, _ in got] == [
+        (("draw", 11000), "twin", 11000),
+        (("draw", 11001), "twin", 11001),
+    ]
