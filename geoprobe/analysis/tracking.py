@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.special
 from jaxtyping import Float, Int
 
@@ -43,6 +44,7 @@ from geoprobe.analysis.workers import check_stop
 from geoprobe.serial import Record
 
 _BATCH_ELEMENTS = 4_000_000  # float64 elements per batch of halves / Gram matrices (32 MB)
+_NO_VARIANCE = 1e-12  # centred ‖XᵀX‖_F at or below this fraction of ‖X‖²_F: rounding, no variance
 
 
 # -- subspaces and axes ----------------------------------------------------------------------
@@ -95,6 +97,7 @@ def linear_cka(x: Float[np.ndarray, "n d1"], y: Float[np.ndarray, "n d2"]) -> fl
     identical inputs, invariant to orthogonal maps and isotropic scaling of either side; NaN when a
     side has no variance."""
     x, y = _paired(x, y)
+    floor = _NO_VARIANCE * np.array([np.vdot(x, x), np.vdot(y, y)])
     x, y = x - x.mean(axis=0), y - y.mean(axis=0)
     n, d1, d2 = x.shape[0], x.shape[1], y.shape[1]
     with quiet():
@@ -104,7 +107,7 @@ def linear_cka(x: Float[np.ndarray, "n d1"], y: Float[np.ndarray, "n d2"]) -> fl
         else:
             num = np.linalg.norm(y.T @ x) ** 2
             nx, ny = np.linalg.norm(x.T @ x), np.linalg.norm(y.T @ y)
-        return float(num / (nx * ny)) if nx > 0 and ny > 0 else math.nan
+        return float(num / (nx * ny)) if nx > floor[0] and ny > floor[1] else math.nan
 
 
 def linear_cka_resampled(
@@ -133,8 +136,9 @@ def linear_cka_resampled(
         k, g = (_double_centre(a[rows[:, :, None], rows[:, None, :]]) for a in (k0, g0))
         num = np.einsum("bij,bij->b", k, g)
         nx, ny = np.sqrt(np.einsum("bij,bij->b", k, k)), np.sqrt(np.einsum("bij,bij->b", g, g))
+        live = (nx > _NO_VARIANCE * np.diag(k0)[rows].sum(1)) & (ny > _NO_VARIANCE * np.diag(g0)[rows].sum(1))
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[start : start + len(rows)] = np.where((nx > 0) & (ny > 0), num / (nx * ny), np.nan)
+            out[start : start + len(rows)] = np.where(live, num / (nx * ny), np.nan)
     return out
 
 
@@ -179,10 +183,11 @@ def _with_sink(a: np.ndarray) -> np.ndarray:
 class SplitHalf(Record):
     """Split-half stability of PC1: ``value`` is the median over ``n_splits`` random halvings of the
     prompts of |cos| between PC1 fitted on one half and PC1 fitted on the other (each half
-    standardised on its own, as ValueManifold would), its interval the splits' central
-    ``confidence`` quantiles. The null: every column permuted independently across prompts (no
-    cross-feature structure, same n and d), one random halving per draw; ``null_mean`` and
-    ``null_high`` (upper ``confidence`` quantile) of its |cos|. ``identifiable``: value > null_high."""
+    centred on its own after the layer's z-scoring; see :func:`split_half_pc1`), its interval the
+    splits' central ``confidence`` quantiles. The null: every column permuted independently across
+    prompts (no cross-feature structure, same n and d), ``null_draws`` halvings of ``null_sets``
+    such data sets; ``null_mean`` and ``null_high`` (upper ``confidence`` quantile) of their |cos|.
+    ``identifiable``: value > null_high."""
 
     value: Estimate
     null_high: float
@@ -191,12 +196,13 @@ class SplitHalf(Record):
     d: int
     n_splits: int
     null_draws: int
+    null_sets: int
     identifiable: bool
 
     def __post_init__(self) -> None:
         for name in ("null_high", "null_mean"):
             object.__setattr__(self, name, float(getattr(self, name)))
-        for name in ("n", "d", "n_splits", "null_draws"):
+        for name in ("n", "d", "n_splits", "null_draws", "null_sets"):
             object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "identifiable", bool(self.identifiable))
         if not isinstance(self.value, Estimate):
@@ -244,23 +250,57 @@ def eigengap(ratios: Float[np.ndarray, " k"], n: int) -> Eigengap:
     return Eigengap(r1, r2, int(n), gap, err, bool(gap > err))
 
 
-def _pc1(h: np.ndarray) -> np.ndarray:
-    """Unit PC1 loadings (B, D) of each standardised half in the batch (B, m, D); constant columns
-    load 0; NaN rows where a half has no variance."""
-    z = zscore(h)
+def _top_pairs(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Largest eigenvalue (B,) and its unit eigenvector (B, m) of each symmetric matrix in ``g``
+    (LAPACK dsyevr for one index, called directly: a fraction of a full eigendecomposition)."""
+    m = g.shape[-1]
+    lam, vec = np.empty(len(g)), np.empty(g.shape[:2])
+    for i, a in enumerate(g):
+        w, v, _, _, info = scipy.linalg.lapack.dsyevr(a, compute_v=1, range="I", il=m, iu=m)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"dsyevr failed (info={info})")
+        lam[i], vec[i] = w[0], v[:, 0]
+    return np.clip(lam, 0.0, None), vec
+
+
+def _cos_from_gram(k: np.ndarray, orders: np.ndarray, m: int) -> np.ndarray:
+    """|cos| between the PC1 loadings of rows ``orders[:, :m]`` and ``orders[:, m:]`` of standardised
+    data z, each half centred on its own, from K = z zᵀ alone: with u the top eigenvector (eigenvalue
+    λ) of a half's centred Gram H K H, the loading is zᵀHu/√λ, so the cosine is uₐᵀ K[A, B] u_b / √(λₐλ_b)."""
+    a, b = orders[:, :m], orders[:, m:]
+    lam_a, u_a = _top_pairs(_double_centre(k[a[:, :, None], a[:, None, :]]))
+    lam_b, u_b = _top_pairs(_double_centre(k[b[:, :, None], b[:, None, :]]))
+    u_a -= u_a.mean(axis=1, keepdims=True)  # ⊥ 1 already, up to rounding
+    u_b -= u_b.mean(axis=1, keepdims=True)
+    cross = np.einsum("si,sij,sj->s", u_a, k[a[:, :, None], b[:, None, :]], u_b)
+    tiny = np.finfo(float).eps * np.maximum(np.trace(k) / len(k), np.finfo(float).tiny)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((lam_a > tiny) & (lam_b > tiny), np.abs(cross) / np.sqrt(lam_a * lam_b), np.nan)
+
+
+def _pc1(h: np.ndarray, scale: bool) -> np.ndarray:
+    """Unit PC1 loadings (B, D) of each half in the batch (B, m, D), centred (and z-scored with
+    ``scale``) on its own; constant columns load 0; NaN rows where a half has no variance."""
+    z = zscore(h, scale=scale)
     if z.shape[1] <= z.shape[2]:
-        _, u = np.linalg.eigh(z @ np.swapaxes(z, 1, 2))  # m × m Gram: PC1 ∝ zᵀu₁
-        v = np.einsum("bmd,bm->bd", z, u[:, :, -1])
+        _, u = _top_pairs(z @ np.swapaxes(z, 1, 2))  # m × m Gram: PC1 ∝ zᵀu₁
+        v = np.einsum("bmd,bm->bd", z, u)
     else:
-        v = np.linalg.eigh(np.swapaxes(z, 1, 2) @ z)[1][:, :, -1]
+        v = _top_pairs(np.swapaxes(z, 1, 2) @ z)[1]
     norm = np.linalg.norm(v, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(norm > 0, v / norm, np.nan)
 
 
-def _half_cos(halves: np.ndarray, m: int) -> np.ndarray:
-    """|cos| between the PC1s of rows [:m] and [m:] of each (n, D) data set in the batch (B, n, D)."""
-    return np.abs(np.einsum("bd,bd->b", _pc1(halves[:, :m]), _pc1(halves[:, m:])))
+def _cos_from_rows(x: np.ndarray, orders: np.ndarray, m: int, scale: bool) -> np.ndarray:
+    """The same |cos| from the rows themselves, each half standardised on its own (``scale``) or
+    only centred; batched ~32 MB at a time."""
+    out, step = np.empty(len(orders)), max(1, _BATCH_ELEMENTS // x.size)
+    for start in range(0, len(orders), step):
+        check_stop()
+        h = x[orders[start : start + step]]
+        out[start : start + len(h)] = np.abs(np.einsum("bd,bd->b", _pc1(h[:, :m], scale), _pc1(h[:, m:], scale)))
+    return out
 
 
 def split_half_pc1(
@@ -268,33 +308,53 @@ def split_half_pc1(
     *,
     n_splits: int = 200,
     null_draws: int = 200,
+    null_sets: int = 20,
     confidence: float = 0.95,
     random_state: RandomState = 0,
+    restandardise: bool = False,
 ) -> SplitHalf:
-    """:class:`SplitHalf` of one layer's values x (n prompts × D). Halves of ⌊n/2⌋ and ⌈n/2⌉ prompts.
-    The null's draws are whole data sets (each column permuted independently) with one halving each,
-    so ``null_high`` is the upper quantile of a single halving's |cos| under no structure: comparing the
-    observed median with it is conservative (the median over many halvings varies less)."""
+    """:class:`SplitHalf` of one layer's values x (n prompts × D); halves of ⌊n/2⌋ and ⌈n/2⌉ prompts.
+
+    x is z-scored once over all n prompts, as ValueManifold does (its column scales are the
+    layer's fixed coordinates), and each half is centred on its own and gets its own PCA; the
+    cosines then come from the n × n Gram matrix (no pass over D per halving). With
+    ``restandardise`` each half is also z-scored on its own (ValueManifold fitted on the half
+    literally; a pass over n × D per halving).
+
+    The null: ``null_sets`` data sets with every column permuted independently across prompts
+    (exact uniform permutations), ``null_draws`` random halvings spread over them; ``null_high`` is
+    the upper ``confidence`` quantile of a single halving's |cos| under no cross-feature
+    structure. Comparing the observed median with it is conservative (a median over many halvings
+    varies less than one halving)."""
     x = as_matrix(x)
     n, d = x.shape
     if n < 4:
         raise ValueError(f"{n} prompts; two halves with a PC1 each need at least 4")
-    if n_splits < 1 or null_draws < 1 or not 0.0 < confidence < 1.0:
-        raise ValueError(f"n_splits={n_splits}, null_draws={null_draws} (>= 1), confidence={confidence} in (0, 1)")
-    g_split, g_null = np.random.default_rng(random_state).spawn(2)
-    m, step = n // 2, max(1, _BATCH_ELEMENTS // (n * d))
-    xt = np.ascontiguousarray(x.T)
-    obs, null = np.empty(n_splits), np.empty(null_draws)
-    for start in range(0, n_splits, step):
-        check_stop()
-        b = min(step, n_splits - start)
-        obs[start : start + b] = _half_cos(x[g_split.permuted(np.broadcast_to(np.arange(n), (b, n)), axis=1)], m)
-    for start in range(0, null_draws, step):
-        check_stop()
-        b = min(step, null_draws - start)
-        null[start : start + b] = _half_cos(
-            np.swapaxes(g_null.permuted(np.broadcast_to(xt, (b, d, n)), axis=-1), 1, 2), m
+    if min(n_splits, null_draws, null_sets) < 1 or not 0.0 < confidence < 1.0:
+        raise ValueError(
+            f"n_splits={n_splits}, null_draws={null_draws}, null_sets={null_sets} (>= 1), confidence={confidence}"
         )
+    null_sets = min(null_sets, null_draws)
+    g_split, g_null = np.random.default_rng(random_state).spawn(2)
+    m = n // 2
+    data = x if restandardise else zscore(x)
+    gram = not restandardise and m <= d and n * n <= _BATCH_ELEMENTS
+
+    def halvings(g: np.random.Generator, count: int) -> np.ndarray:
+        return g.permuted(np.broadcast_to(np.arange(n), (count, n)), axis=1)
+
+    def stat(a: np.ndarray, orders: np.ndarray) -> np.ndarray:
+        return _cos_from_gram(a @ a.T, orders, m) if gram else _cos_from_rows(a, orders, m, restandardise)
+
+    with one_blas_thread():
+        obs = stat(data, halvings(g_split, n_splits))
+        counts = np.diff(np.linspace(0, null_draws, null_sets + 1).round().astype(int))
+        null = []
+        for count in counts:
+            check_stop()
+            perm = np.argsort(g_null.random((d, n)), axis=1)  # one uniform permutation per column
+            null.append(stat(np.take_along_axis(data.T, perm, axis=1).T, halvings(g_null, int(count))))
+    null = np.concatenate(null)
     tail = (1 - confidence) / 2
     obs, null = obs[np.isfinite(obs)], null[np.isfinite(null)]
     if obs.size == 0:
@@ -304,7 +364,7 @@ def split_half_pc1(
         value = Estimate(float(np.median(obs)), float(lo), float(hi), confidence)
     high = float(np.quantile(null, confidence)) if null.size else math.nan
     mean = float(null.mean()) if null.size else math.nan
-    return SplitHalf(value, high, mean, n, d, n_splits, null_draws, bool(value.value > high))
+    return SplitHalf(value, high, mean, n, d, n_splits, null_draws, null_sets, bool(value.value > high))
 
 
 @dataclass(frozen=True, eq=False)
@@ -359,8 +419,10 @@ def axis_identifiability(
     model: str = "",
     n_splits: int = 200,
     null_draws: int = 200,
+    null_sets: int = 20,
     confidence: float = 0.95,
     random_state: RandomState = 0,
+    restandardise: bool = False,
 ) -> AxisIdentifiability:
     """:func:`split_half_pc1` and :func:`eigengap` (of the ValueManifold spectrum of all n prompts)
     for every layer's values (an (L, n, D) array or one (n, D_l) array per layer, same n). One child
@@ -373,9 +435,8 @@ def axis_identifiability(
     halves, gaps = [], []
     with quiet(), one_blas_thread():
         for v, g in zip(vals, rngs):
-            halves.append(
-                split_half_pc1(v, n_splits=n_splits, null_draws=null_draws, confidence=confidence, random_state=g)
-            )
+            kw = dict(null_sets=null_sets, confidence=confidence, restandardise=restandardise)
+            halves.append(split_half_pc1(v, n_splits=n_splits, null_draws=null_draws, random_state=g, **kw))
             gaps.append(eigengap(spectrum(v), v.shape[0]) if (~constant_columns(v)).any() else eigengap([], v.shape[0]))
     return AxisIdentifiability(
         model=model,
