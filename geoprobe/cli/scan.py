@@ -55,7 +55,15 @@ CiOpt = typer.Option(
 )
 MaxTokensOpt = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP)
 OptionalBatchOpt = typer.Option(None, "--batch-size", help=BATCH_HELP)
-NoInitOpt = typer.Option(False, "--no-init-baseline", help="skip the random-init W_K baseline")
+NoInitOpt = typer.Option(
+    False, "--no-init-baseline", help="skip the random-init null (then no criterion can pass: docs/scan.md)"
+)
+InitDrawsOpt = typer.Option(
+    None, "--init-draws", help="random-init draws of the architecture for the scorecard's null (default 3, 0 to 20)"
+)
+BaselineOpt = typer.Option(
+    None, "--baseline", help="the model's own initialisation (a step-0 checkpoint) as the null, instead of draws"
+)
 
 
 def prompt_choice(prompts: Optional[str], domain: Optional[str]) -> Optional[str]:
@@ -100,6 +108,8 @@ def scan(
     max_tokens: Optional[int] = MaxTokensOpt,
     scatter_layers: Optional[str] = ScatterOpt,
     no_init_baseline: bool = NoInitOpt,
+    init_draws: Optional[int] = InitDrawsOpt,
+    baseline: Optional[str] = BaselineOpt,
     null_kind: Optional[str] = NullOpt,
     ci_layers: Optional[str] = CiOpt,
     seed: Optional[int] = OptionalSeedOpt,
@@ -132,6 +142,7 @@ def parallel_scan(config: ScanConfig, load: LoadOptions, output: OutputOptions, 
 def print_scan(result: Any, reporter: Any = None) -> None:
     """The per-layer table and the scorecard on stdout."""
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
+    ident = getattr(result, "identifiability", None)
     ps = result.prompt_set or {}
     table = Table(
         title=f"{result.model}: final-token geometry over {result.n_prompts} prompts "
@@ -151,13 +162,17 @@ def print_scan(result: Any, reporter: Any = None) -> None:
         if m:
             row += [f"{m.pc1[i].value:.3f}", f"{m.null[i].pc1.high:.3f}"]
         if a:
-            row += [f"{a.spearman[i].value:.2f}"]
+            named = ident is None or ident.of(layer)  # no entropy-axis claim for a PC1 that is not identifiable
+            row += [f"{a.spearman[i].value:.2f}" if named else f"PC1 n.i. ({a.spearman[i].value:.2f})"]
         if o:
             row += [f"{o.layer_mean[i]:.3f}"]
         if f:
             row += [f"{f.mean[i].value:.2f}"]
         table.add_row(*row)
     out.print(table)
+    for layer in ident.layers if ident is not None else ():
+        if note := ident.note(layer):
+            out.print(f"layer {layer}: {note}", highlight=False)
     for r, c in zip(result.scorecard.rows(), result.scorecard.criteria):
         out.print(
             f"{'PASS' if c.passes else 'fail'}  {r['criterion']}: {r['value']} ({r['ci']}); "

@@ -41,6 +41,8 @@ SCAN_FLAGS = frozenset(
         "max_tokens",
         "scatter_layers",
         "no_init_baseline",
+        "init_draws",
+        "baseline",
         "null_kind",
         "ci_layers",
         "seed",
@@ -77,6 +79,8 @@ def with_flags(config: ScanConfig, v: Mapping[str, Any]) -> ScanConfig:
         ci_layers=v.get("ci_layers"),
         scatter_layers=v.get("scatter_layers"),
         init_baseline=False if v.get("no_init_baseline") else None,
+        init_draws=v.get("init_draws"),
+        baseline=v.get("baseline"),
         sampling=sampling_changes(v),
     )
 

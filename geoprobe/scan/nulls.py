@@ -135,10 +135,13 @@ def init_null(
     draws, labels, seeds, first_w_k = [], [], [], None
     source = "twin"
     for null_model, source, seed, label in null_models(model, config):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the draws' own capture notes (batching, truncation) are the scan's
-            c = (capture_fn or capture)(null_model, list(texts), cc, seed=config.seed)
-        w_k = key_weights(null_model, cap.layers) if want_keys else None
+        if source == "step0" and null_model.provenance.weights == model.provenance.weights:
+            c, w_k = cap, (cap.w_k if want_keys else None)  # step 0 scanned: its own capture, so Δ is exactly 0
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the draws' own capture notes (batching, truncation) are the scan's
+                c = (capture_fn or capture)(null_model, list(texts), cc, seed=config.seed)
+            w_k = key_weights(null_model, cap.layers) if want_keys else None
         first_w_k = w_k if first_w_k is None else first_w_k
         draws.append((c, w_k))
         labels.append(label)
@@ -167,7 +170,7 @@ def null_of(
         values = c.per_layer("values")[-1].reshape(c.n_prompts, -1)
         s1, s12 = pc_shares(values)
         boot = pc_shares_resampled(values, idx)
-        ent = c.per_layer("attn_entropy")
+        ent = [np.asarray(e, dtype=np.float64) for e in c.per_layer("attn_entropy")]  # as focusing averages them
         for k, v in zip(cols, (s1, s12, boot[:, 0], boot[:, 1], ent[0].mean(axis=1), ent[-1].mean(axis=1))):
             cols[k].append(v)
         if w_k is not None:

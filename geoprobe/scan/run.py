@@ -175,7 +175,7 @@ def analyse(
     """Run the configured analysers on a capture (no model needed): each registered metric of
     ``config.analyses`` (geoprobe.scan.metrics), in the registry's order, then the scorecard against
     ``null`` (the random-init null the scan captured: ``ScanResult.init_null``; None: no criterion passes)."""
-    from geoprobe.analysis.initnull import pc_shares_resampled, resample_indices
+    from geoprobe.analysis.initnull import pc_shares, pc_shares_resampled, resample_indices
 
     from geoprobe.scan.metrics import METRICS, Context
 
@@ -205,10 +205,10 @@ def analyse(
         parts[name] = METRICS[name].compute(cap, config, ctx)
     step(None)
     idx = resample_indices(cap.n_prompts, config.n_resamples, seed)
-    shares_boot = None
+    shares_boot = shares = None
     if null is not None and "manifold" in parts:
         last = cap.per_layer("values")[-1].reshape(cap.n_prompts, -1)
-        shares_boot = pc_shares_resampled(last, idx[: null.pc1_boot.shape[1]])
+        shares, shares_boot = pc_shares(last), pc_shares_resampled(last, idx[: null.pc1_boot.shape[1]])
     card = build_scorecard(
         model,
         parts.get("manifold"),
@@ -216,6 +216,7 @@ def analyse(
         parts.get("focusing"),
         null=null,
         shares_boot=shares_boot,
+        shares=shares,
         idx=idx,
         n_resamples=config.n_resamples,
         confidence=config.confidence,

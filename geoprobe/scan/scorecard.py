@@ -143,9 +143,11 @@ def manifold_criterion(
     profile: Any,
     null: InitNull | None = None,
     shares_boot: np.ndarray | None = None,
+    shares: tuple[float, float] | None = None,
 ) -> Criterion:
-    """Criterion 1 from a ManifoldProfile (final captured layer); ``shares_boot`` (B, 2): the model's (PC1,
-    PC1+PC2) on the shared resample indices of ``null``."""
+    """Criterion 1 from a ManifoldProfile (final captured layer); ``shares`` and ``shares_boot`` (B, 2): the
+    model's (PC1, PC1+PC2) computed as the null's are (``initnull.pc_shares``), on all prompts and on the
+    shared resample indices of ``null``."""
     i = len(profile.layers) - 1
     pc1, pc12, gauss = profile.pc1[i], profile.pc12[i], profile.null[i]
     use_pc1 = pc1.value > PC_THRESHOLD or pc12.value <= PC_THRESHOLD
@@ -156,8 +158,9 @@ def manifold_criterion(
         col = 0 if use_pc1 else 1
         nulls, nboot = (null.pc1, null.pc1_boot) if use_pc1 else (null.pc12, null.pc12_boot)
         b = min(shares_boot.shape[0], nboot.shape[1])
+        point = shares[col] if shares is not None else stat.value  # the nulls' own estimator: Δ = 0 for itself
         contrast = null_contrast(
-            stat.value, shares_boot[:b, col], nulls, nboot[:, :b], confidence=stat.confidence, own=null.own
+            point, shares_boot[:b, col], nulls, nboot[:, :b], confidence=stat.confidence, own=null.own
         )
     beats, passes = _verdict(met, contrast, +1)
     gaussian = (
@@ -275,12 +278,13 @@ def build_scorecard(
     *,
     null: InitNull | None = None,
     shares_boot: np.ndarray | None = None,
+    shares: tuple[float, float] | None = None,
     idx: np.ndarray | None = None,
     **kw: Any,
 ) -> Scorecard:
     crit = []
     if manifold is not None:
-        crit.append(manifold_criterion(manifold, null, shares_boot))
+        crit.append(manifold_criterion(manifold, null, shares_boot, shares))
     if orthogonality is not None:
         crit.append(orthogonality_criterion(orthogonality, null, **kw))
     if focusing is not None:
