@@ -17,7 +17,7 @@ bits of the next-token distribution at prompt i's final token.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -101,14 +101,24 @@ def _align(
     eps = 1e-12 * np.maximum(1.0, obs)  # ties of the statistic count as "as extreme"
     extreme = np.zeros(len(a))
     step = chunk_size(1, n)  # permutations ~32 MB at a time: the same draws as all at once
+    nulls = []
     for start in range(0, n_permutations, step):
         perms = seeds[2].permuted(np.broadcast_to(np.arange(n), (min(step, n_permutations - start), n)), axis=-1)
         with np.errstate(invalid="ignore"):
             null = np.abs(a @ b[perms].T) / n  # (L, permutations)
         extreme += np.sum(null >= (obs - eps)[:, None], axis=1)
+        nulls.append(np.round(null, 12))  # a chunk's matrix product may round its last bit otherwise
     p = (1.0 + extreme) / (1.0 + n_permutations)
     p = np.where(np.isfinite(obs), p, np.nan)
-    return {"orientation": o, "spearman": rho, "pearson": r, "p": np.asarray(p).reshape(-1)}
+    null_all = np.concatenate(nulls, axis=1)  # (L, permutations): |ρ_S| under independence
+    return {
+        "orientation": o,
+        "spearman": rho,
+        "pearson": r,
+        "p": np.asarray(p).reshape(-1),
+        "null_mean": null_all.mean(axis=1),
+        "null_high": np.quantile(null_all, confidence, axis=1),
+    }
 
 
 class EntropyAlignment:
@@ -155,9 +165,16 @@ class AlignmentProfile(Record):
     p_value: tuple[float, ...]
     p_bonferroni: tuple[float, ...]
     orientation: tuple[int, ...]
+    #: |ρ_S| under independence (the permutation null of the oriented statistic), per layer: its mean and
+    #: its upper ``confidence`` quantile (the value ρ must exceed); None in files written before them
+    null_mean: tuple[float, ...] | None = field(default=None, metadata={"omit_none": True})
+    null_high: tuple[float, ...] | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+        for name in ("null_mean", "null_high"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(float(x) for x in getattr(self, name)))
         for name in ("spearman", "pearson", "orientation", "p_value", "p_bonferroni"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "p_value", tuple(float(p) for p in self.p_value))
@@ -216,4 +233,6 @@ def entropy_alignment(
         p_value=tuple(res["p"]),
         p_bonferroni=tuple(bonferroni(res["p"])),
         orientation=tuple(int(o) for o in res["orientation"]),
+        null_mean=tuple(res["null_mean"]),
+        null_high=tuple(res["null_high"]),
     )

@@ -148,3 +148,16 @@ def test_permutations_are_drawn_in_chunks_with_the_same_p_values(monkeypatch):
     monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 120)  # two permutations a chunk
     chunked = entropy_alignment(coords, h, [0, 1, 2], n_resamples=50, n_permutations=999, random_state=3)
     assert whole.to_dict() == chunked.to_dict()
+
+
+def test_the_permutation_null_of_abs_rho_is_not_zero():
+    """Issue 37: the null of |ρ| is the permutation distribution's, about √(2/(π(n−1))) on average for
+    independent variables (its mean is checked against that to its Monte-Carlo error), not 0."""
+    rng = np.random.default_rng(5)
+    n = 75
+    h, c = rng.normal(size=n), rng.normal(size=(1, n))
+    prof = entropy_alignment(c, h, [0], n_resamples=50, n_permutations=4000, random_state=1)
+    expected = np.sqrt(2 / (np.pi * (n - 1)))
+    # |ρ| has sd ≈ √((1 − 2/π)/(n − 1)) ≈ 0.07 under independence; 4,000 draws: SE ≈ 0.0011
+    assert abs(prof.null_mean[0] - expected) < 5 * 0.0011
+    assert prof.null_high[0] > prof.null_mean[0] > 0.05
