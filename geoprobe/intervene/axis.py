@@ -25,6 +25,7 @@ covariance; seeded.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy as np
 from geoprobe.analysis.alignment import orientation, spearman
 from geoprobe.analysis.manifold import ValueManifold
 from geoprobe.analysis.stats import RandomState
+from geoprobe.analysis.tracking import axis_identifiability
 from geoprobe.errors import GeoprobeError
 
 MIN_PROMPTS = 8
@@ -86,7 +88,9 @@ def _check_values(values: np.ndarray, shape: tuple[int, int] | None = None) -> n
 
 
 def fit_entropy_axis(values: np.ndarray, entropy: np.ndarray, layer: int | None = None) -> Axis:
-    """PC1 of the z-scored final-token values of one layer, oriented by entropy, per KV head."""
+    """PC1 of the z-scored final-token values of one layer, oriented by entropy, per KV head. Warns in one
+    line when that PC1 is not identifiable (split-half stability or North's eigengap,
+    :func:`geoprobe.analysis.tracking.axis_identifiability`): edits along it then follow no stable axis."""
     v = _check_values(values)
     n, hkv, d = v.shape
     entropy = np.asarray(entropy, dtype=np.float64)
@@ -100,6 +104,10 @@ def fit_entropy_axis(values: np.ndarray, entropy: np.ndarray, layer: int | None 
         raise InterventionError("values or entropies contain NaN/Inf; the axis cannot be estimated")
     x = v.reshape(n, hkv * d)
     vm = ValueManifold(n_components=1).fit(x)
+    if note := axis_identifiability([x], [0 if layer is None else layer]).note(0 if layer is None else layer):
+        warnings.warn(
+            f"layer {layer}: {note}; the entropy axis fitted there is not an identifiable direction", stacklevel=2
+        )
     u_z = np.zeros(hkv * d)
     u_z[vm.kept_features_] = vm.components_[0]
     sign = orientation(vm.coords_[:, 0], entropy)

@@ -151,3 +151,22 @@ def focusing(cap: Capture, config: ScanConfig, ctx: Context) -> Any:
         n_resamples=config.n_resamples,
         random_state=seed,
     )
+
+
+@metric("identifiability")
+def identifiability(cap: Capture, config: ScanConfig, ctx: Context) -> Any:
+    """Whether each layer's value PC1 is an axis at all: split-half stability against a column-permutation
+    null, and North's eigengap (geoprobe.analysis.tracking; docs/metrics/axis_identifiability.md)."""
+    from geoprobe.analysis.tracking import axis_identifiability
+
+    if cap.values is None:
+        raise PromptError("the capture has no value vectors; capture with values to test PC1's identifiability")
+    values = [v.reshape(cap.n_prompts, -1) for v in cap.per_layer("values")]  # widths may differ per layer
+    return axis_identifiability(
+        values,
+        ctx.layers,
+        model=ctx.model,
+        null_draws=config.null_draws,
+        confidence=config.confidence,
+        random_state=ctx.seed,
+    )

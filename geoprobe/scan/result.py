@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from geoprobe.analysis.alignment import AlignmentProfile
-from geoprobe.analysis.initnull import InitNull
 from geoprobe.analysis.focusing import AttentionFocusing
+from geoprobe.analysis.initnull import InitNull
 from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
+from geoprobe.analysis.tracking import AxisIdentifiability
 from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.scan.config import ScanConfig
@@ -56,6 +57,8 @@ class ScanResult(Result, Page):
     focusing: AttentionFocusing | None = None
     #: the scorecard's null: the architecture at random initialisation on the same prompts (issue 37)
     init_null: InitNull | None = field(default=None, metadata={"omit_none": True})
+    #: is each layer's value PC1 an axis (split-half stability, North's eigengap; issue 37): absent from older files
+    identifiability: AxisIdentifiability | None = field(default=None, metadata={"omit_none": True})
 
     def rows(self) -> list[dict[str, Any]]:
         """The scan as tidy rows, one per layer × metric (geoprobe.scan.tidy)."""
@@ -80,7 +83,7 @@ class ScanResult(Result, Page):
         """(where, how many prompts) for every per-prompt record the analyses hold: each must equal
         ``n_prompts``, so a results.json whose count was edited or damaged is caught on load."""
         counts = []
-        for name in ("manifold", "alignment", "focusing"):
+        for name in ("manifold", "alignment", "focusing", "identifiability"):
             part = getattr(self, name)
             if part is not None:
                 counts.append((f"{name}.n", int(part.n)))

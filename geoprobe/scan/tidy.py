@@ -38,7 +38,10 @@ def scan_rows(result: Any) -> list[dict[str, Any]]:
     * ``key_orthogonality`` (mean |cos| over the layer's heads, no CI; null: the random-init twin's, else
       the iid-Gaussian E|cos|; n heads);
     * ``attention_entropy`` (bits, mean over prompts; null: log₂ T, uniform attention; n prompts);
-    * ``focusing_reduction`` (layer None: % reduction first → last layer; null 0)."""
+    * ``focusing_reduction`` (layer None: % reduction first → last layer; null 0);
+    * ``pc1_split_half`` (median |cos| between the PC1s of two halves of the prompts, interval over halvings;
+      null: the column-permutation null's upper quantile; n prompts) and ``pc1_eigengap`` (r1 − r2, no CI;
+      null: North's error r1·√(2/n); n prompts): a layer's PC1 is identifiable when both beat their nulls."""
     rows: list[dict[str, Any]] = []
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
     if m is not None:
@@ -59,4 +62,9 @@ def scan_rows(result: Any) -> list[dict[str, Any]]:
         for i, layer in enumerate(f.layers):
             rows.append(_row(layer, "attention_entropy", f.mean[i], f.uniform[i], f.n))
         rows.append(_row(None, "focusing_reduction", f.reduction, 0.0, f.n))
+    ident = getattr(result, "identifiability", None)
+    if ident is not None:
+        for layer, half, gap in zip(ident.layers, ident.split_half, ident.eigengap):
+            rows.append(_row(layer, "pc1_split_half", half.value, half.null_high, ident.n))
+            rows.append(_row(layer, "pc1_eigengap", gap.gap, gap.north_error, ident.n))
     return rows

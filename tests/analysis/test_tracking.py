@@ -314,3 +314,19 @@ def test_records_round_trip_and_check_their_verdicts():
         Eigengap(0.5, 0.1, 10, 0.4, 0.2, False)
     with pytest.raises(ValueError, match="disagrees"):
         AxisIdentifiability("m", (0, 3), 12, res.split_half, res.eigengap, (True, True))
+
+
+def test_the_intervention_axis_warns_when_its_pc1_is_not_identifiable():
+    """geoprobe.intervene picks "the entropy axis" as PC1: one warning line when that PC1 is no axis."""
+    import warnings
+
+    from geoprobe.intervene import fit_entropy_axis
+
+    rng = np.random.default_rng(13)
+    t = rng.standard_normal(60)
+    planted = (3.0 * t[:, None] * rng.uniform(0.5, 1.5, 32) + rng.standard_normal((60, 32))).reshape(60, 2, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit_entropy_axis(planted, t, layer=4)  # identifiable: no warning
+    with pytest.warns(UserWarning, match=r"^layer 4: PC1 not identifiable \(split-half \|cos\| .* ≤ null"):
+        fit_entropy_axis(rng.standard_normal((60, 2, 16)), t, layer=4)

@@ -24,6 +24,7 @@ from geoprobe.scan.report.figures import (
     alignment_figure,
     entropy_scatter,
     focusing_figure,
+    identifiability_figure,
     manifold_figure,
     manifold_scatter,
     orthogonality_figure,
@@ -39,6 +40,13 @@ DEFINITIONS = (
 )
 
 
+def axis_note(result: ScanResult, layer: int) -> str:
+    """ " PC1 not identifiable (split-half |cos| X ≤ null Y; …)." for a layer whose PC1 is no axis, else ""."""
+    ident = result.identifiability
+    note = "" if ident is None or layer not in ident.layers else ident.note(layer)
+    return f" {note}: no entropy-axis claim is made for it." if note else ""
+
+
 def scan_figures(result: ScanResult) -> list[Figure]:
     """Every figure the page shows (and ``--figures`` exports), in page order. The scorecard is a
     table on the page; its plotly version is :func:`~geoprobe.scan.report.figures.scorecard_figure`."""
@@ -52,7 +60,7 @@ def scan_figures(result: ScanResult) -> list[Figure]:
                 Figure(
                     f"manifold-scatter-{layer}",
                     f"Layer {layer}: final-token value vectors projected on PC1 and PC2 of the "
-                    "standardised values, coloured by next-token entropy.",
+                    "standardised values, coloured by next-token entropy." + axis_note(result, layer),
                     manifold_scatter(m, layer),
                 )
             )
@@ -68,7 +76,8 @@ def scan_figures(result: ScanResult) -> list[Figure]:
         figs.append(
             Figure(
                 "entropy-scatter",
-                "Next-token entropy against the PC1 coordinate of the final layer.",
+                "Next-token entropy against the PC1 coordinate of the final layer."
+                + axis_note(result, result.layers[-1]),
                 entropy_scatter(m, a, result.layers[-1]),
             )
         )
@@ -76,8 +85,20 @@ def scan_figures(result: ScanResult) -> list[Figure]:
             Figure(
                 "alignment-profile",
                 "Spearman ρ between PC1 and next-token entropy by layer, with "
-                "bootstrap CIs; filled markers: significant after Bonferroni across layers.",
+                "bootstrap CIs; filled markers: significant after Bonferroni across layers." + unidentified(result),
                 alignment_figure(a),
+            )
+        )
+    if result.identifiability is not None:
+        figs.append(
+            Figure(
+                "pc1-identifiability",
+                "Is PC1 an axis? Left: |cos| between PC1 fitted on one half of the prompts and on the other "
+                "(median and central range over random halvings) against a null with every value coordinate "
+                "permuted across prompts; right: the gap between the first two explained-variance ratios against "
+                "North et al.'s (1982) sampling error. Filled: both above their nulls (docs/metrics/"
+                "axis_identifiability.md).",
+                identifiability_figure(result.identifiability),
             )
         )
     if result.orthogonality is not None:
@@ -99,6 +120,15 @@ def scan_figures(result: ScanResult) -> list[Figure]:
             )
         )
     return figs
+
+
+def unidentified(result: ScanResult) -> str:
+    """ " PC1 is not identifiable at layers …" for the alignment caption (empty when every layer's is)."""
+    ident = result.identifiability
+    bad = [] if ident is None else [x for x, ok in zip(ident.layers, ident.identifiable) if not ok]
+    if not bad:
+        return ""
+    return f" PC1 not identifiable at layer(s) {', '.join(map(str, bad))}: their ρ is no entropy-axis claim."
 
 
 def _yes(flag: bool | None) -> str:
@@ -135,6 +165,7 @@ def _num(x: float | None, digits: int = 3) -> str:
 def layer_table(result: ScanResult) -> str:
     """Every analysis's numbers by layer, each value with its CI (``Estimate.__format__``)."""
     m, a, o, f = result.manifold, result.alignment, result.orthogonality, result.focusing
+    ident = result.identifiability
     cols = ["layer"]
     if m is not None:
         cols += ["PC1 [CI]", "null PC1 (upper)", "PC1+PC2", "participation ratio"]
@@ -144,18 +175,27 @@ def layer_table(result: ScanResult) -> str:
         cols += ["key |cos|", "init |cos|"]
     if f is not None:
         cols += ["attention entropy, bits [CI]"]
+    if ident is not None:
+        cols += ["PC1 split-half |cos| [range]", "null (upper)", "r1 − r2", "North's error", "PC1 identifiable"]
     body = []
     for i, layer in enumerate(result.layers):
         cells = [str(layer)]
         if m is not None:
             cells += [f"{m.pc1[i]:.3f}", _num(m.null[i].pc1.high), _num(m.pc12[i].value), _num(m.pr[i].value, 2)]
         if a is not None:
-            cells += [f"{a.spearman[i]:.2f}", f"{a.p_bonferroni[i]:.2g}"]
+            rho = f"{a.spearman[i]:.2f}"
+            if ident is not None and not ident.of(layer):
+                rho = f"PC1 not identifiable (ρ {a.spearman[i].value:.2f})"
+            cells += [rho, f"{a.p_bonferroni[i]:.2g}"]
         if o is not None:
             init = o.init_layer_mean
             cells += [_num(o.layer_mean[i]), "n/a" if init is None else _num(init[i])]
         if f is not None:
             cells += [f"{f.mean[i]:.2f}"]
+        if ident is not None:
+            half, gap = ident.split_half[i], ident.eigengap[i]
+            cells += [f"{half.value:.2f}", _num(half.null_high, 2), _num(gap.gap), _num(gap.north_error)]
+            cells += ["yes" if ident.identifiable[i] else "no"]
         body.append("<tr>" + "".join(f'<td class="num">{escape(c)}</td>' for c in cells) + "</tr>")
     head = "".join(f"<th>{escape(c)}</th>" for c in cols)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -1,8 +1,8 @@
 """The scan page's figures, one function per figure, each a plotly figure drawn from a result record
 (the analysers return arrays and records; they do not draw): the value manifold by layer and its
 scatter, the entropy alignment by layer and the entropy scatter that combines the two records, key
-orthogonality, attention focusing, and the scorecard as a plotly table (the page shows the
-scorecard as an HTML table; this one is for notebooks)."""
+orthogonality, attention focusing, whether each layer's PC1 is identifiable, and the scorecard as a
+plotly table (the page shows the scorecard as an HTML table; this one is for notebooks)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from geoprobe.analysis.focusing import AttentionFocusing
 from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
 from geoprobe.analysis.stats import Estimate
+from geoprobe.analysis.tracking import AxisIdentifiability
 from geoprobe.scan.scorecard import Scorecard
 
 
@@ -344,5 +345,60 @@ def entropy_scatter(manifold: ManifoldProfile, alignment: AlignmentProfile, laye
         yaxis_title="next-token entropy (bits)",
         template="plotly_white",
         height=460,
+    )
+    return fig
+
+
+def identifiability_figure(ident: AxisIdentifiability) -> Any:
+    """Split-half |cos| of PC1 by layer (median over halvings, their central interval) against the
+    column-permutation null's upper quantile (left), and r1 − r2 against North's error r1·√(2/n)
+    (right); filled markers: PC1 identifiable (both above their nulls)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    x, ok = list(ident.layers), np.array(ident.identifiable)
+    halves = [s.value for s in ident.split_half]
+    y = np.array([e.value for e in halves])
+    gap = np.array([e.gap for e in ident.eigengap])
+    conf = round(100 * halves[0].confidence)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("split-half |cos| of PC1", "eigengap r1 − r2"))
+    for col, values, null, name, null_name in (
+        (1, y, [s.null_high for s in ident.split_half], f"median |cos| ({conf} % of halvings)", "null (upper)"),
+        (2, gap, [e.north_error for e in ident.eigengap], "r1 − r2", "North's error r1·√(2/n)"),
+    ):
+        err = None
+        if col == 1:
+            err = dict(
+                type="data", symmetric=False, array=[e.high for e in halves] - y, arrayminus=y - [e.low for e in halves]
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x, y=values, mode="lines+markers", name=name, marker=dict(symbol="circle-open", size=8), error_y=err
+            ),
+            row=1,
+            col=col,
+        )
+        fig.add_trace(
+            go.Scatter(x=x, y=null, mode="lines", name=null_name, line=dict(color="gray", dash="dash")), row=1, col=col
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[v for v, k in zip(x, ok) if k],
+                y=values[ok],
+                mode="markers",
+                name="PC1 identifiable",
+                marker=dict(symbol="circle", size=9, color="rgb(44,160,44)"),
+                showlegend=col == 1,
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_xaxes(title_text="layer")
+    fig.update_yaxes(title_text="|cos| between the halves' PC1s", range=[0, 1], row=1, col=1)
+    fig.update_yaxes(title_text="fraction of standardised variance", row=1, col=2)
+    fig.update_layout(
+        title=dict(text=f"{ident.model}: is PC1 an axis? ({sum(ok)} of {len(x)} layers identifiable, n = {ident.n})"),
+        template="plotly_white",
+        height=420,
     )
     return fig
