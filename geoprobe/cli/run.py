@@ -16,14 +16,14 @@ from geoprobe.cli.app import app
 from geoprobe.cli.common import launch
 from geoprobe.cli.options import LOAD_UNCHECKED, OUTPUT, LayersOpt, OptionalSeedOpt, OutputOptions, takes
 from geoprobe.cli.scan import (
+    BaselineOpt,
     CandidatesOpt,
     CiOpt,
     DomainOpt,
+    InitDrawsOpt,
     MaxTokensOpt,
     MaxTokOpt,
     MinTokOpt,
-    BaselineOpt,
-    InitDrawsOpt,
     NoInitOpt,
     NullOpt,
     OptionalBatchOpt,

@@ -77,7 +77,12 @@ def null_models(model: Any, config: Any) -> Iterator[tuple[Any, str, int | None,
     from geoprobe.models.loading import load_model
 
     if config.baseline is not None:
-        yield load_model(config.baseline, dtype=model.provenance.dtype), "step0", None, f"{config.baseline} (--baseline)"
+        yield (
+            load_model(config.baseline, dtype=model.provenance.dtype),
+            "step0",
+            None,
+            f"{config.baseline} (--baseline)",
+        )
         return
     own = own_step0(model)
     if own is not None:
@@ -152,7 +157,9 @@ def init_null(
     if not draws:
         return None, None
     if source == "twin":
-        label = f"{cap.provenance.model_id} architecture at random init ({len(draws)} draws, seeds {seeds[0]}…{seeds[-1]})"
+        label = (
+            f"{cap.provenance.model_id} architecture at random init ({len(draws)} draws, seeds {seeds[0]}…{seeds[-1]})"
+        )
     else:
         label = labels[0]
     return null_of(draws, source, label, tuple(seeds), idx[: config.pca_resamples]), first_w_k

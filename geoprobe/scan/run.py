@@ -176,7 +176,6 @@ def analyse(
     ``config.analyses`` (geoprobe.scan.metrics), in the registry's order, then the scorecard against
     ``null`` (the random-init null the scan captured: ``ScanResult.init_null``; None: no criterion passes)."""
     from geoprobe.analysis.initnull import pc_shares, pc_shares_resampled, resample_indices
-
     from geoprobe.scan.metrics import METRICS, Context
 
     if cap.n_prompts < MIN_PROMPTS:
@@ -319,7 +318,9 @@ def scan(
             progress("random-init null", 0, 1)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            null, init_w_k = init_null(m, texts, config, cap, resample_indices(cap.n_prompts, config.n_resamples, config.seed))
+            null, init_w_k = init_null(
+                m, texts, config, cap, resample_indices(cap.n_prompts, config.n_resamples, config.seed)
+            )
         for w in caught:
             notes.append(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

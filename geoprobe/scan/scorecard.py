@@ -204,7 +204,12 @@ def orthogonality_criterion(
     contrast, null_value = None, None
     if null is not None and null.key_cos is not None and null.key_cos.shape[1:] == per_head.shape:
         contrast = head_contrast(
-            per_head, null.key_cos, n_resamples=n_resamples, confidence=confidence, own=null.own, random_state=random_state
+            per_head,
+            null.key_cos,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            own=null.own,
+            random_state=random_state,
         )
         init_means = np.nanmean(null.key_cos, axis=-1)  # (k, L)
         null_value = float(np.mean(init_means < ORTHO_THRESHOLD))
@@ -264,7 +269,8 @@ def focusing_criterion(focus: Any, null: InitNull | None = None, idx: np.ndarray
         beats_null=beats,
         detail=f"layers {focus.layers[0]} → {focus.layers[-1]}; "
         + ("" if null is None else f"paired over prompts against {_null_words(null)}; ")
-        + f"{sign_flip} 'no reduction' (paired sign-flip test, one-sided p = {focus.reduction_p:.2g}; second reference)",
+        + f"{sign_flip} 'no reduction' (paired sign-flip test, one-sided p = {focus.reduction_p:.2g}; "
+        + "second reference)",
         contrast=contrast,
         threshold_met=met,
     )

@@ -34,7 +34,8 @@ def scan_rows(result: Any) -> list[dict[str, Any]]:
     """Rows of a ScanResult:
 
     * ``pc1``, ``pc12``, ``participation_ratio`` (value manifold; null: the matched null's mean; n prompts);
-    * ``alignment_spearman`` (|ρ| of PC1 with next-token entropy; null 0; n prompts);
+    * ``alignment_spearman`` (|ρ| of PC1 with next-token entropy; null: the upper 95 % of |ρ| under the
+      permutation null, not 0: |ρ| of independent variables is about √(2/(π(n−1))) on average; n prompts);
     * ``key_orthogonality`` (mean |cos| over the layer's heads, no CI; null: the random-init twin's, else
       the iid-Gaussian E|cos|; n heads);
     * ``attention_entropy`` (bits, mean over prompts; null: log₂ T, uniform attention; n prompts);
@@ -51,7 +52,8 @@ def scan_rows(result: Any) -> list[dict[str, Any]]:
             rows.append(_row(layer, "participation_ratio", m.pr[i], m.null[i].pr.value, m.n))
     if a is not None:
         for i, layer in enumerate(a.layers):
-            rows.append(_row(layer, "alignment_spearman", a.spearman[i], 0.0, a.n))
+            null = None if a.null_high is None else a.null_high[i]  # |ρ| under independence, upper quantile
+            rows.append(_row(layer, "alignment_spearman", a.spearman[i], null, a.n))
     if o is not None:
         init = None if o.init_per_head is None else head_mean(o.init_per_head)
         heads = (~np.isnan(o.per_head)).sum(axis=1)

@@ -4,7 +4,6 @@ and must not find it in noise."""
 import importlib
 import json
 
-import numpy as np
 import pytest
 
 from geoprobe.errors import PromptError, ResultsError
@@ -194,6 +193,7 @@ def test_pythia_null_is_the_released_step0_checkpoint(monkeypatch, twin_factory)
 
 def test_pythia_step0_unreachable_falls_back_to_random_init_draws_with_a_note(monkeypatch, twin_factory):
     import geoprobe.models.loading as loading
+
     nulls = importlib.import_module("geoprobe.scan.nulls")
     from geoprobe.errors import ModelUnavailableError
     from geoprobe.scan.config import ScanConfig

@@ -138,23 +138,33 @@ def _yes(flag: bool | None) -> str:
 
 
 def scorecard_table(card: Scorecard) -> str:
-    """The scorecard as an HTML table (every cell escaped), with how many criteria pass."""
+    """The scorecard as an HTML table (every cell escaped), with how many criteria pass; the threshold and
+    the contrast with the random-init null as columns of their own when the results hold them."""
     rows = []
+    contrasts = all("threshold" in r for r in card.rows())
     for c, r in zip(card.criteria, card.rows()):
+        extra = f'<td>{escape(r["threshold"])}</td><td class="num">{escape(r["vs_init"])}</td>' if contrasts else ""
         rows.append(
             "<tr>"
             + "".join(f"<td>{escape(r[k])}</td>" for k in ("criterion", "statement"))
             + f'<td class="num">{escape(r["value"])}</td><td class="num">{escape(r["ci"])}</td>'
+            + extra
             + f"<td>{_yes(c.passes)}</td><td>{escape(r['null'])}</td><td>{_yes(c.beats_null)}</td>"
             + f'<td class="muted">{escape(r["detail"])}</td></tr>'
         )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("criterion", "paper's test (§4.4)", "value", "CI", "passes", "matched null", "beats null", "detail")
+    names = ["criterion", "paper's test (§4.4)", "value", "CI"]
+    names += ["threshold", "Δ vs random init [CI]"] if contrasts else []
+    names += ["passes", "null: random init", "beats null", "detail"]
+    head = "".join(f"<th>{h}</th>" for h in names)
+    rule = (
+        "A criterion passes when its threshold is met <em>and</em> it beats its null, the same architecture at "
+        "random initialisation on the same prompts (docs/metrics/scorecard.md). "
+        if contrasts
+        else ""
     )
     return (
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="muted">{card.n_passed} of {len(card.criteria)} criteria pass for {escape(card.model)}.</p>'
+        f'<p class="muted">{rule}{card.n_passed} of {len(card.criteria)} criteria pass for {escape(card.model)}.</p>'
     )
 
 

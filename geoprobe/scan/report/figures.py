@@ -303,7 +303,9 @@ def scorecard_figure(card: Scorecard) -> Any:
 
     rows = card.rows()
     cols = ["criterion", "statement", "value", "ci", "passes", "null", "beats_null"]
-    head = ["criterion", "paper's test", "value", "CI", "passes", "matched null", "beats null"]
+    head = ["criterion", "paper's test", "value", "CI", "passes", "null: random init", "beats null"]
+    if all("vs_init" in r for r in rows):
+        cols[4:4], head[4:4] = ["threshold", "vs_init"], ["threshold", "Δ vs random init [CI]"]
     fig = go.Figure(
         go.Table(
             header=dict(values=head, align="left", fill_color="#e8e8e8"),
