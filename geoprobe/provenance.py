@@ -163,7 +163,7 @@ class PartialWeights(Record):
 
 @dataclass(frozen=True, eq=False)
 class Provenance(Record):
-    """Where a result came from. ``weights`` is a revision, a file hash, or a twin seed."""
+    """Where a result came from. ``weights`` is a revision, a file hash, or a twin seed (``random-init seed=N``)."""
 
     model_id: str
     source: str  # "hub" | "local" | "gguf" | "twin" | "memory" (a model object the user passed, see wrap())
@@ -176,6 +176,11 @@ class Provenance(Record):
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     #: what did not match the config in weights loaded with --allow-partial-weights (not written when None)
     partial_weights: PartialWeights | None = field(default=None, metadata={"omit_none": True})
+    #: a random-init twin's weight seed (``twin:ALIAS@N``, ``--weight-seed``); None for weights read from files.
+    #: Unlike ``seed`` (the analysis seed once prompts are attached), it names the weights themselves
+    weight_seed: int | None = field(default=None, metadata={"omit_none": True})
+    #: sha256 of the weights (geoprobe.models.fingerprint): equal for equal weights; None where unknown
+    weights_sha256: str | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.source not in ("hub", "local", "gguf", "twin", "memory"):

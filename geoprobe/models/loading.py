@@ -28,6 +28,8 @@ from geoprobe.errors import (
     UnsupportedArchitectureError,
 )
 from geoprobe.models.device_map import offload_folder, parse_device_map
+from geoprobe.models.fingerprint import hub_weights_sha256
+from geoprobe.models.fingerprint import local_weights_hash as local_weights_hash  # its home before fingerprint.py
 from geoprobe.models.gguf import embedded_gguf_path, load_gguf
 from geoprobe.models.heads import check_heads
 from geoprobe.models.loaded import DType, LoadedModel, boot, quiet_libraries, torch_dtype
@@ -40,9 +42,9 @@ from geoprobe.models.registry import (
     closest_aliases,
     find_spec_by_hf_id,
 )
-from geoprobe.models.twins import twin
+from geoprobe.models.twins import parse_twin, twin, twin_seed
 from geoprobe.paths import read_regular, safetensors_damage
-from geoprobe.provenance import Provenance, file_sha256
+from geoprobe.provenance import Provenance
 
 #: the torch device types geoprobe computes on (a model, its activations and the analyses' inputs)
 DEVICE_TYPES = ("cpu", "cuda")
@@ -109,7 +111,7 @@ _NOT_A_CHECKPOINT = {
     "embedded": "its weights ship offline as one GGUF file",
 }
 
-MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full]"
+MODEL_HELP = "alias (geoprobe models), Hub id, local dir, .gguf file, or twin:ALIAS[:tiny|full][@SEED]"
 
 
 def _flag(flag: str, help: str, short: str | None = None) -> dict[str, Any]:
@@ -126,8 +128,8 @@ def load_fields() -> tuple[Any, ...]:
 class LoadOptions:
     """How to load a model; every command that loads one takes exactly these (``--model``,
     ``--revision``, ``--dtype``, ``--device``, ``--device-map``, ``--trust-remote-code``,
-    ``--allow-pickle``, ``--allow-partial-weights``). A setting that cannot apply to the model named is
-    refused, never ignored.
+    ``--allow-pickle``, ``--allow-partial-weights``, ``--weight-seed``). A setting that cannot apply to the
+    model named is refused, never ignored (``--weight-seed`` for anything but a twin: real weights have no seed).
 
     Each field's ``flag`` and ``help`` are the one place its command-line flag is written: the
     commands' options (geoprobe.cli.options), ``geoprobe run``, a recipe's ``[load]`` table and
@@ -156,6 +158,10 @@ class LoadOptions:
             "transformers initialises the missing ones at random); recorded in the provenance",
         ),
     )
+    weight_seed: int | None = field(
+        default=None,
+        metadata=_flag("--weight-seed", "a random-init twin's weight seed (default 0; also twin:ALIAS@N; twins only)"),
+    )
 
     def check(self) -> "LoadOptions":
         """Cheap checks before any work: the switches are bools (``"false"`` would switch remote code on), the
@@ -166,6 +172,13 @@ class LoadOptions:
         check_device(self.device)
         kind = model_kind(self.model)
         what = f"--model {self.model!r}"
+        if kind == "twin":
+            twin_seed(self.model, self.weight_seed)
+        elif self.weight_seed is not None:
+            raise GeoprobeError(
+                f"--weight-seed {self.weight_seed!r} does not apply to {what}: real weights have no seed (only a "
+                "random-init twin, twin:ALIAS, is built from one); drop --weight-seed"
+            )
         if self.revision is not None and kind in _NO_REVISIONS:
             raise GeoprobeError(
                 f"--revision {self.revision!r} does not apply to {what}: {_NO_REVISIONS[kind]}; drop --revision"
@@ -232,8 +245,10 @@ def load_model(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
     allow_partial_weights: bool = False,
+    weight_seed: int | None = None,
 ) -> LoadedModel:
-    """Load ``name`` (alias, Hub id, local directory, .gguf path, or ``twin:ALIAS[:tiny|full]``).
+    """Load ``name`` (alias, Hub id, local directory, .gguf path, or ``twin:ALIAS[:tiny|full][@SEED]``;
+    ``weight_seed``: a twin's weight seed, as ``@SEED`` says).
 
     ``trust_remote_code`` and ``allow_pickle`` are off by default: only safetensors weights
     and library model code are loaded unless the caller opts in explicitly. So is
@@ -242,12 +257,12 @@ def load_model(
     name = name_arg(name, "name", "a model name such as 'smollm2-135m', a local directory or a .gguf file")
     quiet_libraries()
     opts = LoadOptions(
-        name, revision, dtype, device, device_map, trust_remote_code, allow_pickle, allow_partial_weights
+        name, revision, dtype, device, device_map, trust_remote_code, allow_pickle, allow_partial_weights, weight_seed
     ).check()
     tdtype = torch_dtype(dtype)
     if name.startswith("twin:"):
-        alias, _, scale = name.removeprefix("twin:").partition(":")
-        return twin(alias, scale or "tiny", dtype=dtype, device=device)  # type: ignore[arg-type]
+        t = parse_twin(name)
+        return twin(t.alias, t.scale or "tiny", twin_seed(name, weight_seed), dtype, device)  # type: ignore[arg-type]
     path = Path(os.path.expanduser(name))
     _check_not_a_link_loop(name, path)
     if name.lower().endswith(".gguf"):
@@ -304,6 +319,7 @@ def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec
         weights=f"sha256:{digest}",
         tokenizer=f"gguf:{path.name}",
         dtype=str(dtype).removeprefix("torch."),
+        weights_sha256=digest,
     )
     return boot(model, tok, prov, spec)
 
@@ -380,9 +396,11 @@ def _load_pretrained(
     if device_map is None:
         model = model.to(device)
     if source == "hub":
-        weights = f"{revision or 'main'}@{getattr(model.config, '_commit_hash', None) or 'unknown'}"
+        commit = getattr(model.config, "_commit_hash", None)
+        weights, digest = f"{revision or 'main'}@{commit or 'unknown'}", hub_weights_sha256(location, commit)
     else:
         weights = local_weights_hash(Path(location))
+        digest = weights.removeprefix("sha256:") if weights.startswith("sha256:") else None
     prov = Provenance(
         model_id=model_id,
         source=source,
@@ -390,6 +408,7 @@ def _load_pretrained(
         tokenizer=getattr(tok, "name_or_path", location),
         dtype=str(dtype).removeprefix("torch."),
         partial_weights=partial,
+        weights_sha256=digest,
     )
     return boot(model, tok, prov, spec)
 
@@ -469,16 +488,3 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return True
     except OSError:
         return False
-
-
-def local_weights_hash(directory: Path) -> str:
-    files = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
-    if not files:
-        return "unknown"
-    import hashlib
-
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.name.encode())
-        h.update(file_sha256(f).encode())
-    return f"sha256:{h.hexdigest()}"

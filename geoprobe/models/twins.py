@@ -1,5 +1,10 @@
 """Architecture twins: random-init models built from the families' real configs.
 
+``twin:ALIAS[:tiny|full][@SEED]`` names one (``twin:gpt2``, ``twin:pythia-410m:full``, ``twin:gpt2@3``,
+``twin:gpt2:tiny@3``): SEED is the weight seed (default 0; ``--weight-seed N``, LoadOptions.weight_seed, says
+the same), recorded in the provenance as ``weight_seed`` and ``weights = "random-init seed=N"``, with the
+sha256 of the weights built (``weights_sha256``).
+
 ``twin("pythia-410m", scale="full")`` is Pythia-410M's exact architecture (24 layers, d_model
 1024, 16 heads, parallel residual, 25 % rotary) with the library's own random
 initialisation; ``scale="tiny"`` keeps every family feature (fused QKV, GQA ratio, partial
@@ -15,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,8 +28,9 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.checks import name_arg
+from geoprobe.checks import SEED_MAX, check_seed, name_arg
 from geoprobe.errors import GeoprobeError
+from geoprobe.models.fingerprint import tensors_sha256
 from geoprobe.models.gguf import embedded_gguf_path
 from geoprobe.models.init_weights import init_key_weights as init
 from geoprobe.models.loaded import LoadedModel, boot, torch_dtype
@@ -45,6 +52,52 @@ _OTHER_NAMES = {
     "num_attention_heads": "n_head",
     "intermediate_size": "n_inner",
 }
+
+
+@dataclass(frozen=True)
+class TwinName:
+    """``twin:ALIAS[:tiny|full][@SEED]`` read: the alias (or transformers model type), the scale as written
+    (None: not written, i.e. tiny) and the weight seed as written (None: not written, i.e. 0)."""
+
+    alias: str
+    scale: str | None
+    seed: int | None
+
+    @property
+    def model_id(self) -> str:
+        """The twin's ``model_id`` (its architecture: ``twin:ALIAS:SCALE``; the seed is in ``weight_seed``)."""
+        return f"twin:{self.alias}:{self.scale or 'tiny'}"
+
+
+def parse_twin(name: str) -> TwinName:
+    """Read ``twin:ALIAS[:tiny|full][@SEED]``; a seed that is not an integer in [0, 2**32 - 1] is one line."""
+    body = name.removeprefix("twin:")
+    head, at, text = body.partition("@")
+    seed = None
+    if at:
+        if not text.isdigit() or not text.isascii() or int(text) > SEED_MAX:
+            raise GeoprobeError(
+                f"twin seed {'@' + text!r} of --model {name!r} is not an integer in [0, {SEED_MAX}]; write "
+                "twin:ALIAS@N (e.g. twin:gpt2@3, twin:gpt2:tiny@3) or pass --weight-seed N"
+            )
+        seed = int(text)
+    alias, _, scale = head.partition(":")
+    return TwinName(alias, scale or None, seed)
+
+
+def twin_seed(name: str, weight_seed: Any) -> int:
+    """The weight seed of the twin ``name`` loaded with ``--weight-seed`` ``weight_seed`` (None: not given):
+    the one given (in the name or the flag, 0 where neither); both given and different is one line."""
+    written = parse_twin(name).seed
+    if weight_seed is None:
+        return 0 if written is None else written
+    check_seed(weight_seed, "--weight-seed (weight_seed)")
+    if written is not None and written != weight_seed:
+        raise GeoprobeError(
+            f"--weight-seed {weight_seed} and the seed @{written} in --model {name!r} differ; give the twin's "
+            "weight seed once (twin:ALIAS@N or --weight-seed N)"
+        )
+    return weight_seed
 
 
 def tiny_config(cfg: dict) -> dict:
@@ -116,6 +169,7 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     from transformers import AutoModelForCausalLM
 
     alias = name_arg(alias, "alias", "a twin alias such as 'llama-3.2-1b' (geoprobe models lists them)")
+    seed = check_seed(seed, "seed (the twin's weight seed)")
     if alias not in ALIASES and is_model_type(alias):
         return type_twin(alias, scale, seed, dtype, device)
     if alias not in ALIASES:  # refused before the tokenizer loads (a tenth of a second)
@@ -124,15 +178,22 @@ def twin(alias: str, scale: Scale = "tiny", seed: int = 0, dtype: str = "float32
     cfg = twin_config(alias, scale, vocab_size=len(tok))
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype(dtype)).to(device)
-    prov = Provenance(
-        model_id=f"twin:{alias}:{scale}",
+    return boot(model, tok, twin_provenance(f"twin:{alias}:{scale}", model, seed, dtype), ALIASES[alias])
+
+
+def twin_provenance(model_id: str, model: Any, seed: int, dtype: str) -> Provenance:
+    """A twin's provenance: its weight seed (``weights``, ``weight_seed``; ``seed`` too until prompts are
+    attached) and the sha256 of the weights it was built with."""
+    return Provenance(
+        model_id=model_id,
         source="twin",
         weights=f"random-init seed={seed}",
         tokenizer="smollm2-135m (embedded)",
         dtype=dtype,
         seed=seed,
+        weight_seed=seed,
+        weights_sha256=tensors_sha256(model),
     )
-    return boot(model, tok, prov, ALIASES[alias])
 
 
 def is_model_type(name: str) -> bool:
@@ -153,15 +214,7 @@ def type_twin(
         )
     tok = embedded_tokenizer()
     model = tiny_model(model_type, seed=seed, vocab_size=len(tok)).to(dtype=torch_dtype(dtype), device=device)
-    prov = Provenance(
-        model_id=f"twin:{model_type}:tiny",
-        source="twin",
-        weights=f"random-init seed={seed}",
-        tokenizer="smollm2-135m (embedded)",
-        dtype=dtype,
-        seed=seed,
-    )
-    return boot(model, tok, prov, None)
+    return boot(model, tok, twin_provenance(f"twin:{model_type}:tiny", model, seed, dtype), None)
 
 
 def init_key_weights(cfg: Any, seed: int = 0, arch: Any = None) -> Float[np.ndarray, "L Hkv D d"]:

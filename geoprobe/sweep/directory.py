@@ -47,7 +47,7 @@ from geoprobe.kinds import (
 )
 from geoprobe.outputs import FIGURES_DIR, LOCK_SUFFIX, OutputLock, shown
 from geoprobe.paths import read_regular, write_json
-from geoprobe.sweep.plan import Cell, Plan, canonical_json, expected_model_id, located
+from geoprobe.sweep.plan import Cell, Plan, canonical_json, expected_model_id, expected_weight_seed, located
 
 CELLS = "cells"
 MANIFEST = "sweep.json"
@@ -262,6 +262,11 @@ def mismatch(result: Any, cell: Cell) -> str | None:
         return f"of weights {weights!r}, not revision {rev!r}"
     if "seed" in coords and prov.get("seed") is not None and prov["seed"] != coords["seed"]:
         return f"of seed {prov['seed']!r}, not {coords['seed']!r}"
+    seed, got = expected_weight_seed(coords), prov.get("weight_seed")
+    if got is None and weights.startswith("random-init seed="):  # results written before weight_seed was
+        got = int(weights.removeprefix("random-init seed=")) if weights[17:].isdigit() else weights
+    if seed is not None and got is not None and got != seed:
+        return f"of a twin of weight seed {got!r}, not {seed!r}"
     return None
 
 

@@ -56,13 +56,13 @@ def _parameters(model: str) -> int | None:
     from geoprobe.models.registry import ALIASES, find_spec_by_hf_id, parameter_count
 
     if model.startswith("twin:"):  # an alias's twin (a twin named by its model type: None)
-        from geoprobe.models.twins import twin_config
+        from geoprobe.models.twins import parse_twin, twin_config
 
-        alias, _, scale = model.removeprefix("twin:").partition(":")
-        if alias not in ALIASES:
-            return None
         try:
-            cfg = twin_config(alias, scale or "tiny", vocab_size=TWIN_VOCAB)  # type: ignore[arg-type]
+            name = parse_twin(model)  # twin:ALIAS[:tiny|full][@SEED]
+            if name.alias not in ALIASES:
+                return None
+            cfg = twin_config(name.alias, name.scale or "tiny", vocab_size=TWIN_VOCAB)  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - the cell itself reports a twin that cannot be built
             return None
         return parameter_bytes(cfg) // 4

@@ -34,6 +34,9 @@ from geoprobe.errors import GeoprobeError, ProbeError, SweepError
 from geoprobe.sweep.spec import SweepSpec
 
 _SLUG = re.compile(r"[^A-Za-z0-9.+-]+")
+#: columns of sweep.parquet derived from each cell that ``[sweep] replicates`` may name besides its coordinates:
+#: ``run``, the cell's training run (geoprobe.sweep.series: a twin's weight seed, a trajectory's seed, …)
+DERIVED = ("run",)
 _STEP = re.compile(r"(?:^|[/_-])step[-_]?(\d+)$")
 
 
@@ -224,10 +227,11 @@ def make_plan(spec: SweepSpec, *, here: bool = True) -> Plan:
     _check_cells(spec, exp, base, co, list(cells.values()), here)
     names = sorted({k for c in cells.values() for k in c.coordinates}, key=co.order.__getitem__)
     for r in spec.replicates:
-        if r not in names:
+        if r not in names and r not in DERIVED:
             raise SweepError(
                 f"sweep {spec.path!r}: sweep.replicates names {r!r}, which is no coordinate of this sweep "
-                f"({', '.join(names)}); name the coordinate whose cells are replicates (e.g. the training run)"
+                f"({', '.join([*names, *DERIVED])}); name the coordinate whose cells are replicates (e.g. run, the "
+                "training run)"
             )
     body = {"experiment": spec.experiment, "tables": spec.tables, "cells": sorted(cells)}
     digest = hashlib.sha256(canonical_json(body).encode()).hexdigest()
@@ -299,6 +303,17 @@ def split(coordinates: Mapping[str, Any], load_names: set[str]) -> tuple[dict[st
     return load, rest
 
 
+def expected_weight_seed(coordinates: Mapping[str, Any]) -> int | None:
+    """The weight seed a cell's twin is built with (``twin:ALIAS@N`` or ``weight_seed``, else 0); None for a
+    cell that loads no twin."""
+    from geoprobe.models.twins import twin_seed
+
+    name, rev = coordinates.get("model"), coordinates.get("revision")
+    if not isinstance(name, str) or not name.startswith("twin:") or (isinstance(rev, str) and Path(rev).is_dir()):
+        return None
+    return twin_seed(name, coordinates.get("weight_seed"))
+
+
 def expected_model_id(coordinates: Mapping[str, Any]) -> str | None:
     """The ``model_id`` a cell's provenance records when it loads what its (located) coordinates name, worked
     out as :func:`geoprobe.models.loading.load_model` names it, without loading; None where it cannot tell
@@ -314,8 +329,9 @@ def expected_model_id(coordinates: Mapping[str, Any]) -> str | None:
     if not isinstance(name, str):
         return None
     if name.startswith("twin:"):
-        alias, _, scale = name.removeprefix("twin:").partition(":")
-        return f"twin:{alias}:{scale or 'tiny'}"
+        from geoprobe.models.twins import parse_twin
+
+        return parse_twin(name).model_id
     path = Path(os.path.expanduser(name))
     if name.lower().endswith(".gguf") or path.is_dir():
         return str(path)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph
-from geoprobe.sweep.aggregate import Point, pool, run_of, varying
+from geoprobe.sweep.aggregate import Point, pool, varying
 from geoprobe.sweep.manifest import SweepManifest
 
 if TYPE_CHECKING:
@@ -60,9 +60,12 @@ class SweepPage(Page):
         return f"{c['done']} done, {c['failed']} failed, {c['pending']} not run; sweep file {self.manifest.sweep_file}"
 
     def cells(self, metric: str, how: str) -> list[dict[str, Any]]:
-        """One entry per finished cell with this metric: its coordinates, step, run, parameters and value."""
+        """One entry per finished cell with this metric: its coordinates, series, run, step, parameters and
+        value; a cell whose weights repeat an earlier checkpoint of its series (``duplicate_of``) is left out."""
+        from geoprobe.sweep.series import series_cells
+
         by_cell: dict[str, list[dict[str, Any]]] = {}
-        for r in self.rows:
+        for r in series_cells(self.rows):
             by_cell.setdefault(r["cell"], []).append(r)
         done = {c.id: c for c in self.manifest.cells if c.status == "done"}
         out = []
@@ -70,15 +73,20 @@ class SweepPage(Page):
             h = headline(rows, metric, how)
             if h is not None and cell in done:
                 coords = dict(done[cell].coordinates)
-                run = run_of(coords.get("revision"))
-                extra = {"run": run} if run is not None else {}
-                step, n = rows[0]["training_step"], rows[0]["n_params"]
+                first = rows[0]
+                extra = {"series": first.get("series"), "run": first.get("run")}
+                step, n = first["training_step"], first["n_params"]
                 out.append({**coords, **extra, "cell": cell, "step": step, "n_params": n, "value": h})
         return out
 
     def keys(self) -> list[str]:
-        """Every coordinate, and ``run`` (a revision directory's training run), unless runs are replicates."""
-        return [*self.manifest.keys(), *([] if "revision" in self.manifest.replicates else ["run"])]
+        """What tells cells apart: the ``series`` (the model without its run: PolyPythias' ``-seedN``, a twin's
+        ``@N``) in place of ``model`` and ``weight_seed``, every other coordinate, and ``run`` (the training
+        run, geoprobe.sweep.series) unless checkpoint directories are the replicates (``revision``); with
+        ``run`` a replicate, a checkpoint is its run and step, so ``revision`` is left out too."""
+        reps = self.manifest.replicates
+        drop = {"model", "weight_seed", *(["revision"] if "run" in reps else [])}
+        return ["series", *(k for k in self.manifest.keys() if k not in drop), *([] if "revision" in reps else ["run"])]
 
     def series_keys(self, cells: list[dict[str, Any]], drop: Sequence[str]) -> list[str]:
         """The coordinates that vary among ``cells``, but for the replicates and those of the x axis (``drop``)."""
@@ -104,21 +112,39 @@ class SweepPage(Page):
         for c in cells:
             top[group(c)] = max(top.get(group(c), -1), -1 if c["step"] is None else c["step"])
         kept = [c for c in cells if (-1 if c["step"] is None else c["step"]) == top[group(c)]]
-        series = self.series_keys(kept, ("revision",) if per_model else ("revision", "model"))
+        series = self.series_keys(kept, ("revision",) if per_model else ("revision", "series"))
         return pool(kept, x="n_params", keys=self.keys(), series_keys=series, replicates=self.manifest.replicates)
 
     def note(self) -> str:
         reps = self.manifest.replicates
+        dup = self.duplicated()
+        left = (
+            f" {len(dup)} cell(s) hold the same weights as an earlier checkpoint of their series (duplicate_of, "
+            "below) and are left out of the lines."
+            if dup
+            else ""
+        )
         if not reps:
             return (
                 "No replicates are declared ([sweep] replicates): every point is one cell, its band that cell's own "
-                "95 % CI, and every coordinate that varies is its own series."
+                "95 % CI, and every coordinate that varies is its own series (several training runs: one line per "
+                'run; declare replicates = ["run"] to pool them).' + left
             )
+        over = " over training runs" if "run" in reps else ""
         return (
             f"Replicates: {', '.join(reps)} ([sweep] replicates). A point over k ≥ 2 replicate cells is their mean "
-            "with a 95 % t-interval across them (never an average of their CIs); a point of one cell is its own "
-            "estimate and 95 % CI. Every other coordinate that varies is its own series."
+            f"with a 95 % t-interval across them{over} (mean ± t·s/√k, k − 1 degrees of freedom; never an average of "
+            "their CIs); a point of one cell is its own estimate and 95 % CI. Every other coordinate that varies is "
+            "its own series (analysis seeds included, unless seed is declared)." + left
         )
+
+    def duplicated(self) -> dict[str, tuple[str, str]]:
+        """cell -> (the earlier cell with the same weights, their sha256), for every duplicate cell."""
+        return {
+            str(r["cell"]): (str(r["duplicate_of"]), str(r.get("weights_sha256")))
+            for r in self.rows
+            if r.get("duplicate_of")
+        }
 
     def figures(self) -> list[Figure]:
         import plotly.graph_objects as go
@@ -180,7 +206,10 @@ class SweepPage(Page):
         from geoprobe.report.blocks import html_table
         from geoprobe.sweep.status import summary
 
+        dup = self.duplicated()
         status = [{k: "" if v is None else str(v) for k, v in row.items()} for row in summary(self.manifest)]
+        for row in status if dup else ():
+            row["duplicate of"] = dup.get(row["cell"], ("",))[0]
         out = [figures_section(self.figures())]
         table = self.table2()
         if table:
@@ -190,8 +219,21 @@ class SweepPage(Page):
                     paragraph(TABLE2_NOTE + " " + self.note()) + html_table(table),
                 )
             )
-        out.append(Section("Cells", html_table(status)))
+        out.append(Section("Cells", (paragraph(self.duplicate_note()) if dup else "") + html_table(status)))
         return out
+
+    def duplicate_note(self) -> str:
+        """Each group of cells of one series with identical weights (EleutherAI/pythia issue #205)."""
+        groups: dict[str, list[str]] = {}
+        for cell, (first, digest) in self.duplicated().items():
+            groups.setdefault(first, [first, digest]).append(cell)
+        said = "; ".join(f"{', '.join(g[2:])} = {g[0]} (sha256 {g[1][:12]}…)" for g in groups.values())
+        return (
+            f"Identical weights: {said}. Each later checkpoint (by training step) of a series whose weights equal an "
+            "earlier one's is marked duplicate_of and left out of the lines, the contrasts and emergence (a "
+            "published checkpoint series may serve one set of weights under several steps: EleutherAI/pythia issue "
+            "#205); which of them holds the weights its name promises cannot be told from the hash."
+        )
 
 
 TABLE2_NOTE = (

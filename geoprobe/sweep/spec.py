@@ -4,7 +4,8 @@
 [sweep]
 experiment = "scan"                 # any experiment (geoprobe.recipes.EXPERIMENTS)
 out = "runs/pythia-trajectory"      # optional; --out overrides it
-replicates = ["seed"]               # optional: coordinates whose cells are replicates, pooled on the page
+replicates = ["run"]                # optional: coordinates (or run: the training run) whose cells are
+                                    # replicates, pooled on the page
 [grid]                              # the product of these lists, the first key slowest
 model = ["pythia-160m", "pythia-410m"]
 revision = ["step0", "step512"]     # Hub revisions, or local checkpoint directories
@@ -48,7 +49,8 @@ class SweepSpec:
     """A sweep file as read: the experiment's command, the output directory it names (None: none), the
     grid (key -> values, file order), the explicit cells, the experiment's own recipe tables, the file it
     came from, the ``[load]`` settings and the coordinates whose cells are replicates (``[sweep]
-    replicates``: pooled on the sweep's page; every other varying coordinate is drawn as its own series)."""
+    replicates``: pooled on the sweep's page; every other varying coordinate is drawn as its own series;
+    besides coordinates it may name ``run``, each cell's training run: geoprobe.sweep.series)."""
 
     experiment: str
     out: str | None

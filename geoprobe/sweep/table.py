@@ -15,23 +15,25 @@ from geoprobe.kinds import TABLE_KIND
 from geoprobe.sweep.manifest import SweepManifest
 
 TABLE = "sweep.parquet"
-#: the table's columns before the coordinates a sweep adds
+#: the columns a result's own rows give (the others are its cell's)
+ROW_COLUMNS = ("layer", "metric", "estimate", "low", "high", "null", "n")
+#: the table's columns before the coordinates a sweep adds (series, run, tokens, weights_sha256 and
+#: duplicate_of: geoprobe.sweep.series)
 COLUMNS = (
     "cell",
     "experiment",
     "model",
+    "series",
+    "run",
     "n_params",
     "revision",
     "training_step",
+    "tokens",
+    "weights_sha256",
+    "duplicate_of",
     "prompt_set",
     "seed",
-    "layer",
-    "metric",
-    "estimate",
-    "low",
-    "high",
-    "null",
-    "n",
+    *ROW_COLUMNS,
 )
 
 
@@ -81,29 +83,45 @@ def table_rows(manifest: SweepManifest, directory: Path) -> list[dict[str, Any]]
     ``directory``; the manifest's ``result`` paths are never followed."""
     from geoprobe.recipes import experiments, load_result
     from geoprobe.sweep.directory import cell_dir
+    from geoprobe.sweep.series import Trajectories, cell_facts, duplicates, runs
 
     result_file = experiments()[manifest.experiment].result.FILE
     keys = [k for k in manifest.keys() if k not in COLUMNS]
-    rows = []
+    cells, trajectories = [], Trajectories()
     for c in manifest.cells:
         if c.status != "done":
             continue
         result = load_result(cell_dir(directory, c.id) / result_file)
         coords = c.coordinates
         prompt_set = coords.get("prompts") or _prompt_set(result)
+        prov = getattr(result, "provenance", None)
+        prov = prov.to_dict() if hasattr(prov, "to_dict") else dict(prov or {})
+        facts = cell_facts(coords, prov, c.training_step, trajectories)
         head = {
             "cell": c.id,
             "experiment": manifest.experiment,
             "model": str(coords.get("model", c.provenance.get("model_id", ""))),
+            "series": facts["series"],
+            "run": facts["run"],
             "n_params": c.n_params,
             "revision": None if coords.get("revision") is None else str(coords["revision"]),
             "training_step": c.training_step,
+            "tokens": facts["tokens"],
+            "weights_sha256": facts["weights_sha256"],
+            "duplicate_of": None,
             "prompt_set": None if prompt_set is None else str(prompt_set),
             "seed": coords.get("seed", c.provenance.get("seed")),
         }
         extra = {k: _cell_value(coords.get(k)) for k in keys}
-        for r in result_rows(result):
-            rows.append({**head, **{k: r.get(k) for k in COLUMNS[8:]}, **extra})
+        cells.append((head, facts, result_rows(result), extra))
+    runs([facts for _, facts, _, _ in cells])  # two trajectories of one seed in one series: two runs
+    for head, facts, _, _ in cells:
+        head["run"] = facts["run"]
+    repeated = duplicates([{**head, **extra} for head, _, _, extra in cells])
+    rows = []
+    for head, _, own, extra in cells:
+        head["duplicate_of"] = repeated.get(head["cell"])
+        rows += [{**head, **{k: r.get(k) for k in ROW_COLUMNS}, **extra} for r in own]
     return rows
 
 

@@ -14,6 +14,7 @@ RECIPE_FILES = sorted((ROOT / "probes").glob("*.toml"))
 HUB = ["--model", "pythia-410m"]  # a Hub alias: every loading flag applies to it (nothing is loaded here)
 #: the loading flags that apply to Hub models and local directories only (refused for GGUF files and twins)
 HUB_ONLY = ("device_map", "trust_remote_code", "allow_pickle", "allow_partial_weights")
+TWIN = ["--model", "twin:gpt2"]  # a twin: the one kind of model a weight seed applies to
 
 #: flag -> (argv, check(settings, load) that the value arrived); settings: the scan config for compare-models
 CASES = {
@@ -25,6 +26,7 @@ CASES = {
     "trust_remote_code": ([*HUB, "--trust-remote-code"], lambda c, ld: ld.trust_remote_code is True),
     "allow_pickle": ([*HUB, "--allow-pickle"], lambda c, ld: ld.allow_pickle is True),
     "allow_partial_weights": ([*HUB, "--allow-partial-weights"], lambda c, ld: ld.allow_partial_weights is True),
+    "weight_seed": ([*TWIN, "--weight-seed", "3"], lambda c, ld: ld.weight_seed == 3),
     "prompts": (["--prompts", "builtin"], lambda c, ld: c.prompts == "builtin"),
     "domain": (["--domain", "math"], lambda c, ld: c.prompts == "math"),
     "candidates": (["--candidates", "77"], lambda c, ld: c.sampling.candidates == 77),
@@ -83,12 +85,15 @@ def test_a_run_flag_is_honoured_or_refused_never_ignored(recipe, flag, calls, tm
     command = load_probe(recipe).command
     honoured = honours(experiments()[command])
     argv, arrived = CASES[flag]
-    if argv[:2] == HUB and "model" not in honoured:
+    if argv[:2] in (HUB, TWIN) and "model" not in honoured:
         argv = argv[2:]  # the loading flags are then refused on their own
     code, out, err = run_cli(["run", str(recipe), *argv, "--out", str(tmp_path / "o"), "--force"], capsys, monkeypatch)
     if command == "compare-models" and flag in HUB_ONLY:
         # compare.toml's models ship as GGUF files: the flag cannot apply to them (the Hub case is tested below)
         assert code == 2 and f"{FLAGS[flag]} does not apply to --model 'smollm2-135m'" in err, err
+        return
+    if command == "compare-models" and flag == "weight_seed":  # the same: real weights have no seed
+        assert code == 2 and "--weight-seed 3 does not apply to --model 'smollm2-135m'" in err, err
         return
     if flag in honoured:
         assert code == 0, err

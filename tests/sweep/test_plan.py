@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from geoprobe.errors import SweepError
-from geoprobe.sweep.plan import cell_id, expected_model_id, make_plan
+from geoprobe.sweep.plan import cell_id, expected_model_id, expected_weight_seed, make_plan
 from geoprobe.sweep.spec import read_sweep
 
 HEAD = '[sweep]\nexperiment = "scan"\nout = "runs/s"\n'
@@ -80,6 +80,10 @@ def test_list_settings_negative_numbers_and_their_ids(tmp_path):
         ('[grid]\nmodel = ["m"]\ndtype = ["float64"]\n', "float64"),
         ("[grid]\nseed = [0]\n[sweep2]\nx = 1\n", "unknown section [sweep2]"),
         ('[sweep]\nreplicates = ["training_run"]\n', None),
+        ('[grid]\nmodel = ["pythia-160m"]\nweight_seed = [1]\n', "--weight-seed 1 does not apply"),
+        ('[grid]\nmodel = ["twin:gpt2@2"]\nweight_seed = [1]\n', "--weight-seed 1 and the seed @2"),
+        ('[grid]\nmodel = ["twin:gpt2@two"]\n', "twin seed '@two'"),
+        ('[grid]\nmodel = ["twin:gpt2"]\nweight_seed = [-3]\n', "seed -3 is outside"),
     ],
 )
 def test_every_cell_is_checked_before_any_work(tmp_path, body, message):
@@ -88,7 +92,7 @@ def test_every_cell_is_checked_before_any_work(tmp_path, body, message):
     if message is None:  # a replicate that is no coordinate
         p = tmp_path / "s.toml"
         p.write_text('[sweep]\nexperiment = "scan"\nreplicates = ["training_run"]\n[grid]\nseed = [0, 1]\n')
-        with pytest.raises(SweepError, match="sweep.replicates names 'training_run', which is no coordinate"):
+        with pytest.raises(SweepError, match=r"sweep.replicates names 'training_run', which is no coordinate .*run"):
             make_plan(read_sweep(p))
         return
     with pytest.raises(SweepError) as info:
@@ -127,3 +131,40 @@ def test_thousands_of_explicit_cells_over_a_large_grid_expand_each_once(tmp_path
     assert len(plan.cells) == 3000 and len({c.id for c in plan.cells}) == 3000
     replaced = [c for c in plan.cells if c.coordinates.get("n_resamples") == 70]
     assert len(replaced) == 1000 and plan.cells[0].coordinates == {"model": "m0", "n_resamples": 70, "seed": 0}
+
+
+def test_a_twins_weight_seed_is_a_coordinate_and_run_a_replicate_that_is_derived(tmp_path):
+    """``weight_seed`` (or ``@N``) makes cells of their own; ``replicates = ["run"]`` names the training run,
+    no coordinate of the file; the twin's model id stays its architecture, its weight seed is expected apart."""
+    p = tmp_path / "s.toml"
+    p.write_text(
+        '[sweep]\nexperiment = "scan"\nreplicates = ["run"]\n[grid]\nmodel = ["twin:gpt2"]\nweight_seed = [0, 1]\n'
+        '[[cell]]\nmodel = "twin:gpt2@2"\n'
+    )
+    plan = make_plan(read_sweep(p))
+    assert [c.coordinates for c in plan.cells] == [
+        {"model": "twin:gpt2", "weight_seed": 0},
+        {"model": "twin:gpt2", "weight_seed": 1},
+        {"model": "twin:gpt2@2"},
+    ]
+    assert plan.spec.replicates == ("run",) and "run" not in plan.keys
+    assert [expected_weight_seed(c.coordinates) for c in plan.cells] == [0, 1, 2]
+    assert {expected_model_id(c.coordinates) for c in plan.cells} == {"twin:gpt2:tiny"}
+    assert expected_weight_seed({"model": "pythia-160m"}) is None and expected_weight_seed({"model": "twin:a"}) == 0
+
+
+def test_a_cell_whose_results_are_of_another_weight_seed_does_not_verify():
+    from geoprobe.sweep.directory import mismatch
+    from geoprobe.sweep.plan import Cell
+
+    class Result:
+        config = None
+
+        def __init__(self, **prov):
+            self.provenance = {"model_id": "twin:gpt2:tiny", "source": "twin", **prov}
+
+    cell = Cell({"model": "twin:gpt2", "weight_seed": 1})
+    assert mismatch(Result(weight_seed=1, weights="random-init seed=1"), cell) is None
+    assert mismatch(Result(weight_seed=0, weights="random-init seed=0"), cell) == "of a twin of weight seed 0, not 1"
+    assert mismatch(Result(weights="random-init seed=0"), cell) == "of a twin of weight seed 0, not 1"  # older file
+    assert mismatch(Result(weights="random-init seed=0"), Cell({"model": "twin:gpt2"})) is None
