@@ -42,7 +42,46 @@ MASKED = {
     "provenance.versions.*": "the environment's package versions (geoprobe's own, plotly, ...); the keys are "
     "compared; where NUMERIC_LIBRARIES differ from the fixture's, a failure names them",
 }
+#: what a scan writes today that 0.1.0 did not write, and why: dropped from today's document before the
+#: comparison (every number 0.1.0 wrote is still compared)
+ADDED = {
+    "init_null": "issue 37: the scorecard's random-init null (draws of the architecture on the same prompts)",
+    "identifiability": "issue 37: split-half stability and eigengap of each layer's PC1",
+    "alignment.null_mean": "issue 37: the permutation null of |ρ|",
+    "alignment.null_high": "issue 37: the permutation null of |ρ|",
+    "scorecard.criteria[*].contrast": "issue 37: Δ against the random-init null",
+    "scorecard.criteria[*].threshold_met": "issue 37: the threshold, apart from passes",
+    "config.analyses[identifiability]": "issue 37: the identifiability analysis, on by default",
+    "timings.identifiability_s": "issue 37: its wall-clock seconds",
+    "provenance.weight_seed": "issue 37: a twin's weight seed, apart from the analysis seed",
+    "provenance.weights_sha256": "issue 37: the weights' sha256 (verified checkpoint series)",
+}
+#: the scorecard's verdicts and nulls changed meaning in issue 37 (a criterion passes only when it also
+#: beats the random-init null; the fraction of layers lost its interval): not compared
+MASKED["scorecard.*"] = "issue 37: the null of every criterion is the random-initialised architecture"
+MASKED["orthogonality.init_*"] = "issue 37: the W_K baseline is the first random-init draw of the null (seed 10,000+)"
 SKIP = tuple("." + m.removesuffix("*") for m in MASKED)  # path prefixes for float_tolerance.differences
+
+
+def as_0_1_0(doc: dict) -> dict:
+    """Today's results.json without what :data:`ADDED` names."""
+    d = copy.deepcopy(doc)
+    for k in ("init_null", "identifiability"):
+        d.pop(k, None)
+    for k in ("null_mean", "null_high"):
+        d.get("alignment", {}).pop(k, None)
+    d.get("timings", {}).pop("identifiability_s", None)
+    for k in ("weight_seed", "weights_sha256"):
+        d["provenance"].pop(k, None)
+    for c in d.get("scorecard", {}).get("criteria", []):
+        c.pop("contrast", None), c.pop("threshold_met", None)
+        for end in ("low", "high"):  # the fraction of layers has no interval now (JSON null); the scorecard's
+            if c["value"][end] is None:  # values are masked, so only the type 0.1.0 wrote is restored
+                c["value"][end] = 0.0
+    d["config"]["analyses"] = [a for a in d["config"]["analyses"] if a != "identifiability"]
+    return d
+
+
 #: libraries whose builds decide the floats (named when part (b) fails)
 NUMERIC_LIBRARIES = ("python", "torch", "transformers", "transformer-lens", "numpy", "scipy", "scikit-learn")
 #: float32 kernels other than this CPU's own: scalar ATen kernels, SSE4.2 MKL, SSE4.1 oneDNN
@@ -80,8 +119,7 @@ def _other_builds() -> str:
 def _scan(out: Path, env: dict[str, str] | None = None) -> tuple[dict, dict[str, float]]:
     """Run COMMAND into ``out``; its results.json and every float's tolerance (float_tolerance)."""
     from geoprobe.capture.result import Capture
-    from geoprobe.models.loading import load_model
-    from geoprobe.scan.run import analyse, random_init_key_weights
+    from geoprobe.scan.run import analyse
 
     r = subprocess.run(
         [sys.executable, "-m", "geoprobe", *COMMAND, "--out", str(out)],
@@ -92,19 +130,38 @@ def _scan(out: Path, env: dict[str, str] | None = None) -> tuple[dict, dict[str,
         timeout=300,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    fresh = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    written = json.loads((out / "results.json").read_text(encoding="utf-8"))
     done = ScanResult.load(out / "results.json")
     cap = Capture.load(out / "capture")
-    m = load_model("twin:llama-3.2-1b")
-    init_w_k, label = random_init_key_weights(cap, m.hf_model.config, done.config.seed, m.arch)
+    label = done.init_null.label  # the scan's W_K baseline is its first random-init draw
 
     def again(c: Capture, w_k) -> dict:
-        res = analyse(c, done.config, init_w_k=w_k, init_label=label, notes=done.notes, prompt_set=done.prompt_set)
+        res = analyse(
+            c,
+            done.config,
+            init_w_k=w_k,
+            init_label=label,
+            null=done.init_null,
+            notes=done.notes,
+            prompt_set=done.prompt_set,
+        )
         return dataclasses.replace(res, capture_dir=done.capture_dir, timings=done.timings).to_dict()
 
     if env is None:  # the same kernels in this process: the run's numbers, bit for bit
-        assert again(cap, init_w_k) == fresh
-    return fresh, ft.tolerances(ft.sensitivity(again, cap, init_w_k), fresh)
+        assert again(cap, _init_w_k(done)) == written
+    fresh = as_0_1_0(written)
+    return fresh, ft.tolerances(ft.sensitivity(lambda c, w: as_0_1_0(again(c, w)), cap, _init_w_k(done)), fresh)
+
+
+def _init_w_k(done: ScanResult):
+    """The W_K baseline the scan used: the first random-init draw's (stored as init_per_head; rebuilt here
+    from the draw's seed by the same code)."""
+    from geoprobe.capture.run import key_weights
+    from geoprobe.models.loading import load_model
+    from geoprobe.scan.nulls import random_init_like
+
+    m = random_init_like(load_model("twin:llama-3.2-1b"), done.init_null.seeds[0])
+    return key_weights(m, done.layers)
 
 
 @pytest.fixture(scope="module")
