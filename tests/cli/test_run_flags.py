@@ -41,6 +41,8 @@ CASES = {
     "max_tokens": (["--max-tokens", "50"], lambda c, ld: c.max_tokens == 50),
     "scatter_layers": (["--scatter-layers", "0"], lambda c, ld: c.scatter_layers == (0,)),
     "no_init_baseline": (["--no-init-baseline"], lambda c, ld: c.init_baseline is False),
+    "init_draws": (["--init-draws", "5"], lambda c, ld: c.init_draws == 5),
+    "baseline": (["--baseline", "runs/x/checkpoints/step0"], lambda c, ld: c.baseline == "runs/x/checkpoints/step0"),
     "null_kind": (["--null", "permute"], lambda c, ld: c.null_kind == "permute"),
     "ci_layers": (["--ci-layers", "all"], lambda c, ld: c.ci_layers == "all"),
     "seed": (["--seed", "7"], lambda c, ld: c.seed == 7),
