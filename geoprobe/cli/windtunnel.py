@@ -86,10 +86,13 @@ def print_summary(result: Any, reporter: Any = None) -> None:
         mark = "pass" if c["pass"] else "FAIL"
         out.print(f"  {mark}: {c['check']} {c['target']}: measured {c['measured']:.4g}")
     if result.geometry is not None:
-        g = result.geometry
+        from geoprobe.windtunnel.report import step_text
+
+        g, span = result.geometry, result.geometry.t90_interval
+        within = f", d = {span.difference:+.3f} (log(step + 1), 95 % over prompts)" if span is not None else ""
         out.print(
-            f"  frame t90 ≈ step {g.t90_frame:.0f}, precision t90 ≈ step {g.t90_precision:.0f} "
-            f"({'frame first' if g.dissociation else 'no dissociation'})"
+            f"  frame t90 {step_text(g.t90_frame)}, precision t90 {step_text(g.t90_precision)}"
+            f"{within}; one seed: not testable (--seeds 0,1,2,3,4 tests it over seeds)"
         )
     if result.ablations is not None:
         a = result.ablations
@@ -228,3 +231,7 @@ def run_cmd(
 def print_spread(result: Any, reporter: Any = None) -> None:
     rows = [r for r in result.spread_rows() if r["measure (bits)"] == "MAE paper def."]
     print_rows(f"{result.name} ({result.scale}): entropy MAE across seeds {list(result.seeds)}", rows)
+    fp = result.frame_precision
+    if fp is not None:
+        print_rows(f"{result.name} ({result.scale}): frame vs precision over seeds", fp.rows())
+        out.print(f"  {fp.summary()}")

@@ -17,8 +17,10 @@ variation distance of each checkpoint's attention patterns to the final checkpoi
 layers, heads, prompts); *precision* is the entropy error. Progress fractions:
 ``frame(s) = 1 − TV(s)/TV(0)`` and, on a log scale because the error falls by orders of
 magnitude, ``precision(s) = log(MAE(0)/MAE(s)) / log(MAE(0)/MAE(final))``. ``t90`` is the step at
-which a fraction reaches 0.9, interpolated in log step between the checkpoints around the crossing;
-the dissociation is ``t90_frame < t90_precision``.
+which a fraction reaches 0.9, interpolated in log step between the checkpoints around the crossing
+(:mod:`geoprobe.windtunnel.t90`, which also gives ``t90_interval``: a bootstrap over this run's probe
+prompts and held-out sequences). One run cannot say which comes first across training runs:
+:mod:`geoprobe.windtunnel.frame` tests the difference over training seeds.
 
 Calibration: |ρ| of PC1 with the analytic entropy at the layer of the final checkpoint where it is
 largest (``calibration_layer``; every layer's ρ is kept in ``final_layer_rho``).
@@ -26,8 +28,7 @@ largest (``calibration_layer``; every layer's ρ is kept in ``final_layer_rho``)
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -41,6 +42,7 @@ from geoprobe.analysis.stats import Estimate, bootstrap_ci
 from geoprobe.serial import Record
 from geoprobe.windtunnel.evaluate import eval_batch, model_predictive, paper_mae
 from geoprobe.windtunnel.nets import to_text
+from geoprobe.windtunnel.t90 import T90Interval, frame_fraction, precision_fraction, t90, t90_interval
 from geoprobe.windtunnel.tasks import Batch, Task, entropy_bits
 from geoprobe.windtunnel.train import RunSpec, checkpoint_dir, list_checkpoints, load_weights, step_rng
 
@@ -73,6 +75,7 @@ class CheckpointProbe:
     layer_rho: tuple[float, ...]  # the same for every layer
     mae_paper: float
     mae_sample: float
+    mae_sequences: np.ndarray  # (m,) each held-out sequence's mean |H_model − H_Bayes|; not serialised
     patterns: np.ndarray  # (L, n, H, T) final-token attention; not serialised
     pc1: tuple[np.ndarray, ...]  # (n,) PC1 coordinates per layer; not serialised
     model_entropy: np.ndarray  # (n,) the captured next-token entropy (full vocabulary)
@@ -106,34 +109,11 @@ def probe_checkpoint(
         layer_rho=tuple(r for _, _, r in per_layer),
         mae_paper=paper_mae(hm, ht),
         mae_sample=float(np.abs(hm - ht).mean()),
+        mae_sequences=np.abs(hm - ht).mean(1),
         patterns=cap.attn_pattern,
         pc1=tuple(c for c, _, _ in per_layer),
         model_entropy=cap.next_entropy.astype(np.float64),
     )
-
-
-def _fraction_frame(tv: np.ndarray) -> np.ndarray:
-    return 1.0 - tv / tv[0] if tv[0] > 0 else np.ones_like(tv)
-
-
-def _fraction_precision(mae: np.ndarray) -> np.ndarray:
-    lo = np.maximum(mae, 1e-12)
-    span = math.log(lo[0] / lo[-1])
-    return np.log(lo[0] / lo) / span if span > 0 else np.ones_like(lo)
-
-
-def _t90(steps: Sequence[int], frac: np.ndarray, level: float = 0.9) -> float:
-    """The step at which ``frac`` first reaches ``level``, interpolated linearly in log(step + 1)
-    between the two checkpoints around the crossing (log-spaced checkpoints are far apart late)."""
-    hit = np.flatnonzero(frac >= level)
-    if not hit.size:
-        return float(steps[-1])
-    i = int(hit[0])
-    if i == 0 or frac[i] == frac[i - 1]:
-        return float(steps[i])
-    a, b = math.log(steps[i - 1] + 1), math.log(steps[i] + 1)
-    w = (level - frac[i - 1]) / (frac[i] - frac[i - 1])
-    return math.exp(a + w * (b - a)) - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +135,8 @@ class TrainingGeometry(Record):
     analytic_entropy: tuple[float, ...]  # (n,)
     final_model_entropy: tuple[float, ...]  # (n,)
     calibration_layer: int = -1  # the layer whose PC1 tracks the analytic entropy best (|ρ|)
+    # the t90s with a bootstrap interval over this run's prompts and sequences (absent from older files)
+    t90_interval: T90Interval | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         C = len(self.steps)
@@ -169,22 +151,26 @@ class TrainingGeometry(Record):
 
     @property
     def frame_progress(self) -> np.ndarray:
-        return _fraction_frame(np.asarray(self.frame_tv))
+        return frame_fraction(np.asarray(self.frame_tv))
 
     @property
     def precision_progress(self) -> np.ndarray:
-        return _fraction_precision(np.asarray(self.mae_sample))
+        return precision_fraction(np.asarray(self.mae_sample))
 
     @property
     def t90_frame(self) -> float:
-        return _t90(self.steps, self.frame_progress)
+        """NaN when the attention patterns never differed from the final ones."""
+        return t90(self.steps, self.frame_progress)
 
     @property
     def t90_precision(self) -> float:
-        return _t90(self.steps, self.precision_progress)
+        """NaN when the entropy error did not fall (MAE(final) ≥ MAE(0))."""
+        return t90(self.steps, self.precision_progress)
 
     @property
     def dissociation(self) -> bool:
+        """``t90_frame < t90_precision`` in this one run (False when either is undefined); not a test:
+        across training seeds, :func:`geoprobe.windtunnel.frame.frame_precision`."""
         return self.t90_frame < self.t90_precision
 
 
@@ -211,6 +197,16 @@ def training_geometry(
             progress(i + 1, len(steps))
     final = probes[-1]
     tv = [float(0.5 * np.abs(p.patterns - final.patterns).sum(-1).mean()) for p in probes]
+    # per prompt (mean over layers and heads of the (L, n, H) distances): the frame's bootstrap unit
+    tv_prompts = np.stack([0.5 * np.abs(p.patterns - final.patterns).sum(-1).mean((0, 2)) for p in probes])
+    spans = t90_interval(
+        [p.step for p in probes],
+        tv_prompts,
+        np.stack([p.mae_sequences for p in probes]),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=0,
+    )
     best = int(np.nanargmax(np.abs(final.layer_rho)))
     rho = bootstrap_ci(
         (final.pc1[best], analytic),
@@ -236,4 +232,5 @@ def training_geometry(
         analytic_entropy=tuple(float(x) for x in analytic),
         final_model_entropy=tuple(float(x) for x in final.model_entropy),
         calibration_layer=best,
+        t90_interval=spans,
     )

@@ -5,7 +5,8 @@ evaluates one complete run per seed, ``OUT/seed-N/`` (each an ordinary run direc
 ``windtunnel.json``, ``windtunnel.html``), then writes :class:`TunnelSeeds` (``OUT/seeds.json``, and
 its page ``OUT/seeds.html``, :mod:`geoprobe.windtunnel.report.seeds`): every seed's metrics and, per
 learner and evaluation length, the spread of the per-seed MAE (mean, standard deviation, min–max and a
-Student-t interval for the mean over seeds).
+Student-t interval for the mean over seeds), and, when every seed was probed over training, frame vs
+precision across the seeds (:class:`geoprobe.windtunnel.frame.FramePrecision`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from geoprobe.report.page import Page
 from geoprobe.results import Result
 from geoprobe.serial import Record
 from geoprobe.windtunnel.evaluate import TunnelMetrics
+from geoprobe.windtunnel.frame import FramePrecision
 
 #: how many seeds one --seeds may ask for
 MAX_SEEDS = 50
@@ -125,6 +127,9 @@ class TunnelSeeds(Result, Page):
     scale: str
     runs: tuple[SeedRun, ...]
     provenance: dict[str, Any] = field(default_factory=dict)
+    # the t90s of frame and precision per seed, their mean difference and verdict (None without geometry;
+    # absent from files written before it)
+    frame_precision: FramePrecision | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if len(self.runs) < 2:
@@ -146,6 +151,7 @@ class TunnelSeeds(Result, Page):
             r = results[s]
             if r.task != first.task or r.scale != first.scale:
                 raise ValueError(f"seed {s} ran {r.task} at {r.scale}, seed {seeds[0]} {first.task} at {first.scale}")
+        probed = all(results[s].geometry is not None for s in seeds)
         return cls(
             task=dict(first.task),
             scale=first.scale,
@@ -154,6 +160,7 @@ class TunnelSeeds(Result, Page):
                 for s in seeds
             ),
             provenance=provenance,
+            frame_precision=FramePrecision.of_results([results[s] for s in seeds]) if probed else None,
         )
 
     @property

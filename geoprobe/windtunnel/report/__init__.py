@@ -6,11 +6,13 @@ run over several seeds."""
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.windtunnel.geometry import TrainingGeometry
 from geoprobe.windtunnel.invariance import SemanticInvariance
 from geoprobe.windtunnel.paper import PAPER, paper_value
 from geoprobe.windtunnel.query import query_table
@@ -80,12 +82,7 @@ def findings(result: WindTunnelResult) -> str:
     out = ""
     if result.geometry is not None:
         g = result.geometry
-        out += paragraph(
-            f"Frame vs precision: the attention patterns reach 90 % of their change at step ≈ "
-            f"{g.t90_frame:.0f}, the entropy error at step ≈ {g.t90_precision:.0f} "
-            f"({'the frame stabilises first' if g.dissociation else 'no frame-first dissociation here'}).",
-            muted=False,
-        )
+        out += paragraph(frame_text(g), muted=False)
     if result.ablations is not None:
         a = result.ablations
         out += paragraph(
@@ -95,6 +92,31 @@ def findings(result: WindTunnelResult) -> str:
             muted=False,
         )
     return out
+
+
+def frame_text(g: TrainingGeometry) -> str:
+    """Frame vs precision of this one run in words: the t90s, their prompt-level interval, and why one seed
+    gives no verdict."""
+    span = g.t90_interval
+    if span is not None and math.isfinite(span.difference.low):
+        within = (
+            f"; d = log(t90 frame + 1) − log(t90 precision + 1) = {span.difference:+.3f} "
+            f"(95 % bootstrap over {span.n_prompts} probe prompts and {span.n_sequences} held-out sequences)"
+        )
+    elif span is not None:
+        within = f"; the prompt-level interval is undefined ({span.undefined} of {span.n_resamples} draws had no t90)"
+    else:
+        within = ""
+    return (
+        f"Frame vs precision: t90 (90 % of the change) of the attention patterns {step_text(g.t90_frame)}, "
+        f"of the entropy error {step_text(g.t90_precision)}{within}. One training seed: not testable "
+        "(which comes first is a claim about training runs; run --seeds 0,1,2,3,4 for the test over seeds)."
+    )
+
+
+def step_text(t: float) -> str:
+    """A t90 in words ("undefined" when its measure did not move towards its final value)."""
+    return f"step ≈ {t:,.0f}" if math.isfinite(t) else "undefined (no progress)"
 
 
 def provenance_rows(result: WindTunnelResult) -> list[tuple[str, Any]]:

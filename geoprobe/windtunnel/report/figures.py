@@ -142,7 +142,8 @@ def dynamics_figure(result: WindTunnelResult) -> Any:
     fig.update_xaxes(type="log", title_text="training step")
     fig.update_yaxes(type="log", row=1, col=2)
     fig.update_layout(
-        title=f"{result.name}: frame (t90 ≈ step {g.t90_frame:.0f}) vs precision (t90 ≈ step {g.t90_precision:.0f})",
+        title=f"{result.name}: frame (t90 ≈ step {g.t90_frame:,.0f}) vs precision (t90 ≈ step {g.t90_precision:,.0f}), "
+        "one seed",
         template="plotly_white",
     )
     return fig

@@ -1,19 +1,36 @@
 """The page of a wind tunnel run over several seeds (``seeds.html``): the spread of the entropy error
-across seeds and Figure 11 (one line per seed), registered as :class:`TunnelSeeds`'s page with
-:func:`geoprobe.report.page.register_page`."""
+across seeds, Figure 11 (one line per seed), and frame vs precision over seeds (table and figure),
+registered as :class:`TunnelSeeds`'s page with :func:`geoprobe.report.page.register_page`."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.windtunnel.frame import FramePrecision
 from geoprobe.windtunnel.seeds import TunnelSeeds
 
 CAPTION = (
     "Entropy error by position (|mean model entropy − mean analytic entropy| over held-out sequences, log scale), "
     "one line per seed: transformer in blue, MLP in red. Panels beyond the first are lengths not trained on "
     "(arXiv 2512.22471, Figure 11: five seeds of the HMM experiment)."
+)
+FRAME_CAPTION = (
+    "Frame vs precision over training seeds (arXiv 2512.22473): per seed, d = log(t90 frame + 1) − "
+    "log(t90 precision + 1), negative when the attention patterns reach 90 % of their change before the entropy "
+    "error does; bars: that run's 95 % bootstrap interval over its probe prompts and held-out sequences. "
+    "Bottom row: the mean over seeds with its 95 % Student-t interval (n − 1 degrees of freedom), the test."
+)
+FRAME_NOTE = (
+    "t90: the step at which a progress fraction first reaches 0.9, interpolated linearly in log(step + 1) between "
+    "log-spaced checkpoints; frame = 1 − TV(s)/TV(0), TV the attention patterns' total-variation distance to the "
+    "final checkpoint's; precision = log(MAE(0)/MAE(s)) / log(MAE(0)/MAE(final)), MAE the per-sample entropy "
+    "error. Training seeds are the replicates: the verdict is 'frame first' only when the t interval of the mean d "
+    "(log units) lies below 0, 'precision first' above 0, else no dissociation detected. A seed whose t90 is "
+    "undefined (its entropy error did not fall) is listed and left out of the mean. The per-run bootstrap interval "
+    "covers prompt sampling only, not the checkpoint grid's resolution nor another seed."
 )
 
 
@@ -38,13 +55,66 @@ def seeds_sections(result: TunnelSeeds) -> list[Section]:
                 "paper (arXiv 2512.22471, Figure 11) repeats the HMM experiment over 5 seeds."
             ),
         ),
+        frame_section(result.frame_precision),
         figures_section(result.figures()),
         provenance_section(result.provenance),
     ]
 
 
+def frame_section(fp: FramePrecision | None) -> Section:
+    """The "Frame vs precision over seeds" table, or why there is none."""
+    title = "Frame vs precision over seeds"
+    if fp is None:
+        return Section(title, paragraph("Not measured: the seeds were evaluated without geometry (geometry = false)."))
+    return Section(
+        title,
+        paragraph(fp.summary(), muted=False) + html_table(fp.rows()) + "\n" + paragraph(FRAME_NOTE),
+    )
+
+
 def seeds_figures(result: TunnelSeeds) -> list[Figure]:
-    return [Figure("seeds", CAPTION, seeds_figure(result))]
+    out = [Figure("seeds", CAPTION, seeds_figure(result))]
+    if result.frame_precision is not None:
+        out.append(Figure("frame-seeds", FRAME_CAPTION, frame_seeds_figure(result.frame_precision)))
+    return out
+
+
+def frame_seeds_figure(fp: FramePrecision) -> Any:
+    """d per seed with its prompt-level interval, and the mean over seeds with its t interval."""
+    import plotly.graph_objects as go
+
+    seeds = [r for r in fp.seeds if r.defined]
+    labels = [f"seed {r.seed}" for r in seeds]
+    lo = [bar(r.difference_log, r.prompt_interval, low=True) for r in seeds]
+    hi = [bar(r.difference_log, r.prompt_interval, low=False) for r in seeds]
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[r.difference_log for r in seeds],
+            y=labels,
+            mode="markers",
+            name="one seed (bars: bootstrap over its prompts)",
+            error_x=dict(type="data", symmetric=False, array=hi, arrayminus=lo),
+            marker=dict(color="rgb(31,119,180)", size=9),
+        )
+    )
+    m = fp.difference_log
+    if fp.n_seeds >= 2:
+        fig.add_trace(
+            go.Scatter(
+                x=[m.value],
+                y=[f"mean of {fp.n_seeds}"],
+                mode="markers",
+                name="mean over seeds (95 % t interval)",
+                error_x=dict(type="data", symmetric=False, array=[m.high - m.value], arrayminus=[m.value - m.low]),
+                marker=dict(color="black", size=11, symbol="diamond"),
+            )
+        )
+    fig.add_vline(x=0, line_dash="dot")
+    fig.update_xaxes(title_text="d = log(t90 frame + 1) − log(t90 precision + 1)   (< 0: frame first)")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=f"{fp.task}: frame vs precision over seeds: {fp.verdict}", template="plotly_white")
+    return fig
 
 
 def seeds_figure(result: TunnelSeeds) -> Any:
@@ -76,6 +146,13 @@ def seeds_figure(result: TunnelSeeds) -> Any:
     fig.update_yaxes(type="log", title_text="|H̄ model − H̄ Bayes| (bits)", row=1, col=1)
     fig.update_layout(title=f"{result.name}: entropy error by position, one line per seed", template="plotly_white")
     return fig
+
+
+def bar(value: float, span: Any, low: bool) -> float:
+    """The length of one side of an error bar (0 where the run has no finite interval)."""
+    if span is None or not (math.isfinite(span.low) and math.isfinite(span.high)):
+        return 0.0
+    return max(value - span.low if low else span.high - value, 0.0)
 
 
 def rgba(rgb: str, alpha: float) -> str:
