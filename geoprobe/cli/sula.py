@@ -4,6 +4,7 @@ geoprobe.sula.experiment runs it."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Optional
 
 import typer
@@ -77,6 +78,10 @@ def sula(
     launch(EXPERIMENT, config, load, output)
 
 
+def _contrast(kc: Any) -> tuple[Any, str | None]:
+    return (None, None) if kc is None else (kc.difference, kc.note)
+
+
 def label_pair(labels: str) -> tuple[str, str]:
     """``--labels bip,pim`` as a pair; a one-line error unless it is two different labels."""
     pair = tuple(x.strip() for x in labels.split(",") if x.strip())
@@ -91,6 +96,7 @@ def print_sula(result: Any, reporter: Any = None) -> None:
 
     from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
     from geoprobe.sula.report import FLAGGED, summary_rows
+    from geoprobe.sula.tracking import interval_text
 
     m, tau = result.main, result.config.min_label_mass
 
@@ -103,21 +109,22 @@ def print_sula(result: Any, reporter: Any = None) -> None:
             "does not read the prompts as a labelling task, so no SULA MAE is reported (docs/sula.md)"
         )
     elif m.posterior_metrics is not None:  # None only in files from 0.1.0
+        post, pred = (interval_text(x.mae, spec=".3f") for x in (m.posterior_metrics, m.metrics))
         if np.any(m.low_mass):  # the paper's number is over every prompt: say that this one is not
             say(
-                f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target), "
-                f"{m.metrics.mae:.3f} against the {PREDICTIVE}, over the {m.metrics.n} of {m.n} prompts with label "
-                f"mass ≥ {tau:g} (Pythia-410M's 0.44 is over every prompt: --min-label-mass 0 scores them all)"
+                f"main: SULA MAE {post} bits against the {POSTERIOR} (the paper's target), {pred} against the "
+                f"{PREDICTIVE}, over the {m.metrics.n} of {m.n} prompts with label mass ≥ {tau:g} (Pythia-410M's "
+                "0.44 is over every prompt: --min-label-mass 0 scores them all)"
             )
         else:
             say(
-                f"main: SULA MAE {m.posterior_metrics.mae:.3f} bits against the {POSTERIOR} (the paper's target; "
-                f"Pythia-410M 0.44), {m.metrics.mae:.3f} against the {PREDICTIVE}"
+                f"main: SULA MAE {post} bits against the {POSTERIOR} (the paper's target; Pythia-410M 0.44), "
+                f"{pred} against the {PREDICTIVE}"
             )
-    table = Table(title=f"{result.model}: SULA, layer {result.layer} (paper, Pythia-410M: ρ(k, PC1) 0.86)")
+    table = Table(title=f"{result.model}: SULA, layer {result.layer}")
     rows = {t: summary_rows(result, t) for t in (PREDICTIVE, POSTERIOR)}
     cols = ("condition", "scored", "MAE, posterior H (bits)", "MAE, predictive H (bits)", "Spearman ρ(model H, H)")
-    cols += ("label mass", "ρ(k, mean PC1)")
+    cols += ("label mass",)
     for col in cols:
         table.add_column(col, no_wrap=col == "condition")
     for post, pred in zip(rows[POSTERIOR], rows[PREDICTIVE]):
@@ -127,9 +134,9 @@ def print_sula(result: Any, reporter: Any = None) -> None:
             f"{pred['scored']} of {pred['n']}",
             *(FLAGGED if x.startswith(FLAGGED) else x for x in cells),
             f"{result.conditions[pred['condition']].metrics.label_mass.value:.2g}",
-            pred["ρ(k, mean PC1)"],
         )
     out.print(table)
+    print_k_tracking(result, say)
     if tau is not None:
         left = ", ".join(f"{n} {int(c.low_mass.sum())} of {c.n}" for n, c in result.conditions.items())
         say(f"left out of the calibration metrics, label mass < {tau:g} (--min-label-mass): {left}")
@@ -139,3 +146,31 @@ def print_sula(result: Any, reporter: Any = None) -> None:
             f"{FLAGGED} (mean label mass < {tau:g}; the model does not read these prompts as a labelling task, so "
             f"they are left out of the comparison; docs/sula.md): {means}"
         )
+
+
+def print_k_tracking(result: Any, say: Any) -> None:
+    """Does PC1 follow k: ρ_S(k, PC1) across prompts per condition, main − each control, the reasons
+    where there is no interval, and why the paper's ρ(k, PC1) is not set beside it."""
+    from geoprobe.sula.report import K_P, K_RHO, OLD_FILE, k_contrast_column, k_tracking_rows
+
+    if result.main.geometry.k_tracking is None:
+        say(f"ρ_S(k, PC1) across prompts: {OLD_FILE}; rerun geoprobe sula to compute it")
+        return
+    rows = k_tracking_rows(result, reason=False)
+    contrast = k_contrast_column(result)
+    table = Table(title="Does PC1 follow k? Spearman across every prompt (bootstrap over prompts, stratified by k)")
+    for col in ("condition", K_RHO, K_P, contrast):
+        table.add_column(col, no_wrap=col == "condition")
+    for row in rows:
+        table.add_row(row["condition"], row[K_RHO], row[K_P], row[contrast])
+    out.print(table)
+    for name, c in result.conditions.items():
+        kt, kc = c.geometry.k_tracking, c.geometry.k_contrast
+        for what, est, note in ((f"{name}: ρ_S(k, PC1)", kt.rho, kt.note), (f"main − {name}", *_contrast(kc))):
+            if note:  # an undefined value (n/a) or one without an interval: say why
+                say(f"{what}: {'no interval' if math.isfinite(est.value) else 'n/a'}: {note}")
+    say(
+        "the paper's ρ(k, PC1) = 0.86 (Pythia-410M) is not set beside this as the same quantity: how it was "
+        "computed is not in the authors' released code, a Spearman ρ over five k would be a multiple of 0.1, its "
+        "sign convention is not stated, and it has no interval or control contrast (docs/sula.md)"
+    )

@@ -30,6 +30,7 @@ from geoprobe.sula.task import (
     posterior_l1,
     predictive_l1,
 )
+from geoprobe.sula.tracking import KContrast, KTracking, track_k
 
 __all__ = [
     "POSTERIOR",
@@ -37,6 +38,8 @@ __all__ = [
     "TARGETS",
     "CARRIER_WORDS",
     "CONDITIONS",
+    "KContrast",
+    "KTracking",
     "LabelTokens",
     "SulaCondition",
     "SulaConfig",
@@ -59,4 +62,5 @@ __all__ = [
     "posterior_l1",
     "predictive_l1",
     "run_sula",
+    "track_k",
 ]

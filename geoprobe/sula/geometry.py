@@ -12,6 +12,12 @@ entropy (``rho_pc1_bayes``) and the posterior entropy (``rho_pc1_posterior``), w
 ``r_pc1_posterior``; the authors' pipeline reports Pearson against the posterior entropy); mean
 PC1 per k (bootstrap CI over that k's prompts: the trajectory), and ρ(k, mean PC1), Spearman
 and Pearson over the values of k, with a percentile CI from resampling prompts within each k.
+
+ρ(k, mean PC1) is kept (old files hold it, and the Python API) but is no longer reported: over five
+values of k a Spearman ρ is ±1 whenever the five means are monotone, and its interval is then [±1, ±1],
+so it cannot tell a condition from its controls. What is reported instead, ρ_S(k, PC1) across prompts
+and the paired contrast of main with each control (``k_tracking``, ``k_contrast``), is computed by
+:mod:`geoprobe.sula.tracking` over all the conditions at once (``run_sula`` adds it).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from jaxtyping import Float
 from geoprobe.analysis.alignment import orientation, pearson, spearman
 from geoprobe.analysis.stats import Estimate, bootstrap_ci, chunk_size, quiet
 from geoprobe.serial import Record
+from geoprobe.sula.tracking import KContrast, KTracking
 
 
 def final_values(
@@ -67,16 +74,20 @@ def fit_basis(values: Float[np.ndarray, "n D"], orient_by: Float[np.ndarray, " n
 @dataclass(frozen=True, eq=False)
 class SulaGeometry(Record):
     """PC1 statistics of one condition in the shared basis. The ``*_posterior`` fields and
-    ``r_pc1_bayes`` are absent (None) in files from 0.1.0."""
+    ``r_pc1_bayes`` are absent (None) in files from 0.1.0; ``k_tracking`` (ρ_S(k, PC1) across prompts)
+    and ``k_contrast`` (main − this condition, paired; None for main) in files from before issue 37.
+    ``rho_k_pc1`` and ``r_k_pc1`` (over the per-k means) are kept for old files and not reported."""
 
     rho_pc1_bayes: Estimate  # Spearman over prompts, against the predictive entropy
-    rho_k_pc1: Estimate  # Spearman over the values of k of the mean PC1
-    r_k_pc1: Estimate  # Pearson over the values of k of the mean PC1
+    rho_k_pc1: Estimate  # Spearman over the values of k of the mean PC1 (±1 whenever monotone: not reported)
+    r_k_pc1: Estimate  # Pearson over the values of k of the mean PC1 (not reported)
     k_values: tuple[int, ...]
     pc1_per_k: tuple[Estimate, ...]
     rho_pc1_posterior: Estimate | None = field(default=None, metadata={"omit_none": True})  # Spearman, posterior H
     r_pc1_bayes: Estimate | None = field(default=None, metadata={"omit_none": True})  # Pearson, predictive H
     r_pc1_posterior: Estimate | None = field(default=None, metadata={"omit_none": True})  # Pearson, posterior H
+    k_tracking: KTracking | None = field(default=None, metadata={"omit_none": True})  # ρ_S(k, PC1), prompts
+    k_contrast: KContrast | None = field(default=None, metadata={"omit_none": True})  # main − this condition
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k_values", tuple(int(k) for k in self.k_values))

@@ -13,13 +13,25 @@ from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
 from geoprobe.sula.result import SulaResult
+from geoprobe.sula.tracking import interval_text
 
-#: arXiv 2512.23752 §5.2 (Pythia-410M), all against its "analytical posterior entropy H_Bayes(k)",
-#: i.e. the posterior entropy h(P(y = L1 | examples)); compared only with our posterior-entropy numbers
+#: arXiv 2512.23752 §5.2 (Pythia-410M): the first two against its "analytical posterior entropy H_Bayes(k)",
+#: i.e. the posterior entropy h(P(y = L1 | examples)), compared only with our posterior-entropy numbers;
+#: the third is not the quantity geoprobe reports (PAPER_K says what differs)
 PAPER = (
     ("SULA MAE vs the posterior entropy (bits)", "0.44"),
     ("|ρ(PC1, posterior entropy)|, shared basis (0.65–0.80 over three models)", "0.65–0.80"),
-    ("ρ(k, mean PC1)", "0.86"),
+    ("ρ(k, PC1) (Phi-2 0.60, Llama-3.2-1B 0.32): not geoprobe's ρ_S(k, PC1) across prompts, see below", "0.86"),
+)
+
+#: what differs between the paper's ρ(k, PC1) and geoprobe's ρ_S(k, PC1) across prompts (docs/sula.md)
+PAPER_K = (
+    "The paper's ρ(k, PC1) = 0.86 (Pythia-410M; Phi-2 0.60, Llama-3.2-1B 0.32; §5.2) is not set beside these "
+    "numbers as the same quantity. How it was computed is not in the authors' released SULA pipeline (it computes "
+    "each k's mean PC1, and Pearson correlations elsewhere, but no correlation with k), and its sign convention is "
+    "not stated. It cannot be a Spearman ρ over five distinct values of k (those are multiples of 0.1), so it is "
+    "not what geoprobe printed before either; if it is a correlation across prompts, it is the nearest to this "
+    "one, but it comes with no interval and no contrast with the shuffled or ablated controls."
 )
 
 FLAGGED = "flagged"  # the word on the page and in the terminal for a condition left out of the comparison
@@ -39,14 +51,15 @@ _COLORS = {"main": "#1f77b4", "lexical_remap": "#ff7f0e", "shuffled": "#2ca02c",
 
 
 def _fmt(e: Estimate | None, spec: str) -> str:
-    return "n/a" if e is None else format(e, spec)
+    """An estimate with its interval, or without one and why (never ``[x, x]``; :func:`interval_text`)."""
+    return interval_text(e, spec=spec)
 
 
 def summary_rows(result: SulaResult, target: str = PREDICTIVE) -> list[dict[str, str]]:
     """One row per condition against one analytic ``target``: n, the prompts scored (label mass at
     or above the threshold), MAE, Spearman ρ and Pearson r of (model H, target) over them, label
-    mass, ρ_S and r of (PC1, target), ρ(k, mean PC1), with CIs. A flagged condition (mean label
-    mass below the threshold) shows "flagged" instead of its MAE and correlations."""
+    mass, ρ_S and r of (PC1, target), with CIs. A flagged condition (mean label mass below the
+    threshold) shows "flagged" instead of its MAE and correlations. ρ(k, PC1): :func:`k_tracking_rows`."""
     rows = []
     for name, c in result.conditions.items():
         h, m = c.target(target)
@@ -63,13 +76,66 @@ def summary_rows(result: SulaResult, target: str = PREDICTIVE) -> list[dict[str,
                 "MAE (bits)": out or _fmt(None if m is None else m.mae, ".3f"),
                 "Spearman ρ(model H, target)": out or _fmt(None if m is None else m.spearman, ".2f"),
                 "Pearson r(model H, target)": out or _fmt(None if m is None else m.pearson, ".2f"),
-                "label mass": f"{c.metrics.label_mass:.2g}",
+                "label mass": _fmt(c.metrics.label_mass, ".2g"),
                 "ρ_S(PC1, target)": _fmt(rho_pc1, ".2f"),
                 "r(PC1, target)": _fmt(r_pc1, ".2f"),
-                "ρ(k, mean PC1)": f"{g.rho_k_pc1:.2f}",
             }
         )
     return rows
+
+
+K_RHO = "ρ_S(k, PC1) across prompts"
+K_P = "permutation p"
+OLD_FILE = "not in this file (written before issue 37)"
+
+
+def k_contrast_column(result: SulaResult) -> str:
+    """The contrast column's heading: main − the row's condition, paired or not."""
+    paired = [c.geometry.k_contrast.paired for c in result.conditions.values() if c.geometry.k_contrast is not None]
+    return "main − condition" + (" (paired)" if paired and all(paired) else "")
+
+
+def k_tracking_rows(result: SulaResult, *, reason: bool = True) -> list[dict[str, str]]:
+    """One row per condition: ρ_S(k, PC1) across every prompt with its interval and permutation p, and
+    main − that condition with its interval. "no interval" with the reason (``reason=False``: without it)
+    where the resamples give one value; "not in this file" for files from before issue 37."""
+    rows = []
+    for name, c in result.conditions.items():
+        kt, kc = c.geometry.k_tracking, c.geometry.k_contrast
+        row = {"condition": name, "n": str(c.n)}
+        if kt is None:
+            row.update({K_RHO: OLD_FILE, K_P: "n/a", k_contrast_column(result): "n/a"})
+        else:
+            row[K_RHO] = interval_text(kt.rho, kt.note, reason=reason)
+            row[K_P] = "n/a" if not np.isfinite(kt.p_value) else f"{kt.p_value:.2g}"
+            row[k_contrast_column(result)] = "—" if kc is None else interval_text(kc.difference, kc.note, reason=reason)
+        rows.append(row)
+    return rows
+
+
+def k_tracking_section(result: SulaResult) -> Section:
+    """ρ_S(k, PC1) across prompts per condition and the main − control contrasts, with what they mean and
+    what differs from the paper's ρ(k, PC1)."""
+    kt = result.main.geometry.k_tracking
+    resamples = "" if kt is None else f", {kt.n_resamples} resamples"
+    text = paragraph(
+        "Spearman ρ between each prompt's number of examples k and its PC1 coordinate, across every prompt of "
+        "the condition (the prompts are the replicates; label mass plays no part). PC1 grows with the model's "
+        "label entropy, so a trajectory towards confidence as examples accumulate gives a negative ρ. Interval: "
+        f"percentile bootstrap over prompts, stratified by k (each resample keeps each k's number of prompts"
+        f"{resamples}); p: permutation test of independence. main − condition: the difference of the two ρ_S on "
+        "the same resampled prompts (paired: a control's prompt i is main's prompt i with its labels or words "
+        "changed). The shuffled labels carry no evidence: if main − shuffled covers 0, PC1 follows the number of "
+        "examples whatever they say. Where every resample gives one value there is no interval, and the table "
+        "says why. (ρ(k, mean PC1), over the per-k means, is no longer shown: over five values of k it is ±1 "
+        "whenever the means are monotone, in the controls as in main.)",
+        muted=False,
+    )
+    return Section(
+        "Does PC1 follow k? (value geometry, every prompt)",
+        html_table(k_tracking_rows(result)) + "\n" + text + "\n" + paragraph(PAPER_K),
+        level=3,
+    )
 
 
 def per_k_rows(result: SulaResult) -> list[dict[str, str]]:
@@ -80,10 +146,10 @@ def per_k_rows(result: SulaResult) -> list[dict[str, str]]:
     for i, k in enumerate(c.metrics.k_values):
         at = c.k == k
         row = {"k": str(k), "scored": f"{int(c.scored[at].sum())} of {int(at.sum())}"}
-        row["model"] = f"{c.metrics.model_per_k[i]:.3f}"
-        row[PREDICTIVE] = f"{c.metrics.bayes_per_k[i]:.3f}"
+        row["model"] = _fmt(c.metrics.model_per_k[i], ".3f")
+        row[PREDICTIVE] = _fmt(c.metrics.bayes_per_k[i], ".3f")
         pm = c.posterior_metrics
-        row[POSTERIOR] = "n/a" if pm is None else f"{pm.bayes_per_k[i]:.3f}"
+        row[POSTERIOR] = "n/a" if pm is None else _fmt(pm.bayes_per_k[i], ".3f")
         rows.append(row)
     return rows
 
@@ -146,7 +212,8 @@ def sections(result: SulaResult) -> list[Section]:
     left = 0 if result.main.low_mass is None else int(result.main.low_mass.sum())
     note = paragraph(
         "The paper's MAE and |ρ(PC1, ·)| are against the posterior entropy; compare them with the "
-        "posterior-entropy table only (docs/sula.md quotes the definition)."
+        "posterior-entropy table only (docs/sula.md quotes the definition). Its ρ(k, PC1) is not the quantity "
+        "in the k section above (what differs is said there)."
         + (
             f" The paper scores every prompt; the MAE above leaves out the {left} of {result.main.n} main prompts "
             f"whose label mass is below {result.config.min_label_mass:g} (see Label mass): rerun with "
@@ -158,6 +225,7 @@ def sections(result: SulaResult) -> list[Section]:
     return [
         Section("Summary", about),
         *secs,
+        k_tracking_section(result),
         Section("Label mass", mass_paragraph(result), level=3),
         Section("Mean entropy per k (main)", html_table(per_k_rows(result)), level=3),
         Section("The paper's numbers (posterior entropy)", paper + "\n" + note, level=3),
@@ -178,7 +246,7 @@ def calibration_figure(result: SulaResult, condition: str = "main") -> Any:
     titles = []
     for t in targets:
         m = c.target(t)[1]
-        titles.append(f"vs {t}<br>MAE {m.mae.value:.3f} [{m.mae.low:.3f}, {m.mae.high:.3f}] bits")
+        titles.append(f"vs {t}<br>MAE {interval_text(m.mae, spec='.3f', reason=False)} bits")
     fig = make_subplots(rows=1, cols=len(targets), subplot_titles=titles)
     ok, tau = c.scored, result.config.min_label_mass
     for j, t in enumerate(targets):
@@ -307,12 +375,13 @@ def trajectory_figure(result: SulaResult) -> Any:
     for name, c in result.conditions.items():
         g = c.geometry
         y = np.array([e.value for e in g.pc1_per_k])
+        kt = g.k_tracking
         fig.add_trace(
             go.Scatter(
                 x=list(g.k_values),
                 y=y,
                 mode="lines+markers",
-                name=f"{name} (ρ(k, PC1) = {g.rho_k_pc1.value:.2f})",
+                name=name if kt is None else f"{name} (ρ_S(k, PC1) = {interval_text(kt.rho, kt.note, reason=False)})",
                 line=dict(color=_COLORS.get(name)),
                 error_y=dict(
                     type="data",

@@ -180,7 +180,10 @@ class SulaResult(Result, Page):
         against the predictive entropy, and (``*_posterior``, NaN in files from 0.1.0) against
         the posterior entropy, the paper's target; ``n_scored`` prompts (label mass at or above
         the threshold) and ``flagged`` (1.0 when the condition's mean label mass is below it; NaN
-        in files from before the threshold)."""
+        in files from before the threshold). ``rho_k_pc1_prompts`` is ρ_S(k, PC1) across prompts and
+        ``rho_k_pc1_contrast`` main's minus this condition's (NaN for main, and in files from before
+        issue 37); ``rho_k_pc1`` and ``r_k_pc1`` are over the per-k means (not reported: ±1 whenever
+        the means are monotone)."""
         nan = float("nan")
 
         def v(e: Any) -> float:
@@ -189,6 +192,7 @@ class SulaResult(Result, Page):
         out = {}
         for name, c in self.conditions.items():
             pm, g = c.posterior_metrics, c.geometry
+            kt, kc = g.k_tracking, g.k_contrast
             out[name] = {
                 "mae_bits": c.metrics.mae.value,
                 "spearman": c.metrics.spearman.value,
@@ -204,6 +208,8 @@ class SulaResult(Result, Page):
                 "r_pc1_posterior": v(g.r_pc1_posterior),
                 "n_scored": float(c.metrics.n),
                 "flagged": nan if c.flagged is None else float(c.flagged),
+                "rho_k_pc1_prompts": v(None if kt is None else kt.rho),
+                "rho_k_pc1_contrast": v(None if kc is None else kc.difference),
             }
         return out
 

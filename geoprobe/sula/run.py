@@ -16,6 +16,7 @@ from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, calibration_metrics, l
 from geoprobe.sula.geometry import final_values, fit_basis, geometry_stats
 from geoprobe.sula.result import SulaCondition, SulaResult
 from geoprobe.sula.task import check_context, generate, label_tokens, prompt_arrays
+from geoprobe.sula.tracking import track_k
 
 
 def run_sula(
@@ -96,11 +97,24 @@ def run_sula(
     # one basis, fitted on the main prompts, oriented by the model's label entropy there
     t0 = time.perf_counter()
     basis = fit_basis(values["main"], dist["main"]["entropy"])
-    seeds = np.random.default_rng(config.seed).spawn(2 * len(conditions))
+    parent = np.random.default_rng(config.seed)
+    seeds = parent.spawn(2 * len(conditions))  # as before issue 37: the same draws, the same numbers
+    cols_of = {c: prompt_arrays(prompts[c]) for c in conditions}
+    pc1_of = {c: basis.pc1(values[c]) for c in conditions}
+    # ρ_S(k, PC1) across prompts, and main − each control paired on the same prompts (control prompt i is
+    # main prompt i with its labels or words changed): one set of stratified resamples for all conditions
+    tracked = track_k(
+        {c: cols_of[c]["k"] for c in conditions},
+        pc1_of,
+        reference="main",
+        paired=True,
+        confidence=config.confidence,
+        n_resamples=config.n_resamples,
+        random_state=parent.spawn(1)[0],
+    )
     out = {}
     for i, c in enumerate(conditions):
-        cols = prompt_arrays(prompts[c])
-        pc1 = basis.pc1(values[c])
+        cols, pc1 = cols_of[c], pc1_of[c]
         # both targets resample the same prompts (one seed), so their equal-rank Spearman ρ agree exactly
         targets = {PREDICTIVE: cols["entropy_bits"], POSTERIOR: cols["posterior_entropy_bits"]}
         metrics = {
@@ -126,6 +140,7 @@ def run_sula(
             random_state=seeds[2 * i + 1],
             posterior_entropy=cols["posterior_entropy_bits"],
         )
+        geometry = replace(geometry, k_tracking=tracked[c][0], k_contrast=tracked[c][1])
         out[c] = SulaCondition(
             condition=c,
             labels=labels[c],

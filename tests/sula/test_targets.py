@@ -16,6 +16,7 @@ from geoprobe.sula import SulaConfig, SulaResult, binary_entropy_bits, calibrati
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE
 from geoprobe.sula.geometry import geometry_stats
 from geoprobe.sula.report import PAPER, calibration_figure, per_k_figure, per_k_rows, sections, summary_rows
+from geoprobe.sula.tracking import interval_text
 
 FAST = dict(n_resamples=200)
 
@@ -147,7 +148,10 @@ def test_run_sula_stores_reports_and_compares_only_the_matching_target(twin_fact
     assert all("posterior entropy" in q for q, _ in PAPER[:2])
     rows = summary_rows(r, POSTERIOR)
     assert rows[0]["MAE (bits)"] == f"{main.posterior_metrics.mae:.3f}"
-    assert [row[POSTERIOR] for row in per_k_rows(r)] == [f"{e:.3f}" for e in main.posterior_metrics.bayes_per_k]
+    # every prompt of k = 0 (1 bit) and k = 1 (0.469 bits) has the same posterior entropy: no interval, not [x, x]
+    per_k = [row[POSTERIOR] for row in per_k_rows(r)]
+    assert per_k == [interval_text(e, spec=".3f") for e in main.posterior_metrics.bayes_per_k]
+    assert per_k[0] == "1.000 (no interval: every resample gives the same value)"
     assert len(calibration_figure(r).data) == 4 and len(per_k_figure(r).data) == 12
 
 
