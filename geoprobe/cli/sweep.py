@@ -34,6 +34,19 @@ def sweep(
     force: bool = typer.Option(
         False, "--force", help="start the sweep in --out again (only the sweep's own files are removed)"
     ),
+    contrast_resamples: Optional[int] = typer.Option(
+        None,
+        "--contrast-resamples",
+        help="scan sweeps: bootstrap resamples of the paired contrasts and emergence across checkpoints "
+        "(default 1000; 0: none)",
+        show_default=False,
+    ),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        help="scan sweeps: the cell id or revision the contrasts are taken against (default: each series' step 0)",
+        show_default=False,
+    ),
 ) -> None:
     """Run one experiment over a grid (models, revisions, seeds, settings): each cell an ordinary run
     under OUT/cells/<id>/, with OUT/sweep.json, OUT/sweep.parquet and OUT/sweep.html. A rerun verifies
@@ -53,6 +66,8 @@ def sweep(
                 ("--threads", threads),
                 ("--arrays", arrays or None),
                 ("--force", force or None),
+                ("--contrast-resamples", contrast_resamples),
+                ("--baseline", baseline),
             )
             if value is not None
         ]
@@ -84,6 +99,8 @@ def sweep(
             threads=1 if threads is None else threads,
             progress=progress,
             say=lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
+            contrast_resamples=1000 if contrast_resamples is None else contrast_resamples,
+            baseline=baseline,
         )
     c = manifest.counts()
     where = out_dir if out_dir is not None else read_sweep(what).out

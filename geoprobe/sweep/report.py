@@ -4,21 +4,20 @@ count, the analogue of Table 2 of arXiv 2512.23752 across the sweep's series, an
 Headline metrics of a scan sweep: PC1 share and entropy alignment at each cell's last layer, key
 orthogonality (mean |cos| over the first third of the layers), attention focusing (% reduction, first →
 last layer). Cells are combined as :mod:`geoprobe.sweep.aggregate` says: only the sweep's declared
-replicates are pooled; every other coordinate that varies is its own series."""
+replicates are pooled; every other coordinate that varies is its own series, named in the legend with its
+model. Figures go through :func:`geoprobe.report.series.estimate_figure` (a band never joins two series; the
+y axis shows 0). A scan sweep's paired contrasts, emergence and tracking: :mod:`geoprobe.sweep.contrast_page`."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph
 from geoprobe.sweep.aggregate import Point, pool, varying
 from geoprobe.sweep.manifest import SweepManifest
-
-if TYPE_CHECKING:
-    import plotly.graph_objects
 
 #: (metric, how a cell's rows become one number: "last" layer, "early" third mean, or "none": layer None; label)
 HEADLINES: tuple[tuple[str, str, str], ...] = (
@@ -51,6 +50,8 @@ class SweepPage(Page):
 
     manifest: SweepManifest
     rows: tuple[dict[str, Any], ...]
+    #: paired contrasts, emergence and tracking (geoprobe.sweep.contrasts.ContrastTable), None: not computed
+    contrasts: Any = None
 
     def title(self) -> str:
         return f"geoprobe sweep: {self.manifest.experiment}, {len(self.manifest.cells)} cells"
@@ -88,19 +89,22 @@ class SweepPage(Page):
         drop = {"model", "weight_seed", *(["revision"] if "run" in reps else [])}
         return ["series", *(k for k in self.manifest.keys() if k not in drop), *([] if "revision" in reps else ["run"])]
 
-    def series_keys(self, cells: list[dict[str, Any]], drop: Sequence[str]) -> list[str]:
-        """The coordinates that vary among ``cells``, but for the replicates and those of the x axis (``drop``)."""
+    def series_keys(self, cells: list[dict[str, Any]], drop: Sequence[str], named: bool = False) -> list[str]:
+        """The coordinates that vary among ``cells``, but for the replicates and those of the x axis (``drop``);
+        ``named``: with ``series`` (the model) first even where it does not vary (a figure's legend names it)."""
         reps = set(self.manifest.replicates)
-        return [k for k in varying(cells, self.keys()) if k not in reps and k not in drop]
+        keys = [k for k in varying(cells, self.keys()) if k not in reps and k not in drop]
+        return ["series", *keys] if named and "series" not in keys and "series" not in drop else keys
 
-    def by_step(self, metric: str, how: str) -> list[Point]:
+    def by_step(self, metric: str, how: str, named: bool = False) -> list[Point]:
         cells = [c for c in self.cells(metric, how) if c["step"] is not None]
-        series = self.series_keys(cells, ("revision",))
+        series = self.series_keys(cells, ("revision",), named)
         return pool(cells, x="step", keys=self.keys(), series_keys=series, replicates=self.manifest.replicates)
 
-    def latest(self, metric: str, how: str, *, per_model: bool = False) -> list[Point]:
+    def latest(self, metric: str, how: str, *, per_model: bool = False, named: bool = False) -> list[Point]:
         """Each model of each series at its latest training step (every cell where none has a step), with x
-        its parameter count; the models of a series make one line (``per_model``: each model its own series)."""
+        its parameter count; the models of a series make one line (``per_model``: each model its own series;
+        ``named``: every series named with its model, as a legend names it)."""
         cells = self.cells(metric, how)
         reps = set(self.manifest.replicates)
         rest = [k for k in self.keys() if k not in ("revision", "run") and k not in reps]
@@ -112,7 +116,7 @@ class SweepPage(Page):
         for c in cells:
             top[group(c)] = max(top.get(group(c), -1), -1 if c["step"] is None else c["step"])
         kept = [c for c in cells if (-1 if c["step"] is None else c["step"]) == top[group(c)]]
-        series = self.series_keys(kept, ("revision",) if per_model else ("revision", "series"))
+        series = self.series_keys(kept, ("revision",) if per_model else ("revision", "series"), named)
         return pool(kept, x="n_params", keys=self.keys(), series_keys=series, replicates=self.manifest.replicates)
 
     def note(self) -> str:
@@ -147,31 +151,31 @@ class SweepPage(Page):
         }
 
     def figures(self) -> list[Figure]:
-        import plotly.graph_objects as go
+        from geoprobe.report.series import estimate_figure
 
         figs = []
         for metric, how, label in HEADLINES:
-            pts = self.by_step(metric, how)
-            if pts:
-                fig = go.Figure()
-                for name in dict.fromkeys(p.series for p in pts):
-                    mine = [p for p in pts if p.series == name]
-                    _band(fig, [p.x + 1 for p in mine], mine, name)  # step + 1: step 0 on a log axis
-                fig.update_layout(
-                    title=label, xaxis_title="training step + 1", yaxis_title=label, template="plotly_white"
+            pts = self.by_step(metric, how, named=True)
+            if pts:  # step + 1: step 0 on a log axis; the y axis shows 0 (a 1e-4 change is no trend)
+                fig = estimate_figure(
+                    _lines(pts, 1), title=label, x_title="training step + 1", y_title=label, log_x=True, include=(0.0,)
                 )
-                fig.update_xaxes(type="log")
                 figs.append(Figure(f"{metric}-by-step", f"{label} against training step. {self.note()}", fig))
-            sized = [p for p in self.latest(metric, how) if p.x]
-            if len({p.x for p in sized}) > 1:
-                fig = go.Figure()
-                for name in dict.fromkeys(p.series for p in sized):
-                    mine = [p for p in sized if p.series == name]
-                    _band(fig, [p.x for p in mine], mine, name, markers=True)
-                fig.update_layout(title=label, xaxis_title="parameters", yaxis_title=label, template="plotly_white")
-                fig.update_xaxes(type="log")
-                caption = f"{label} against parameter count, each series at its latest training step. {self.note()}"
+            sized = [p for p in self.latest(metric, how, per_model=True, named=True) if p.x]
+            if len({p.x for p in sized}) > 1:  # one point per model, with error bars: no band joins two models
+                lines = _lines(sized, 0, markers=True)
+                fig = estimate_figure(
+                    lines, title=label, x_title="parameters", y_title=label, log_x=True, include=(0.0,)
+                )
+                caption = (
+                    f"{label} against parameter count, each model of each series at its latest training step "
+                    f"(its own interval as error bars). {self.note()}"
+                )
                 figs.append(Figure(f"{metric}-by-size", caption, fig))
+        if self.contrasts is not None:
+            from geoprobe.sweep.contrast_page import contrast_figures
+
+            figs += contrast_figures(self.contrasts)
         return figs
 
     def table2(self) -> list[dict[str, str]]:
@@ -219,6 +223,10 @@ class SweepPage(Page):
                     paragraph(TABLE2_NOTE + " " + self.note()) + html_table(table),
                 )
             )
+        if self.contrasts is not None:
+            from geoprobe.sweep.contrast_page import contrast_sections
+
+            out += contrast_sections(self.contrasts)
         out.append(Section("Cells", (paragraph(self.duplicate_note()) if dup else "") + html_table(status)))
         return out
 
@@ -244,38 +252,34 @@ TABLE2_NOTE = (
 )
 
 
-def _band(
-    fig: "plotly.graph_objects.Figure", xs: list[Any], pts: list[Point], name: str, markers: bool = False
-) -> None:
-    import plotly.graph_objects as go
+def _lines(points: list[Point], shift: int, markers: bool = False) -> list[Any]:
+    """One :class:`geoprobe.report.series.Line` per series of ``points`` (x + ``shift``), its own interval."""
+    from geoprobe.report.series import Line
 
-    if all(p.low is not None and p.high is not None for p in pts):
-        fig.add_trace(
-            go.Scatter(
-                x=xs + xs[::-1],
-                y=[p.high for p in pts] + [p.low for p in pts][::-1],
-                fill="toself",
-                opacity=0.2,
-                line=dict(width=0),
-                showlegend=False,
-                hoverinfo="skip",
-                name=f"{name} interval",
+    out = []
+    for name in dict.fromkeys(p.series for p in points):
+        mine = [p for p in points if p.series == name]
+        out.append(
+            Line(
+                name=name,
+                x=[p.x + shift for p in mine],
+                estimate=[p.estimate for p in mine],
+                low=[p.low for p in mine],
+                high=[p.high for p in mine],
+                text=[f"k={p.k}: {p.how}" for p in mine],
+                markers=markers,
             )
         )
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=[p.estimate for p in pts],
-            mode="markers" if markers else "lines+markers",
-            name=name,
-            text=[f"k={p.k}: {p.how}" for p in pts],
-        )
-    )
+    return out
 
 
-def write_page(manifest: SweepManifest, directory: Path) -> Path:
-    """Write ``directory/sweep.html`` from the manifest and the finished cells' rows."""
+def write_page(
+    manifest: SweepManifest, directory: Path, rows: list[dict[str, Any]] | None = None, contrasts: Any = None
+) -> Path:
+    """Write ``directory/sweep.html`` from the manifest and the finished cells' own rows (``rows``: when
+    already read), with the paired contrasts' figures and tables when given (``contrasts``: a ContrastTable)."""
     from geoprobe.sweep.table import table_rows
 
-    page = SweepPage(manifest, tuple(table_rows(manifest, directory)))
+    rows = table_rows(manifest, directory) if rows is None else rows
+    page = SweepPage(manifest, tuple(rows), contrasts)
     return page.report(directory / "sweep.html", force=True)

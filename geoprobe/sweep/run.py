@@ -14,7 +14,10 @@ The driver (this module), in order:
 4. hands the cells left to the executor (``local`` or ``ray``: geoprobe.sweep.executors) and writes each
    outcome as it arrives, into that cell's own directory only (its files and its record: O(1) per cell,
    however many cells the sweep has);
-5. writes the manifest again (also when stopped), then the table and the page from the verified cells.
+5. writes the manifest again (also when stopped), then the table and the page from the verified cells;
+   for a scan sweep whose series have two or more checkpoints on shared prompts, after the table is written,
+   the paired contrasts, emergence and tracking (geoprobe.sweep.contrasts: their rows added to the table,
+   OUT/emergence.parquet, figures on the page; a failure there loses nothing already written).
 
 A failed cell records its one-line error and the others go on."""
 
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from geoprobe.errors import ArgumentError, SweepError
-from geoprobe.kinds import file_kind
+from geoprobe.kinds import TABLE_KIND, file_kind
 from geoprobe.outputs import OutputLock, check_location
 from geoprobe.sweep.cell import CellOutcome, CellTask
 from geoprobe.sweep.directory import (
@@ -89,6 +92,14 @@ def check_arguments(**args: Any) -> None:
         raise SweepError("--arrays is for --executor ray (the local executor writes every file in place); drop it")
     if threads < 1:
         raise SweepError(f"--threads {threads} must be at least 1")
+    resamples = args["contrast_resamples"]
+    if isinstance(resamples, bool) or not isinstance(resamples, int):
+        raise ArgumentError(
+            f"contrast_resamples is {type(resamples).__name__} ({resamples!r}), not an integer; pass e.g. 1000"
+        )
+    if resamples != 0 and not 10 <= resamples <= 100_000:
+        raise SweepError(f"--contrast-resamples {resamples} must be 0 (no contrasts) or 10 to 100,000")
+    optional_str_arg(args["baseline"], "baseline", "baseline='<cell id or revision>'")
     if executor == "local" and threads > machine_cpus():
         raise SweepError(
             f"--threads {threads} is more than the {machine_cpus()} CPUs this machine has; pass --threads "
@@ -116,12 +127,16 @@ def run_sweep(
     threads: int = 1,
     progress: Progress | None = None,
     say: Callable[[str], None] = lambda line: None,
+    contrast_resamples: int = 1000,
+    baseline: str | None = None,
 ) -> SweepManifest:
     """Run the sweep ``sweep_file`` into ``out`` (default: the file's ``[sweep] out``) and return its
     manifest (module docs); the table and page are written once every cell has an outcome. ``address``
     (with ``executor="ray"``): None or ``local`` for a private Ray, ``auto`` for this machine's cluster, or
     ``HOST:PORT`` / ``ray://HOST:PORT``. ``force``: start the sweep in OUT again (only its own files are
-    removed). ``say`` receives each line meant for the user."""
+    removed). ``say`` receives each line meant for the user. ``contrast_resamples``: bootstrap resamples of a
+    scan sweep's paired contrasts and emergence (0: none computed); ``baseline``: the cell id or revision they
+    are taken against (default: each series' step 0)."""
     check_arguments(**{k: v for k, v in locals().items()})
     from geoprobe.recipes import experiments
 
@@ -133,7 +148,8 @@ def run_sweep(
         claim = survey(target, plan, force)
         cluster = _join(executor, address, threads, say)
         try:
-            return _run(plan, target, claim, result_cls, cluster, executor, arrays, threads, progress, say)
+            analysis = {"n_resamples": contrast_resamples, "baseline": baseline}
+            return _run(plan, target, claim, result_cls, cluster, executor, arrays, threads, progress, say, analysis)
         finally:
             if cluster is not None:
                 cluster.close()
@@ -167,6 +183,7 @@ def _run(
     threads: int,
     progress: Progress | None,
     say: Callable[[str], None],
+    analysis: dict[str, Any],
 ) -> SweepManifest:
     from geoprobe.sweep import executors
     from geoprobe.sweep.memory import cell_memory
@@ -218,13 +235,51 @@ def _run(
     finally:
         book.write()
     from geoprobe.sweep.report import write_page
-    from geoprobe.sweep.table import write_table
+    from geoprobe.sweep.table import table_rows, write_table
 
     manifest = book.manifest()
-    if write_table(manifest, target) is None:
+    rows = table_rows(manifest, target)
+    if write_table(manifest, target, rows) is None:
         say('sweep.parquet not written: it needs pyarrow (pip install "geoprobe-attention[ray]")')
-    say(f"wrote {write_page(manifest, target)}")
+    contrasts = _contrasts(manifest, target, rows, analysis, say)  # after the table: its failure loses nothing
+    say(f"wrote {write_page(manifest, target, rows, contrasts)}")
     return manifest
+
+
+def _contrasts(
+    manifest: SweepManifest, target: Path, rows: list[dict[str, Any]], analysis: dict[str, Any], say: Callable
+) -> Any:
+    """A scan sweep's paired contrasts and emergence (geoprobe.sweep.contrasts): their rows added to
+    sweep.parquet, OUT/emergence.parquet written; None when there are none to compute. A failure is said in
+    one line and leaves the table of the cells' own rows as it was written."""
+    from geoprobe.sweep.contrasts import series_contrasts
+    from geoprobe.sweep.emergence import EMERGENCE, write_emergence
+    from geoprobe.sweep.table import ROW_COLUMNS, write_table
+
+    if manifest.experiment != "scan":
+        return None
+    stale = target / EMERGENCE  # an earlier run's, when this one has none (the sweep's own kind only)
+    try:
+        if not analysis["n_resamples"]:
+            if file_kind(stale) == TABLE_KIND:
+                stale.unlink()
+            return None
+        table = series_contrasts(target, rows=rows, n_resamples=analysis["n_resamples"], baseline=analysis["baseline"])
+        for line in table.refused:
+            say(line)
+        if not table.rows and not table.emergence:
+            if file_kind(stale) == TABLE_KIND:
+                stale.unlink()
+            return table if table.refused else None
+        heads = {}
+        for r in rows:
+            heads.setdefault(r["cell"], {k: v for k, v in r.items() if k not in ROW_COLUMNS})
+        if write_emergence(table.emergence, target, manifest.uid) is not None:  # refuses a file not geoprobe's
+            write_table(manifest, target, rows + table.parquet_rows(heads))
+        return table
+    except Exception as exc:  # the sweep's own table and page must survive any failure here
+        say(f"paired contrasts not computed ({type(exc).__name__}: {exc}); sweep.parquet holds the cells' own rows")
+        return None
 
 
 def _task(

@@ -15,8 +15,25 @@ from geoprobe.kinds import TABLE_KIND
 from geoprobe.sweep.manifest import SweepManifest
 
 TABLE = "sweep.parquet"
-#: the columns a result's own rows give (the others are its cell's)
-ROW_COLUMNS = ("layer", "metric", "estimate", "low", "high", "null", "n")
+#: the columns a result's own rows give (the others are its cell's); ``head``, ``contrast``, ``low_adj``,
+#: ``high_adj``, ``p_adj``: a per-head row's head, and a paired contrast's kind, simultaneous interval and
+#: Holm-adjusted p (geoprobe.sweep.contrasts; "" / None on a cell's own rows)
+ROW_COLUMNS = (
+    "layer",
+    "head",
+    "metric",
+    "estimate",
+    "low",
+    "high",
+    "null",
+    "n",
+    "contrast",
+    "low_adj",
+    "high_adj",
+    "p_adj",
+)
+#: what a row that does not say holds there
+ROW_DEFAULTS = {"contrast": ""}
 #: the table's columns before the coordinates a sweep adds (series, run, tokens, weights_sha256 and
 #: duplicate_of: geoprobe.sweep.series)
 COLUMNS = (
@@ -121,7 +138,7 @@ def table_rows(manifest: SweepManifest, directory: Path) -> list[dict[str, Any]]
     rows = []
     for head, _, own, extra in cells:
         head["duplicate_of"] = repeated.get(head["cell"])
-        rows += [{**head, **{k: r.get(k) for k in ROW_COLUMNS}, **extra} for r in own]
+        rows += [{**head, **{k: r.get(k, ROW_DEFAULTS.get(k)) for k in ROW_COLUMNS}, **extra} for r in own]
     return rows
 
 
@@ -138,14 +155,15 @@ def _prompt_set(result: Any) -> str | None:
     return getattr(config, "prompts", None)
 
 
-def write_table(manifest: SweepManifest, directory: Path) -> Path | None:
-    """Write ``directory/sweep.parquet`` (needs pyarrow, part of the ``ray`` extra); None without it."""
+def write_table(manifest: SweepManifest, directory: Path, rows: list[dict[str, Any]] | None = None) -> Path | None:
+    """Write ``directory/sweep.parquet`` (needs pyarrow, part of the ``ray`` extra); None without it. ``rows``:
+    the table's rows when already made (:func:`table_rows`, with any paired-contrast rows added)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         return None
-    rows = table_rows(manifest, directory)
+    rows = table_rows(manifest, directory) if rows is None else rows
     columns = list(COLUMNS) + [k for r in rows[:1] for k in r if k not in COLUMNS]
     table = pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
     table = table.replace_schema_metadata(
