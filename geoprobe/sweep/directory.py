@@ -52,7 +52,7 @@ from geoprobe.sweep.plan import Cell, Plan, canonical_json, expected_model_id, e
 CELLS = "cells"
 MANIFEST = "sweep.json"
 #: what a sweep directory holds besides its cells (the marker first)
-SWEEP_FILES = (SWEEP_MARK, MANIFEST, "sweep.parquet", "sweep.html")
+SWEEP_FILES = (SWEEP_MARK, MANIFEST, "sweep.parquet", "sweep.html", "emergence.parquet")
 #: a cell's state on disk: absent; this sweep's but not (or not yet) a verified run; done; not this sweep's
 State = Literal["absent", "ours", "done", "foreign"]
 
