@@ -186,6 +186,14 @@ CASES: tuple[Case, ...] = (
         before_load=True,
     ),
     case(
+        "sweep-contrast-resamples-few",
+        "sweep s.toml --out sw --contrast-resamples 5",
+        "too few bootstrap resamples for the paired contrasts across checkpoints",
+        "--contrast-resamples 5 must be 0 (no contrasts) or 10 to 100,000",
+        setup=("sweep_file",),
+        before_load=True,
+    ),
+    case(
         "sweep-threads-beyond-machine",
         "sweep s.toml --out sw --threads 100000",
         "--threads beyond the CPUs of this machine (was: a MemoryError and a traceback)",

@@ -430,6 +430,20 @@ CASES: tuple[Case, ...] = (
     ),
     case("scan-null", f"scan --model {TWIN} --null uniform --out run", "--null nonsense", "'uniform'", "--null"),
     case(
+        "scan-init-draws",
+        f"scan --model {TWIN} --init-draws 99 --out run",
+        "--init-draws beyond the limit of the random-init null's draws",
+        "init draws 99 outside 0..20",
+        "--init-draws",
+    ),
+    case(
+        "scan-weight-seed-real-model",
+        "scan --model smollm2-135m --weight-seed 3 --out run",
+        "--weight-seed for a model with real weights (a weight seed is a twin's)",
+        "--weight-seed 3 does not apply to --model 'smollm2-135m'",
+        before_load=True,
+    ),
+    case(
         "scan-ci-layers",
         f"scan --model {TWIN} --ci-layers some --out run",
         "--ci-layers nonsense",
