@@ -10,8 +10,6 @@ import math
 from html import escape
 from typing import Any, Sequence
 
-import numpy as np
-
 from geoprobe.analysis.stats import Estimate
 from geoprobe.compare.global_pca import GlobalPCA
 from geoprobe.compare.inputs import short_hash
@@ -27,6 +25,7 @@ from geoprobe.report.page import (
     provenance_section,
     register_page,
 )
+from geoprobe.report.series import Line, Panel, estimate_panels
 
 _NUMERIC = ("PC1", "|cos|", "%", "n prompts", "layers", "heads", "d_head", "share", "ρ", "D kept")
 
@@ -107,89 +106,53 @@ def plotly_escape(s: str) -> str:
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-def _bar(x: list[str], ests: Sequence[Estimate | None], name: str, color: str, scale: float = 100.0) -> Any:
-    import plotly.graph_objects as go
+def _points(x: list[str], ests: Sequence[Estimate | None], name: str, scale: float = 100.0, **kw: Any) -> Line:
+    """One value per model (``scale``d) with its interval as error bars (None: no value or no interval)."""
 
-    def val(e: Estimate | None, attr: str) -> float:
-        v = math.nan if e is None else getattr(e, attr)
-        return v * scale if math.isfinite(v) else math.nan
+    def val(e: Estimate | None, attr: str) -> float | None:
+        v = None if e is None else getattr(e, attr)
+        return v * scale if v is not None and math.isfinite(v) else None
 
-    y = np.array([val(e, "value") for e in ests])
-    hi = np.array([val(e, "high") for e in ests]) - y
-    lo = y - np.array([val(e, "low") for e in ests])
-    return go.Bar(
-        x=x,
-        y=y,
-        name=plotly_escape(name),
-        marker_color=color,
-        error_y=dict(type="data", symmetric=False, array=np.nan_to_num(hi), arrayminus=np.nan_to_num(lo)),
-    )
+    lows, highs = [val(e, "low") for e in ests], [val(e, "high") for e in ests]
+    return Line(plotly_escape(name), x, [val(e, "value") for e in ests], lows, highs, markers=True, **kw)
 
 
 def comparison_figure(comp: ModelComparison) -> Any:
     """Three panels over models: value PC1 (mixed vs each restricted domain, CIs); early-layer
-    key |cos| (with random-init and Gaussian baselines); attention-focusing % reduction (CI)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
+    key |cos| (with random-init and Gaussian baselines); attention-focusing % reduction (CI). Drawn by
+    :func:`geoprobe.report.series.estimate_panels`: one point per model, error bars, nothing joins two models."""
     rows = comp.rows
     x = [plotly_escape(r.model) for r in rows]
     layer_txt = "last layer" if comp.provenance.get("layer", -1) == -1 else f"layer {comp.provenance.get('layer')}"
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        subplot_titles=(f"value PC1, {layer_txt} (%)", "early-layer key |cos|", "attention focusing (% reduction)"),
-    )
-    fig.add_trace(_bar(x, [r.mixed.pc1 if r.mixed else None for r in rows], "PC1, mixed", _COLORS[0]), row=1, col=1)
-    domains = list(dict.fromkeys(e.domain for r in rows for e in r.restricted))
-    for j, dom in enumerate(domains):
+    pc1 = [_points(x, [r.mixed.pc1 if r.mixed else None for r in rows], "PC1, mixed")]
+    for dom in dict.fromkeys(e.domain for r in rows for e in r.restricted):
         ests = [next((e.pc1 for e in r.restricted if e.domain == dom), None) for r in rows]
-        fig.add_trace(_bar(x, ests, f"PC1, restricted: {dom}", _COLORS[(j + 1) % len(_COLORS)]), row=1, col=1)
-    fig.add_trace(
-        go.Bar(x=x, y=[r.key_cos_early for r in rows], name="early-layer key |cos| (trained)", marker_color=_COLORS[2]),
-        row=1,
-        col=2,
-    )
-    if any(r.key_cos_early_init is not None for r in rows):
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[r.key_cos_early_init for r in rows],
-                mode="markers",
-                name="random init",
-                marker=dict(symbol="diamond", size=11, color=_COLORS[3]),
-            ),
-            row=1,
-            col=2,
+        pc1.append(_points(x, ests, f"PC1, restricted: {dom}"))
+    init = [r.key_cos_early_init for r in rows]
+    keys = [
+        Line(
+            "early-layer key |cos| (trained)",
+            x,
+            [r.key_cos_early for r in rows],
+            null=init if any(v is not None for v in init) else None,
+            null_name="random init",
+            markers=True,
         )
+    ]
     if any(r.key_cos_gaussian is not None for r in rows):
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[r.key_cos_gaussian for r in rows],
-                mode="markers",
-                name="iid Gaussian E|cos|",
-                marker=dict(symbol="line-ew-open", size=18, color="gray"),
-            ),
-            row=1,
-            col=2,
-        )
-    fig.add_trace(
-        _bar(x, [r.focusing for r in rows], "attention-entropy reduction, first → last layer", _COLORS[4], scale=1.0),
-        row=1,
-        col=3,
-    )
-    fig.update_layout(
-        barmode="group",
-        template="plotly_white",
+        keys.append(Line("iid Gaussian E|cos|", x, [r.key_cos_gaussian for r in rows], markers=True))
+    focusing = [_points(x, [r.focusing for r in rows], "attention-entropy reduction, first → last layer", 1.0)]
+    fig = estimate_panels(
+        [
+            Panel(pc1, "% of standardised variance", f"value PC1, {layer_txt} (%)", include=(0.0, 100.0)),
+            Panel(keys, "mean off-diagonal |cos|", "early-layer key |cos|", include=(0.0,)),
+            Panel(focusing, "% entropy reduction", "attention focusing (% reduction)", include=(0.0,)),
+        ],
+        title="Model comparison (Table-2 analogue)",
+        x_title="",
         height=470,
-        title=dict(text="Model comparison (Table-2 analogue)"),
-        legend=dict(orientation="h", y=-0.18),
     )
-    fig.update_yaxes(title_text="% of standardised variance", range=[0, 100], row=1, col=1)
-    fig.update_yaxes(title_text="mean off-diagonal |cos|", row=1, col=2)
-    fig.update_yaxes(title_text="% entropy reduction", row=1, col=3)
-    return fig
+    return fig.update_layout(legend=dict(orientation="h", y=-0.18))
 
 
 def global_figure(gp: GlobalPCA) -> Any:

@@ -17,6 +17,7 @@ from geoprobe.denoise.result import Block, DenoiseResult, Fit, Score
 from geoprobe.errors import GeoprobeError
 from geoprobe.report.blocks import html_table, kv_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.report.series import Line, estimate_figure
 
 CAPTIONS = {
     "scores": "MSE per coordinate on held-out prompts, 95 % BCa bootstrap intervals over prompts (log scale).",
@@ -168,57 +169,45 @@ def sections(result: DenoiseResult) -> list[Section]:
 
 # -- figures ------------------------------------------------------------------------------------
 def scores_figure(result: DenoiseResult) -> Any:
-    import plotly.graph_objects as go
-
+    """MSE per method with its CI (error bars, log axis), drawn by :func:`geoprobe.report.series.estimate_figure`."""
     s = result.scores
-    fig = go.Figure(
-        go.Bar(
-            x=[x.method for x in s],
-            y=[x.mse.value for x in s],
-            error_y=dict(
-                type="data",
-                symmetric=False,
-                array=[x.mse.high - x.mse.value for x in s],
-                arrayminus=[x.mse.value - x.mse.low for x in s],
-            ),
-        )
+    mse = Line(
+        "MSE per coordinate (95 % CI)",
+        [x.method for x in s],
+        [x.mse.value for x in s],
+        [x.mse.low for x in s],
+        [x.mse.high for x in s],
+        markers=True,
     )
-    fig.update_layout(
+    return estimate_figure(
+        [mse],
         title=f"{result.name}: MSE per coordinate (95 % bootstrap CI)",
-        yaxis_type="log",
-        yaxis_title="MSE per coordinate",
-        template="plotly_white",
+        x_title="method",
+        y_title="MSE per coordinate",
+        log_y=True,
     )
-    return fig
 
 
 def sweep_figure(result: DenoiseResult, blocks: tuple[Block, ...], xlabel: str, title: str, log_x: bool) -> Any:
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
+    """MSE of each method (its own CI band) against the swept setting; the oracle dashed. Drawn by
+    :func:`geoprobe.report.series.estimate_figure`."""
     x = [b.key for b in blocks]
+    lines = []
     for method in [s.method for s in blocks[0].scores]:
         ys = [b.get(method).mse for b in blocks]
-        dash = "dash" if method == "oracle" else None
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[e.value for e in ys],
-                name=method,
-                mode="lines+markers",
-                line=dict(dash=dash, color="black" if method == "oracle" else None),
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=[e.high - e.value for e in ys],
-                    arrayminus=[e.value - e.low for e in ys],
-                ),
+        lines.append(
+            Line(
+                method,
+                x,
+                [e.value for e in ys],
+                [e.low for e in ys],
+                [e.high for e in ys],
+                dash="dash" if method == "oracle" else None,
             )
         )
-    fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title="MSE per coordinate", template="plotly_white")
-    if log_x:
-        fig.update_xaxes(type="log")
-    return fig
+    return estimate_figure(
+        lines, title=title, x_title=xlabel, y_title="MSE per coordinate", log_x=log_x, include=(0.0,)
+    )
 
 
 def lengths_figure(result: DenoiseResult) -> Any:

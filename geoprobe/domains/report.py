@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from geoprobe.analysis.contrast import METRICS
 from geoprobe.domains.config import CONTROL_SUFFIX, KINDS
 from geoprobe.domains.result import DomainComparison, fmt_p
@@ -22,6 +20,7 @@ from geoprobe.report.page import (
     provenance_section,
     register_page,
 )
+from geoprobe.report.series import Line, Panel, Reference, estimate_panels
 from geoprobe.sampling import MIXED
 
 #: arXiv 2512.23752 Table 1: final-layer PC1 / PC1+PC2 (%) for mixed and mathematics prompts
@@ -46,121 +45,78 @@ def plot_title(cmp: DomainComparison, what: str) -> str:
 
 
 def sets_figure(cmp: DomainComparison) -> Any:
-    """PC1 %, PC1+PC2 % and PR per set with their intervals, coloured by kind; grey bars are
-    each set's Gaussian null band, the dashed line the mixed set's value."""
+    """PC1 %, PC1+PC2 % and PR per set with their intervals, one series per kind; the pale bar at each set
+    is its Gaussian null band, the dotted line the mixed set's value. Drawn by
+    :func:`geoprobe.report.series.estimate_panels` (a point per set, nothing joins two sets)."""
     names = cmp.order()
     conf = round(100 * cmp.sets[MIXED].pc1.confidence)
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("PC1 (%)", "PC1+PC2 (%)", "participation ratio"))
-    colors = {"mixed": "#444444", "restricted": "#d62728", "control": "#1f77b4"}
-    for col, m in enumerate(METRICS, start=1):
+    panels = []
+    for m, title, y_title in zip(
+        METRICS,
+        ("PC1 (%)", "PC1+PC2 (%)", "participation ratio"),
+        ("% of standardised variance", "% of standardised variance", "effective dimensions"),
+    ):
         scale = 1.0 if m == "pr" else 100.0
-        nulls = [getattr(cmp.sets[k].null, m) for k in names]
-        fig.add_trace(
-            go.Bar(
-                x=names,
-                y=[scale * (b.high - b.low) for b in nulls],
-                base=[scale * b.low for b in nulls],
-                marker=dict(color="rgba(128,128,128,0.25)"),
-                name=f"Gaussian null ({conf} % band)",
-                legendgroup="null",
-                showlegend=col == 1,
-                hoverinfo="skip",
-            ),
-            row=1,
-            col=col,
-        )
+        lines = []
         for kind in KINDS:
             ks = [k for k in names if cmp.sets[k].kind == kind]
             if not ks:
                 continue
             est = [getattr(cmp.sets[k], m) for k in ks]
-            y = np.array([scale * e.value for e in est])
-            fig.add_trace(
-                go.Scatter(
-                    x=ks,
-                    y=y,
-                    mode="markers",
-                    name=f"{kind} ({conf} % CI)",
-                    legendgroup=kind,
-                    showlegend=col == 1,
-                    marker=dict(color=colors[kind], size=9),
-                    error_y=dict(
-                        type="data",
-                        symmetric=False,
-                        array=np.array([scale * e.high for e in est]) - y,
-                        arrayminus=y - np.array([scale * e.low for e in est]),
-                    ),
-                ),
-                row=1,
-                col=col,
+            null = [getattr(cmp.sets[k].null, m) for k in ks]
+            lines.append(
+                Line(
+                    f"{kind} ({conf} % CI)",
+                    ks,
+                    [scale * e.value for e in est],
+                    [scale * e.low for e in est],
+                    [scale * e.high for e in est],
+                    null_low=[scale * b.low for b in null],
+                    null_high=[scale * b.high for b in null],
+                    markers=True,
+                )
             )
-        fig.add_hline(
-            y=scale * getattr(cmp.sets[MIXED], m).value, line=dict(color=colors["mixed"], dash="dash"), row=1, col=col
-        )
-    fig.update_yaxes(title_text="% of standardised variance", row=1, col=1)
-    fig.update_yaxes(title_text="effective dimensions", row=1, col=3)
-    fig.update_layout(
-        title=dict(text=plot_title(cmp, "value manifold, mixed vs restricted vs matched control")),
-        template="plotly_white",
+        mixed = Reference("mixed set", scale * getattr(cmp.sets[MIXED], m).value)
+        panels.append(Panel(lines, y_title, title, include=(0.0,), references=[mixed]))
+    return estimate_panels(
+        panels,
+        title=plot_title(cmp, "value manifold, mixed vs restricted vs matched control"),
+        x_title="",
+        null_name=f"Gaussian null ({conf} % band)",
         height=460,
-        barmode="overlay",
     )
-    return fig
 
 
 def difference_figure(cmp: DomainComparison) -> Any:
-    """Forest plot per domain: Δ(restricted − mixed), Δ(control − mixed) and
-    Δ(restricted − control) with intervals, for PC1, PC1+PC2 (percentage points) and PR."""
+    """Per domain: Δ(restricted − mixed), Δ(control − mixed) and Δ(restricted − control) with intervals, for
+    PC1, PC1+PC2 (percentage points) and PR, against 0 (hover: the Bonferroni-adjusted permutation p). Drawn by
+    :func:`geoprobe.report.series.estimate_panels`: one point per domain and contrast, side by side."""
     conf = round(100 * cmp.sets[MIXED].pc1.confidence)
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=("ΔPC1 (pp)", "ΔPC1+PC2 (pp)", "ΔPR"))
     series = (
-        ("restricted − mixed", lambda d: (MIXED, d), "#d62728", -0.2),
-        ("control − mixed", lambda d: (MIXED, d + CONTROL_SUFFIX), "#1f77b4", 0.0),
-        ("restricted − control", lambda d: (d + CONTROL_SUFFIX, d), "#9467bd", 0.2),
+        ("restricted − mixed", lambda d: (MIXED, d)),
+        ("control − mixed", lambda d: (MIXED, d + CONTROL_SUFFIX)),
+        ("restricted − control", lambda d: (d + CONTROL_SUFFIX, d)),
     )
-    for col, m in enumerate(METRICS, start=1):
+    panels = []
+    for m, title in zip(METRICS, ("ΔPC1 (pp)", "ΔPC1+PC2 (pp)", "ΔPR")):
         scale = 1.0 if m == "pr" else 100.0
-        for label, pair, color, offset in series:
-            pts = [(i, cmp.get(*pair(d))) for i, d in enumerate(cmp.domains)]
-            pts = [(i, c) for i, c in pts if c is not None]
-            if not pts:
-                continue
-            x = np.array([scale * c.diff[m].value for _, c in pts])
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=[i + offset for i, _ in pts],
-                    mode="markers",
-                    name=f"{label} ({conf} % CI)",
-                    legendgroup=label,
-                    showlegend=col == 1,
-                    marker=dict(color=color, size=9),
-                    text=[f"p = {fmt_p(c.p_adjusted[m])} (Bonferroni)" for _, c in pts],
-                    hovertemplate="%{x:.2f}<br>%{text}<extra></extra>",
-                    error_x=dict(
-                        type="data",
-                        symmetric=False,
-                        array=np.array([scale * c.diff[m].high for _, c in pts]) - x,
-                        arrayminus=x - np.array([scale * c.diff[m].low for _, c in pts]),
-                    ),
-                ),
-                row=1,
-                col=col,
-            )
-        fig.add_vline(x=0, line=dict(color="grey", dash="dot"), row=1, col=col)
-    fig.update_yaxes(tickvals=list(range(len(cmp.domains))), ticktext=list(cmp.domains), autorange="reversed")
-    fig.update_layout(
-        title=dict(text=plot_title(cmp, "Δ value manifold by domain")),
-        template="plotly_white",
-        height=max(320, 140 + 60 * len(cmp.domains)),
-    )
-    return fig
+        lines = []
+        for label, pair in series:
+            pts = [(d, c) for d in cmp.domains if (c := cmp.get(*pair(d))) is not None]
+            if pts:
+                lines.append(
+                    Line(
+                        f"{label} ({conf} % CI)",
+                        [d for d, _ in pts],
+                        [scale * c.diff[m].value for _, c in pts],
+                        [scale * c.diff[m].low for _, c in pts],
+                        [scale * c.diff[m].high for _, c in pts],
+                        text=[f"p = {fmt_p(c.p_adjusted[m])} (Bonferroni)" for _, c in pts],
+                        markers=True,
+                    )
+                )
+        panels.append(Panel(lines, title, title, references=[Reference("no difference", 0.0)]))
+    return estimate_panels(panels, title=plot_title(cmp, "Δ value manifold by domain"), x_title="domain", height=420)
 
 
 # -- the page ---------------------------------------------------------------------------------------
@@ -180,8 +136,8 @@ def domains_figures(cmp: DomainComparison) -> list[Figure]:
     return [
         Figure(
             "sets",
-            "PC1, PC1+PC2 and participation ratio of every set with bootstrap CIs; grey bars: each "
-            "set's Gaussian null band (same n and d); dashed: the mixed set.",
+            "PC1, PC1+PC2 and participation ratio of every set with bootstrap CIs; pale bars: each "
+            "set's Gaussian null band (same n and d); dotted: the mixed set.",
             sets_figure(cmp),
         ),
         Figure(

@@ -12,40 +12,34 @@ import numpy as np
 from geoprobe.dynamics.result import DynamicsResult
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.report.series import Line, Reference, estimate_figure
 
 #: the authors' report (abstract of arXiv 2512.22473 and their script's convergence analysis)
 PAPER_SPEEDUP = "2.3× (430 vs 1,000 steps)"
 
 LOSS_CAPTION = (
-    "Training loss by step, mean over seeds; bands: ± 1 SD over seeds; dashed: "
+    "Training loss by step, mean over seeds; bands: ± 1 SD over seeds; dotted: "
     "the chain's conditional entropy, the floor of any predictor from the previous symbol."
 )
 
 
 def loss_figure(result: DynamicsResult) -> Any:
-    """Mean loss by step of both schedules with ± 1 SD bands over seeds, and the floor."""
-    import plotly.graph_objects as go
-
+    """Mean loss by step of both schedules with ± 1 SD bands over seeds, and the floor (drawn by
+    :func:`geoprobe.report.series.estimate_figure`: each schedule its own band, the floor a reference)."""
     x = list(range(result.config.steps))
-    fig = go.Figure()
-    for name, key, color in (("SGD", "sgd", "rgba(200,60,60,"), ("EM-like", "em", "rgba(40,90,200,")):
-        a = np.array([getattr(r, key) for r in result.runs])
+    lines = []
+    for name, key in (("SGD", "sgd"), ("EM-like", "em")):
+        a = np.array([getattr(r, key) for r in result.runs], dtype=float)
         m, s = a.mean(0), a.std(0)
-        fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=list(m + s) + list((m - s)[::-1]),
-                fill="toself",
-                fillcolor=color + "0.18)",
-                line=dict(width=0),
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
-        fig.add_trace(go.Scatter(x=x, y=m, mode="lines", name=name, line=dict(color=color + "1)")))
-    fig.add_hline(y=result.floor_nats, line_dash="dash", annotation_text="H(Y_t | Y_t−1)")
-    fig.update_layout(xaxis_title="step", yaxis_title="cross-entropy (nats)", template="plotly_white", height=460)
-    return fig
+        lines.append(Line(name, x, list(m), list(m - s), list(m + s), interval_name="± 1 SD over seeds", dots=False))
+    fig = estimate_figure(
+        lines,
+        title="",
+        x_title="step",
+        y_title="cross-entropy (nats)",
+        references=[Reference("H(Y_t | Y_t−1)", result.floor_nats)],
+    )
+    return fig.update_layout(height=460)
 
 
 def dynamics_figures(result: DynamicsResult) -> list[Figure]:

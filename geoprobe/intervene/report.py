@@ -20,6 +20,7 @@ from geoprobe.report.page import (
     provenance_section,
     register_page,
 )
+from geoprobe.report.series import Line, Panel, estimate_panels
 
 #: arXiv 2512.23752 on Pythia-410M (§6.2; the SULA MAE of §5.2 is against the posterior entropy)
 PAPER = (
@@ -30,7 +31,7 @@ PAPER = (
 
 CAPTION = (
     "Each metric against the edit's strength: the entropy axis (solid, bootstrap CI) and the random axes "
-    "orthogonal to it (dotted, mean ± sd over control seeds)."
+    "orthogonal to it (dashed, shaded: mean ± sd over control seeds)."
 )
 
 
@@ -106,43 +107,33 @@ def sections(result: InterventionResult) -> list[Section]:
     ]
 
 
-def dose_response_figure(result: InterventionResult) -> Any:
-    """Dose–response: each metric against strength, entropy axis (CI) vs random axes (mean ± sd)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+#: the dose–response panels, in order
+SHOWN = ("axis_entropy_rho", "sula_mae", "kl", "delta_entropy", "top1_agreement", "perplexity_ratio")
+#: what each dose–response axis must show: 0 for an error, a correlation or a change; 0 and 1 for a fraction;
+#: 1 (no change) for a ratio
+INCLUDE = {
+    "axis_entropy_rho": (0.0,),
+    "sula_mae": (0.0,),
+    "kl": (0.0,),
+    "delta_entropy": (0.0,),
+    "top1_agreement": (0.0, 1.0),
+    "perplexity_ratio": (1.0,),
+}
 
-    shown = ("axis_entropy_rho", "sula_mae", "kl", "delta_entropy", "top1_agreement", "perplexity_ratio")
-    fig = make_subplots(rows=2, cols=3, subplot_titles=shown)
-    palette = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e")
+
+def dose_response_figure(result: InterventionResult) -> Any:
+    """Dose–response: each metric against strength, entropy axis (CI) vs random axes (mean ± sd), one series
+    per set of edited layers with the random axes as its null. Drawn by
+    :func:`geoprobe.report.series.estimate_panels`."""
     exps = list(dict.fromkeys(r.layers for r in result.rows))
-    for j, m in enumerate(shown):
-        row, col = j // 3 + 1, j % 3 + 1
-        for i, layers in enumerate(exps):
-            color, label = palette[i % len(palette)], f"layers {','.join(map(str, layers))}"
+    panels = []
+    for m in SHOWN:
+        lines = []
+        for layers in exps:
             true = sorted(
                 (r for r in result.rows if r.layers == layers and r.axis == "entropy"), key=lambda r: r.strength
             )
             x = [r.strength for r in true]
-            y = np.array([r.metrics[m].value for r in true])
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines+markers",
-                    name=f"{label}: entropy axis",
-                    legendgroup=label,
-                    showlegend=j == 0,
-                    line=dict(color=color),
-                    error_y=dict(
-                        type="data",
-                        symmetric=False,
-                        array=np.array([r.metrics[m].high for r in true]) - y,
-                        arrayminus=y - np.array([r.metrics[m].low for r in true]),
-                    ),
-                ),
-                row=row,
-                col=col,
-            )
             means, sds = [], []
             for s in x:
                 xs = np.array(
@@ -153,29 +144,30 @@ def dose_response_figure(result: InterventionResult) -> Any:
                     ]
                 )
                 xs = xs[np.isfinite(xs)]
-                means.append(xs.mean() if xs.size else math.nan)
-                sds.append(xs.std(ddof=1) if xs.size > 1 else 0.0)
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=means,
-                    mode="lines+markers",
-                    name=f"{label}: random axes",
-                    legendgroup=label,
-                    showlegend=j == 0,
-                    line=dict(color=color, dash="dot"),
-                    error_y=dict(type="data", array=sds),
-                ),
-                row=row,
-                col=col,
+                means.append(float(xs.mean()) if xs.size else math.nan)
+                sds.append(float(xs.std(ddof=1)) if xs.size > 1 else 0.0)
+            lines.append(
+                Line(
+                    f"layers {','.join(map(str, layers))}",
+                    x,
+                    [r.metrics[m].value for r in true],
+                    [r.metrics[m].low for r in true],
+                    [r.metrics[m].high for r in true],
+                    null=means,
+                    null_low=[u - d for u, d in zip(means, sds)],
+                    null_high=[u + d for u, d in zip(means, sds)],
+                )
             )
-    fig.update_xaxes(title_text="strength")
-    fig.update_layout(
-        title=dict(text=f"{result.model}: {result.op} along the entropy axis vs random axes"),
-        template="plotly_white",
+        panels.append(Panel(lines, m, m, include=INCLUDE[m]))
+    return estimate_panels(
+        panels,
+        title=f"{result.model}: {result.op} along the entropy axis vs random axes<br><sub>solid: the entropy axis "
+        "(band: bootstrap CI); dashed: random axes (band: ± sd over control seeds)</sub>",
+        x_title="strength",
+        null_name="random axes (mean ± sd)",
+        cols=3,
         height=640,
     )
-    return fig
 
 
 def intervene_figures(result: InterventionResult) -> list[Figure]:

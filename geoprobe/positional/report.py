@@ -17,6 +17,7 @@ from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
 from geoprobe.positional.stability import Stability
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.report.series import Line, Panel, estimate_panels
 
 CAPTIONS = {
     "beta": "Left: the fitted shape exponent β of the generalised Gaussian p(Δ) ∝ exp(−(|Δ − μ|/σ)^β) per head "
@@ -252,32 +253,20 @@ def class_figure(result: PositionalResult) -> Any:
     return fig
 
 
-def tunnel_figure(curve: TunnelLengthCurve) -> Any:
-    """Per-sample entropy MAE and KL (bits, 95 % CIs) against K; dashed: the training length."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+def _line(name: str, x: list[int], ests: list[Any]) -> Line:
+    return Line(name, x, [e.value for e in ests], [e.low for e in ests], [e.high for e in ests])
 
+
+def tunnel_figure(curve: TunnelLengthCurve) -> Any:
+    """Per-sample entropy MAE and KL (bits, 95 % CIs) against K; dotted: the training length; dashed: the
+    critical length. Drawn by :func:`geoprobe.report.series.estimate_panels`."""
     Ks = list(curve.lengths)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("entropy MAE per sample (bits)", "KL(Bayes ‖ model) (bits)"))
-    for col, name in ((1, "mae_sample"), (2, "kl")):
-        es = [getattr(m, name) for m in curve.metrics]
-        v = np.array([e.value for e in es])
-        fig.add_trace(
-            go.Scatter(
-                x=Ks,
-                y=v,
-                mode="lines+markers",
-                showlegend=False,
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=np.array([e.high for e in es]) - v,
-                    arrayminus=v - np.array([e.low for e in es]),
-                ),
-            ),
-            row=1,
-            col=col,
-        )
+    panels = [
+        Panel([_line(f"{what} (95 % CI)", Ks, [getattr(m, key) for m in curve.metrics])], "bits", what, include=(0.0,))
+        for key, what in (("mae_sample", "entropy MAE per sample (bits)"), ("kl", "KL(Bayes ‖ model) (bits)"))
+    ]
+    fig = estimate_panels(panels, title="", x_title="sequence length K (predictions)", height=400)
+    for col in (1, 2):
         fig.add_vline(
             x=curve.train_K,
             line_dash="dot",
@@ -288,73 +277,39 @@ def tunnel_figure(curve: TunnelLengthCurve) -> Any:
         )
         if curve.critical_length is not None:
             fig.add_vline(x=curve.critical_length, line_dash="dash", line_color="firebrick", row=1, col=col)
-    fig.update_xaxes(title_text="sequence length K (predictions)")
-    fig.update_layout(template="plotly_white", height=400)
-    return fig
+    return fig.update_layout(showlegend=False)
 
 
 def stability_figure(stability: Stability, layer: int | None = None) -> Any:
     """PC1 ratio, |ρ| (with CIs; dashed line: critical length) at ``layer`` (default the last),
-    and the normalised attention entropy of every layer, against T (log axis)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
+    and the normalised attention entropy of every layer, against T (log axis). Drawn by
+    :func:`geoprobe.report.series.estimate_panels`."""
     layer = stability.layers[-1] if layer is None else layer
     Ts = list(stability.lengths)
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        subplot_titles=(
+    H = np.array([p.attn_entropy for p in stability.points]) / np.log2(np.array(Ts))[:, None]
+    entropy = [Line(f"layer {lay}", Ts, [float(v) for v in H[:, j]]) for j, lay in enumerate(stability.layers)]
+    panels = [
+        Panel(
+            [_line(f"value PC1 ratio, layer {layer} (95 % CI)", Ts, stability.series("pc1", layer))],
+            "fraction of standardised variance",
             f"value PC1 ratio (layer {layer})",
-            f"|ρ(PC1, next-token entropy)| (layer {layer})",
-            "attention entropy / log2 T",
+            include=(0.0,),
         ),
-    )
+        Panel(
+            [_line(f"|ρ(PC1, entropy)|, layer {layer} (95 % CI)", Ts, stability.series("alignment", layer))],
+            "|ρ|",
+            f"|ρ(PC1, next-token entropy)| (layer {layer})",
+            include=(0.0,),
+        ),
+        Panel(entropy, "attention entropy / log2 T", "attention entropy / log2 T", include=(0.0, 1.0)),
+    ]
+    fig = estimate_panels(panels, title="", x_title="prompt length T (tokens)", log_x=True, height=420)
     for col, metric in ((1, "pc1"), (2, "alignment")):
-        es = stability.series(metric, layer)
-        v = np.array([e.value for e in es])
-        fig.add_trace(
-            go.Scatter(
-                x=Ts,
-                y=v,
-                mode="lines+markers",
-                name=metric,
-                showlegend=False,
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=np.nan_to_num(np.array([e.high for e in es]) - v),
-                    arrayminus=np.nan_to_num(v - np.array([e.low for e in es])),
-                ),
-            ),
-            row=1,
-            col=col,
-        )
         crit = stability.critical(metric, layer)
         if crit is not None:
             fig.add_vline(
-                x=crit,
-                line_dash="dash",
-                line_color="firebrick",
-                row=1,
-                col=col,
-                annotation_text=f"critical T = {crit}",
+                x=crit, line_dash="dash", line_color="firebrick", row=1, col=col, annotation_text=f"critical T = {crit}"
             )
-    H = np.array([p.attn_entropy for p in stability.points]) / np.log2(np.array(Ts))[:, None]
-    for j, lay in enumerate(stability.layers):
-        fig.add_trace(
-            go.Scatter(
-                x=Ts,
-                y=H[:, j],
-                mode="lines",
-                name=f"layer {lay}",
-                line=dict(color=f"hsl({int(240 * j / max(1, len(stability.layers) - 1))},70%,45%)"),
-            ),
-            row=1,
-            col=3,
-        )
-    fig.update_xaxes(type="log", title_text="prompt length T (tokens)")
-    fig.update_layout(template="plotly_white", height=420)
     return fig
 
 

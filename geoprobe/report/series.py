@@ -1,19 +1,25 @@
-"""One figure recipe for "an estimate by layer or step, with its interval and its null": :func:`estimate_figure`.
+"""One figure recipe for "an estimate by layer or step, with its interval and its null": :func:`estimate_figure`
+(one panel) and :func:`estimate_panels` (several side by side: PC1 and PR, MAE and KL, ...).
 
 Its rules, which every figure drawn through it keeps:
 
 * **a band never joins two series**: each :class:`Line` draws its own interval band (or error bars), from its
-  own points only, and a band is broken where a point has no interval;
+  own points only, and a band is broken where a point has no interval; points that are no trajectory (one per
+  model, one per prompt set: ``markers``) get error bars, and their null is drawn per point, never as a line
+  across them;
 * **the legend names the series** (:attr:`Line.name`; give it the model and whatever else tells the series
-  apart), and a series' band, simultaneous band and null share its colour and legend group;
+  apart), and a series' band, simultaneous band, null (a line or a band) and marked points share its colour and
+  legend group; a series drawn in several panels keeps one colour and one legend entry;
 * **the axis shows the scale of the question**: the y range spans the estimates, their intervals, the nulls
-  and the ``include`` references (0 for a difference or a fraction, a Gaussian E|cos|, 1 for a similarity),
-  so a difference of 1e-4 on a quantity of 0.1 is drawn as the flat line it is, not as a trend.
+  (lines and bands) and the ``include`` values and :class:`Reference` lines (0 for a difference or a fraction, a
+  Gaussian E|cos|, 1 for a similarity), so a difference of 1e-4 on a quantity of 0.1 is drawn as the flat line it
+  is, not as a trend.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -24,13 +30,23 @@ if TYPE_CHECKING:
 COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880", "#ff97ff", "#fecb52")
 
 
+#: the line styles of a panel's references, in order (two references in one panel stay apart)
+REFERENCE_DASHES = ("dot", "dashdot", "longdash")
+
+
 @dataclass(frozen=True)
 class Line:
     """One series: ``name`` (its legend entry), its points' ``x`` and ``estimate``, the nominal interval
-    (``low``/``high``; None for a point without one), optionally a wider simultaneous interval
-    (``low_adj``/``high_adj``), its null or reference per point (``null``) and hover ``text``.
+    (``low``/``high``; None for a point without one), optionally a wider second band (``low_adj``/``high_adj``:
+    a simultaneous interval, or a spread such as heads' 10-90 %), its null or reference per point (``null``,
+    dashed) and the null's interval (``null_low``/``null_high``, shaded), and hover ``text``.
+
+    ``interval_name``/``wide_name``: what the two bands are (their trace names). ``marks``: points singled out
+    (significant, identifiable), drawn filled over the open markers of the others, as ``marks_name``.
     ``markers``: points with error bars (values that are no trajectory, e.g. one per model), not a line
-    with a band."""
+    with a band. ``dots``: False draws a long curve without a marker at each point. ``dash``: the estimate's
+    line style (e.g. "dash" for a bound drawn among the series it bounds). ``null_name``: what its null is, where
+    it differs from the figure's (one panel's null is North's error, the other's a permutation quantile)."""
 
     name: str
     x: Sequence[Any]
@@ -42,29 +58,66 @@ class Line:
     null: Sequence[float | None] | None = None
     text: Sequence[str] | None = None
     markers: bool = False
+    null_low: Sequence[float | None] | None = None
+    null_high: Sequence[float | None] | None = None
+    interval_name: str = "interval"
+    wide_name: str = "simultaneous interval"
+    marks: Sequence[bool] | None = None
+    marks_name: str = "marked"
+    dots: bool = True
+    dash: str | None = None
+    null_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A constant the question is read against (a threshold, a Gaussian expectation, a floor): a grey horizontal
+    line (dotted; a panel's second dash-dotted, its third long-dashed) named ``name`` in the legend, inside the
+    y range."""
+
+    name: str
+    y: float
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of :func:`estimate_panels`: its ``lines``, y axis title, subplot ``title``, the values its y
+    axis must show (``include``), its :class:`Reference` lines, and a log y axis."""
+
+    lines: Sequence[Line]
+    y_title: str
+    title: str = ""
+    include: Sequence[float] = ()
+    references: Sequence[Reference] = ()
+    log_y: bool = False
 
 
 def _ok(*vals: Any) -> bool:
-    return all(v is not None and isinstance(v, (int, float)) and math.isfinite(v) for v in vals)
+    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in vals)
 
 
-def _segments(line: Line, low: Sequence[Any], high: Sequence[Any]) -> list[list[int]]:
-    """Runs of consecutive points that have an interval (a band is drawn over each run)."""
+def _runs(n: int, *seqs: Sequence[Any]) -> list[list[int]]:
+    """Runs of consecutive indices below ``n`` where every one of ``seqs`` has a finite value."""
     runs: list[list[int]] = [[]]
-    for i in range(len(line.x)):
-        if _ok(line.estimate[i], low[i], high[i]):
+    for i in range(n):
+        if _ok(*(s[i] for s in seqs)):
             runs[-1].append(i)
         elif runs[-1]:
             runs.append([])
     return [r for r in runs if r]
 
 
+def _segments(line: Line, low: Sequence[Any], high: Sequence[Any]) -> list[list[int]]:
+    """Runs of consecutive points that have an interval (a band is drawn over each run)."""
+    return _runs(len(line.x), line.estimate, low, high)
+
+
 def y_range(lines: Sequence[Line], include: Sequence[float] = (), pad: float = 0.05) -> tuple[float, float] | None:
-    """[min, max] of every estimate, interval end and null of ``lines`` and of ``include``, padded by ``pad``
-    of the span (None when there is nothing to show)."""
+    """[min, max] of every estimate, interval end and null (line or band) of ``lines`` and of ``include``,
+    padded by ``pad`` of the span (None when there is nothing to show)."""
     vals = [float(v) for v in include if _ok(v)]
     for ln in lines:
-        for seq in (ln.estimate, ln.low, ln.high, ln.low_adj, ln.high_adj, ln.null):
+        for seq in (ln.estimate, ln.low, ln.high, ln.low_adj, ln.high_adj, ln.null, ln.null_low, ln.null_high):
             vals += [float(v) for v in (seq or ()) if _ok(v)]
     if not vals:
         return None
@@ -78,24 +131,174 @@ def _rgba(colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def _band(fig: Any, line: Line, low: Sequence[Any], high: Sequence[Any], colour: str, alpha: float, what: str) -> None:
-    import plotly.graph_objects as go
+class _Drawing:
+    """Traces added to one figure: each series' colour (by name, first seen first) and the legend entries
+    already shown (a name is listed once however many panels draw it)."""
 
-    for seg in _segments(line, low, high):
-        xs = [line.x[i] for i in seg]
-        fig.add_trace(
-            go.Scatter(
+    def __init__(self, fig: Any, null_name: str) -> None:
+        self.fig, self.null_name = fig, null_name
+        self.colours: dict[str, str] = {}
+        self.shown: set[str] = set()
+
+    def add(self, trace: Any, row: int | None, col: int | None, legend: bool = True) -> None:
+        if legend and trace.name not in self.shown:
+            self.shown.add(trace.name)
+        else:
+            trace.showlegend = False
+        self.fig.add_trace(trace, row=row, col=col)
+
+    def band(self, line: Line, low: Sequence[Any], high: Sequence[Any], alpha: float, what: str, rc: Any) -> None:
+        import plotly.graph_objects as go
+
+        colour = self.colours[line.name]
+        for seg in _segments(line, low, high):
+            xs = [line.x[i] for i in seg]
+            trace = go.Scatter(
                 x=xs + xs[::-1],
                 y=[high[i] for i in seg] + [low[i] for i in seg][::-1],
                 fill="toself",
                 fillcolor=_rgba(colour, alpha),
                 line=dict(width=0),
                 legendgroup=line.name,
-                showlegend=False,
                 hoverinfo="skip",
                 name=f"{line.name}: {what}",
             )
+            self.add(trace, *rc, legend=False)
+
+    def null_band(self, line: Line, rc: Any) -> None:
+        """The null's interval: shaded with a dashed edge along a trajectory; at markers, a pale bar at each
+        point, broken between points (None), so that nothing joins two of them."""
+        import plotly.graph_objects as go
+
+        assert line.null_low is not None and line.null_high is not None
+        colour, name = self.colours[line.name], self.null_label(line)
+        lo, hi = line.null_low, line.null_high
+        legend = line.null is None  # a null drawn as a line and a band is one legend entry
+        runs = _runs(len(line.x), lo, hi)
+        if line.markers:
+            pts = [i for run in runs for i in run]
+            trace = go.Scatter(
+                x=[v for i in pts for v in (line.x[i], line.x[i], None)],
+                y=[v for i in pts for v in (lo[i], hi[i], None)],
+                mode="lines",
+                line=dict(color=_rgba(colour, 0.25), width=12),
+                legendgroup=line.name,
+                offsetgroup=line.name,
+                hoverinfo="skip",
+                name=name,
+            )
+            self.add(trace, *rc, legend=legend)
+            return
+        for seg in runs:
+            xs = [line.x[i] for i in seg]
+            trace = go.Scatter(
+                x=xs + xs[::-1],
+                y=[hi[i] for i in seg] + [lo[i] for i in seg][::-1],
+                fill="toself",
+                fillcolor=_rgba(colour, 0.08),
+                line=dict(color=_rgba(colour, 0.5), width=1, dash="dash"),
+                legendgroup=line.name,
+                hoverinfo="skip",
+                name=name,
+            )
+            self.add(trace, *rc, legend=legend)
+
+    def null_label(self, line: Line) -> str:
+        return f"{line.name}: {line.null_name or self.null_name}"
+
+    def line(self, line: Line, row: int | None = None, col: int | None = None) -> None:
+        import plotly.graph_objects as go
+
+        colour = self.colours.setdefault(line.name, COLOURS[len(self.colours) % len(COLOURS)])
+        rc = (row, col)
+        if line.null_low is not None and line.null_high is not None:
+            self.null_band(line, rc)
+        if not line.markers:
+            if line.low_adj is not None and line.high_adj is not None:
+                self.band(line, line.low_adj, line.high_adj, 0.10, line.wide_name, rc)
+            if line.low is not None and line.high is not None:
+                self.band(line, line.low, line.high, 0.25, line.interval_name, rc)
+        err = None
+        if line.markers and line.low is not None and line.high is not None:
+            up = [h - e if _ok(e, h) else None for e, h in zip(line.estimate, line.high)]
+            down = [e - lo if _ok(e, lo) else None for e, lo in zip(line.estimate, line.low)]
+            err = dict(type="data", symmetric=False, array=up, arrayminus=down, color=colour)
+        open_ = line.marks is not None
+        mode = "markers" if line.markers else ("lines+markers" if line.dots else "lines")
+        self.add(
+            go.Scatter(
+                x=list(line.x),
+                y=[e if _ok(e) else None for e in line.estimate],
+                mode=mode,
+                name=line.name,
+                legendgroup=line.name,
+                offsetgroup=line.name if line.markers else None,
+                line=dict(color=colour, dash=line.dash),
+                marker=dict(color=colour, symbol="circle-open" if open_ else "circle", size=8 if open_ else 6),
+                error_y=err,
+                text=None if line.text is None else list(line.text),
+            ),
+            *rc,
         )
+        if line.null is not None and any(_ok(v) for v in line.null):
+            null = go.Scatter(
+                x=list(line.x),
+                y=[v if _ok(v) else None for v in line.null],
+                mode="markers" if line.markers else "lines",
+                name=self.null_label(line),
+                legendgroup=line.name,
+                offsetgroup=line.name if line.markers else None,
+                line=dict(color=colour, dash="dash", width=1),
+                marker=dict(color=colour, symbol="line-ew-open", size=16, line=dict(color=colour, width=2)),
+            )
+            self.add(null, *rc)
+        if line.marks is not None:
+            keep = [i for i, m in enumerate(line.marks) if m and _ok(line.estimate[i])]
+            marked = go.Scatter(
+                x=[line.x[i] for i in keep],
+                y=[line.estimate[i] for i in keep],
+                mode="markers",
+                name=f"{line.name}: {line.marks_name}",
+                legendgroup=line.name,
+                marker=dict(color=colour, symbol="circle", size=9),
+            )
+            self.add(marked, *rc)
+
+    def references(self, panel: Panel, row: int | None = None, col: int | None = None) -> None:
+        import plotly.graph_objects as go
+
+        xs = list(dict.fromkeys(x for ln in panel.lines for x in ln.x if x is not None))
+        if xs and all(isinstance(x, numbers.Real) for x in xs):
+            xs = [min(xs), max(xs)]
+        for n, ref in enumerate(panel.references):
+            trace = go.Scatter(
+                x=xs,
+                y=[ref.y] * len(xs),
+                mode="lines",
+                name=ref.name,
+                legendgroup=ref.name,
+                hoverinfo="name+y",
+                line=dict(color="grey", dash=REFERENCE_DASHES[n % len(REFERENCE_DASHES)], width=1),
+            )
+            self.add(trace, row, col)
+
+    def axes(self, panel: Panel, row: int | None = None, col: int | None = None) -> None:
+        rng = y_range(panel.lines, [*panel.include, *(r.y for r in panel.references)])
+        if panel.log_y:
+            self.fig.update_yaxes(type="log", row=row, col=col)
+        elif rng is not None:
+            self.fig.update_yaxes(range=list(rng), row=row, col=col)
+
+    def group(self) -> None:
+        """Markers at shared categories stand side by side (each series its own offset), not on each other."""
+        seen: dict[tuple[Any, Any, Any], set[str]] = {}
+        for t in self.fig.data:
+            if t.offsetgroup is not None:
+                for x in t.x or ():
+                    if isinstance(x, str):
+                        seen.setdefault((t.xaxis, t.yaxis, x), set()).add(t.offsetgroup)
+        if any(len(groups) > 1 for groups in seen.values()):
+            self.fig.update_layout(scattermode="group", scattergap=0.4)
 
 
 def estimate_figure(
@@ -108,54 +311,55 @@ def estimate_figure(
     log_y: bool = False,
     include: Sequence[float] = (),
     null_name: str = "null",
+    references: Sequence[Reference] = (),
 ) -> "plotly.graph_objects.Figure":
     """An estimate by layer or step (or by category) for each of ``lines`` with its interval(s) and null,
-    under the module's rules; ``include``: values the y axis must show (references, 0)."""
+    under the module's rules; ``include``: values the y axis must show; ``references``: constant lines drawn
+    (a threshold, a Gaussian expectation); ``null_name``: what the lines' nulls are."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    for n, line in enumerate(lines):
-        colour = COLOURS[n % len(COLOURS)]
-        if not line.markers:
-            if line.low_adj is not None and line.high_adj is not None:
-                _band(fig, line, line.low_adj, line.high_adj, colour, 0.10, "simultaneous interval")
-            if line.low is not None and line.high is not None:
-                _band(fig, line, line.low, line.high, colour, 0.25, "interval")
-        err = None
-        if line.markers and line.low is not None and line.high is not None:
-            up = [h - e if _ok(e, h) else None for e, h in zip(line.estimate, line.high)]
-            down = [e - lo if _ok(e, lo) else None for e, lo in zip(line.estimate, line.low)]
-            err = dict(type="data", symmetric=False, array=up, arrayminus=down, color=colour)
-        fig.add_trace(
-            go.Scatter(
-                x=list(line.x),
-                y=[e if _ok(e) else None for e in line.estimate],
-                mode="markers" if line.markers else "lines+markers",
-                name=line.name,
-                legendgroup=line.name,
-                line=dict(color=colour),
-                marker=dict(color=colour),
-                error_y=err,
-                text=None if line.text is None else list(line.text),
-            )
-        )
-        if line.null is not None and any(_ok(v) for v in line.null):
-            fig.add_trace(
-                go.Scatter(
-                    x=list(line.x),
-                    y=[v if _ok(v) else None for v in line.null],
-                    mode="lines",
-                    name=f"{line.name}: {null_name}",
-                    legendgroup=line.name,
-                    line=dict(color=colour, dash="dash", width=1),
-                )
-            )
+    draw = _Drawing(fig, null_name)
+    panel = Panel(lines, y_title, include=include, references=references, log_y=log_y)
+    for line in lines:
+        draw.line(line)
+    draw.references(panel)
+    draw.group()
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white")
     if log_x:
         fig.update_xaxes(type="log")
-    rng = y_range(lines, include)
-    if log_y:
-        fig.update_yaxes(type="log")
-    elif rng is not None:
-        fig.update_yaxes(range=list(rng))
+    draw.axes(panel)
+    return fig
+
+
+def estimate_panels(
+    panels: Sequence[Panel],
+    *,
+    title: str,
+    x_title: str,
+    log_x: bool = False,
+    null_name: str = "null",
+    cols: int | None = None,
+    height: int | None = None,
+) -> "plotly.graph_objects.Figure":
+    """:func:`estimate_figure`'s recipe in several panels (``cols`` to a row, default all in one row), each its
+    own y axis and range; a series named in several panels keeps one colour and one legend entry."""
+    from plotly.subplots import make_subplots
+
+    cols = cols or len(panels)
+    rows = -(-len(panels) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[p.title for p in panels])
+    draw = _Drawing(fig, null_name)
+    for n, panel in enumerate(panels):
+        row, col = n // cols + 1, n % cols + 1
+        for line in panel.lines:
+            draw.line(line, row, col)
+        draw.references(panel, row, col)
+        draw.axes(panel, row, col)
+        fig.update_yaxes(title_text=panel.y_title, row=row, col=col)
+    draw.group()
+    fig.update_xaxes(title_text=x_title)
+    if log_x:
+        fig.update_xaxes(type="log")
+    fig.update_layout(title=title, template="plotly_white", height=height)
     return fig

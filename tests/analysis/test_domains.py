@@ -300,24 +300,41 @@ def test_table_and_figures(comparison):
     assert rows[1]["ΔPC1 vs mixed"].startswith(f"{100 * c.diff['pc1'].value:+.1f} [")
     assert rows[1]["ΔPC1 vs mixed"].endswith(f"p = {c.p_adjusted['pc1']:.2g}")
     assert rows[1]["PC1 %"].startswith(f"{100 * comparison.sets['math'].pc1.value:.1f} [")
-    fig = sets_figure(comparison)
+    fig = sets_figure(comparison)  # drawn by geoprobe.report.series: a point per set, its null bar, no joins
     assert isinstance(fig, go.Figure)
     assert "toy-model" in fig.layout.title.text and "layer 11" in fig.layout.title.text
-    names = [t.name for t in fig.data]
-    assert names == ["Gaussian null (95 % band)", "mixed (95 % CI)", "restricted (95 % CI)", "control (95 % CI)"] * 3
-    restricted_pc1 = fig.data[2]
-    assert list(restricted_pc1.x) == ["math", "code"]
+    kinds = ["mixed (95 % CI)", "restricted (95 % CI)", "control (95 % CI)"]
+    assert [t.name for t in fig.data if t.mode == "markers" and t.xaxis == "x"] == kinds
+    traces = {(t.name, t.xaxis): t for t in fig.data}
+    restricted_pc1 = traces[("restricted (95 % CI)", "x")]
+    assert list(restricted_pc1.x) == ["math", "code"] and restricted_pc1.legendgroup == "restricted (95 % CI)"
     assert restricted_pc1.y[0] == pytest.approx(100 * comparison.sets["math"].pc1.value)
-    assert len(fig.layout.shapes) == 3  # the mixed reference line per panel
+    null = traces[("restricted (95 % CI): Gaussian null (95 % band)", "x")]  # one bar per set, broken between
+    band = comparison.sets["math"].null.pc1
+    assert list(null.x[:3]) == ["math", "math", None] and null.y[:2] == pytest.approx((100 * band.low, 100 * band.high))
+    mixed = [t for t in fig.data if t.name == "mixed set"]  # the mixed set's value in every panel
+    assert [t.y[0] for t in mixed] == pytest.approx(
+        [
+            100 * comparison.sets["mixed"].pc1.value,
+            100 * comparison.sets["mixed"].pc12.value,
+            comparison.sets["mixed"].pr.value,
+        ]
+    )
+    lo, hi = fig.layout.yaxis.range
+    assert lo < 0 and hi >= 100 * max(comparison.sets[k].null.pc1.high for k in comparison.sets)
     diff = difference_figure(comparison)
     assert isinstance(diff, go.Figure) and "layer 11" in diff.layout.title.text
-    assert [t.name for t in diff.data] == [
+    assert [t.name for t in diff.data if t.mode == "markers"] == [
         "restricted − mixed (95 % CI)",
         "control − mixed (95 % CI)",
         "restricted − control (95 % CI)",
     ] * 3
-    assert len(diff.data[0].x) == 2 and len(diff.data[1].x) == 1
-    assert diff.data[0].x[0] == pytest.approx(100 * c.diff["pc1"].value)
+    first = diff.data[0]
+    assert list(first.x) == ["math", "code"] and first.y[0] == pytest.approx(100 * c.diff["pc1"].value)
+    assert first.error_y.array[0] == pytest.approx(100 * (c.diff["pc1"].high - c.diff["pc1"].value))
+    assert len(diff.data[1].x) == 1 and diff.layout.scattermode == "group"  # contrasts side by side per domain
+    lo, hi = diff.layout.yaxis.range
+    assert lo <= 0 <= hi  # 0, no difference, is on every axis
 
 
 def test_domains_report_escapes_user_strings_and_refuses_overwrite(tmp_path):

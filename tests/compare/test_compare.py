@@ -249,9 +249,20 @@ def test_json_round_trip(comp_ab, tmp_path):
 
 def test_figures(comp_ab):
     fig = comparison_figure(comp_ab)
-    names = [t.name for t in fig.data]
-    assert "PC1, mixed" in names and "PC1, restricted: math" in names and "random init" in names
-    assert list(fig.data[0].y) == pytest.approx([100 * r.mixed.pc1.value for r in comp_ab.rows])
+    traces = {t.name: t for t in fig.data}
+    assert "PC1, mixed" in traces and "PC1, restricted: math" in traces
+    mixed = traces["PC1, mixed"]  # drawn by geoprobe.report.series: one point per model with its error bars
+    assert mixed.mode == "markers" and mixed.legendgroup == "PC1, mixed" and not [t for t in fig.data if t.fill]
+    assert list(mixed.y) == pytest.approx([100 * r.mixed.pc1.value for r in comp_ab.rows])
+    assert list(mixed.error_y.array) == pytest.approx(
+        [100 * (r.mixed.pc1.high - r.mixed.pc1.value) for r in comp_ab.rows]
+    )
+    init = traces["early-layer key |cos| (trained): random init"]  # the null in its series' legend group
+    assert init.mode == "markers" and init.legendgroup == "early-layer key |cos| (trained)"
+    assert list(init.y) == pytest.approx([r.key_cos_early_init for r in comp_ab.rows])
+    lo, hi = fig.layout.yaxis2.range  # the |cos| axis spans 0, the trained keys and their nulls
+    assert lo < 0 and hi >= max(v for t in fig.data if t.yaxis == "y2" for v in t.y if v is not None)
+    assert tuple(fig.layout.yaxis.range) == pytest.approx((-5.0, 105.0))  # PC1 % on its whole scale
     g = global_figure(comp_ab.global_pca)
     assert len(g.data[0].x) == N and [t.name for t in g.data[1:]] == ["share of PC1", "share of PC2"]
 

@@ -46,6 +46,24 @@ def test_page_renders_its_sections_and_figure_anchor(result, tmp_path):
     assert [f.anchor for f in result.figures()] == ["loss-curves"]
 
 
+def test_loss_figure_is_drawn_by_the_helper(result):
+    """Each schedule its own ± 1 SD band (in its legend group), the floor a reference inside the y range."""
+    from geoprobe.dynamics.report import loss_figure
+
+    fig = loss_figure(result)
+    traces = {t.name: t for t in fig.data}
+    for name, key in (("SGD", "sgd"), ("EM-like", "em")):
+        a = np.array([getattr(r, key) for r in result.runs])
+        line, band = traces[name], traces[f"{name}: ± 1 SD over seeds"]
+        assert line.mode == "lines" and list(line.y) == pytest.approx(a.mean(0))
+        assert band.fill == "toself" and band.legendgroup == name
+        assert list(band.y) == pytest.approx(list(a.mean(0) + a.std(0)) + list((a.mean(0) - a.std(0))[::-1]))
+    floor = traces["H(Y_t | Y_t−1)"]
+    assert set(floor.y) == {result.floor_nats}
+    lo, hi = fig.layout.yaxis.range
+    assert lo <= result.floor_nats and hi >= max(max(t.y) for t in fig.data)
+
+
 def test_steps_table_holds_the_results_numbers(result):
     rows = _table_after(render(result), "Steps to SGD&#x27;s final loss")
     head, body, mean = rows[0], rows[1:-1], rows[-1]

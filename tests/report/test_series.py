@@ -1,13 +1,15 @@
 """geoprobe.report.series.estimate_figure keeps its rules (a band never joins two series, the legend names each
 series, the y axis shows the references), and the sweep page, drawn through it, no longer does what a reviewer
 found (issue 37): a band filled between different models along the parameter axis, a legend without the model,
-a key-|cos| axis of 0.10515–0.1053 that showed a 1e-4 difference as a trend."""
+a key-|cos| axis of 0.10515–0.1053 that showed a 1e-4 difference as a trend. Also what the other pages ported to it
+need (issue 37 item 8): a null drawn as a band, references, marked points, a series' own null name, markers' nulls
+drawn per point, and panels that keep one colour and one legend entry per series."""
 
 from __future__ import annotations
 
 import pytest
 
-from geoprobe.report.series import Line, estimate_figure, y_range
+from geoprobe.report.series import Line, Panel, Reference, estimate_figure, estimate_panels, y_range
 
 
 def _fills(fig):
@@ -101,3 +103,82 @@ def test_one_model_is_still_named():
     page = replace(page, rows=tuple(r for r in page.rows if r["model"] == "model-a"))
     step = {f.anchor: f.fig for f in page.figures()}["pc1-by-step"]
     assert [t.name for t in step.data if t.mode == "lines+markers"] == ["series=model-a"]
+
+
+def test_a_null_band_is_its_series_own_and_inside_the_axis():
+    a = Line("a", [0, 1, 2], [0.5, 0.6, 0.7], null_low=[0.0, None, -0.2], null_high=[0.1, 0.1, 0.1])
+    b = Line("b", [0, 1], [0.2, 0.3], null=[0.15, 0.15], null_low=[0.1, 0.1], null_high=[0.2, 0.2])
+    fig = estimate_figure([a, b], title="t", x_title="x", y_title="y", null_name="matched null")
+    bands = [t for t in _fills(fig) if "matched null" in t.name]
+    assert [(t.legendgroup, sorted(set(t.x))) for t in bands] == [("a", [0]), ("a", [2]), ("b", [0, 1])]
+    assert fig.layout.yaxis.range[0] < -0.2  # the null's low end is on the axis
+    shown = [t.name for t in fig.data if t.showlegend is not False]
+    assert shown == ["a: matched null", "a", "b", "b: matched null"]  # b's null line and band: one entry
+
+
+def test_markers_draw_their_null_per_point_never_across_categories():
+    pts = Line("m", ["p", "q"], [1.0, 2.0], [0.5, 1.5], [1.5, 2.5], null=[0.2, 0.3], markers=True)
+    pts = Line(**{**pts.__dict__, "null_low": [0.0, 0.1], "null_high": [0.4, 0.5]})
+    other = Line("n", ["p", "q"], [1.1, 2.1], markers=True)
+    fig = estimate_figure([pts, other], title="t", x_title="x", y_title="y")
+    assert not _fills(fig) and {t.mode for t in fig.data} == {"markers", "lines"}
+    null = next(t for t in fig.data if t.name == "m: null" and t.mode == "markers")
+    assert list(null.y) == [0.2, 0.3]
+    bars = next(t for t in fig.data if t.mode == "lines")  # one vertical bar per point, broken by None
+    assert list(bars.x) == ["p", "p", None, "q", "q", None] and list(bars.y) == [0.0, 0.4, None, 0.1, 0.5, None]
+    assert fig.layout.scattermode == "group"  # two series at the same categories stand side by side
+    alone = estimate_figure([Line("k", ["p"], [1.0], markers=True)], title="t", x_title="x", y_title="y")
+    assert alone.layout.scattermode is None
+
+
+def test_references_marks_and_styles():
+    import numpy as np
+
+    line = Line(
+        "ρ",
+        [1, 2, 3],
+        list(np.array([0.1, 0.5, 0.9], dtype=np.float32)),  # numpy scalars are numbers too
+        marks=[False, True, True],
+        marks_name="significant",
+        dots=False,
+        dash="dash",
+        null=[0.05] * 3,
+        null_name="its own null",
+    )
+    fig = estimate_figure(
+        [line], title="t", x_title="x", y_title="y", null_name="figure's null", references=[Reference("floor", -1.0)]
+    )
+    traces = {t.name: t for t in fig.data}
+    main = traces["ρ"]
+    assert main.mode == "lines" and main.line.dash == "dash" and main.marker.symbol == "circle-open"
+    assert list(traces["ρ: significant"].x) == [2, 3] and traces["ρ: significant"].legendgroup == "ρ"
+    assert "ρ: its own null" in traces and "ρ: figure's null" not in traces
+    floor = traces["floor"]
+    assert list(floor.x) == [1, 3] and set(floor.y) == {-1.0} and floor.line.dash == "dot"
+    lo, hi = fig.layout.yaxis.range
+    assert lo < -1.0 and hi > 0.89
+
+
+def test_panels_keep_one_colour_and_one_legend_entry_per_series():
+    def pair(shift):
+        return [
+            Line("a", [0, 1], [shift, shift + 1], [shift - 1, shift], [shift + 1, shift + 2]),
+            Line("b", [0, 1], [5, 6]),
+        ]
+
+    fig = estimate_panels(
+        [Panel(pair(0.0), "first", "one", include=(0.0,)), Panel(pair(100.0), "second", "two", log_y=True)],
+        title="t",
+        x_title="x",
+        log_x=True,
+    )
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [(t.name, t.xaxis) for t in lines] == [("a", "x"), ("b", "x"), ("a", "x2"), ("b", "x2")]
+    assert lines[0].line.color == lines[2].line.color != lines[1].line.color == lines[3].line.color
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["a", "b"]
+    assert fig.layout.yaxis.range[0] < -1 and fig.layout.yaxis.title.text == "first"
+    assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.range is None
+    assert fig.layout.xaxis.type == fig.layout.xaxis2.type == "log"
+    assert [a.text for a in fig.layout.annotations] == ["one", "two"]
+    grid = estimate_panels([Panel(pair(0.0), "y")] * 5, title="t", x_title="x", cols=3)
+    assert {t.xaxis for t in grid.data} == {"x", "x2", "x3", "x4", "x5"} and grid.layout.yaxis4.domain[1] < 0.5

@@ -97,13 +97,19 @@ def test_the_figure_carries_the_record_numbers(noise):
     ident = noise[1].identifiability
     fig = identifiability_figure(ident)
     by_name = {(t.name, t.xaxis): t for t in fig.data}
-    half = by_name[(next(n for n, _ in by_name if n.startswith("median")), "x")]
+    name = next(n for n, _ in by_name if n.startswith("median") and ": " not in n)
+    half = by_name[(name, "x")]
     np.testing.assert_allclose(half.y, [s.value.value for s in ident.split_half])
-    np.testing.assert_allclose(half.y + half.error_y.array, [s.value.high for s in ident.split_half])
-    np.testing.assert_allclose(by_name[("null (upper)", "x")].y, [s.null_high for s in ident.split_half])
+    band = by_name[(f"{name}: interval", "x")]  # drawn by geoprobe.report.series: its band, null, marks
+    np.testing.assert_allclose(
+        band.y, [s.value.high for s in ident.split_half] + [s.value.low for s in ident.split_half][::-1]
+    )
+    np.testing.assert_allclose(by_name[(f"{name}: null (upper)", "x")].y, [s.null_high for s in ident.split_half])
     np.testing.assert_allclose(by_name[("r1 − r2", "x2")].y, [e.gap for e in ident.eigengap])
-    np.testing.assert_allclose(by_name[("North's error r1·√(2/n)", "x2")].y, [e.north_error for e in ident.eigengap])
-    assert len(by_name[("PC1 identifiable", "x")].x) == 0  # noise: no filled marker
+    north = by_name[("r1 − r2: North's error r1·√(2/n)", "x2")]
+    np.testing.assert_allclose(north.y, [e.north_error for e in ident.eigengap])
+    assert north.legendgroup == "r1 − r2" and max(north.y) <= fig.layout.yaxis2.range[1]
+    assert len(by_name[(f"{name}: PC1 identifiable", "x")].x) == 0  # noise: no filled marker
 
 
 def test_the_cli_summary_says_so_per_layer(noise, planted, capsys):

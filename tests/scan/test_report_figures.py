@@ -1,5 +1,7 @@
 """The scan page's figures (geoprobe.scan.report.figures) carry the numbers of the records they draw:
-each figure's traces against the record's fields, on planted, seeded inputs."""
+each figure's traces against the record's fields, on planted, seeded inputs. The figures of an estimate by layer
+are drawn by geoprobe.report.series (issue 37 item 8): each series' bands and null sit in its legend group, and
+the y axis spans every estimate, interval, null and reference (``from_the_helper``)."""
 
 from __future__ import annotations
 
@@ -85,17 +87,40 @@ def scan_result():
     return analyse(cap, cfg, init_w_k=init)
 
 
+def from_the_helper(fig, series):
+    """``fig`` was drawn by geoprobe.report.series: each of ``series`` is one lines+markers trace named and
+    grouped by itself, every band (fill) and null belongs to one of them, and each y axis spans every value
+    drawn on it (the helper's range; plotly's autorange would leave ``range`` unset)."""
+    assert isinstance(fig, go.Figure)
+    lines = {t.name: t for t in fig.data if t.mode == "lines+markers"}
+    assert set(lines) == set(series) and all(t.legendgroup == t.name for t in lines.values())
+    for t in fig.data:
+        if t.fill == "toself" or t.name.split(": ")[0] in series:
+            assert t.legendgroup in series and t.name.startswith(t.legendgroup)
+    for axis in {t.yaxis or "y" for t in fig.data}:
+        lo, hi = fig.layout["yaxis" + axis[1:]].range
+        ys = [v for t in fig.data if (t.yaxis or "y") == axis for v in t.y if v is not None]
+        assert lo <= min(ys) and max(ys) <= hi
+    return {t.name: t for t in fig.data}
+
+
 def test_manifold_figure_traces_carry_the_profile_numbers(manifold):
     fig = manifold_figure(manifold)
-    assert isinstance(fig, go.Figure) and len(fig.data) == 6
-    names = [t.name for t in fig.data]
-    pc1 = fig.data[names.index("PC1 (95 % CI)")]
+    series = ("PC1 (95 % CI)", "PC1+PC2 (95 % CI)", "participation ratio (95 % CI)")
+    traces = from_the_helper(fig, series)
+    pc1 = traces["PC1 (95 % CI)"]
     np.testing.assert_allclose(pc1.y, [e.value for e in manifold.pc1])
-    np.testing.assert_allclose(np.asarray(pc1.error_y.array) + pc1.y, [e.high for e in manifold.pc1])
-    band = fig.data[names.index("permute null PC1 (95 % band)")]
+    ci = traces["PC1 (95 % CI): interval"]
+    np.testing.assert_allclose(ci.y, [e.high for e in manifold.pc1] + [e.low for e in manifold.pc1][::-1])
+    band = traces["PC1 (95 % CI): permute null (95 % band)"]
+    assert band.fill == "toself" and band.legendgroup == "PC1 (95 % CI)"
     np.testing.assert_allclose(band.y, [b.pc1.high for b in manifold.null] + [b.pc1.low for b in manifold.null][::-1])
-    pr = fig.data[names.index("participation ratio (95 % CI)")]
+    pr = traces["participation ratio (95 % CI)"]
     np.testing.assert_allclose(pr.y, [e.value for e in manifold.pr])
+    assert pr.xaxis == "x2" and traces["participation ratio (95 % CI): permute null (95 % band)"].yaxis == "y2"
+    assert set(traces["criterion: 0.30"].y) == {0.30}
+    lo, hi = fig.layout.yaxis.range
+    assert lo < 0 and hi > 1  # a fraction of variance: the axis shows 0 to 1
     assert "toy" in fig.layout.title.text
 
 
@@ -109,56 +134,74 @@ def test_manifold_scatter_is_oriented_and_coloured_by_entropy(manifold):
         manifold_scatter(manifold, 0)
 
 
-def test_alignment_figure_shows_rho_with_ci_and_significant_layers(alignment):
+def test_alignment_figure_shows_rho_with_ci_null_and_significant_layers(alignment):
     fig = alignment_figure(alignment)
-    assert isinstance(fig, go.Figure) and len(fig.data) == 2
+    traces = from_the_helper(fig, ["Spearman ρ (95 % CI)"])
     rho = [e.value for e in alignment.spearman]
-    np.testing.assert_allclose(fig.data[0].y, rho)
-    np.testing.assert_allclose(
-        np.asarray(fig.data[0].error_y.arrayminus), np.array(rho) - [e.low for e in alignment.spearman]
-    )
-    assert list(fig.data[1].x) == [2, 5]
-    np.testing.assert_allclose(fig.data[1].y, rho[:2])
-    assert "toy" in fig.layout.title.text
+    line = traces["Spearman ρ (95 % CI)"]
+    np.testing.assert_allclose(line.y, rho)
+    assert line.marker.symbol == "circle-open"
+    ci = traces["Spearman ρ (95 % CI): interval"]
+    np.testing.assert_allclose(ci.y, [e.high for e in alignment.spearman] + [e.low for e in alignment.spearman][::-1])
+    marked = traces["Spearman ρ (95 % CI): Bonferroni p < 0.05"]
+    assert list(marked.x) == [2, 5] and marked.marker.symbol == "circle"
+    np.testing.assert_allclose(marked.y, rho[:2])
+    null = [t for t in fig.data if "under independence" in t.name]  # the permutation null of |ρ|: mean and band
+    assert {t.mode for t in null} == {"lines", None}
+    np.testing.assert_allclose(next(t for t in null if t.mode == "lines").y, alignment.null_mean)
+    band = next(t for t in null if t.fill == "toself")
+    np.testing.assert_allclose(band.y, list(alignment.null_high) + [0.0] * 3)
+    assert fig.layout.yaxis.range[0] < 0 and "toy" in fig.layout.title.text
+
+
+def test_alignment_figure_of_a_file_without_its_null_draws_none(alignment):
+    from dataclasses import replace
+
+    old = replace(alignment, null_mean=None, null_high=None)
+    assert not [t for t in alignment_figure(old).data if "under independence" in t.name]
 
 
 def test_focusing_figure_shows_the_numbers(planted_entropies):
     e, n_tokens = planted_entropies
     af = attention_focusing(e, [2, 4, 6, 8, 10], n_tokens, model="planted")
     fig = focusing_figure(af)
-    traces = {t.name: t for t in fig.data}
+    traces = from_the_helper(fig, ["mean head entropy"])
     line = traces["mean head entropy"]
     assert list(line.x) == [2, 4, 6, 8, 10]
     assert list(line.y) == [m.value for m in af.mean]
-    assert list(traces["95 % CI over prompts"].y) == [m.low for m in af.mean]
-    assert list(traces["95 % CI over prompts high"].y) == [m.high for m in af.mean]
-    assert list(traces["heads 10–90 %"].y) == [a for a, _ in af.head_band_10_90]
-    assert list(traces["heads 10–90 % high"].y) == [b for _, b in af.head_band_10_90]
-    assert list(traces["uniform attention (log2 T)"].y) == list(af.uniform)
+    ci = traces["mean head entropy: 95 % CI over prompts"]
+    assert list(ci.y) == [m.high for m in af.mean] + [m.low for m in af.mean][::-1]
+    heads = traces["mean head entropy: heads 10–90 %"]
+    assert list(heads.y) == [b for _, b in af.head_band_10_90] + [a for a, _ in af.head_band_10_90][::-1]
+    null = traces["mean head entropy: uniform attention (log2 T)"]
+    assert list(null.y) == list(af.uniform) and null.line.dash == "dash"
     assert "planted" in fig.layout.title.text and f"{af.reduction.value:.1f} %" in fig.layout.title.text
     assert fig.layout.yaxis.title.text == "final-token attention entropy (bits)"
+    assert fig.layout.yaxis.range[0] < 0  # entropy in bits: the axis starts at 0, the ceiling is inside
 
 
 def test_orthogonality_figure_shows_the_numbers(ko):
     fig = orthogonality_figure(ko)
-    traces = {t.name: t for t in fig.data}
+    traces = from_the_helper(fig, ["mean over heads"])
     assert list(traces["mean over heads"].x) == list(ko.layers)
     assert list(traces["mean over heads"].y) == list(ko.layer_mean)
-    assert list(traces["heads 10–90 %"].y) == [a for a, _ in ko.band_10_90]
-    assert list(traces["heads 10–90 % high"].y) == [b for _, b in ko.band_10_90]
-    assert list(traces["heads 25–75 %"].y) == [a for a, _ in ko.band_25_75]
-    assert list(traces["heads 25–75 % high"].y) == [b for _, b in ko.band_25_75]
+    for name, band in (("heads 10–90 %", ko.band_10_90), ("heads 25–75 %", ko.band_25_75)):
+        t = traces[f"mean over heads: {name}"]
+        assert t.fill == "toself" and list(t.y) == [b for _, b in band] + [a for a, _ in band][::-1]
     assert set(traces["iid Gaussian E|cos|"].y) == {ko.gaussian}
-    assert list(traces["random init (twin)"].y) == list(ko.init_layer_mean)
+    init = traces["mean over heads: random init (twin)"]
+    assert list(init.y) == list(ko.init_layer_mean) and init.legendgroup == "mean over heads"
     assert set(traces["threshold"].y) == {0.2}
     assert "planted <b>&" in fig.layout.title.text  # plain text; plotly escapes it when rendering
     assert fig.layout.xaxis.title.text == "layer" and "|cos|" in fig.layout.yaxis.title.text
+    lo, hi = fig.layout.yaxis.range
+    assert lo < 0 and hi >= max(0.2, ko.gaussian)  # the references and 0 on the axis
 
 
 def test_orthogonality_figure_without_init_has_no_init_line():
     rng = np.random.default_rng(11)
     fig = orthogonality_figure(key_orthogonality(rng.standard_normal((2, 2, 16, 4)), [0, 1], 16))
-    assert "random init (twin)" not in {t.name for t in fig.data}
+    assert not [t for t in fig.data if "random init" in t.name]
 
 
 def test_entropy_scatter_is_the_oriented_final_layer_against_entropy(scan_result):

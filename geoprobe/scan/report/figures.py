@@ -2,7 +2,9 @@
 (the analysers return arrays and records; they do not draw): the value manifold by layer and its
 scatter, the entropy alignment by layer and the entropy scatter that combines the two records, key
 orthogonality, attention focusing, whether each layer's PC1 is identifiable, and the scorecard as a
-plotly table (the page shows the scorecard as an HTML table; this one is for notebooks)."""
+plotly table (the page shows the scorecard as an HTML table; this one is for notebooks). Every figure of an
+estimate by layer with its interval and null is drawn by :mod:`geoprobe.report.series` (a band never joins two
+series, the legend names them, the y axis spans the estimates, intervals, nulls and references)."""
 
 from __future__ import annotations
 
@@ -16,70 +18,42 @@ from geoprobe.analysis.manifold import ManifoldProfile
 from geoprobe.analysis.orthogonality import KeyOrthogonality
 from geoprobe.analysis.stats import Estimate
 from geoprobe.analysis.tracking import AxisIdentifiability
-from geoprobe.scan.scorecard import Scorecard
+from geoprobe.report.series import Line, Panel, Reference, estimate_figure, estimate_panels
+from geoprobe.scan.scorecard import PC_THRESHOLD, Scorecard
+
+
+def _line(name: str, x: list[int], ests: Sequence[Estimate], **kw: Any) -> Line:
+    """A :class:`Line` of ``ests`` (Estimates) with their intervals."""
+    return Line(name, x, [e.value for e in ests], [e.low for e in ests], [e.high for e in ests], **kw)
 
 
 def manifold_figure(profile: ManifoldProfile) -> Any:
     """PC1 and PC1+PC2 (left) and PR (right) by layer with CIs and the matched-null bands."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     x = list(profile.layers)
     kind = profile.null[0].kind
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("explained variance", "participation ratio"))
-
-    def band(col: int, ests: Sequence[Estimate], name: str, color: str) -> None:
-        fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=[e.high for e in ests] + [e.low for e in ests][::-1],
-                fill="toself",
-                fillcolor=color,
-                line=dict(width=0),
-                hoverinfo="skip",
-                name=name,
-            ),
-            row=1,
-            col=col,
-        )
-
-    def line(col: int, ests: Sequence[Estimate], name: str, color: str) -> None:
-        y = np.array([e.value for e in ests])
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines+markers",
-                name=name,
-                line=dict(color=color),
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=[e.high for e in ests] - y,
-                    arrayminus=y - [e.low for e in ests],
-                ),
-            ),
-            row=1,
-            col=col,
-        )
-
     conf = round(100 * profile.pc1[0].confidence)
-    band(1, [b.pc1 for b in profile.null], f"{kind} null PC1 ({conf} % band)", "rgba(31,119,180,0.15)")
-    band(1, [b.pc12 for b in profile.null], f"{kind} null PC1+PC2 ({conf} % band)", "rgba(255,127,14,0.15)")
-    line(1, profile.pc1, f"PC1 ({conf} % CI)", "#1f77b4")
-    line(1, profile.pc12, f"PC1+PC2 ({conf} % CI)", "#ff7f0e")
-    band(2, [b.pr for b in profile.null], f"{kind} null PR ({conf} % band)", "rgba(44,160,44,0.15)")
-    line(2, profile.pr, f"participation ratio ({conf} % CI)", "#2ca02c")
-    fig.add_hline(y=0.30, line=dict(color="grey", dash="dot"), row=1, col=1)
-    fig.update_xaxes(title_text="layer")
-    fig.update_yaxes(title_text="fraction of standardised variance", range=[0, 1], row=1, col=1)
-    fig.update_yaxes(title_text="effective dimensions (PR)", row=1, col=2)
-    fig.update_layout(
-        title=dict(text=f"{profile.model}: value manifold by layer (n = {profile.n}, d = {profile.d})"),
-        template="plotly_white",
+
+    def line(name: str, ests: Any, null: Any) -> Line:
+        return _line(f"{name} ({conf} % CI)", x, ests, null_low=[b.low for b in null], null_high=[b.high for b in null])
+
+    variance = Panel(
+        [
+            line("PC1", profile.pc1, [b.pc1 for b in profile.null]),
+            line("PC1+PC2", profile.pc12, [b.pc12 for b in profile.null]),
+        ],
+        "fraction of standardised variance",
+        "explained variance",
+        include=(0.0, 1.0),
+        references=[Reference(f"criterion: {PC_THRESHOLD:.2f}", PC_THRESHOLD)],
+    )
+    pr = Panel([line("participation ratio", profile.pr, [b.pr for b in profile.null])], "effective dimensions (PR)")
+    return estimate_panels(
+        [variance, pr],
+        title=f"{profile.model}: value manifold by layer (n = {profile.n}, d = {profile.d})",
+        x_title="layer",
+        null_name=f"{kind} null ({conf} % band)",
         height=440,
     )
-    return fig
 
 
 def manifold_scatter(profile: ManifoldProfile, layer: int) -> Any:
@@ -118,184 +92,79 @@ def manifold_scatter(profile: ManifoldProfile, layer: int) -> Any:
 
 
 def alignment_figure(profile: AlignmentProfile) -> Any:
-    """Spearman ρ by layer with its CI; filled markers: Bonferroni p < 0.05."""
-    import plotly.graph_objects as go
-
-    rho = np.array([e.value for e in profile.spearman])
-    lo, hi = np.array([e.low for e in profile.spearman]), np.array([e.high for e in profile.spearman])
-    sig = np.array(profile.significant)
+    """Spearman ρ by layer with its CI and the permutation null of |ρ| (its mean, dashed, and the region
+    below its upper quantile, shaded, where the file has them); filled markers: Bonferroni p < 0.05."""
     conf = round(100 * profile.spearman[0].confidence)
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=list(profile.layers),
-                y=rho,
-                mode="lines+markers",
-                name=f"Spearman ρ ({conf} % CI)",
-                marker=dict(symbol="circle-open", size=8),
-                error_y=dict(type="data", symmetric=False, array=hi - rho, arrayminus=rho - lo),
-            ),
-            go.Scatter(
-                x=[x for x, s in zip(profile.layers, sig) if s],
-                y=rho[sig],
-                mode="markers",
-                name=f"Bonferroni p < {ALPHA}",
-                marker=dict(symbol="circle", size=9),
-            ),
-        ]
+    nulls: dict[str, Any] = {}
+    if profile.null_mean is not None and profile.null_high is not None:
+        nulls = dict(null=profile.null_mean, null_low=[0.0] * len(profile.layers), null_high=profile.null_high)
+    rho = _line(
+        f"Spearman ρ ({conf} % CI)",
+        list(profile.layers),
+        profile.spearman,
+        marks=profile.significant,
+        marks_name=f"Bonferroni p < {ALPHA}",
+        **nulls,
     )
-    fig.add_hline(y=0, line=dict(color="grey", dash="dot"))
-    fig.update_layout(
-        title=dict(text=f"{profile.model}: Spearman ρ(PC1 coordinate, next-token entropy) by layer"),
-        xaxis_title="layer",
-        yaxis_title="Spearman ρ (PC1 oriented so ρ ≥ 0)",
-        template="plotly_white",
-        height=420,
-    )
-    return fig
+    return estimate_figure(
+        [rho],
+        title=f"{profile.model}: Spearman ρ(PC1 coordinate, next-token entropy) by layer",
+        x_title="layer",
+        y_title="Spearman ρ (PC1 oriented so ρ ≥ 0)",
+        include=(0.0,),
+        null_name=f"|ρ| under independence (permutation mean; shaded to its upper {conf} %)",
+    ).update_layout(height=420)
 
 
 def focusing_figure(focusing: AttentionFocusing) -> Any:
     """Mean head entropy by layer with its CI band, the 10–90 % head band and the uniform ceiling."""
-    import plotly.graph_objects as go
-
-    x = list(focusing.layers)
     conf = round(100 * focusing.mean[0].confidence)
-    fig = go.Figure()
-    bands = (
-        (
-            "heads 10–90 %",
-            [b for _, b in focusing.head_band_10_90],
-            [a for a, _ in focusing.head_band_10_90],
-            "rgba(44,160,44,0.15)",
-        ),
-        (
-            f"{conf} % CI over prompts",
-            [e.high for e in focusing.mean],
-            [e.low for e in focusing.mean],
-            "rgba(31,119,180,0.3)",
-        ),
-    )
-    for name, high, low, color in bands:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=high,
-                mode="lines",
-                line=dict(width=0),
-                showlegend=False,
-                hoverinfo="skip",
-                name=f"{name} high",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(x=x, y=low, mode="lines", line=dict(width=0), fill="tonexty", fillcolor=color, name=name)
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=[e.value for e in focusing.mean],
-            mode="lines+markers",
-            name="mean head entropy",
-            line=dict(color="rgb(31,119,180)"),
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=list(focusing.uniform),
-            mode="lines",
-            name="uniform attention (log2 T)",
-            line=dict(color="gray", dash="dash"),
-        )
+    mean = _line(
+        "mean head entropy",
+        list(focusing.layers),
+        focusing.mean,
+        low_adj=[a for a, _ in focusing.head_band_10_90],
+        high_adj=[b for _, b in focusing.head_band_10_90],
+        null=list(focusing.uniform),
+        interval_name=f"{conf} % CI over prompts",
+        wide_name="heads 10–90 %",
     )
     r = focusing.reduction
-    fig.update_layout(
-        title=dict(
-            text=f"Attention focusing: {focusing.model}<br><sub>first → last layer: "
-            f"{r.value:.1f} % reduction [{r.low:.1f}, {r.high:.1f}], p = {focusing.reduction_p:.3g}</sub>"
-        ),
-        xaxis_title="layer",
-        yaxis_title="final-token attention entropy (bits)",
-        template="plotly_white",
+    return estimate_figure(
+        [mean],
+        title=f"Attention focusing: {focusing.model}<br><sub>first → last layer: "
+        f"{r.value:.1f} % reduction [{r.low:.1f}, {r.high:.1f}], p = {focusing.reduction_p:.3g}; "
+        f"bands: {conf} % CI over prompts, heads 10–90 % (pale)</sub>",
+        x_title="layer",
+        y_title="final-token attention entropy (bits)",
+        include=(0.0,),
+        null_name="uniform attention (log2 T)",
     )
-    return fig
 
 
 def orthogonality_figure(ko: KeyOrthogonality) -> Any:
     """Layer mean with 10–90 and 25–75 % head bands, Gaussian, random-init and threshold lines."""
-    import plotly.graph_objects as go
-
-    x = list(ko.layers)
-    fig = go.Figure()
-    bands = (("heads 10–90 %", ko.band_10_90, 0.15), ("heads 25–75 %", ko.band_25_75, 0.3))
-    for name, band, alpha in bands:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[b for _, b in band],
-                mode="lines",
-                line=dict(width=0),
-                showlegend=False,
-                hoverinfo="skip",
-                name=f"{name} high",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[a for a, _ in band],
-                mode="lines",
-                line=dict(width=0),
-                fill="tonexty",
-                fillcolor=f"rgba(31,119,180,{alpha})",
-                name=name,
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=list(ko.layer_mean),
-            mode="lines+markers",
-            name="mean over heads",
-            line=dict(color="rgb(31,119,180)"),
-        )
+    mean = Line(
+        "mean over heads",
+        list(ko.layers),
+        list(ko.layer_mean),
+        low=[a for a, _ in ko.band_25_75],
+        high=[b for _, b in ko.band_25_75],
+        low_adj=[a for a, _ in ko.band_10_90],
+        high_adj=[b for _, b in ko.band_10_90],
+        null=ko.init_layer_mean,
+        interval_name="heads 25–75 %",
+        wide_name="heads 10–90 %",
     )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=[ko.gaussian] * len(x),
-            mode="lines",
-            name="iid Gaussian E|cos|",
-            line=dict(color="gray", dash="dash"),
-        )
+    return estimate_figure(
+        [mean],
+        title=f"Key orthogonality of W_K columns: {ko.model}<br><sub>bands: heads 25–75 %, 10–90 % (pale)</sub>",
+        x_title="layer",
+        y_title="mean off-diagonal |cos| (unitless)",
+        include=(0.0,),
+        null_name="random init (twin)",
+        references=[Reference("iid Gaussian E|cos|", ko.gaussian), Reference("threshold", ko.threshold)],
     )
-    if ko.init_layer_mean is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=list(ko.init_layer_mean),
-                mode="lines",
-                name="random init (twin)",
-                line=dict(color="rgb(214,39,40)", dash="dot"),
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=[ko.threshold] * len(x),
-            mode="lines",
-            name="threshold",
-            line=dict(color="black", dash="dot", width=1),
-        )
-    )
-    fig.update_layout(
-        title=dict(text=f"Key orthogonality of W_K columns: {ko.model}"),
-        xaxis_title="layer",
-        yaxis_title="mean off-diagonal |cos| (unitless)",
-        template="plotly_white",
-    )
-    return fig
 
 
 def scorecard_figure(card: Scorecard) -> Any:
@@ -355,52 +224,43 @@ def identifiability_figure(ident: AxisIdentifiability) -> Any:
     """Split-half |cos| of PC1 by layer (median over halvings, their central interval) against the
     column-permutation null's upper quantile (left), and r1 − r2 against North's error r1·√(2/n)
     (right); filled markers: PC1 identifiable (both above their nulls)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    x, ok = list(ident.layers), np.array(ident.identifiable)
+    x, ok = list(ident.layers), list(ident.identifiable)
     halves = [s.value for s in ident.split_half]
-    y = np.array([e.value for e in halves])
-    gap = np.array([e.gap for e in ident.eigengap])
     conf = round(100 * halves[0].confidence)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("split-half |cos| of PC1", "eigengap r1 − r2"))
-    for col, values, null, name, null_name in (
-        (1, y, [s.null_high for s in ident.split_half], f"median |cos| ({conf} % of halvings)", "null (upper)"),
-        (2, gap, [e.north_error for e in ident.eigengap], "r1 − r2", "North's error r1·√(2/n)"),
-    ):
-        err = None
-        if col == 1:
-            err = dict(
-                type="data", symmetric=False, array=[e.high for e in halves] - y, arrayminus=y - [e.low for e in halves]
+    marks = dict(marks=ok, marks_name="PC1 identifiable")
+    left = Panel(
+        [
+            _line(
+                f"median |cos| ({conf} % of halvings)",
+                x,
+                halves,
+                null=[s.null_high for s in ident.split_half],
+                null_name="null (upper)",
+                **marks,
             )
-        fig.add_trace(
-            go.Scatter(
-                x=x, y=values, mode="lines+markers", name=name, marker=dict(symbol="circle-open", size=8), error_y=err
-            ),
-            row=1,
-            col=col,
-        )
-        fig.add_trace(
-            go.Scatter(x=x, y=null, mode="lines", name=null_name, line=dict(color="gray", dash="dash")), row=1, col=col
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[v for v, k in zip(x, ok) if k],
-                y=values[ok],
-                mode="markers",
-                name="PC1 identifiable",
-                marker=dict(symbol="circle", size=9, color="rgb(44,160,44)"),
-                showlegend=col == 1,
-            ),
-            row=1,
-            col=col,
-        )
-    fig.update_xaxes(title_text="layer")
-    fig.update_yaxes(title_text="|cos| between the halves' PC1s", range=[0, 1], row=1, col=1)
-    fig.update_yaxes(title_text="fraction of standardised variance", row=1, col=2)
-    fig.update_layout(
-        title=dict(text=f"{ident.model}: is PC1 an axis? ({sum(ok)} of {len(x)} layers identifiable, n = {ident.n})"),
-        template="plotly_white",
+        ],
+        "|cos| between the halves' PC1s",
+        "split-half |cos| of PC1",
+        include=(0.0, 1.0),
+    )
+    right = Panel(
+        [
+            Line(
+                "r1 − r2",
+                x,
+                [e.gap for e in ident.eigengap],
+                null=[e.north_error for e in ident.eigengap],
+                null_name="North's error r1·√(2/n)",
+                **marks,
+            )
+        ],
+        "fraction of standardised variance",
+        "eigengap r1 − r2",
+        include=(0.0,),
+    )
+    return estimate_panels(
+        [left, right],
+        title=f"{ident.model}: is PC1 an axis? ({sum(ok)} of {len(x)} layers identifiable, n = {ident.n})",
+        x_title="layer",
         height=420,
     )
-    return fig
