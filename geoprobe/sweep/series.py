@@ -52,8 +52,9 @@ _PYTHIA = re.compile(
 CHECKPOINT_COLUMNS = ("cell", "model", "n_params", "revision", "training_step", "tokens", "weights_sha256")
 #: coordinates a cell's ``run`` stands for (a twin's weight seed): left out of the series key with the model
 RUN_SOURCES = ("weight_seed",)
-#: columns of a row's own (geoprobe.sweep.table.ROW_COLUMNS and the contrasts'); a column that differs between
-#: the rows of one cell is a row's own too (:func:`series_groups`)
+#: the columns a result's own rows give (the others are its cell's); ``head``, ``contrast``, ``low_adj``,
+#: ``high_adj``, ``p_adj``: a per-head row's head, and a paired contrast's kind, simultaneous interval and
+#: Holm-adjusted p (geoprobe.sweep.contrasts; "" / None on a cell's own rows). geoprobe.sweep.table writes them.
 ROW_COLUMNS = (
     "layer",
     "head",
@@ -63,7 +64,6 @@ ROW_COLUMNS = (
     "high",
     "null",
     "n",
-    "duplicate_of",
     "contrast",
     "low_adj",
     "high_adj",
@@ -164,7 +164,7 @@ def runs(facts: Sequence[dict[str, Any]]) -> None:
 
 def series_key(row: Mapping[str, Any], own: Iterable[str] = ()) -> str:
     """What names a row's series: every column but the checkpoint's own, the row's own values and ``own``."""
-    skip = {*CHECKPOINT_COLUMNS, *RUN_SOURCES, *ROW_COLUMNS, *own}
+    skip = {*CHECKPOINT_COLUMNS, *RUN_SOURCES, *ROW_COLUMNS, "duplicate_of", *own}  # a row's own, and the flag
     return json.dumps({k: v for k, v in row.items() if k not in skip}, sort_keys=True, default=str)
 
 

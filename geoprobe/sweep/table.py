@@ -13,25 +13,9 @@ from typing import Any, Iterator
 
 from geoprobe.kinds import TABLE_KIND
 from geoprobe.sweep.manifest import SweepManifest
+from geoprobe.sweep.series import ROW_COLUMNS
 
 TABLE = "sweep.parquet"
-#: the columns a result's own rows give (the others are its cell's); ``head``, ``contrast``, ``low_adj``,
-#: ``high_adj``, ``p_adj``: a per-head row's head, and a paired contrast's kind, simultaneous interval and
-#: Holm-adjusted p (geoprobe.sweep.contrasts; "" / None on a cell's own rows)
-ROW_COLUMNS = (
-    "layer",
-    "head",
-    "metric",
-    "estimate",
-    "low",
-    "high",
-    "null",
-    "n",
-    "contrast",
-    "low_adj",
-    "high_adj",
-    "p_adj",
-)
 #: what a row that does not say holds there
 ROW_DEFAULTS = {"contrast": ""}
 #: the table's columns before the coordinates a sweep adds (series, run, tokens, weights_sha256 and
