@@ -12,7 +12,11 @@ estimate ``(...)``.
   of its distinct rows (weights c_i): its weighted mean, standard deviation and covariance
   ``Σ c_i z_i z_iᵀ`` are those of the repeated rows, exactly (the trick of ``manifold.spectrum_se``): the
   top-k eigenpairs (LAPACK dsyevr, index subset) of the smaller of the m × m Gram matrix of its m ≈ 0.63 n
-  distinct rows (√c z)(√c z)ᵀ and the D × D one.
+  distinct rows (√c z)(√c z)ᵀ and the D × D one. The standardisation runs on chunks of resamples at once
+  (about 4 MB of rows each, reused: the means from the counts, one product, the variances from the centred
+  rows); the Gram matrix and dsyevr then go one resample at a time, each on its own distinct rows (padding
+  a chunk to its widest resample would cost more, and numpy's batched ``eigh``, every eigenpair, takes
+  twice dsyevr's time for the top three of a 48 × 48 matrix).
 * :func:`spearman_resampled`, :func:`mean_resampled`, :func:`reduction_resampled` (the focusing
   reduction ``100 (1 − mean(last) / mean(first))`` of :mod:`geoprobe.analysis.focusing`).
 * :func:`percentile_interval` (nominal); :func:`max_t_interval`: simultaneous intervals over a family
@@ -45,6 +49,7 @@ from geoprobe.analysis.stats import RandomState, one_blas_thread, quiet
 from geoprobe.analysis.workers import check_stop
 
 _LIVE = 1e-12  # a column whose (weighted) sd is below this × max(1, |mean|) is constant in that resample
+_CHUNK_BYTES = 4 << 20  # one chunk of resamples' standardised rows: about a core's L2 cache
 
 
 def resample_indices(n: int, n_resamples: int, random_state: RandomState = 0) -> Int[np.ndarray, "B n"]:
@@ -81,38 +86,68 @@ def pca_resampled(
     k = max(1, min(int(k), d))
     share = np.full(b_all, np.nan)
     loads = np.full((b_all, k, d), np.nan)
+    if b_all == 0:
+        return share, loads
     counts = resample_counts(idx, n)
+    occurs = counts > 0
+    distinct = occurs.sum(axis=1)
+    order = np.argsort(~occurs, axis=1, kind="stable")  # each resample's distinct rows first
+    r = int(distinct.max())
+    step = int(np.clip(_CHUNK_BYTES // (8 * r * d), 1, b_all))
+    buf = np.empty(step * r * d)  # one chunk's standardised rows, reused
     lapack = scipy.linalg.get_lapack_funcs("syevr", (x,))
     with quiet(), one_blas_thread():
-        for b in range(b_all):
-            if b % 256 == 0:
-                check_stop()
-            rows = np.flatnonzero(counts[b])
-            c = counts[b, rows, None]
-            xr = x[rows]
-            mean = (c * xr).sum(axis=0) / m
-            xc = xr - mean
-            sd = np.sqrt((c * xc * xc).sum(axis=0) / m)
-            live = sd > _LIVE * np.maximum(1.0, np.abs(mean))
-            if not live.any():
-                continue  # no variance in this resample: no spectrum
-            z = np.sqrt(c) * xc * np.divide(1.0, sd, out=np.zeros_like(sd), where=live)
-            small = len(rows) <= d  # the smaller Gram matrix: of the distinct rows, or of the columns
-            g = z @ z.T if small else z.T @ z
-            size, tot = g.shape[0], float(np.trace(g))
-            kk = min(k, size)
-            # the top kk eigenpairs only (LAPACK dsyevr, index subset), as scipy.linalg.eigh(subset_by_index)
-            lam, vec, info = _syevr(lapack, g, size - kk + 1, size)
-            if info != 0:
-                continue
-            lam, vec = np.clip(lam[kk - 1 :: -1], 0.0, None), vec[:, kk - 1 :: -1]
-            if small:  # loadings zᵀu / ‖zᵀu‖
-                vec = z.T @ vec
-                vec /= np.maximum(np.linalg.norm(vec, axis=0, keepdims=True), np.finfo(float).tiny)
-            if tot > 0:
-                share[b] = lam[0] / tot
-                loads[b, :kk] = vec.T
+        for lo in range(0, b_all, step):
+            check_stop()
+            sl = slice(lo, min(lo + step, b_all))
+            z, c = _standardised(x, counts[sl], order[sl, : int(distinct[sl].max())], m, buf)
+            for j, b in enumerate(range(sl.start, sl.stop)):
+                _top_pairs(z[j, : distinct[b]], np.sqrt(c[j, : distinct[b]]), k, lapack, share[b : b + 1], loads[b])
     return share, loads
+
+
+def _standardised(
+    x: np.ndarray, counts: np.ndarray, rows: np.ndarray, m: int, buf: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk of resamples standardised at once: ``z[j, i] = (x[rows[j, i]] − mean_j) / sd_j`` (weighted
+    by the counts ``c[j, i]``; 0 on columns constant in resample j; written into ``buf``) and ``c``. Each
+    resample's distinct rows come first; the padding after them (weight 0) is never read."""
+    b, r, d = *rows.shape, x.shape[1]
+    c = np.take_along_axis(counts, rows, axis=1)
+    z = buf[: b * r * d].reshape(b, r, d)
+    np.take(x, rows, axis=0, out=z, mode="clip")  # mode="raise" would buffer a copy
+    mean = counts @ x / m
+    z -= mean[:, None, :]  # centred before squaring: no cancellation in the variance
+    sd = np.sqrt(np.einsum("br,brd,brd->bd", c, z, z) / m)
+    live = sd > _LIVE * np.maximum(1.0, np.abs(mean))
+    z *= np.divide(1.0, sd, out=np.zeros_like(sd), where=live)[:, None, :]
+    return z, c
+
+
+def _top_pairs(z: np.ndarray, rc: np.ndarray, k: int, lapack: Any, share: np.ndarray, loads: np.ndarray) -> None:
+    """PC1 share and top-k loadings of one resample's standardised distinct rows ``z`` weighted by
+    ``rc = √c``: the top eigenpairs (LAPACK dsyevr, index subset) of the smaller Gram matrix,
+    ``(√c z)(√c z)ᵀ`` or ``(√c z)ᵀ(√c z)``; written into ``share[0]`` and ``loads[:kk]``."""
+    small = len(z) <= z.shape[1]
+    if small:  # the √c weights go on the small matrix, not on z
+        g = z @ z.T
+        g *= rc[:, None] * rc[None, :]
+    else:
+        y = z * rc[:, None]
+        g = y.T @ y
+    size, tot = g.shape[0], float(np.trace(g))
+    kk = min(k, len(z))
+    if not tot > 0:
+        return  # no variance in this resample: no spectrum
+    lam, vec, info = _syevr(lapack, g, size - kk + 1, size)
+    if info != 0:
+        return
+    vec = vec[:, ::-1].T
+    if small:  # loadings zᵀ(√c u) / ‖·‖
+        vec = (vec * rc) @ z
+        vec /= np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), np.finfo(float).tiny)
+    share[0] = max(lam[-1], 0.0) / tot
+    loads[:kk] = vec
 
 
 def _syevr(lapack: Any, g: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:

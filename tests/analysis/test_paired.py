@@ -8,6 +8,7 @@ import pytest
 import scipy.linalg
 import scipy.stats
 
+from geoprobe.analysis.manifold import ValueManifold
 from geoprobe.analysis.paired import (
     axis_angles,
     bootstrap_p,
@@ -59,6 +60,118 @@ def test_pca_resampled_equals_a_plain_loop(shape):
     est, top = pca_resampled(x, identity_indices(n), k=2)
     assert est[0] == pytest.approx(_plain_pca(x, 1)[0], abs=1e-12)
     assert np.abs(principal_angles(top[0], top_subspace(x, 2))).max() < 1e-6
+
+
+def _loop_reference(x: np.ndarray, idx: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``pca_resampled`` as it was before it was vectorised (a Python loop over the resamples, each: the
+    weighted standardisation of its distinct rows, the smaller Gram matrix, LAPACK dsyevr for the top pairs),
+    kept as the reference the chunked version must reproduce to float rounding."""
+    live_tol = 1e-12  # paired's rule for a column constant in a resample
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    b_all, m = idx.shape
+    k = max(1, min(int(k), d))
+    share = np.full(b_all, np.nan)
+    loads = np.full((b_all, k, d), np.nan)
+    counts = resample_counts(idx, n)
+    lapack = scipy.linalg.get_lapack_funcs("syevr", (x,))
+    for b in range(b_all):
+        rows = np.flatnonzero(counts[b])
+        c = counts[b, rows, None]
+        xr = x[rows]
+        mean = (c * xr).sum(axis=0) / m
+        xc = xr - mean
+        sd = np.sqrt((c * xc * xc).sum(axis=0) / m)
+        live = sd > live_tol * np.maximum(1.0, np.abs(mean))
+        if not live.any():
+            continue
+        z = np.sqrt(c) * xc * np.divide(1.0, sd, out=np.zeros_like(sd), where=live)
+        small = len(rows) <= d
+        g = z @ z.T if small else z.T @ z
+        size, tot = g.shape[0], float(np.trace(g))
+        kk = min(k, size)
+        w, vec, _, _, info = lapack(g, range="I", il=size - kk + 1, iu=size, compute_v=1, lower=1, overwrite_a=1)
+        if info != 0:
+            continue
+        lam, vec = np.clip(w[:kk][::-1], 0.0, None), vec[:, :kk][:, ::-1]
+        if small:
+            vec = z.T @ vec
+            vec /= np.maximum(np.linalg.norm(vec, axis=0, keepdims=True), np.finfo(float).tiny)
+        if tot > 0:
+            share[b] = lam[0] / tot
+            loads[b, :kk] = vec.T
+    return share, loads
+
+
+def _assert_same_pca(got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]) -> None:
+    """Shares equal at 1e-10, NaN where the reference's are; loadings equal at 1e-8 up to each axis's sign."""
+    (s, v), (s0, v0) = got, want
+    assert s.shape == s0.shape and v.shape == v0.shape
+    np.testing.assert_array_equal(np.isnan(s), np.isnan(s0))
+    np.testing.assert_allclose(s, s0, rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(np.isnan(v), np.isnan(v0))
+    sign = np.where(np.einsum("bkd,bkd->bk", np.nan_to_num(v), np.nan_to_num(v0)) < 0, -1.0, 1.0)
+    np.testing.assert_allclose(v * sign[..., None], v0, rtol=0, atol=1e-8)
+
+
+def _factor_data(n: int, d: int, seed: int) -> np.ndarray:
+    """Three factors plus noise (distinct top eigenvalues, so that the top axes are well defined)."""
+    rng = np.random.default_rng(seed)
+    scale = np.array([4.0, 2.5, 1.5])[:, None]
+    return rng.standard_normal((n, 3)) @ (scale * rng.standard_normal((3, d))) + 0.5 * rng.standard_normal((n, d))
+
+
+# n < D (rows' Gram; (40, 2000) spans several chunks), n > D (columns' Gram), and (30, 19): resamples with
+# fewer distinct rows than D and with more in the same call
+@pytest.mark.parametrize("shape", [(12, 40), (40, 2000), (30, 8), (300, 60), (30, 19)])
+@pytest.mark.parametrize("k", [1, 3])
+def test_pca_resampled_equals_the_loop_it_replaced(shape, k):
+    n, d = shape
+    x = _factor_data(n, d, seed=n + d)
+    x[:, 1] += 1e3  # a large offset: the variance must come from centred values
+    idx = resample_indices(n, 40, 11)
+    _assert_same_pca(pca_resampled(x, idx, k), _loop_reference(x, idx, k))
+    _assert_same_pca(pca_resampled(x, identity_indices(n), k), _loop_reference(x, identity_indices(n), k))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_pca_resampled_constant_columns_and_resamples_without_variance(k):
+    n, d = 20, 30
+    x = _factor_data(n, d, seed=5)
+    x[:, 2] = 7.0  # constant everywhere: zero loading
+    x[:, 4] = 1e3  # constant except in row 5: constant in the resamples that do not draw row 5
+    x[5, 4] = 1e3 + 1.0
+    x[:, 6] = 0.0  # the same at 0
+    x[5, 6] = 2.0
+    idx = resample_indices(n, 60, 12)
+    idx[3] = 5  # one row drawn n times: no variance at all
+    idx[4] = np.r_[np.full(n - 3, 8), 9, 10, 11]  # four distinct rows: three axes, and no more
+    without = ~(idx == 5).any(axis=1)
+    with_ = ~without & (np.arange(60) != 3)
+    assert without.sum() > 5 and with_.sum() > 5  # both kinds of resample occur
+    share, loads = pca_resampled(x, idx, k)
+    _assert_same_pca((share, loads), _loop_reference(x, idx, k))
+    assert np.isnan(share[3]) and np.isnan(loads[3]).all()
+    assert np.isfinite(share[np.arange(60) != 3]).all()
+    assert np.abs(loads[:, :, 2][~np.isnan(loads[:, :, 2])]).max() == 0.0
+    for col in (4, 6):
+        assert np.abs(loads[without][:, :, col]).max() < 1e-12  # dropped where constant
+        assert np.abs(loads[with_][:, 0, col]).max() > 0  # live where row 5 is drawn
+    assert np.isnan(pca_resampled(np.ones((6, 4)), resample_indices(6, 5, 0), k)[0]).all()
+
+
+@pytest.mark.parametrize("shape", [(25, 60), (60, 12)])  # the Gram and the covariance paths of ValueManifold
+def test_pca_resampled_identity_is_value_manifold(shape):
+    n, d = shape
+    x = _factor_data(n, d, seed=3)
+    x[:, 5] = -2.0  # dropped by both
+    vm = ValueManifold(n_components=3).fit(x)
+    share, loads = pca_resampled(x, identity_indices(n), k=3)
+    assert share[0] == pytest.approx(vm.explained_variance_ratio_[0], abs=1e-10)
+    comps = np.zeros((3, d))
+    comps[:, vm.kept_features_] = vm.components_
+    sign = np.sign(np.einsum("kd,kd->k", loads[0], comps))
+    np.testing.assert_allclose(loads[0] * sign[:, None], comps, rtol=0, atol=1e-8)
 
 
 def test_counts_and_means_equal_indexing():
