@@ -324,6 +324,9 @@ def scan(
         for w in caught:
             notes.append(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if null is not None and capture_with is not None:
+            note = f"the random-init null ({null.label}) was captured in this process, not on the workers"
+            notes.append(note)
         if null is None:
             note = "no random-init null: no criterion can pass (--init-draws 0, or see the note above)"
             warnings.warn(note, stacklevel=2)

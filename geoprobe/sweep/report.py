@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from geoprobe.report.page import Figure, Page, Section, figures_section, paragraph
 from geoprobe.sweep.aggregate import Point, pool, varying
 from geoprobe.sweep.manifest import SweepManifest
+
+if TYPE_CHECKING:
+    from geoprobe.sweep.contrasts import ContrastTable
 
 #: (metric, how a cell's rows become one number: "last" layer, "early" third mean, or "none": layer None; label)
 HEADLINES: tuple[tuple[str, str, str], ...] = (
@@ -51,7 +54,7 @@ class SweepPage(Page):
     manifest: SweepManifest
     rows: tuple[dict[str, Any], ...]
     #: paired contrasts, emergence and tracking (geoprobe.sweep.contrasts.ContrastTable), None: not computed
-    contrasts: Any = None
+    contrasts: ContrastTable | None = None
 
     def title(self) -> str:
         return f"geoprobe sweep: {self.manifest.experiment}, {len(self.manifest.cells)} cells"
@@ -274,7 +277,10 @@ def _lines(points: list[Point], shift: int, markers: bool = False) -> list[Any]:
 
 
 def write_page(
-    manifest: SweepManifest, directory: Path, rows: list[dict[str, Any]] | None = None, contrasts: Any = None
+    manifest: SweepManifest,
+    directory: Path,
+    rows: list[dict[str, Any]] | None = None,
+    contrasts: ContrastTable | None = None,
 ) -> Path:
     """Write ``directory/sweep.html`` from the manifest and the finished cells' own rows (``rows``: when
     already read), with the paired contrasts' figures and tables when given (``contrasts``: a ContrastTable)."""

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from geoprobe.scan import ScanResult
@@ -41,8 +42,14 @@ def test_scan_of_the_embedded_model_end_to_end(smollm2_scan):
     assert prov["source"] == "gguf" and len(prov["weights"]) >= 16 and len(prov["prompts_hash"]) == 64
     assert prov["seed"] == 0 and prov["versions"]["torch"].startswith("2.")
     assert [c.key for c in res.scorecard.criteria] == ["value_manifold", "key_orthogonality", "attention_focusing"]
-    for c in res.scorecard.criteria:  # every criterion has a finite value, a CI and a null verdict
-        assert c.value.low <= c.value.high and c.beats_null in (True, False)
+    for c in res.scorecard.criteria:  # every criterion has a finite value, a CI (not a count), a null verdict
+        assert c.beats_null in (True, False) and c.contrast.low <= c.contrast.value <= c.contrast.high
+        assert c.passes == (c.threshold_met and c.beats_null)  # passes only when it also beats its null
+        if c.key != "key_orthogonality":
+            assert c.value.low <= c.value.high
+        else:  # a fraction of layers is a count: no interval
+            assert np.isnan(c.value.low) and np.isnan(c.value.high)
+    assert res.init_null.source == "twin" and res.init_null.draws == 3  # random-init draws of its architecture
     # orthogonality of the trained W_K versus the architecture's own init (both measured)
     assert res.orthogonality.init_per_head is not None
     html = (out / "report.html").read_text(encoding="utf-8")

@@ -17,9 +17,10 @@ def _stacked(model):
 
 @pytest.mark.parametrize("model_type", ["qwen2", "gpt2", "gemma2"])
 def test_scan_of_a_twin_has_the_random_init_baseline_equal_to_a_fresh_same_seed_model(model_type, tmp_path):
-    """``scan`` on ``twin:MODEL_TYPE`` records the "architecture, random init" baseline (ScanResult
-    orthogonality init_label / init_per_head, also in results.json), and init_key_weights equals the
-    W_K of a freshly built model of the same config and seed."""
+    """``scan`` on ``twin:MODEL_TYPE`` records the "architecture at random init" baseline (ScanResult
+    orthogonality init_label / init_per_head, also in results.json): the first of the scorecard's random-init
+    draws (issue 37: seeds 10,000 + 1,000·seed + j), whose W_K equals init_key_weights of that seed; and
+    init_key_weights equals the W_K of a freshly built model of the same config and seed."""
     from geoprobe.analysis.orthogonality import head_orthogonality
     from geoprobe.models import load_model, twin
     from geoprobe.scan import ScanConfig, scan
@@ -28,9 +29,13 @@ def test_scan_of_a_twin_has_the_random_init_baseline_equal_to_a_fresh_same_seed_
     prompts = [f"Prompt number {i} says that the weather is" for i in range(10)]
     res = scan(m, prompts, ScanConfig(analyses=("orthogonality",), seed=3, batch_size=5))
     o = res.orthogonality
-    assert o.init_label == f"twin:{model_type}:tiny architecture, random init (seed 3)"
+    draws = "3 draws, seeds 13000…13002"
+    assert o.init_label == res.init_null.label == f"twin:{model_type}:tiny architecture at random init ({draws})"
+    np.testing.assert_array_equal(
+        o.init_per_head, head_orthogonality(init_key_weights(m.hf_model.config, seed=13000, arch=m.arch))
+    )
+    np.testing.assert_array_equal(o.init_per_head, res.init_null.key_cos[0])  # the null's first draw
     w = init_key_weights(m.hf_model.config, seed=3, arch=m.arch)
-    np.testing.assert_array_equal(o.init_per_head, head_orthogonality(w))
     assert res.to_dict()["orthogonality"]["init_label"] == o.init_label
     fresh = twin(model_type, seed=3)  # the alias twin for gpt2, the model-type twin for qwen2 and gemma2
     np.testing.assert_array_equal(w, _stacked(fresh.hf_model))

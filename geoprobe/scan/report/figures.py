@@ -33,7 +33,7 @@ def manifold_figure(profile: ManifoldProfile) -> Any:
     kind = profile.null[0].kind
     conf = round(100 * profile.pc1[0].confidence)
 
-    def line(name: str, ests: Any, null: Any) -> Line:
+    def line(name: str, ests: Sequence[Estimate], null: Sequence[Estimate]) -> Line:
         return _line(f"{name} ({conf} % CI)", x, ests, null_low=[b.low for b in null], null_high=[b.high for b in null])
 
     variance = Panel(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from geoprobe.analysis.stats import Estimate
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
 from geoprobe.windtunnel.frame import FramePrecision
@@ -148,7 +149,7 @@ def seeds_figure(result: TunnelSeeds) -> Any:
     return fig
 
 
-def bar(value: float, span: Any, low: bool) -> float:
+def bar(value: float, span: Estimate | None, low: bool) -> float:
     """The length of one side of an error bar (0 where the run has no finite interval)."""
     if span is None or not (math.isfinite(span.low) and math.isfinite(span.high)):
         return 0.0
