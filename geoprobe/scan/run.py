@@ -22,7 +22,7 @@ import numpy as np
 from geoprobe.analysis.initnull import InitNull
 from geoprobe.capture.result import Capture
 from geoprobe.checks import bool_arg, config_arg, model_arg, prompts_arg
-from geoprobe.errors import PromptError
+from geoprobe.errors import GeoprobeError, PromptError
 from geoprobe.scan.config import MIN_PROMPTS, ScanConfig
 from geoprobe.scan.result import ScanResult
 from geoprobe.scan.scorecard import build_scorecard
@@ -160,6 +160,20 @@ def random_init_key_weights(
     return w[list(cap.layers)], f"{cap.provenance.model_id} architecture, random init (seed {seed}){alone}"
 
 
+def check_baseline(config: ScanConfig) -> None:
+    """A ``--baseline`` written as a path must be a model directory or a .gguf file here: refused before any
+    model loads (it is loaded after the capture)."""
+    b = config.baseline
+    if b is None or not (b.startswith((".", "/", "~")) or b.count("/") > 1 or b.lower().endswith(".gguf")):
+        return
+    p = Path(os.path.expanduser(b))
+    if not (p.is_dir() or (p.is_file() and b.lower().endswith(".gguf"))):
+        raise GeoprobeError(
+            f"--baseline {b!r} is no model directory or .gguf file here; pass the run's step-0 checkpoint "
+            "directory (e.g. runs/traj/checkpoints/step0), an alias or a Hub id"
+        )
+
+
 def analyse(
     cap: Capture,
     config: ScanConfig = ScanConfig(),
@@ -270,6 +284,7 @@ def scan(
     config = config_arg(config, ScanConfig)
     return_capture = bool_arg(return_capture, "return_capture")
     check_prompts(config, prompts)  # a bad set name or file fails before the model loads
+    check_baseline(config)
     timings: dict[str, float] = {}
     t = time.perf_counter()
     m = model if isinstance(model, LoadedModel) else load_model(model, **load_options)

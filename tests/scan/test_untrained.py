@@ -39,3 +39,13 @@ def test_a_step0_checkpoint_is_its_own_null_and_passes_nothing(tmp_path):
         assert not c.beats_null and not c.passes
     later = scan(load_model(str(tmp_path / "checkpoints" / "step2")), config=FAST)
     assert later.init_null.source == "step0" and later.init_null.draws == 1  # the run's step 0, not a fresh twin
+
+
+def test_a_baseline_that_is_no_model_is_refused_before_anything_loads(tmp_path):
+    from geoprobe.errors import GeoprobeError
+    from geoprobe.scan.run import check_baseline
+
+    with pytest.raises(GeoprobeError, match=r"--baseline '.*nope/step0' is no model directory"):
+        scan("twin:gpt2", config=ScanConfig(prompts="builtin", baseline=str(tmp_path / "nope" / "step0")))
+    check_baseline(ScanConfig(prompts="builtin", baseline=str(tmp_path)))  # a directory: loaded after the capture
+    check_baseline(ScanConfig(prompts="builtin", baseline="pythia-70m"))  # an alias: not a path, not checked here
