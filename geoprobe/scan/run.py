@@ -350,6 +350,8 @@ def scan(
         if init_w_k is None and "orthogonality" in config.analyses:
             init_w_k, init_label = random_init_key_weights(cap, m.hf_model.config, config.seed, m.arch)
         timings["init_baseline_s"] = time.perf_counter() - t
+    else:
+        notes.append("no random-init null (--no-init-baseline): no criterion can pass")
     result = analyse(
         cap,
         config,
