@@ -31,6 +31,7 @@ import numpy as np
 import scipy.stats
 from jaxtyping import Float, Int
 
+from geoprobe.analysis.paired import resample_indices as paired_indices
 from geoprobe.analysis.stats import Estimate, zscore
 from geoprobe.serial import Record
 
@@ -38,9 +39,9 @@ Source = Literal["step0", "twin"]
 
 
 def resample_indices(n: int, n_resamples: int, random_state: int) -> Int[np.ndarray, "B n"]:
-    """The prompt indices of every resample, shared by a model and its nulls (one seeded generator)."""
-    rng = np.random.default_rng(np.random.SeedSequence([int(random_state), 37]))
-    return rng.integers(0, n, size=(n_resamples, n))
+    """The prompt indices of every resample, shared by a model and its nulls: ``paired.resample_indices`` on
+    a stream of their own, keyed (``random_state``, 37), apart from the scan's other resamplings."""
+    return paired_indices(n, n_resamples, np.random.SeedSequence([int(random_state), 37]))
 
 
 def pc_shares(x: Float[np.ndarray, "n D"]) -> tuple[float, float]:
@@ -60,15 +61,6 @@ def pc_shares_resampled(x: Float[np.ndarray, "n D"], idx: Int[np.ndarray, "B n"]
     """(PC1, PC1+PC2) of every resample ``x[idx[b]]`` (each resample re-standardised)."""
     x = np.asarray(x, dtype=np.float64)
     return np.array([pc_shares(x[row]) for row in idx])
-
-
-def reduction_resampled(
-    first: Float[np.ndarray, " n"], last: Float[np.ndarray, " n"], idx: Int[np.ndarray, "B n"]
-) -> Float[np.ndarray, " B"]:
-    """``100 (1 − mean(last) / mean(first))`` on every resample of the prompts."""
-    from geoprobe.analysis.focusing import entropy_reduction
-
-    return entropy_reduction(np.asarray(first)[idx], np.asarray(last)[idx], axis=-1)
 
 
 @dataclass(frozen=True, eq=False)

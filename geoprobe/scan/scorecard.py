@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from geoprobe.analysis.initnull import InitNull, head_contrast, null_contrast, reduction_resampled
+from geoprobe.analysis.initnull import InitNull, head_contrast, null_contrast
 from geoprobe.analysis.orthogonality import head_mean
+from geoprobe.analysis.paired import reduction_resampled
 from geoprobe.analysis.stats import Estimate
 from geoprobe.serial import Record
 

@@ -13,10 +13,10 @@ from geoprobe.analysis.initnull import (
     null_contrast,
     pc_shares,
     pc_shares_resampled,
-    reduction_resampled,
     resample_indices,
 )
 from geoprobe.analysis.manifold import ValueManifold
+from geoprobe.analysis.paired import reduction_resampled
 
 
 @pytest.mark.parametrize("shape", [(30, 80), (80, 12)])  # n < D (Gram of rows) and n > D (of columns)
