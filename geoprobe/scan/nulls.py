@@ -105,8 +105,8 @@ def null_models(model: Any, config: Any) -> Iterator[tuple[Any, str, int | None,
         )
         return
     own_seed = getattr(model.provenance, "weight_seed", None)  # a twin's own weights are no fresh draw
-    seeds = [s for s in range(INIT_SEED + 1000 * config.seed, INIT_SEED + 1000 * config.seed + config.init_draws + 1)]
-    for seed in [s for s in seeds if s != own_seed][: config.init_draws]:
+    first = INIT_SEED + 1000 * config.seed
+    for seed in [s for s in range(first, first + config.init_draws + 1) if s != own_seed][: config.init_draws]:
         yield random_init_like(model, seed), "twin", seed, ""
 
 
