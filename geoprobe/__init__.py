@@ -52,6 +52,8 @@ FUNCTIONS: dict[str, str] = {
     "routing_gradient": "geoprobe.analysis.gradients:routing_gradient",
     "value_gradient": "geoprobe.analysis.gradients:value_gradient",
     "value_update": "geoprobe.analysis.gradients:value_update",
+    # Jupyter: a result's figure (or any plotly figure) with a static image beside it (notebooks/)
+    "show": "geoprobe.report.notebook:show",
 }
 
 

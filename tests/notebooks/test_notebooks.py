@@ -1,6 +1,10 @@
-"""Every notebook runs top to bottom (stored without outputs; executed here with nbclient)."""
+"""Every notebook runs top to bottom (stored without outputs; executed here with nbclient), and every figure it
+shows carries a static PNG beside plotly's JSON (geoprobe.show), so a saved notebook shows it without plotly."""
 
+import base64
 import json
+import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -11,6 +15,7 @@ from tests.conftest import requires_smollm2
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 PLOTLY = "application/vnd.plotly.v1+json"
+PNG = "image/png"
 
 
 def _outputs(nb):
@@ -128,6 +133,19 @@ def _check_10_sweep(nb, out: Path) -> None:
     table = pd.read_parquet(out / "sweep" / "sweep.parquet")
     assert set(table["cell"]) == {c["id"] for c in manifest["cells"]} and (out / "sweep" / "sweep.html").is_file()
     assert len(_shown(nb, "text/html")) >= 2  # the table's head and the final-layer PC1 rows
+    # the DuckDB cell prints, per model and weight seed, the mean key |cos| over layers and its null (the Gaussian
+    # E|cos|: init_baseline = false); before, it printed None for the null (a bare `null` is SQL's literal) and one
+    # number for every cell (its grid varied the analysis seed, which never changes a twin's weights)
+    text = "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+    line = re.compile(r"^(\S+) weight seed (\d+): mean \|cos\| ([0-9.]+) vs Gaussian E\|cos\| ([0-9.]+)$", re.M)
+    printed = {(m, int(s)): (float(c), float(g)) for m, s, c, g in line.findall(text)}
+    keys = table[table.metric == "key_orthogonality"]
+    expected = keys.groupby(["model", "weight_seed"]).agg(cos=("estimate", "mean"), null=("null", "first"))
+    assert len(printed) == len(expected) == 4
+    for (model, seed), row in expected.iterrows():
+        assert printed[(model, int(seed))] == (round(row["cos"], 4), round(row["null"], 4))
+    assert keys.groupby(["model", "weight_seed"])["null"].nunique().eq(1).all()  # one null per cell
+    assert len({c for c, _ in printed.values()}) == 4  # each model and each weight seed measures other weights
 
 
 def _check_09_dynamics(nb, out: Path) -> None:
@@ -175,6 +193,55 @@ def test_notebook_is_valid_and_documented(path):
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
 
 
+def _chromium() -> bool:
+    """Whether kaleido has a Chromium to draw the figures' PNGs; on CI (CI=true) one must be there."""
+    from geoprobe.errors import GeoprobeError
+    from geoprobe.report.export import find_browser
+
+    try:
+        find_browser()
+    except GeoprobeError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {exc}")
+        return False
+    return True
+
+
+def _check_figure_images(nb) -> None:
+    """Every figure output holds plotly's JSON and a PNG of it (viewers without plotly show the PNG); without a
+    Chromium, the figures are still shown (without PNG) and the notebook says why, once."""
+    figures = _shown(nb, PLOTLY)
+    if _chromium():
+        for o in figures:
+            assert PNG in o["data"], f"a figure without a static image: {sorted(o['data'])}"
+            assert base64.b64decode(o["data"][PNG])[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert all(PNG not in o["data"] for o in figures)
+        warned = [o for o in _outputs(nb) if o.output_type == "stream" and "without a static image" in o["text"]]
+        assert len(warned) == (1 if figures else 0)
+
+
+def test_notebook_01_comment_names_the_default_prompt_set():
+    """The scan cell's comment says which prompts ScanConfig() scans (it once said "the built-in prompt set")."""
+    from geoprobe.scan import ScanConfig
+
+    nb = nbformat.read(NOTEBOOKS[0], as_version=4)
+    (line,) = [x for c in nb.cells for x in c.source.splitlines() if x.startswith("result = scan(")]
+    comment = line.split("#", 1)[1]
+    assert ScanConfig().prompts == "mixed" and "mixed" in comment and "built-in" not in comment
+    sampling = ScanConfig().sampling
+    assert f"({sampling.per_stratum * sampling.n_strata} prompts)" in comment  # per entropy stratum × strata
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_shows_figures_through_geoprobe_show(path):
+    """Figures go through geoprobe.show (plotly JSON + PNG in one output), never plotly's own fig.show()."""
+    code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    assert ".show()" not in code
+    if "figures()" in code or "go.Figure" in code:
+        assert "show(" in code and "from geoprobe import" in code
+
+
 @requires_smollm2
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -194,6 +261,7 @@ def test_notebook_executes(path, tmp_path, monkeypatch):
     ).execute()
     errors = [o for o in _outputs(nb) if o.output_type == "error"]
     assert not errors, "\n".join(f"{o.ename}: {o.evalue}" for o in errors)
+    _check_figure_images(nb)
     check = CHECKS.get(path.name)
     if check is not None:
         check(nb, tmp_path)
