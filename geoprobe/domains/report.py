@@ -66,7 +66,7 @@ def sets_figure(cmp: DomainComparison) -> Any:
             null = [getattr(cmp.sets[k].null, m) for k in ks]
             lines.append(
                 Line(
-                    f"{kind} ({conf} % CI)",
+                    kind,
                     ks,
                     [scale * e.value for e in est],
                     [scale * e.low for e in est],
@@ -74,6 +74,7 @@ def sets_figure(cmp: DomainComparison) -> Any:
                     null_low=[scale * b.low for b in null],
                     null_high=[scale * b.high for b in null],
                     markers=True,
+                    ci=f"{conf} % CI",
                 )
             )
         mixed = Reference("mixed set", scale * getattr(cmp.sets[MIXED], m).value)
@@ -106,13 +107,14 @@ def difference_figure(cmp: DomainComparison) -> Any:
             if pts:
                 lines.append(
                     Line(
-                        f"{label} ({conf} % CI)",
+                        label,
                         [d for d, _ in pts],
                         [scale * c.diff[m].value for _, c in pts],
                         [scale * c.diff[m].low for _, c in pts],
                         [scale * c.diff[m].high for _, c in pts],
                         text=[f"p = {fmt_p(c.p_adjusted[m])} (Bonferroni)" for _, c in pts],
                         markers=True,
+                        ci=f"{conf} % CI",
                     )
                 )
         panels.append(Panel(lines, title, title, references=[Reference("no difference", 0.0)]))

@@ -23,13 +23,16 @@ class OutputOptions:
     pdf). ``parent``: the run directory this run is part of, when a run writes runs inside its own (the
     seeds of ``windtunnel run --seeds``, the scans of ``compare-models``); no other run may hold it.
     ``in_place``: the run writes into the run it reads (``windtunnel eval``), so it has no --out to
-    choose instead and its messages offer --force alone."""
+    choose instead and its messages offer --force alone. ``plotlyjs``: None, the page inlines plotly.js (one
+    self-contained file); a relative URL, the page loads the one copy there (a sweep's cells:
+    ``../../plotly.min.js``, written once by the sweep)."""
 
     out: Path | None = None
     force: bool = False
     figures: str | None = None
     parent: Path | None = None
     in_place: bool = False
+    plotlyjs: str | None = None
 
     def __post_init__(self) -> None:  # the arguments of geoprobe.run and Experiment.run: refused before any work
         object.__setattr__(self, "out", path_arg(self.out, "out", "a run directory such as 'runs/scan'"))
@@ -37,6 +40,7 @@ class OutputOptions:
         bool_arg(self.force, "force")
         bool_arg(self.in_place, "in_place")
         optional_str_arg(self.figures, "figures", "figures='png', 'svg' or 'pdf'")
+        optional_str_arg(self.plotlyjs, "plotlyjs", "plotlyjs='../../plotly.min.js'")
 
 
 def as_output(out: str | os.PathLike | OutputOptions | None) -> OutputOptions:

@@ -69,14 +69,14 @@ def write_figures(
     reporter.say(f"wrote {len(paths)} {fmt} figures to {run_dir / 'figures'}")
 
 
-def finish(run: Run, result_cls: type, fmt: str | None, reporter: Reporter) -> Any:
+def finish(run: Run, result_cls: type, fmt: str | None, reporter: Reporter, plotlyjs: str | None = None) -> Any:
     """Write what a stopped run is missing (its page, its figures) from the results JSON it wrote."""
     from geoprobe.report.export import figure_list, figures_dir
 
     result = result_cls.load(run.result_path)
     written = []
     if run.page_path is not None and not run.page_path.exists():
-        written.append(str(result.report(run.page_path)))
+        written.append(str(result.report(run.page_path, plotlyjs=plotlyjs)))
     if fmt is not None:
         todo = [a for a, _, _ in figure_list(result) if not (figures_dir(run.dir) / f"{a}.{fmt}").exists()]
         if todo:
@@ -161,14 +161,16 @@ def run_into(
         in_place=output.in_place,
     ) as run:
         if run.finishing:
-            return finish(run, result_cls, fmt, reporter)
+            return finish(run, result_cls, fmt, reporter, output.plotlyjs)
         if output.force and partial is not None and outputs.partial not in (outputs.data or {}):
             discard_partial(partial)
         with reporter.stages(stages or Stages()):
             result = compute(run)
         result.save(run.result_path)
         run.record()
-        page = None if run.page_path is None else result.report(run.page_path, force=True)  # checked at the claim
+        page = (  # checked at the claim
+            None if run.page_path is None else result.report(run.page_path, force=True, plotlyjs=output.plotlyjs)
+        )
         reporter.shown(result)
         reporter.say(f"wrote {', '.join(str(p) for p in (page, run.result_path) if p is not None)}")
         write_figures(result, target, fmt, True, reporter)

@@ -254,7 +254,8 @@ def class_figure(result: PositionalResult) -> Any:
 
 
 def _line(name: str, x: list[int], ests: list[Any]) -> Line:
-    return Line(name, x, [e.value for e in ests], [e.low for e in ests], [e.high for e in ests])
+    """The estimates ``ests`` with their 95 % CIs (named in the legend as far as the points have them)."""
+    return Line(name, x, [e.value for e in ests], [e.low for e in ests], [e.high for e in ests], ci="95 % CI")
 
 
 def tunnel_figure(curve: TunnelLengthCurve) -> Any:
@@ -262,7 +263,7 @@ def tunnel_figure(curve: TunnelLengthCurve) -> Any:
     critical length. Drawn by :func:`geoprobe.report.series.estimate_panels`."""
     Ks = list(curve.lengths)
     panels = [
-        Panel([_line(f"{what} (95 % CI)", Ks, [getattr(m, key) for m in curve.metrics])], "bits", what, include=(0.0,))
+        Panel([_line(what, Ks, [getattr(m, key) for m in curve.metrics])], "bits", what, include=(0.0,))
         for key, what in (("mae_sample", "entropy MAE per sample (bits)"), ("kl", "KL(Bayes ‖ model) (bits)"))
     ]
     fig = estimate_panels(panels, title="", x_title="sequence length K (predictions)", height=400)
@@ -290,13 +291,13 @@ def stability_figure(stability: Stability, layer: int | None = None) -> Any:
     entropy = [Line(f"layer {lay}", Ts, [float(v) for v in H[:, j]]) for j, lay in enumerate(stability.layers)]
     panels = [
         Panel(
-            [_line(f"value PC1 ratio, layer {layer} (95 % CI)", Ts, stability.series("pc1", layer))],
+            [_line(f"value PC1 ratio, layer {layer}", Ts, stability.series("pc1", layer))],
             "fraction of standardised variance",
             f"value PC1 ratio (layer {layer})",
             include=(0.0,),
         ),
         Panel(
-            [_line(f"|ρ(PC1, entropy)|, layer {layer} (95 % CI)", Ts, stability.series("alignment", layer))],
+            [_line(f"|ρ(PC1, entropy)|, layer {layer}", Ts, stability.series("alignment", layer))],
             "|ρ|",
             f"|ρ(PC1, next-token entropy)| (layer {layer})",
             include=(0.0,),

@@ -17,8 +17,11 @@ The result class mixes in :class:`Page`, whose ``title()``, ``subtitle()``, ``se
 ``figures()``, ``report(path)`` and ``_repr_html_`` look the registered page up by the result's class
 (its own, else the nearest base that has one): the result module never imports its report module, so
 the report module can import the result class it is typed with. An experiment's package imports its
-report module, so a result class is never used without its page. This module never names an experiment;
-plotly.js is embedded once, so a page opens offline.
+report module, so a result class is never used without its page. This module never names an experiment.
+
+**plotly.js**: a page inlines it once (``plotlyjs=None``, the default), so one run's page is one file that
+opens offline. Pages written by the hundred (a sweep's cells) pass ``plotlyjs``, the relative URL of one
+shared copy written once beside them (:func:`write_plotlyjs`): a cell's page is then tens of kB, not ~4.9 MB.
 """
 
 from __future__ import annotations
@@ -120,16 +123,57 @@ def partial_weights_line(value: Any) -> str:
     )
 
 
-def render(result: Any) -> str:
-    """The page of ``result`` as one HTML string."""
+#: the first line of the shared plotly.js geoprobe writes: how a rerun knows the file is its own
+PLOTLYJS_HEADER = "/* plotly.js, written by geoprobe: shared by the pages beside it */\n"
+
+
+def plotly_script(plotlyjs: str | None = None) -> str:
+    """The page's plotly.js: inlined (``plotlyjs`` None) or a ``<script src>`` of the shared copy at the
+    relative URL ``plotlyjs`` (escaped)."""
+    if plotlyjs is None:
+        from plotly.offline import get_plotlyjs
+
+        return f'<script type="text/javascript">{get_plotlyjs()}</script>'
+    return f'<script type="text/javascript" charset="utf-8" src="{escape(plotlyjs, quote=True)}"></script>'
+
+
+def plotlyjs_is_ours(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a shared plotly.js geoprobe wrote (a regular file that starts with its header)."""
+    p = Path(path)
+    if p.is_symlink() or not p.is_file():
+        return False
+    with open(p, "rb") as f:
+        return f.read(len(PLOTLYJS_HEADER.encode())) == PLOTLYJS_HEADER.encode()
+
+
+def write_plotlyjs(path: str | os.PathLike) -> Path:
+    """Write the one shared copy of plotly.js that pages rendered with ``plotlyjs`` (a relative URL of
+    ``path``) load; an existing copy of geoprobe's is rewritten only when it differs (a plotly upgrade), and
+    a file geoprobe did not write is never replaced (one-line error). Returns ``path``."""
     from plotly.offline import get_plotlyjs
 
+    from geoprobe.outputs import refuse_foreign
+    from geoprobe.paths import atomic_write_text
+
+    p = Path(path)
+    text = PLOTLYJS_HEADER + get_plotlyjs()
+    if os.path.lexists(p):
+        if not plotlyjs_is_ours(p):
+            refuse_foreign(p, "a file where the pages' shared plotly.js goes")
+        if p.stat().st_size == len(text.encode()) and p.read_text(encoding="utf-8") == text:
+            return p
+    return atomic_write_text(p, text)
+
+
+def render(result: Any, *, plotlyjs: str | None = None) -> str:
+    """The page of ``result`` as one HTML string: self-contained, or (``plotlyjs``: a relative URL) loading
+    the shared plotly.js there."""
     title = escape(result.title())
     body = "\n".join(s.render() for s in result.sections())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title><style>{CSS}</style>
-<script type="text/javascript">{get_plotlyjs()}</script></head>
+{plotly_script(plotlyjs)}</head>
 <body>
 <h1>{title}</h1>
 {paragraph(result.subtitle())}
@@ -210,11 +254,13 @@ class Page:
         content = page_content(self)
         return None if content is None or content.summary_html is None else content.summary_html(self)
 
-    def report(self, path: str | os.PathLike, *, force: bool = False) -> Path:
-        """Write the self-contained HTML page; an existing page is kept unless ``force``, and a
-        file geoprobe did not write is never replaced."""
-        from geoprobe.checks import bool_arg, path_arg
+    def report(self, path: str | os.PathLike, *, force: bool = False, plotlyjs: str | None = None) -> Path:
+        """Write the HTML page: self-contained, or with ``plotlyjs`` (a relative URL: a sweep's cells share one
+        copy, :func:`write_plotlyjs`) loading plotly.js from there. An existing page is kept unless ``force``,
+        and a file geoprobe did not write is never replaced."""
+        from geoprobe.checks import bool_arg, optional_str_arg, path_arg
         from geoprobe.report.blocks import write_page
 
         path = path_arg(path, "path", "a page path such as 'report.html'", optional=False)
-        return write_page(path, lambda: render(self), force=bool_arg(force, "force"))
+        plotlyjs = optional_str_arg(plotlyjs, "plotlyjs", "a relative URL such as '../../plotly.min.js'")
+        return write_page(path, lambda: render(self, plotlyjs=plotlyjs), force=bool_arg(force, "force"))

@@ -10,6 +10,10 @@ Its rules, which every figure drawn through it keeps:
 * **the legend names the series** (:attr:`Line.name`; give it the model and whatever else tells the series
   apart), and a series' band, simultaneous band, null (a line or a band) and marked points share its colour and
   legend group; a series drawn in several panels keeps one colour and one legend entry;
+* **the legend says where the interval is** (:attr:`Line.ci`, e.g. "95 % CI"): "NAME (95 % CI)" when every
+  point has its interval, "NAME (95 % CI where computed)" when only some do (a scan's CIs at its final layer
+  only), NAME alone when none does; an interval at a point whose neighbours have none is an error bar (a band
+  of one point has no width);
 * **the axis shows the scale of the question**: the y range spans the estimates, their intervals, the nulls
   (lines and bands) and the ``include`` values and :class:`Reference` lines (0 for a difference or a fraction, a
   Gaussian E|cos|, 1 for a similarity), so a difference of 1e-4 on a quantity of 0.1 is drawn as the flat line it
@@ -30,6 +34,9 @@ if TYPE_CHECKING:
 COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880", "#ff97ff", "#fecb52")
 
 
+#: a null band's fill and dashed edge opacity along a trajectory (issue 39: at 0.08 and 0.5 it did not read)
+NULL_FILL, NULL_EDGE = 0.2, 0.85
+
 #: the line styles of a panel's references, in order (two references in one panel stay apart)
 REFERENCE_DASHES = ("dot", "dashdot", "longdash")
 
@@ -46,7 +53,8 @@ class Line:
     ``markers``: points with error bars (values that are no trajectory, e.g. one per model), not a line
     with a band. ``dots``: False draws a long curve without a marker at each point. ``dash``: the estimate's
     line style (e.g. "dash" for a bound drawn among the series it bounds). ``null_name``: what its null is, where
-    it differs from the figure's (one panel's null is North's error, the other's a permutation quantile)."""
+    it differs from the figure's (one panel's null is North's error, the other's a permutation quantile).
+    ``ci``: what the interval is, named in the legend entry as far as the points have it (:func:`legend_name`)."""
 
     name: str
     x: Sequence[Any]
@@ -67,6 +75,19 @@ class Line:
     dots: bool = True
     dash: str | None = None
     null_name: str | None = None
+    ci: str | None = None
+
+
+def legend_name(line: Line) -> str:
+    """``line``'s legend entry: its name, with :attr:`Line.ci` said as far as its points have an interval
+    ("PC1 (95 % CI)", "PC1 (95 % CI where computed)", or "PC1" when no point has one)."""
+    if not line.ci or line.low is None or line.high is None:
+        return line.name
+    shown = [i for i, e in enumerate(line.estimate) if _ok(e)]
+    have = [i for i in shown if _ok(line.low[i], line.high[i])]
+    if not have:
+        return line.name
+    return f"{line.name} ({line.ci})" if len(have) == len(shown) else f"{line.name} ({line.ci} where computed)"
 
 
 @dataclass(frozen=True)
@@ -157,17 +178,19 @@ class _Drawing:
                 x=xs + xs[::-1],
                 y=[high[i] for i in seg] + [low[i] for i in seg][::-1],
                 fill="toself",
+                mode="lines",
                 fillcolor=_rgba(colour, alpha),
                 line=dict(width=0),
-                legendgroup=line.name,
+                legendgroup=legend_name(line),
                 hoverinfo="skip",
-                name=f"{line.name}: {what}",
+                name=f"{legend_name(line)}: {what}",
             )
             self.add(trace, *rc, legend=False)
 
     def null_band(self, line: Line, rc: Any) -> None:
-        """The null's interval: shaded with a dashed edge along a trajectory; at markers, a pale bar at each
-        point, broken between points (None), so that nothing joins two of them."""
+        """The null's interval: shaded with a dashed edge along a trajectory (dense enough to read behind the
+        series' own interval band); at markers, and at a point of a trajectory whose neighbours have no null,
+        a pale bar at each point, broken between points (None), so that nothing joins two of them."""
         import plotly.graph_objects as go
 
         assert line.null_low is not None and line.null_high is not None
@@ -175,36 +198,37 @@ class _Drawing:
         lo, hi = line.null_low, line.null_high
         legend = line.null is None  # a null drawn as a line and a band is one legend entry
         runs = _runs(len(line.x), lo, hi)
-        if line.markers:
-            pts = [i for run in runs for i in run]
+        pts = [i for run in runs for i in run if line.markers or len(run) == 1]
+        if pts:
             trace = go.Scatter(
                 x=[v for i in pts for v in (line.x[i], line.x[i], None)],
                 y=[v for i in pts for v in (lo[i], hi[i], None)],
                 mode="lines",
                 line=dict(color=_rgba(colour, 0.25), width=12),
-                legendgroup=line.name,
-                offsetgroup=line.name,
+                legendgroup=legend_name(line),
+                offsetgroup=line.name if line.markers else None,
                 hoverinfo="skip",
                 name=name,
             )
             self.add(trace, *rc, legend=legend)
-            return
-        for seg in runs:
+            legend = False
+        for seg in [] if line.markers else runs:  # (a run of one point is also its bar above: a fill has no width)
             xs = [line.x[i] for i in seg]
             trace = go.Scatter(
                 x=xs + xs[::-1],
                 y=[hi[i] for i in seg] + [lo[i] for i in seg][::-1],
                 fill="toself",
-                fillcolor=_rgba(colour, 0.08),
-                line=dict(color=_rgba(colour, 0.5), width=1, dash="dash"),
-                legendgroup=line.name,
+                mode="lines",
+                fillcolor=_rgba(colour, NULL_FILL),
+                line=dict(color=_rgba(colour, NULL_EDGE), width=1.5, dash="dash"),
+                legendgroup=legend_name(line),
                 hoverinfo="skip",
                 name=name,
             )
             self.add(trace, *rc, legend=legend)
 
     def null_label(self, line: Line) -> str:
-        return f"{line.name}: {line.null_name or self.null_name}"
+        return f"{legend_name(line)}: {line.null_name or self.null_name}"
 
     def line(self, line: Line, row: int | None = None, col: int | None = None) -> None:
         import plotly.graph_objects as go
@@ -219,10 +243,12 @@ class _Drawing:
             if line.low is not None and line.high is not None:
                 self.band(line, line.low, line.high, 0.25, line.interval_name, rc)
         err = None
-        if line.markers and line.low is not None and line.high is not None:
-            up = [h - e if _ok(e, h) else None for e, h in zip(line.estimate, line.high)]
-            down = [e - lo if _ok(e, lo) else None for e, lo in zip(line.estimate, line.low)]
-            err = dict(type="data", symmetric=False, array=up, arrayminus=down, color=colour)
+        if line.low is not None and line.high is not None:
+            # markers: every point's interval as an error bar; a line: a point whose neighbours have none
+            bars = {i for run in _segments(line, line.low, line.high) for i in run if line.markers or len(run) == 1}
+            up = [h - e if i in bars else None for i, (e, h) in enumerate(zip(line.estimate, line.high))]
+            down = [e - lo if i in bars else None for i, (e, lo) in enumerate(zip(line.estimate, line.low))]
+            err = dict(type="data", symmetric=False, array=up, arrayminus=down, color=colour) if bars else None
         open_ = line.marks is not None
         mode = "markers" if line.markers else ("lines+markers" if line.dots else "lines")
         self.add(
@@ -230,8 +256,8 @@ class _Drawing:
                 x=list(line.x),
                 y=[e if _ok(e) else None for e in line.estimate],
                 mode=mode,
-                name=line.name,
-                legendgroup=line.name,
+                name=legend_name(line),
+                legendgroup=legend_name(line),
                 offsetgroup=line.name if line.markers else None,
                 line=dict(color=colour, dash=line.dash),
                 marker=dict(color=colour, symbol="circle-open" if open_ else "circle", size=8 if open_ else 6),
@@ -246,7 +272,7 @@ class _Drawing:
                 y=[v if _ok(v) else None for v in line.null],
                 mode="markers" if line.markers else "lines",
                 name=self.null_label(line),
-                legendgroup=line.name,
+                legendgroup=legend_name(line),
                 offsetgroup=line.name if line.markers else None,
                 line=dict(color=colour, dash="dash", width=1),
                 marker=dict(color=colour, symbol="line-ew-open", size=16, line=dict(color=colour, width=2)),
@@ -258,8 +284,8 @@ class _Drawing:
                 x=[line.x[i] for i in keep],
                 y=[line.estimate[i] for i in keep],
                 mode="markers",
-                name=f"{line.name}: {line.marks_name}",
-                legendgroup=line.name,
+                name=f"{legend_name(line)}: {line.marks_name}",
+                legendgroup=legend_name(line),
                 marker=dict(color=colour, symbol="circle", size=9),
             )
             self.add(marked, *rc)

@@ -43,7 +43,8 @@ class CellTask:
     those the recipe itself names). ``directory``: where to write the run (the local executor: the cell's
     final directory); None: a scratch directory on the worker, whose files come back in the outcome.
     ``mark``: the cell's record (.geoprobe-cell.json) as the driver starts it; ``force``: the cell's
-    directory holds earlier results of its own that did not verify, which the run replaces."""
+    directory holds earlier results of its own that did not verify, which the run replaces. ``plotlyjs``:
+    the relative URL of the sweep's one plotly.js that the cell's page loads (None: the page inlines it)."""
 
     experiment: str
     tables: Mapping[str, Any]
@@ -56,6 +57,7 @@ class CellTask:
     threads: int = 1
     mark: Mapping[str, Any] = field(default_factory=dict)
     force: bool = False
+    plotlyjs: str | None = None
 
     @property
     def scratch_prefix(self) -> str:
@@ -153,7 +155,7 @@ def run_cell(task: CellTask) -> CellOutcome:
             if mark:
                 write_json(run_dir / CELL_MARK, {**mark, "node": node, "n_params": n_params})
         parent = Path(task.parent) if task.parent and task.directory else None
-        out = OutputOptions(out=run_dir, parent=parent, force=task.force)
+        out = OutputOptions(out=run_dir, parent=parent, force=task.force, plotlyjs=task.plotlyjs)
         result = exp.run(config, model=model, out=out)
         prov = getattr(result, "provenance", None)
         prov = prov.to_dict() if hasattr(prov, "to_dict") else dict(prov or {})

@@ -5,6 +5,7 @@ OUT/.geoprobe-sweep.json   the marker: the sweep's id (random, made once), exper
 OUT/sweep.json             the manifest: derived from the cells, written at the start and the end
 OUT/sweep.parquet          the tidy table, from verified cells only
 OUT/sweep.html             the page
+OUT/plotly.min.js          the one copy of plotly.js that every page of the sweep loads (issue 39)
 OUT/cells/<id>/            each cell: an ordinary run directory, plus .geoprobe-cell.json
 ```
 
@@ -53,6 +54,9 @@ CELLS = "cells"
 MANIFEST = "sweep.json"
 #: what a sweep directory holds besides its cells (the marker first)
 SWEEP_FILES = (SWEEP_MARK, MANIFEST, "sweep.parquet", "sweep.html", "emergence.parquet")
+#: the one plotly.js of a sweep's pages, in OUT; a cell's page (OUT/cells/<id>/<page>) loads it by CELL_PLOTLYJS
+PLOTLYJS = "plotly.min.js"
+CELL_PLOTLYJS = f"../../{PLOTLYJS}"
 #: a cell's state on disk: absent; this sweep's but not (or not yet) a verified run; done; not this sweep's
 State = Literal["absent", "ours", "done", "foreign"]
 
@@ -298,6 +302,7 @@ def survey(out: Path, plan: Plan, force: bool) -> Claim:
     entries where the sweep would write, a ``cells`` that is a link."""
     from geoprobe.kinds import directory_kind
     from geoprobe.outputs import refuse_foreign
+    from geoprobe.report.page import plotlyjs_is_ours
 
     if not out.exists():
         return Claim(new_uid(), True)
@@ -317,6 +322,8 @@ def survey(out: Path, plan: Plan, force: bool) -> Claim:
         p = out / name
         if os.path.lexists(p) and (p.is_symlink() or not p.is_file() or (want and file_kind(p) != want)):
             refuse_foreign(p, "a file where the sweep writes its own")
+    if os.path.lexists(out / PLOTLYJS) and not plotlyjs_is_ours(out / PLOTLYJS):
+        refuse_foreign(out / PLOTLYJS, "a file where the sweep writes its pages' shared plotly.js")
     ident = identity(out)
     assert ident is not None  # directory_kind found a sweep marker or manifest
     said = []

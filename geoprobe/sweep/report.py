@@ -284,8 +284,11 @@ def write_page(
 ) -> Path:
     """Write ``directory/sweep.html`` from the manifest and the finished cells' own rows (``rows``: when
     already read), with the paired contrasts' figures and tables when given (``contrasts``: a ContrastTable)."""
+    from geoprobe.report.page import write_plotlyjs
+    from geoprobe.sweep.directory import PLOTLYJS
     from geoprobe.sweep.table import table_rows
 
     rows = table_rows(manifest, directory) if rows is None else rows
     page = SweepPage(manifest, tuple(rows), contrasts)
-    return page.report(directory / "sweep.html", force=True)
+    write_plotlyjs(directory / PLOTLYJS)  # the sweep's one copy (written when the cells started; kept if there)
+    return page.report(directory / "sweep.html", force=True, plotlyjs=PLOTLYJS)

@@ -33,8 +33,10 @@ from geoprobe.kinds import TABLE_KIND, file_kind
 from geoprobe.outputs import OutputLock, check_location
 from geoprobe.sweep.cell import CellOutcome, CellTask
 from geoprobe.sweep.directory import (
+    CELL_PLOTLYJS,
     CELLS,
     MANIFEST,
+    PLOTLYJS,
     SWEEP_FILES,
     CellState,
     cell_dir,
@@ -185,6 +187,7 @@ def _run(
     say: Callable[[str], None],
     analysis: dict[str, Any],
 ) -> SweepManifest:
+    from geoprobe.report.page import write_plotlyjs
     from geoprobe.sweep import executors
     from geoprobe.sweep.memory import cell_memory
 
@@ -194,6 +197,7 @@ def _run(
     if claim.new or claim.said:  # the marker before anything else: a kill after any later write leaves a sweep
         write_identity(target, plan, claim.uid)
     (target / CELLS).mkdir(parents=True, exist_ok=True)
+    write_plotlyjs(target / PLOTLYJS)  # once, before any cell's page loads it
     remove_strays(target, claim.uid)
     states = {c.id: inspect_cell(target, plan, c, claim.uid, result_cls) for c in plan.cells}
     records: dict[str, CellRecord] = {}
@@ -299,6 +303,7 @@ def _task(
         threads=threads,
         mark=mark,
         force=st.force,
+        plotlyjs=CELL_PLOTLYJS,
     )
 
 

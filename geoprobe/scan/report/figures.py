@@ -34,7 +34,8 @@ def manifold_figure(profile: ManifoldProfile) -> Any:
     conf = round(100 * profile.pc1[0].confidence)
 
     def line(name: str, ests: Sequence[Estimate], null: Sequence[Estimate]) -> Line:
-        return _line(f"{name} ({conf} % CI)", x, ests, null_low=[b.low for b in null], null_high=[b.high for b in null])
+        nulls = dict(null_low=[b.low for b in null], null_high=[b.high for b in null])
+        return _line(name, x, ests, ci=f"{conf} % CI", **nulls)
 
     variance = Panel(
         [
@@ -99,9 +100,10 @@ def alignment_figure(profile: AlignmentProfile) -> Any:
     if profile.null_mean is not None and profile.null_high is not None:
         nulls = dict(null=profile.null_mean, null_low=[0.0] * len(profile.layers), null_high=profile.null_high)
     rho = _line(
-        f"Spearman ρ ({conf} % CI)",
+        "Spearman ρ",
         list(profile.layers),
         profile.spearman,
+        ci=f"{conf} % CI",
         marks=profile.significant,
         marks_name=f"Bonferroni p < {ALPHA}",
         **nulls,
