@@ -4,8 +4,8 @@
   not write) and a usage error: ``error: …``, exit 2;
 * SIGINT (Ctrl-C) or SIGTERM: ``interrupted; …`` (saying whether the same command resumes), exit
   130 or 143; checkpoints are kept. This holds from the first line of :func:`main` on, start-up
-  included: this module imports only the standard library, and the commands (torch, scipy, typer)
-  are imported inside :func:`main`'s handlers;
+  included: this module imports only the standard library (and geoprobe.cli.lazy, which does too), and
+  the commands (torch, scipy, typer) are imported inside :func:`main`'s handlers;
 * an allocation that failed (MemoryError, torch's out-of-memory errors) where the memory estimates
   did not foresee it: ``error: out of memory (…); …`` with what to lower, exit 2;
 * anything else: ``error: unexpected …``, exit 1.
@@ -20,10 +20,9 @@ import sys
 import warnings
 from typing import Any
 
+from geoprobe.cli.lazy import COMMANDS, import_command
 from geoprobe.errors import GeoprobeError
 
-#: commands besides the experiments' (geoprobe.recipes.EXPERIMENTS): one module of geoprobe.cli each
-COMMANDS = ("capture", "corpus", "listing", "report", "run", "sweep")
 #: what an interrupted ``geoprobe sweep`` keeps
 SWEEP_KEEPS = "the finished cells and each unfinished cell's resumable state"
 
@@ -43,19 +42,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'geoprobe.cli.main' has no attribute {name!r}")
 
 
-def commands() -> Any:
-    """The ``geoprobe`` Typer app with every command registered (imports torch and scipy: seconds): the
-    modules of :data:`COMMANDS`, then each experiment's command module (``geoprobe.cli.<package>``, where it
-    has one; every experiment also runs from a recipe with ``geoprobe run``)."""
+def commands(argv: list[str] | None = None) -> Any:
+    """The ``geoprobe`` Typer app. With ``argv``: only the module of the command it runs is imported (none for
+    ``geoprobe --help``; geoprobe.cli.lazy lists the others from their source without importing them, issue 39
+    case 7). Without: every command's module (imports torch and scipy: seconds): the modules of
+    :data:`COMMANDS`, then each experiment's command module (``geoprobe.cli.<package>``, where it has one;
+    every experiment also runs from a recipe with ``geoprobe run``)."""
     import importlib
     import importlib.util
 
     from geoprobe.cli.app import app
-    from geoprobe.recipes import EXPERIMENTS
 
-    for name in (*COMMANDS, *EXPERIMENTS):
-        if name in COMMANDS or importlib.util.find_spec(f"geoprobe.cli.{name}") is not None:
-            importlib.import_module(f"geoprobe.cli.{name}")  # each module registers its commands on the app
+    if argv is not None:
+        import_command(argv)
+    else:
+        from geoprobe.recipes import EXPERIMENTS
+
+        for name in (*COMMANDS, *EXPERIMENTS):
+            if name in COMMANDS or importlib.util.find_spec(f"geoprobe.cli.{name}") is not None:
+                importlib.import_module(f"geoprobe.cli.{name}")  # each module registers its commands on the app
     # importing the submodule geoprobe.cli.app bound that name on the package: ``geoprobe.cli.app`` is the app
     sys.modules["geoprobe.cli"].app = app  # type: ignore[attr-defined]
     return app
@@ -162,7 +167,7 @@ def main() -> None:
     previous = signal.signal(signal.SIGTERM, on_signal)
     try:
         try:
-            app = commands()
+            app = commands(argv)
         except KeyboardInterrupt:
             raise _Starting from None
         code = app(args=argv, prog_name="geoprobe", standalone_mode=False)

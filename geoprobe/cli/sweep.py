@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from geoprobe.cli.app import app, err, out
+
+FORMATS = ("table", "json")  #: what `geoprobe sweep status --format` prints
 
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,6 +50,12 @@ def sweep(
         help="scan sweeps: the cell id or revision the contrasts are taken against (default: each series' step 0)",
         show_default=False,
     ),
+    fmt: Optional[str] = typer.Option(
+        None,
+        "--format",
+        help="with `status`: table (the default) or json (every cell's row and the counts, for a program)",
+        show_default=False,
+    ),
 ) -> None:
     """Run one experiment over a grid (models, revisions, seeds, settings): each cell an ordinary run
     under OUT/cells/<id>/, with OUT/sweep.json, OUT/sweep.parquet and OUT/sweep.html. A rerun verifies
@@ -71,15 +80,26 @@ def sweep(
             )
             if value is not None
         ]
+        if fmt not in (None, *FORMATS):
+            raise SweepError(
+                f"--format {fmt!r} is not one of {', '.join(FORMATS)}; pass --format table or --format json"
+            )
         if given:
             raise SweepError(f"{given[0]} does not apply to `geoprobe sweep status`, which only reads; drop it")
         if directory is None:
             raise SweepError("geoprobe sweep status needs the sweep's directory: geoprobe sweep status OUT")
         manifest = status(directory)
-        _status_table(summary(manifest))
         c = manifest.counts()
+        if fmt == "json":
+            out.print_json(json.dumps({"cells": summary(manifest), "counts": {**c, "cells": len(manifest.cells)}}))
+            return
+        _status_table(summary(manifest))
         out.print(f"{c['done']} done, {c['failed']} failed, {c['pending']} not run of {len(manifest.cells)} cells")
         return
+    if fmt is not None:
+        raise SweepError(
+            "--format applies to `geoprobe sweep status OUT` only; drop it (a sweep writes OUT/sweep.json)"
+        )
     if directory is not None:
         raise SweepError(f"unexpected argument {str(directory)!r}: pass one sweep file (or `status OUT`)")
     from geoprobe.cli.progress import stage_progress

@@ -1,0 +1,93 @@
+"""Issue 39 case 7: ``geoprobe --help`` and a command that needs no model import no heavy package (the
+discipline, held without timing; benchmarks/bench_startup.py times it), and the commands listed from their
+source (geoprobe.cli.lazy) are the commands their modules register."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "transformers", "ray", "plotly", "pandas", "scipy", "sklearn")
+
+#: runs ``geoprobe ARGS`` as the console script does, then prints which heavy packages were imported
+PROBE = """
+import json, sys
+heavy = json.loads(sys.argv[2])
+sys.argv = ["geoprobe", *json.loads(sys.argv[1])]
+from geoprobe.cli import main
+code = 0
+try:
+    main()
+except SystemExit as e:
+    code = e.code or 0
+print(json.dumps([code, [m for m in heavy if m in sys.modules]]))
+"""
+
+
+def _heavy_after(args: list[str], status: int = 0) -> tuple[list[str], str]:
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    *shown, last = r.stdout.rstrip("\n").split("\n")
+    code, heavy = json.loads(last)
+    assert code == status, r.stderr[-3000:]
+    return heavy, "\n".join(shown)
+
+
+@pytest.mark.parametrize(
+    "args, status",
+    [(["--help"], 0), ([], 2), (["sweep", "--help"], 0), (["models", "--help"], 0), (["prompts", "--help"], 0)],
+)
+def test_help_imports_no_heavy_package(args, status):
+    """Was: every command's module imported for any command line: torch and scipy for ``--help`` (4 s)."""
+    heavy, shown = _heavy_after(args, status)
+    assert heavy == [], f"geoprobe {' '.join(args)} imported {heavy}"
+    assert "Usage: geoprobe" in shown
+
+
+def test_the_help_lists_every_command_with_its_own_help():
+    from geoprobe.cli.lazy import index
+
+    _, shown = _heavy_after(["--help"])
+    for name in index():
+        assert f"│ {name} " in shown, name
+    assert "│ report           Rebuild the HTML report from saved results" in shown  # its docstring
+
+
+def test_the_index_is_what_the_modules_register():
+    """geoprobe.cli.lazy reads the registrations from source: the same names, helps and order as importing
+    every command module gives (a registration it cannot read would show here)."""
+    import typer.main
+
+    from geoprobe.cli.lazy import index
+    from geoprobe.cli.main import COMMANDS, commands
+    from geoprobe.recipes import EXPERIMENTS
+
+    group = typer.main.get_group(commands())  # every module imported: the real commands
+    assert group.standing_in == set()
+    entries = index()
+    assert set(entries) == set(group.commands)
+    assert all(e.known for e in entries.values())
+    for name, entry in entries.items():
+        real = group.commands[name]
+        settings = dict(entry.settings)
+        assert real.help == settings.get("help"), name
+        assert real.hidden == settings.get("hidden", False), name
+        assert real.callback is not None or hasattr(real, "commands"), name
+    modules = [e.module.rsplit(".", 1)[1] for e in entries.values()]
+    expected = [m for m in (*COMMANDS, *EXPERIMENTS) if m in modules]
+    assert list(dict.fromkeys(modules)) == expected  # the help's order: COMMANDS, then EXPERIMENTS'
+    assert group.list_commands(None) == list(entries)
+
+
+def test_a_lazy_command_runs_and_a_typo_is_suggested(capsys, monkeypatch):
+    from tests.cli.test_cli import run_cli
+
+    code, _, err = run_cli(["scna"], capsys, monkeypatch)
+    assert code == 2 and "No such command 'scna'. Did you mean 'scan'?" in err
+    code, out, err = run_cli(["prompts", "--json"], capsys, monkeypatch)
+    assert code == 0 and {r["set"] for r in json.loads(out)} >= {"builtin", "mixed"}, err
