@@ -37,3 +37,22 @@ def inert(text: str) -> str:
     return "".join(
         c if c == "\n" or c.isprintable() or unicodedata.category(c) == "Zs" else repr(c)[1:-1] for c in text
     )
+
+
+def number(x: object, spec: str = "", *, missing: str = "n/a") -> str:
+    """``x`` written with the format ``spec`` as a reader reads it: ``missing`` for None, NaN and ±inf, and never
+    a negative (or explicitly signed) zero: a value that rounds to zero at ``spec`` is written unsigned
+    (``number(-1e-9, ".1f")`` is ``0.0``, not ``-0.0``; ``number(-0.0, "+.2f")`` is ``0.00``). The one number
+    formatter of the pages, the scorecard lines and ``Estimate``'s ``format``."""
+    import math
+    import numbers
+
+    if x is None or isinstance(x, bool) or not isinstance(x, numbers.Real):
+        return missing if x is None else str(x)
+    if not math.isfinite(x):
+        return missing
+    text = str(x) if spec == "" else format(x if isinstance(x, numbers.Integral) else float(x), spec)
+    digits = text.lstrip("+-").split("e")[0].split("E")[0]
+    if text[:1] in "+-" and not any(c in "123456789" for c in digits):
+        return text[1:]
+    return text

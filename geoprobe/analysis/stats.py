@@ -73,13 +73,16 @@ class Estimate(Record):
 
     def __format__(self, spec: str) -> str:
         """``f"{e:.3f}"`` → ``"0.123 [0.100, 0.150]"``: the value and its interval in one format
-        (default ``.3f``); ``"n/a"`` for an undefined value, the value alone when the interval is."""
+        (default ``.3f``); ``"n/a"`` for an undefined value, the value alone when the interval is; never a
+        ``-0.000`` (geoprobe.text.number)."""
+        from geoprobe.text import number
+
         spec = spec or ".3f"
         if not math.isfinite(self.value):
             return "n/a"
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
-            return format(self.value, spec)
-        return f"{format(self.value, spec)} [{format(self.low, spec)}, {format(self.high, spec)}]"
+            return number(self.value, spec)
+        return f"{number(self.value, spec)} [{number(self.low, spec)}, {number(self.high, spec)}]"
 
 
 def one_blas_thread() -> Any:

@@ -18,13 +18,15 @@ from geoprobe.rundir import Run, RunOutputs, claim_run
 
 
 def open_model(load: Any, reporter: Reporter) -> Any:
-    """The model ``load`` names (LoadOptions), loaded under a status line; a LoadedModel as it is."""
+    """The model ``load`` names (LoadOptions), loaded under a status line and timed (its ``load_s``); a
+    LoadedModel as it is."""
+    from geoprobe.models.loaded import timed
     from geoprobe.models.loading import LoadOptions
 
     if not isinstance(load, LoadOptions):
         return load
     with reporter.status(f"loading {load.model} …"):
-        return load.load()
+        return timed(load.load)
 
 
 def model_name(model: Any) -> str:

@@ -9,7 +9,7 @@ import itertools
 import logging
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import torch
 
@@ -40,6 +40,9 @@ class LoadedModel:
     context_length: int
     spec: ModelSpec | None = None
     _bridge: Any = field(default=None, repr=False)
+    #: seconds its load took, where geoprobe timed it (:func:`timed`: a run's or a sweep cell's load); None for
+    #: a model loaded elsewhere and passed in (``load_model``, ``twin`` or ``wrap`` called by the user)
+    load_s: float | None = field(default=None, compare=False)
 
     @property
     def bridge(self) -> Any:
@@ -55,6 +58,17 @@ class LoadedModel:
     @property
     def device(self) -> torch.device:
         return input_device(self.hf_model)
+
+
+def timed(load: Callable[[], LoadedModel]) -> LoadedModel:
+    """``load()``'s model with the seconds the call took as its ``load_s`` (what a scan records as its load
+    time: the model is loaded before the scan starts, so the scan cannot time it itself)."""
+    import time
+
+    t = time.perf_counter()
+    model = load()
+    model.load_s = time.perf_counter() - t
+    return model
 
 
 def torch_dtype(name: str) -> torch.dtype:

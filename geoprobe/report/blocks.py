@@ -1,5 +1,5 @@
-"""Building blocks shared by the self-contained HTML reports: an escaped table and a plotly
-figure without its own copy of plotly.js (each page inlines plotly.js once)."""
+"""Building blocks shared by the HTML reports: an escaped table whose cells read as a reader writes them
+(:func:`display`), and a plotly figure without its own copy of plotly.js (the page loads it once)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,39 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+#: what a table shows for a value that is not there (None, an empty string)
+NOTHING = "—"
+
+
+def display(value: Any) -> str:
+    """``value`` as a reader writes it, not as Python prints it: None and "" as ``—``, True/False as
+    ``yes``/``no``, an empty list, tuple, set or dict as ``none``, a list as its items joined (``a, b``), a dict
+    as ``key: value`` pairs, a number without a negative zero (geoprobe.text.number). Plain text: escape it."""
+    from geoprobe.text import number
+
+    if value is None or (isinstance(value, str) and not value):
+        return NOTHING
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {display(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(display(v) for v in items) or "none"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "∞" if value > 0 else "−∞"
+    return number(value)
+
 
 def html_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Rows of one dict each (keys = columns, first row's order); every cell escaped."""
+    """Rows of one dict each (keys = columns, first row's order); every cell shown by :func:`display`, escaped."""
     if not rows:
         return ""
     head = "".join(f"<th>{escape(str(k))}</th>" for k in rows[0])
     body = "".join(
-        "<tr>" + "".join(f'<td class="num">{escape(str(v))}</td>' for v in r.values()) + "</tr>" for r in rows
+        "<tr>" + "".join(f'<td class="num">{escape(display(v))}</td>' for v in r.values()) + "</tr>" for r in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -34,9 +59,10 @@ def html_figure(fig: Any, anchor: str, caption: str) -> str:
 
 
 def kv_table(rows: Sequence[tuple[Any, Any]]) -> str:
+    """(name, value) rows; every value shown by :func:`display`, escaped."""
     return (
         "<table><tbody>"
-        + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
+        + "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(display(v))}</td></tr>" for k, v in rows)
         + "</tbody></table>"
     )
 

@@ -102,9 +102,21 @@ def provenance_section(
     rows = list(prov.items()) + ([("partial_weights", partial)] if partial else []) + list(extra)
     rows += [(f"config.{k}", v) for k, v in (config or {}).items()]
     rows += [(f"version: {k}", v) for k, v in versions.items()]
-    rows += [(f"time: {k}", f"{v:.{time_digits}f} s") for k, v in (timings or {}).items()]
+    rows += [(f"time: {k}", seconds(v, time_digits)) for k, v in (timings or {}).items()]
     warning = f'<p class="fail">{escape("Partial load: " + partial)}</p>\n' if partial else ""
     return Section("Provenance", warning + kv_table(rows))
+
+
+def seconds(value: Any, digits: int = 2) -> str:
+    """A duration as the page shows it: ``2.07 s``; ``< 0.01 s`` for one that rounds to zero at ``digits`` (a
+    stored 9.5e-07 is not ``0.00 s``); ``not timed`` for none (None, NaN)."""
+    from geoprobe.text import number
+
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return "not timed"
+    if 0 <= value < 0.5 * 10**-digits:
+        return f"< {10**-digits:.{digits}f} s"
+    return f"{number(value, f'.{digits}f')} s"
 
 
 def partial_weights_line(value: Any) -> str:

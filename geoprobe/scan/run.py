@@ -276,6 +276,7 @@ def scan(
     :func:`geoprobe.capture.capture` (the same signature and numbers): ``DataParallel(...).bind(load)``
     (:mod:`geoprobe.capture.parallel`) captures on Ray workers."""
     from geoprobe.capture.run import CaptureConfig, capture
+    from geoprobe.models.loaded import timed
     from geoprobe.models.loading import LoadedModel, load_model
     from geoprobe.scan.metrics import METRICS
 
@@ -286,9 +287,9 @@ def scan(
     check_prompts(config, prompts)  # a bad set name or file fails before the model loads
     check_baseline(config)
     timings: dict[str, float] = {}
-    t = time.perf_counter()
-    m = model if isinstance(model, LoadedModel) else load_model(model, **load_options)
-    timings["load_s"] = time.perf_counter() - t
+    m = model if isinstance(model, LoadedModel) else timed(lambda: load_model(model, **load_options))
+    if m.load_s is not None:  # the load's own time (a model passed in loaded was timed by whoever loaded it, or not)
+        timings["load_s"] = m.load_s
     t = time.perf_counter()
     texts, new_notes, pset = resolve_prompts(config, prompts, m, progress, checkpoint_dir)
     timings["prompts_s"] = time.perf_counter() - t

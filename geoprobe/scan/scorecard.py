@@ -62,16 +62,22 @@ class Criterion(Record):
             raise ValueError(f"unknown unit {self.unit!r}")
 
     def formatted(self, x: float | None, signed: bool = False) -> str:
-        """A value as printed: a percentage (or, ``signed``, a difference in percentage points; a
-        difference of key |cos| as a cosine), never ``-0.0``."""
+        """A value as printed, on the page and the command line alike: a percentage (or, ``signed``, a
+        difference in percentage points; a difference of key |cos| as a cosine), never ``-0.0``
+        (geoprobe.text.number); a value under 0.05 in two significant digits rather than a rounded 0.0, and one
+        under 0.0001 as ``≈ 0``, not in a program's exponent notation (``-1e-07 %``)."""
+        from geoprobe.text import number
+
         if x is None or not np.isfinite(x):
             return "n/a"
         if signed and self.key == "key_orthogonality":
-            return f"{x:+.4f}".replace("-0.0000", "0.0000").replace("+0.0000", "0.0000")
+            return number(x, "+.4f")
         v, unit = (100 * x if self.unit == "fraction" else x), (" pp" if signed else " %")
+        if 0 < abs(v) < 1e-4:
+            return f"≈ 0{unit}"
         small = 0 < abs(v) < 0.05  # two significant digits rather than a rounded 0.0
-        text = (f"{v:+.2g}" if small else f"{v:+.1f}") if signed else (f"{v:.2g}" if small else f"{v:.1f}")
-        return ("0.0" if text in ("-0.0", "+0.0") else text) + unit
+        sign = "+" if signed else ""
+        return number(v, f"{sign}.2g" if small else f"{sign}.1f") + unit
 
     def interval(self) -> str:
         """The value's interval, or why it has none (a fraction of layers is a count, not an estimate)."""

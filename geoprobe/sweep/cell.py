@@ -126,6 +126,7 @@ def run_cell(task: CellTask) -> CellOutcome:
     from threadpoolctl import threadpool_limits
 
     from geoprobe.experiment import OutputOptions
+    from geoprobe.models.loaded import timed
     from geoprobe.models.loading import LoadOptions, load_fields
     from geoprobe.paths import write_json
     from geoprobe.recipes import experiment
@@ -150,7 +151,7 @@ def run_cell(task: CellTask) -> CellOutcome:
         model: Any = options
         n_params = None
         if options is not None and exp.model_given:  # loaded here, to count its parameters
-            model = options.check().load()
+            model = timed(options.check().load)  # its load_s: the load time the cell's results record
             n_params = count_parameters(model)
             if mark:
                 write_json(run_dir / CELL_MARK, {**mark, "node": node, "n_params": n_params})

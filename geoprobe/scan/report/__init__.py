@@ -31,6 +31,7 @@ from geoprobe.scan.report.figures import (
 )
 from geoprobe.scan.result import ScanResult
 from geoprobe.scan.scorecard import Scorecard
+from geoprobe.text import number
 
 DEFINITIONS = (
     "Definitions: value manifold = PCA of the z-scored final-token value vectors (heads concatenated); key "
@@ -168,8 +169,9 @@ def scorecard_table(card: Scorecard) -> str:
     )
 
 
-def _num(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None or x != x else f"{x:.{digits}f}"
+def _num(x: float | None, digits: int = 3, spec: str = "f") -> str:
+    """A number of the by-layer table (n/a where undefined, never -0.000: geoprobe.text.number)."""
+    return number(x, f".{digits}{spec}")
 
 
 def layer_table(result: ScanResult) -> str:
@@ -195,8 +197,8 @@ def layer_table(result: ScanResult) -> str:
         if a is not None:
             rho = f"{a.spearman[i]:.2f}"
             if ident is not None and not ident.of(layer):
-                rho = f"PC1 not identifiable (ρ {a.spearman[i].value:.2f})"
-            cells += [rho, f"{a.p_bonferroni[i]:.2g}"]
+                rho = f"PC1 not identifiable (ρ {_num(a.spearman[i].value, 2)})"
+            cells += [rho, _num(a.p_bonferroni[i], 2, "g")]
         if o is not None:
             init = o.init_layer_mean
             cells += [_num(o.layer_mean[i]), "n/a" if init is None else _num(init[i])]
@@ -204,7 +206,7 @@ def layer_table(result: ScanResult) -> str:
             cells += [f"{f.mean[i]:.2f}"]
         if ident is not None:
             half, gap = ident.split_half[i], ident.eigengap[i]
-            cells += [f"{half.value:.2f}", _num(half.null_high, 2), _num(gap.gap), _num(gap.north_error)]
+            cells += [_num(half.value, 2), _num(half.null_high, 2), _num(gap.gap), _num(gap.north_error)]
             cells += ["yes" if ident.identifiable[i] else "no"]
         body.append("<tr>" + "".join(f'<td class="num">{escape(c)}</td>' for c in cells) + "</tr>")
     head = "".join(f"<th>{escape(c)}</th>" for c in cols)
@@ -227,6 +229,10 @@ def page_subtitle(result: ScanResult) -> str:
     )
 
 
+#: the provenance's line for a scan that loaded no model (a model passed in loaded, untimed: it has no load_s)
+NO_LOAD = "none in this run: the model was passed in already loaded, so no load time is recorded"
+
+
 def sections(result: ScanResult) -> list[Section]:
     """Scorecard, notes, figures, by-layer numbers and provenance, in page order."""
     prov = provenance_section(
@@ -237,6 +243,7 @@ def sections(result: ScanResult) -> list[Section]:
             ("n prompts", result.n_prompts),
             ("layers", f"{len(result.layers)} of {result.n_layers}"),
             *((f"prompt set: {k}", v) for k, v in (result.prompt_set or {}).items()),
+            *([("model load", NO_LOAD)] if result.timings and "load_s" not in result.timings else []),
         ],
     )
     return [
