@@ -186,7 +186,10 @@ def pct(e: Estimate | None, ci: bool = True) -> str:
 
 
 def _num(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+    """n/a where undefined; never -0.000 (geoprobe.text.number)."""
+    from geoprobe.text import number
+
+    return number(x, f".{digits}f")
 
 
 def _int(x: int | None) -> str:

@@ -154,13 +154,16 @@ def _emergence_figures(table: ContrastTable) -> list[Figure]:
 
 
 def _fmt(v: float | None, lo: float | None, hi: float | None) -> str:
+    """A step and its interval (open ends as ±∞); never a -0 (geoprobe.text.number)."""
+    from geoprobe.text import number
+
     if v is None:
         return "n/a"
 
     def f(x: float | None, open_end: str) -> str:
-        return open_end if x is None else f"{x:+,.0f}"
+        return open_end if x is None else number(x, "+,.0f")
 
-    return f"{v:+,.0f} [{f(lo, '−∞')}, {f(hi, '+∞')}]"
+    return f"{number(v, '+,.0f')} [{f(lo, '−∞')}, {f(hi, '+∞')}]"
 
 
 def contrast_sections(table: ContrastTable) -> list[Section]:
