@@ -1,5 +1,5 @@
 """The tables of docs/sweep.md "How the geometry moves with training, over training runs", from the sweep that
-benchmarks/trajectory_seeds/run.sh writes: ``python benchmarks/trajectory_seeds/summarise.py runs/traj-seeds``.
+benchmarks/trajectory_seeds/run.sh writes: ``python benchmarks/trajectory_seeds/summarise.py runs/traj-plateau``.
 
 Training runs are the replicates: a per-step value is the mean over runs with a Student-t 95 % interval
 across them (k − 1 degrees of freedom); a change from step 0 is each run's paired contrast (bootstrap over
@@ -118,6 +118,29 @@ def emergence(out: Path) -> str:
     return "\n".join(lines)
 
 
+def plateau(root: Path) -> str:
+    """Per run: the held-out loss (nats) at the last three checkpoints, its fall over the last 1,000 steps and
+    over the last sixth of training, and the learning rate at the end (the cosine schedule's floor)."""
+    lines = [
+        "| run | held-out loss at the last 3 checkpoints | fall over the last 1,000 steps | "
+        "fall over the last sixth | lr at the end |",
+        "|---|---|---|---|---|",
+    ]
+    for run in sorted(root.glob("seed*/trajectory.json")):
+        man = json.loads(run.read_text())
+        ck = {e["step"]: e for e in man["checkpoints"]}
+        steps = sorted(ck)
+        last = steps[-1]
+        sixth = min(steps, key=lambda s: abs(s - last * 5 / 6))
+        tail = ", ".join(f"{ck[s]['eval_loss']:.3f} (step {s:,})" for s in steps[-3:])
+        fall1k = ck[steps[-2]]["eval_loss"] - ck[last]["eval_loss"]
+        fall6 = ck[sixth]["eval_loss"] - ck[last]["eval_loss"]
+        lines.append(
+            f"| {run.parent.name} | {tail} | {fall1k:.3f} | {fall6:.3f} (from step {sixth:,}) | {ck[last]['lr']:.1e} |"
+        )
+    return "\n".join(lines)
+
+
 def main(out: str) -> None:
     root = Path(out)
     t = pd.read_parquet(root / "sweep" / "sweep.parquet")
@@ -126,7 +149,9 @@ def main(out: str) -> None:
         man = json.loads(run.read_text())
         for e in man["checkpoints"]:
             losses[(run.parent.name, e["step"])] = e["eval_loss"]
-    print("## Per step, mean over the 3 training runs [95 % t-interval across runs]\n")
+    print("## Held-out loss at the end of training: a plateau?\n")
+    print(plateau(root))
+    print("\n## Per step, mean over the 3 training runs [95 % t-interval across runs]\n")
     print(per_step(t, losses))
     print("\n## Change from step 0: the runs' paired contrasts, mean [t-interval across runs] (runs significant)\n")
     print(versus_step0(t))

@@ -28,8 +28,8 @@ TaskOpt = typer.Option("bijection", "--task", help="bijection | hmm")
 ScaleOpt = typer.Option(
     "cpu",
     "--scale",
-    help="tiny (seconds) | cpu (measured on 2 cores: bijection transformer 22 "
-    "min, HMM transformer about an hour, MLPs 6-9 min) | paper (GPU)",
+    help="tiny (seconds, tests) | small (minutes a seed on one core, for seed statistics) | cpu (measured on 2 "
+    "cores: bijection transformer 22 min, HMM transformer about an hour, MLPs 6-9 min) | paper (GPU)",
 )
 VocabOpt = typer.Option(None, "--vocab", help="task V: bijection symbols (2-100) or HMM emissions (2-10)")
 LengthOpt = typer.Option(None, "--length", help="task K: predictions per sequence (bijection 1-200, HMM 1-500)")
@@ -154,7 +154,7 @@ def eval_cmd(
     spec = read_spec(run_dir / "transformer")
     config = _config(
         spec.task["name"],
-        spec.scale if spec.scale in ("tiny", "cpu", "paper") else "cpu",
+        spec.scale if spec.scale in ("tiny", "small", "cpu", "paper") else "cpu",
         "both",
         spec.train.seed,
         None,

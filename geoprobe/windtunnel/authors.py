@@ -252,9 +252,11 @@ def make_authors_task(name: str, **params: Any) -> AuthorsTask:
 #: notes that replace geoprobe's task notes in run.json
 AUTHORS_SCALES: dict[tuple[str, str], tuple[dict[str, int], tuple[int, ...]]] = {
     ("bijection", "tiny"): (dict(V=6, K=5), (5,)),
+    ("bijection", "small"): (dict(V=10, K=9), (9,)),
     ("bijection", "cpu"): (dict(V=20, K=19), (19,)),
     ("bijection", "paper"): (dict(V=20, K=19), (19,)),
     ("hmm", "tiny"): (dict(S=3, V=3, K=6), (6, 9)),
+    ("hmm", "small"): (dict(S=3, V=3, K=10), (10, 15)),
     ("hmm", "cpu"): (dict(S=5, V=5, K=15), (15, 20, 30, 50)),
     ("hmm", "paper"): (dict(S=5, V=5, K=15), (15, 20, 30, 50)),
 }

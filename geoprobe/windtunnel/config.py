@@ -32,7 +32,7 @@ class WindTunnelConfig(FlatTables):
     TABLE: ClassVar[str] = "windtunnel"
 
     task: Literal["bijection", "hmm"] = "bijection"
-    scale: Literal["tiny", "cpu", "paper"] = "cpu"
+    scale: Literal["tiny", "small", "cpu", "paper"] = "cpu"
     arch: ArchChoice = "both"
     seed: int = 0
     steps: int | None = None  # None: the scale's

@@ -17,7 +17,7 @@ from geoprobe.windtunnel.geometry import probe_prompts, training_geometry
 from geoprobe.windtunnel.invariance import tunnel_invariance
 from geoprobe.windtunnel.query import query_score
 from geoprobe.windtunnel.result import WindTunnelResult
-from geoprobe.windtunnel.scales import eval_lengths, run_specs, scale_spec
+from geoprobe.windtunnel.scales import SCALES, eval_lengths, run_specs, scale_spec
 from geoprobe.windtunnel.train import (
     RunSpec,
     TrainingError,
@@ -52,7 +52,7 @@ def train_tunnel(
     """Train the transformer and/or its capacity-matched MLP into ``out/<arch>`` (``convention``:
     geoprobe's task or the authors' exact one, geoprobe/windtunnel/authors.py)."""
     task = name_arg(task, "task", "a task name such as 'bijection' or 'hmm'")
-    scale = name_arg(scale, "scale", "a scale such as 'tiny', 'cpu' or 'paper'")
+    scale = name_arg(scale, "scale", "a scale such as 'tiny', 'small', 'cpu' or 'paper'")
     out = Path(name_arg(out, "out", "the run directory to train into"))
     resume = bool_arg(resume, "resume")
     check_arch(arch)
@@ -148,7 +148,7 @@ def evaluate_tunnel(
     t_run = out / "transformer"
     tf = read_spec(t_run)
     convention = tf.task.get("convention", "geoprobe")  # absent from geoprobe's (and every 0.1.0) run.json
-    sc = scale_spec(tf.task["name"], tf.scale, convention) if tf.scale in ("tiny", "cpu", "paper") else None
+    sc = scale_spec(tf.task["name"], tf.scale, convention) if tf.scale in SCALES else None
     n_eval = n_eval or (sc.n_eval if sc else 1000)
     n_probes = n_probes or (sc.n_probes if sc else 256)
     lengths = eval_lengths(sc, tf.task_obj.K) if sc else (tf.task_obj.K,)

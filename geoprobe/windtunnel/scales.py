@@ -1,5 +1,6 @@
-"""The three scales of every wind tunnel: ``tiny`` (seconds, tests), ``cpu`` (22 min for the bijection
-transformer, about an hour for the HMM's on two cores), ``paper`` (the papers' model sizes, for a GPU).
+"""The four scales of every wind tunnel: ``tiny`` (seconds, tests), ``small`` (minutes a seed on one core:
+models that learn, for statistics over training seeds such as frame vs precision), ``cpu`` (22 min for the
+bijection transformer, about an hour for the HMM's on two cores), ``paper`` (the papers' model sizes, for a GPU).
 
 Where we differ from the authors' released settings (bijection: 6 layers, 6 heads, d = 192,
 learned positions, batch 128, lr 3e-4, 100k steps; HMM: 9 layers, 8 heads, d = 256, 10k
@@ -19,8 +20,8 @@ from geoprobe.windtunnel.nets import MLPConfig, TransformerSize, build_transform
 from geoprobe.windtunnel.tasks import TaskName
 from geoprobe.windtunnel.train import RunSpec, TrainConfig, max_positions
 
-Scale = Literal["tiny", "cpu", "paper"]
-SCALES: tuple[Scale, ...] = ("tiny", "cpu", "paper")
+Scale = Literal["tiny", "small", "cpu", "paper"]
+SCALES: tuple[Scale, ...] = ("tiny", "small", "cpu", "paper")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,22 @@ _TABLE: dict[tuple[str, str], ScaleSpec] = {
         n_eval=128,
         n_probes=64,
         notes=("tiny: for tests only",),
+    ),
+    ("bijection", "small"): ScaleSpec(
+        task=dict(V=10, K=10),
+        size=TransformerSize(3, 4, 64, 128),
+        train=TrainConfig(steps=3000, batch_size=64, lr=2e-3, warmup=100, target="posterior", n_checkpoints=12),
+        mlp_train=TrainConfig(steps=3000, batch_size=64, lr=2e-3, warmup=100, target="posterior", n_checkpoints=4),
+        mlp_depth=8,
+        eval_lengths=(10,),
+        n_eval=1000,
+        n_probes=256,
+        notes=(
+            "small: 3 layers, 4 heads, d = 64, V = K = 10 and 3,000 steps of batch 64 (minutes a seed on one "
+            "core; for statistics over training seeds)",
+            "posterior targets (soft cross-entropy against the analytic predictive) instead of sampled outputs",
+            "keys repeat an earlier key with probability 0.25, otherwise are new",
+        ),
     ),
     ("bijection", "cpu"): ScaleSpec(
         task=dict(V=20, K=20),
@@ -89,6 +106,22 @@ _TABLE: dict[tuple[str, str], ScaleSpec] = {
         n_eval=128,
         n_probes=64,
         notes=("tiny: for tests only",),
+    ),
+    ("hmm", "small"): ScaleSpec(
+        task=dict(S=3, V=3, K=10),
+        size=TransformerSize(4, 4, 64, 128),
+        train=TrainConfig(steps=3000, batch_size=64, lr=1e-3, warmup=200, target="posterior", n_checkpoints=12),
+        mlp_train=TrainConfig(steps=3000, batch_size=64, lr=1e-3, warmup=200, target="posterior", n_checkpoints=4),
+        mlp_depth=8,
+        eval_lengths=(10, 15),
+        n_eval=1000,
+        n_probes=256,
+        notes=(
+            "small: 4 layers, 4 heads, d = 64, S = V = 3, K = 10 and 3,000 steps of batch 64 (minutes a seed on "
+            "one core; for statistics over training seeds)",
+            "indexed header: each matrix entry is preceded by a token naming it (the authors write values only)",
+            "Dirichlet α = 0.5 (not stated by the authors)",
+        ),
     ),
     ("hmm", "cpu"): ScaleSpec(
         task=dict(S=5, V=5, K=20),
@@ -129,7 +162,7 @@ def scale_spec(task: TaskName | str, scale: Scale | str, convention: str = "geop
     """A task at a scale; under the authors' convention the same learners and training, with the authors'
     task, evaluation lengths and notes (geoprobe/windtunnel/authors.py)."""
     if scale not in SCALES:
-        raise GeoprobeError(f"scale {scale!r} is not tiny|cpu|paper; pass --scale tiny, cpu or paper")
+        raise GeoprobeError(f"scale {scale!r} is not tiny|small|cpu|paper; pass --scale tiny, small, cpu or paper")
     if (task, scale) not in _TABLE:
         raise GeoprobeError(f"task {task!r} is not bijection|hmm; pass --task bijection or --task hmm")
     check_convention(convention)

@@ -58,3 +58,30 @@ def test_word_tokenizer_round_trips_token_ids(task):
         text = to_text(row[1:], task.vocab)
         assert tok(text)["input_ids"] == list(row)  # <bos> prepended, every word its id
     assert tok.pad_token_id == 0 and tok.bos_token_id == 1
+
+
+@pytest.mark.parametrize("task", ["bijection", "hmm"])
+def test_the_small_scale_sits_between_tiny_and_cpu(task):
+    """``small``: models that learn in minutes a seed on one core (docs/windtunnel.md records that they do)."""
+    sizes = [n_params(build(run_specs(task, scale)[0])) for scale in ("tiny", "small", "cpu")]
+    assert sizes[0] < sizes[1] < sizes[2]
+    tf, _ = run_specs(task, "small", seed=3)
+    assert tf.train.seed == 3 and tf.train.n_checkpoints == 12  # enough checkpoints for a t90
+
+
+def test_an_unknown_scale_names_every_scale_and_the_flag():
+    from geoprobe.errors import GeoprobeError
+
+    with pytest.raises(GeoprobeError, match=r"not tiny\|small\|cpu\|paper; pass --scale"):
+        run_specs("bijection", "medium")
+
+
+@pytest.mark.parametrize("task", ["bijection", "hmm"])
+def test_the_frame_recipes_ask_for_five_seeds_of_the_small_scale(task):
+    from pathlib import Path
+
+    from geoprobe.recipes import load_probe
+
+    probe = load_probe(Path(__file__).resolve().parents[2] / "probes" / f"windtunnel-frame-{task}.toml")
+    cfg = probe.config
+    assert (cfg.task, cfg.scale, cfg.arch, cfg.seeds, cfg.ablations) == (task, "small", "transformer", 5, False)
