@@ -181,6 +181,9 @@ class Provenance(Record):
     weight_seed: int | None = field(default=None, metadata={"omit_none": True})
     #: sha256 of the weights (geoprobe.models.fingerprint): equal for equal weights; None where unknown
     weights_sha256: str | None = field(default=None, metadata={"omit_none": True})
+    #: what the weights are where the id alone would mislead: a GGUF file's quantisation (from its header)
+    #: and, for an embedded alias, which model it is (geoprobe.models.registry.ModelSpec.note)
+    weights_note: str | None = field(default=None, metadata={"omit_none": True})
 
     def __post_init__(self) -> None:
         if self.source not in ("hub", "local", "gguf", "twin", "memory"):

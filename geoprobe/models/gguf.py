@@ -95,6 +95,25 @@ def load_gguf(path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> tu
     return model, tok, digest, False
 
 
+def gguf_quantisation(path: str | os.PathLike) -> str:
+    """What a GGUF file's weights are, from its own header: the file type it declares and how many tensors
+    each storage type holds, e.g. ``"Q4_1 (tensors: 210 Q4_1, 61 F32, 1 Q8_0)"``. Reading the header maps the
+    file; nothing is dequantised. ``"unknown"`` when the header does not say."""
+    from collections import Counter
+
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    field = reader.fields.get("general.file_type")
+    try:
+        declared = gguf.LlamaFileType(int(field.parts[field.data[0]][0])).name.removeprefix("MOSTLY_")
+    except (AttributeError, IndexError, TypeError, ValueError):
+        declared = "unknown"
+    counts = Counter(t.tensor_type.name for t in reader.tensors)
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{declared} (tensors: {kinds})" if kinds else declared
+
+
 def embedded_gguf_path(package: str, filename: str) -> Path:
     """Path of the GGUF file shipped by an offline package (assembling chunked ones)."""
     import importlib

@@ -30,7 +30,7 @@ from geoprobe.errors import (
 from geoprobe.models.device_map import offload_folder, parse_device_map
 from geoprobe.models.fingerprint import hub_weights_sha256
 from geoprobe.models.fingerprint import local_weights_hash as local_weights_hash  # its home before fingerprint.py
-from geoprobe.models.gguf import embedded_gguf_path, load_gguf
+from geoprobe.models.gguf import embedded_gguf_path, gguf_quantisation, load_gguf
 from geoprobe.models.heads import check_heads
 from geoprobe.models.loaded import DType, LoadedModel, boot, quiet_libraries, torch_dtype
 from geoprobe.models.partial import FLAG as PARTIAL_FLAG
@@ -313,13 +313,17 @@ def _load_gguf_file(path: Path, dtype: torch.dtype, device: str, spec: ModelSpec
     model, tok, digest, _ = load_gguf(path, dtype)
     model = model.to(device)
     model_id = spec.alias if spec is not None else str(path)
+    dtype_name = str(dtype).removeprefix("torch.")
+    quant = f"GGUF {gguf_quantisation(path)}, dequantised to float32"
+    quant += f", then cast to {dtype_name}" if dtype_name != "float32" else ""
     prov = Provenance(
         model_id=model_id,
         source="gguf",
         weights=f"sha256:{digest}",
         tokenizer=f"gguf:{path.name}",
-        dtype=str(dtype).removeprefix("torch."),
+        dtype=dtype_name,
         weights_sha256=digest,
+        weights_note=f"{spec.note}; {quant}" if spec is not None and spec.note else quant,
     )
     return boot(model, tok, prov, spec)
 

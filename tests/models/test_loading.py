@@ -137,6 +137,36 @@ def test_smollm2_is_the_real_model(smollm2):
     top = smollm2.tokenizer.decode([int(cap.next_top_ids[0, 0])])
     assert top.strip() == "Paris", top  # a random model would not say this
     assert cap.next_entropy[0] < 3.0
+    # issue 39 case 1: the provenance says which model the alias is and what its weights went through
+    note = smollm2.provenance.weights_note
+    assert "SmolLM2-135M-Instruct" in note and "not the base" in note, note
+    assert "GGUF Q4_1 (tensors: 210 Q4_1, 61 F32, 1 Q8_0), dequantised to float32" in note, note
+    assert smollm2.provenance.to_dict()["weights_note"] == note
+
+
+def test_gguf_quantisation_reads_the_header_of_a_planted_file(tmp_path):
+    """A GGUF written here with a declared file type and tensors of two storage types: the header's own
+    words come back, counted by type; a file without a declared type says 'unknown'."""
+    import gguf
+
+    from geoprobe.models.gguf import gguf_quantisation
+
+    def write(name, file_type):
+        w = gguf.GGUFWriter(str(tmp_path / name), "llama")
+        if file_type is not None:
+            w.add_file_type(file_type)
+        for i in range(3):
+            w.add_tensor(f"f32.{i}", np.zeros((4, 8), np.float32))
+        for i in range(2):
+            w.add_tensor(f"f16.{i}", np.zeros((4, 8), np.float16))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return tmp_path / name
+
+    assert gguf_quantisation(write("a.gguf", gguf.LlamaFileType.MOSTLY_F16)) == "F16 (tensors: 3 F32, 2 F16)"
+    assert gguf_quantisation(write("b.gguf", None)) == "unknown (tensors: 3 F32, 2 F16)"
 
 
 @pytest.mark.slow
