@@ -64,6 +64,7 @@ def _model_rows() -> list[dict]:
                 "parameters": arch.parameters,
                 "available": weights_available(spec),
                 "source": spec.source if spec.source == "hub" else f"offline package {spec.package}",
+                "note": spec.note,
             }
         )
     return rows
@@ -110,6 +111,9 @@ def models(
         }
         table.add_row(r["alias"], *(cells[key] for _, key, _ in kept))
     out.print(table, width=width)
+    for r in rows:  # what an alias alone would hide (an embedded GGUF: which model, which quantisation)
+        if r["note"]:
+            out.print(f"{r['alias']}: {r['note']}", width=width, highlight=False)
 
 
 @app.command(name="prompts")

@@ -118,6 +118,13 @@ def test_models_lists_every_alias_with_availability(capsys, monkeypatch):
     assert rows["mixtral-8x7b"]["attention"] == "GQA 32:8, MoE 8x2"
     assert rows["smollm2-135m"]["available"] is True or rows["smollm2-135m"]["available"] is False
     assert rows["pythia-12b"]["available"] is False  # no hub cache on this machine
+    # issue 39 case 1: the embedded alias names what it really is; a Hub alias needs no note
+    assert "SmolLM2-135M-Instruct" in rows["smollm2-135m"]["note"] and "Q4_1" in rows["smollm2-135m"]["note"]
+    assert rows["pythia-410m"]["note"] is None
+    code, table, err = run_cli(["models"], capsys, monkeypatch)
+    assert code == 0, err
+    assert f"smollm2-135m: {rows['smollm2-135m']['note']}" in table.replace("\n", " ")
+    assert "gemma-3-270m: gemma-3-270m, the base model" in table
 
 
 def _write(tmp_path, name, data: bytes):
