@@ -1,12 +1,67 @@
-"""Shared, seeded fixtures: tiny architecture twins of every family and the real SmolLM2."""
+"""Shared, seeded fixtures: tiny architecture twins of every family and the real SmolLM2; the test tiers.
+
+The tiers (``scripts/test.sh --fast``, docs/testing.md): a test in a module of :data:`E2E` is marked ``e2e``
+(whole commands, subprocesses, a browser, a Ray cluster, notebooks, every experiment end to end), one that
+loads real weights ``slow``; ``--fast`` runs ``-m "not slow and not e2e"``, the package's unit tests, while
+CI runs everything. A new module is in the fast tier unless it is added here."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import socket
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+#: modules (or folders) whose every test is end to end: left out of ``scripts/test.sh --fast``. The seconds
+#: are --durations shares on this 2-core machine (docs/testing.md; measured under load, about twice idle)
+E2E = (
+    "cli/",  # whole commands, in-process and in subprocesses: the error audit (269 runs, 90 s), run flags, interrupts
+    "notebooks/",  # every notebook in a Jupyter kernel (111 s)
+    "report/test_browser.py",  # the pages in Chromium
+    "sweep/test_ray.py",  # a Ray cluster of three nodes (100 s)
+    "capture/test_parallel.py",  # captures on a Ray cluster (45 s)
+    "sweep/test_kills.py",  # sweeps killed mid-commit and rerun
+    "sweep/test_run.py",  # sweeps run end to end
+    "test_experiments.py",  # every experiment from Python, the command line, interrupted and resumed
+    "test_packaging.py",  # builds the wheel and installs it apart
+    "test_gpu_benchmark.py",  # the GPU script's dry run (45 s)
+    "models/test_census.py",  # a twin of every transformers causal-LM type (25-40 s)
+    "windtunnel/test_cli_windtunnel.py",  # trains and evaluates through the command line
+    "windtunnel/test_cli_seeds.py",
+    "windtunnel/test_train.py",  # training runs, disk limits in subprocesses
+    "denoise/test_cli_denoise.py",
+    "positional/test_cli.py",
+    "dynamics/test_dynamics.py",  # training runs, a SIGTERM in a subprocess
+    "scan/test_determinism.py",  # a scan in two fresh interpreters
+    "test_tiers.py",  # collects the whole suite three times through scripts/test.sh
+)
+
+#: the suite's status lines come only after this many seconds (geoprobe.cli.progress.status: 2 s by default,
+#: where stderr is not a terminal): a tiny twin loads in 3-6 s on a loaded machine, and the one-line error
+#: contracts would then see "loading twin:… …" first. tests/cli/test_silence.py sets it to test the lines.
+os.environ.setdefault("GEOPROBE_STATUS_AFTER", "600")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "e2e: end to end (whole commands, subprocesses, a browser, a Ray cluster, notebooks, training runs); in "
+        "the full suite, left out of scripts/test.sh --fast (tests/conftest.py E2E)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else ""
+        if any(rel == m or (m.endswith("/") and rel.startswith(m)) for m in E2E):
+            item.add_marker(pytest.mark.e2e)
+
 
 FAMILY_TWINS = ("pythia-410m", "phi-2", "llama-3.2-1b", "mistral-7b", "mixtral-8x7b", "gemma-3-270m")
 

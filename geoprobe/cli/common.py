@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from rich.table import Table
 
 from geoprobe.cli.app import err, out
-from geoprobe.cli.progress import stage_progress
+from geoprobe.cli.progress import stage_progress, status
 from geoprobe.experiment import Experiment, OutputOptions, Reporter, Stages
 from geoprobe.models.loading import LoadOptions
 
@@ -72,7 +72,7 @@ class CliReporter(Reporter):
     @contextmanager
     def status(self, text: str) -> Iterator[None]:
         self.close()
-        with err.status(text):
+        with status(text):  # a spinner on a terminal, a line elsewhere
             yield
 
     @contextmanager
@@ -113,7 +113,7 @@ def reporting() -> Iterator[CliReporter]:
 
 def open_model(load: LoadOptions) -> Any:
     """Load the model ``load`` names, with a status line on stderr."""
-    with err.status(f"loading {load.model} …"):
+    with status(f"loading {load.model} …"):
         return load.load()
 
 

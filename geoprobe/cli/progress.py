@@ -1,11 +1,15 @@
 """Progress on stderr for every long stage: rich bars with counts, elapsed time and an ETA on a terminal;
 elsewhere (a log file, a pipe, a job scheduler's output, where rich draws nothing) one plain line per
 stage every :data:`EVERY_ENV` seconds (default 10), with the same counts and ETA, so that a long run
-is never silent (issue 27: a million-line prompt file showed nothing for an estimated 1.7 hours)."""
+is never silent (issue 27: a million-line prompt file showed nothing for an estimated 1.7 hours). A step
+without counts (:func:`status`: loading a model, training a tokenizer) is a spinner on a terminal and, elsewhere,
+one line naming it once it has run 2 s (issue 39: a piped ``geoprobe sula`` said nothing for 1.5 minutes while
+its model loaded)."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
@@ -15,6 +19,8 @@ from geoprobe.text import inert
 
 EVERY_ENV = "GEOPROBE_PROGRESS_EVERY"  # seconds between plain progress lines where stderr is not a terminal
 EVERY_DEFAULT = 10.0
+STATUS_ENV = "GEOPROBE_STATUS_AFTER"  # seconds a step without counts runs before its line, off a terminal
+STATUS_DEFAULT = 2.0
 
 Report = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -55,18 +61,58 @@ class LineProgress:
 
 def every_seconds() -> float:
     """The interval of plain progress lines: ``$GEOPROBE_PROGRESS_EVERY`` seconds, default 10."""
+    return seconds_from(EVERY_ENV, EVERY_DEFAULT)
+
+
+def status_seconds() -> float:
+    """How long a step without counts runs before its line is printed where stderr is not a terminal:
+    ``$GEOPROBE_STATUS_AFTER`` seconds, default 2 (0: as it starts)."""
+    return seconds_from(STATUS_ENV, STATUS_DEFAULT)
+
+
+def seconds_from(env: str, default: float) -> float:
+    """``$env`` as a number of seconds (0 or more), ``default`` where it is unset or empty."""
     from geoprobe.errors import GeoprobeError
 
-    text = os.environ.get(EVERY_ENV)
+    text = os.environ.get(env)
     if not text:
-        return EVERY_DEFAULT
+        return default
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value >= 0:
-        raise GeoprobeError(f"{EVERY_ENV}={text!r} is not a number of seconds (0 or more); fix or unset it")
+        raise GeoprobeError(f"{env}={text!r} is not a number of seconds (0 or more); fix or unset it")
     return value
+
+
+@contextmanager
+def status(text: str) -> Iterator[None]:
+    """A step without counts, ``text`` saying what it does ("loading smollm2-135m …"): a spinner on stderr
+    while it runs where stderr is a terminal. Elsewhere, where rich draws no spinner, ``text`` as one line
+    once the step has run :func:`status_seconds` (2 s; at once with 0): a log shows what a long step is
+    doing, while a quick one (a tiny model's load before a one-line error) prints nothing."""
+    if err.is_terminal:
+        with err.status(text):
+            yield
+        return
+    after = status_seconds()
+    if after == 0:
+        say(text)
+        yield
+        return
+    timer = threading.Timer(after, say, (text,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def say(text: str) -> None:
+    """``text`` as one plain line on stderr."""
+    err.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 @contextmanager

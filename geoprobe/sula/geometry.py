@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from jaxtyping import Float
@@ -37,14 +37,22 @@ from geoprobe.sula.tracking import KContrast, KTracking
 
 
 def final_values(
-    model: Any, texts: Sequence[str], layer: int, *, batch_size: int = 16
+    model: Any,
+    texts: Sequence[str],
+    layer: int,
+    *,
+    batch_size: int = 16,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Float[np.ndarray, "n D"], int]:
     """Final-token value vectors at ``layer`` (heads concatenated, float64, one row per text)
-    and the resolved (non-negative) layer index."""
+    and the resolved (non-negative) layer index; ``progress(done, total)`` as batches finish."""
     from geoprobe.capture import CaptureConfig, capture
 
     cap = capture(
-        model, list(texts), CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=batch_size)
+        model,
+        list(texts),
+        CaptureConfig(layers=(layer,), keys=False, key_weights=False, batch_size=batch_size),
+        progress=progress,
     )
     v = np.asarray(cap.layer("values", cap.layers[0]), dtype=np.float64)  # the layer's own heads and widths
     return v.reshape(v.shape[0], -1), int(cap.layers[0])

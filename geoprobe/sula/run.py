@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from geoprobe.checks import config_arg, model_arg
+from geoprobe.experiment.reporter import Reporter, as_reporter
 from geoprobe.provenance import prompts_hash
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
 from geoprobe.sula.evaluate import POSTERIOR, PREDICTIVE, calibration_metrics, label_distribution, label_logprobs
@@ -25,18 +26,20 @@ def run_sula(
     *,
     layer: int | None = None,
     conditions: tuple[str, ...] = CONDITIONS,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | Reporter | None = None,
     units: Any = None,
 ) -> SulaResult:
     """Generate the SULA prompts of every condition, score the two labels at each query, capture
     the final-token values at ``layer`` (default ``config.layer``, the final layer), fit one PCA basis on
     the main prompts and project every condition into it. ``progress(stage, done, total)`` is called as
-    batches finish. ``units`` (:class:`geoprobe.experiment.Units`) keeps each condition's label
-    probabilities and values as they finish, and gives back those a stopped run finished.
+    batches finish; a :class:`~geoprobe.experiment.Reporter` is also told, as it starts, of the analysis.
+    ``units`` (:class:`geoprobe.experiment.Units`) keeps each condition's label probabilities and values
+    as they finish, and gives back those a stopped run finished.
 
     Label tokens are checked for every condition before any forward pass (SulaError when a label
     is not one token, unless ``config.first_token``), and so is the context length."""
     model, config = model_arg(model), config_arg(config, SulaConfig)
+    reporter = as_reporter(progress)  # a Reporter as it is; a plain callable gets progress only
     if "main" not in conditions or any(c not in CONDITIONS for c in conditions):
         raise SulaError(f"conditions {conditions} must include 'main' and be among {', '.join(CONDITIONS)}")
     L = model.layout.n_layers
@@ -58,8 +61,8 @@ def run_sula(
     check_context(model, [p for ps in prompts.values() for p in ps])
     timings: dict[str, float] = {"generate": time.perf_counter() - t0}
 
-    def stage(name: str) -> Callable[[int, int], None] | None:
-        return None if progress is None else (lambda done, total: progress(name, done, total))
+    def stage(name: str) -> Callable[[int, int], None]:
+        return lambda done, total: reporter(name, done, total)
 
     # model side: label probabilities, then the values at the layer
     t0 = time.perf_counter()
@@ -87,15 +90,42 @@ def run_sula(
         if kept is not None:
             values[c] = kept[0]["values"]
             continue
-        values[c], _ = final_values(model, [p.text for p in prompts[c]], layer_idx, batch_size=config.batch_size)
+        values[c], _ = final_values(
+            model, [p.text for p in prompts[c]], layer_idx, batch_size=config.batch_size, progress=stage(f"{c}: values")
+        )
         if units is not None:
             units.put(f"values.{c}", {"values": values[c]})
-        if progress is not None:
-            progress(f"{c}: values", len(prompts[c]), len(prompts[c]))
     timings["values"] = time.perf_counter() - t0
 
-    # one basis, fitted on the main prompts, oriented by the model's label entropy there
     t0 = time.perf_counter()
+    n_prompts = sum(len(p) for p in prompts.values())
+    with reporter.status(
+        f"analysing {len(conditions)} conditions ({n_prompts:,} prompts, {config.n_resamples:,} bootstrap resamples) …"
+    ):
+        basis, out = _analyse(config, conditions, prompts, labels, dist, values)
+    timings["analysis"] = time.perf_counter() - t0
+    prov = model.provenance.with_prompts([p.text for p in prompts["main"]], config.seed).to_dict()
+    return SulaResult(
+        model=model.provenance.model_id,
+        provenance=prov,
+        config=config,
+        layer=int(layer_idx),
+        pc1_ratio=basis.pc1_ratio,
+        conditions=out,
+        timings=timings,
+    )
+
+
+def _analyse(
+    config: SulaConfig,
+    conditions: tuple[str, ...],
+    prompts: dict[str, Any],
+    labels: dict[str, Any],
+    dist: dict[str, Any],
+    values: dict[str, np.ndarray],
+) -> tuple[Any, dict[str, SulaCondition]]:
+    """One PCA basis, fitted on the main prompts and oriented by the model's label entropy there; every
+    condition projected into it, with its calibration metrics, geometry and ρ_S(k, PC1): (basis, conditions)."""
     basis = fit_basis(values["main"], dist["main"]["entropy"])
     parent = np.random.default_rng(config.seed)
     seeds = parent.spawn(2 * len(conditions))  # as before issue 37: the same draws, the same numbers
@@ -160,17 +190,7 @@ def run_sula(
             posterior_metrics=metrics[POSTERIOR],
             **mass_flags(dist[c]["mass"], config.min_label_mass),
         )
-    timings["analysis"] = time.perf_counter() - t0
-    prov = model.provenance.with_prompts([p.text for p in prompts["main"]], config.seed).to_dict()
-    return SulaResult(
-        model=model.provenance.model_id,
-        provenance=prov,
-        config=config,
-        layer=int(layer_idx),
-        pc1_ratio=basis.pc1_ratio,
-        conditions=out,
-        timings=timings,
-    )
+    return basis, out
 
 
 def mass_flags(mass: np.ndarray, min_label_mass: float | None) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 from jaxtyping import Int
 
+from geoprobe.experiment.reporter import Reporter
 from geoprobe.serial import Record
 from geoprobe.trajectory.config import EOS_TOKEN, PAD_TOKEN, TrajectoryConfig, TrajectoryError
 
@@ -138,28 +139,46 @@ class TokenData:
     record: DataRecord
 
 
+def characters(n: int) -> str:
+    """``n`` characters in words: "24.3 M characters", "203,132 characters"."""
+    return f"{n / 1e6:.1f} M characters" if n >= 1_000_000 else f"{n:,} characters"
+
+
 def prepare(
-    config: TrajectoryConfig, documents: Sequence[str] | None = None, tokenizer_json: str | None = None
+    config: TrajectoryConfig,
+    documents: Sequence[str] | None = None,
+    tokenizer_json: str | None = None,
+    reporter: Reporter | None = None,
 ) -> TokenData:
     """Read (or take) the documents, split them, train the tokenizer (unless its ``tokenizer_json`` is
     given: a resumed run reads its own back) and encode both streams. ``documents``: texts to train on
-    instead of the corpora (the Python API's; tests plant learnable structure this way)."""
+    instead of the corpora (the Python API's; tests plant learnable structure this way). Each step says
+    what it does as it starts (``reporter.status``: the six corpora take about a minute)."""
     from geoprobe.corpora import CORPUS_VERSION
 
+    reporter = reporter or Reporter()
     if documents is not None:
         by_domain, source, version = {"documents": list(documents)}, "documents", ""
     else:
-        by_domain, source, version = read_corpora(config.domains), "corpora", CORPUS_VERSION
+        with reporter.status(f"reading the corpora ({', '.join(config.domains)}) …"):
+            by_domain, source, version = read_corpora(config.domains), "corpora", CORPUS_VERSION
     train, held = split_documents(by_domain, config.heldout_every)
     train_texts = [t for docs in train.values() for t in docs]
     held_texts = [t for docs in held.values() for t in docs]
     if not train_texts:
         raise TrajectoryError("no training documents; pass documents (or --domains) with some text")
+    chars = sum(len(t) for t in train_texts)
     if tokenizer_json is None:
-        tokenizer_json = train_tokenizer(train_texts, config.vocab_size)
-    tokenizer = hf_tokenizer(tokenizer_json)
-    train_ids = encode(tokenizer, train_texts)
-    held_ids = encode(tokenizer, held_texts)
+        with reporter.status(
+            f"training the BPE tokenizer ({config.vocab_size:,} tokens) on {characters(chars)} of "
+            f"{len(train_texts):,} documents …"
+        ):
+            tokenizer_json = train_tokenizer(train_texts, config.vocab_size)
+    held_chars = sum(len(t) for t in held_texts)
+    with reporter.status(f"tokenising {characters(chars + held_chars)} (training and held-out documents) …"):
+        tokenizer = hf_tokenizer(tokenizer_json)
+        train_ids = encode(tokenizer, train_texts)
+        held_ids = encode(tokenizer, held_texts)
     need = config.seq_len + 1
     if train_ids.size < need + 1:
         raise TrajectoryError(
@@ -172,7 +191,7 @@ def prepare(
         domains=tuple(by_domain) if documents is None else (),
         documents={d: len(v) for d, v in train.items()},
         heldout_documents={d: len(v) for d, v in held.items()},
-        chars=sum(len(t) for t in train_texts),
+        chars=chars,
         train_tokens=int(train_ids.size),
         heldout_tokens=int(held_ids.size),
         text_sha256=text_hash(train_texts),

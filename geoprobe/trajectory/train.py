@@ -20,7 +20,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from geoprobe.checks import callable_arg, config_arg, path_arg, strings_arg
+from geoprobe.checks import config_arg, path_arg, strings_arg
+from geoprobe.experiment.reporter import Reporter, as_reporter
 from geoprobe.outputs import check_same_kind
 from geoprobe.provenance import package_versions
 from geoprobe.threads import torch_threads
@@ -108,24 +109,26 @@ def check_resumable(config: TrajectoryConfig, out: str | os.PathLike) -> None:
         )
 
 
-def _start(out: Path, config: TrajectoryConfig, documents: Sequence[str] | None, tell: Progress) -> tuple:
+def _start(out: Path, config: TrajectoryConfig, documents: Sequence[str] | None, tell: Reporter) -> tuple:
     """(data, model, optimiser, state) of a fresh run, or of the run ``out`` holds, resumed; a finished
     run gives (None, its final model, None, state): nothing is read or trained again."""
     check_resumable(config, out)
     spec, state = store.read_spec(out), store.load_state(out)
     if state is not None and int(state["step"]) == config.steps:
         return None, store.load_weights(out, config.steps, state["records"][-1]["sha256"]), None, state
-    tell("preparing data", 0, 1)
     if state is None:
-        data = prepare(config, documents)
-        model = build_model(config, data.tokenizer)
+        data = prepare(config, documents, reporter=tell)
+        layers = f"{config.layers} layer{'s' if config.layers != 1 else ''}"
+        with tell.status(f"building the model ({layers}, d_model {config.hidden_size}) …"):
+            model = build_model(config, data.tokenizer)
         opt = optimizer(model, config)
         store.write_spec(out, config, data.record.to_dict(), data.tokenizer_json)
         state = {"step": 0, "losses": torch.zeros(0, dtype=torch.float64), "records": [], "seconds": 0.0}
     else:
         step = int(state["step"])
-        model = store.load_weights(out, step, state["records"][-1]["sha256"])
-        data = prepare(config, documents, tokenizer_json=store.read_tokenizer(out))
+        with tell.status(f"loading the weights of step {step} to resume …"):
+            model = store.load_weights(out, step, state["records"][-1]["sha256"])
+        data = prepare(config, documents, tokenizer_json=store.read_tokenizer(out), reporter=tell)
         if spec is not None and spec["data"] != data.record.to_dict():
             diff = store.differences(spec["data"], data.record.to_dict())
             raise TrajectoryError(
@@ -135,7 +138,6 @@ def _start(out: Path, config: TrajectoryConfig, documents: Sequence[str] | None,
         opt = optimizer(model, config)
         opt.load_state_dict(state["optimizer"])
     state["threads"] = [*state.get("threads", []), [int(state["step"]), torch.get_num_threads()]]
-    tell("preparing data", 1, 1)
     return data, model, opt, state
 
 
@@ -175,15 +177,15 @@ def train_trajectory(
     config = config_arg(config, TrajectoryConfig)
     out = path_arg(out, "out", "the directory to train into, such as 'runs/trajectory'", optional=False)
     documents = None if documents is None else strings_arg(documents, "documents", "document texts")
-    progress = callable_arg(progress, "progress", "progress(stage, done, total)")
+    reporter = as_reporter(progress)  # a Reporter as it is; a plain callable gets progress only
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise TrajectoryError(f"threads {threads!r} is not a positive integer; pass --threads 1 or more")
     check_trajectory_memory(config)
     with torch_threads(threads):
-        return _train(config, out, documents, progress or (lambda stage, done, total: None))
+        return _train(config, out, documents, reporter)
 
 
-def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None, tell: Progress) -> TrajectoryResult:
+def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None, tell: Reporter) -> TrajectoryResult:
     out.mkdir(parents=True, exist_ok=True)
     data, model, opt, state = _start(out, config, documents, tell)
     start, fresh = int(state["step"]), not state["records"]
@@ -216,7 +218,7 @@ def _train(config: TrajectoryConfig, out: Path, documents: Sequence[str] | None,
     return result
 
 
-def _loop(config: TrajectoryConfig, out: Path, data: Any, model: Any, opt: Any, state: dict, tell: Progress) -> None:
+def _loop(config: TrajectoryConfig, out: Path, data: Any, model: Any, opt: Any, state: dict, tell: Reporter) -> None:
     """Train from ``state["step"]`` to the last step, publishing each scheduled checkpoint and the state
     that resumes from it; ``state`` holds the losses and records at the end."""
     start = int(state["step"])
@@ -226,12 +228,13 @@ def _loop(config: TrajectoryConfig, out: Path, data: Any, model: Any, opt: Any, 
     ckpts = set(config.checkpoint_steps())
     seconds0, t0 = float(state["seconds"]), time.perf_counter()
     if not records:  # step 0: the initialisation
-        with torch.no_grad():
-            first = float(lm_loss(model, torch.as_tensor(step_batch(config, data.train, 0))))
-        store.save_checkpoint(out, 0, model, data.tokenizer)
-        records.append(_record(out, config, 0, losses, first, eval_loss(model, held, config.batch_size)))
-        state["records"] = records
-        _save_state(out, 0, opt, state, seconds0)
+        with tell.status("scoring and saving the initialisation (checkpoint step 0) …"):
+            with torch.no_grad():
+                first = float(lm_loss(model, torch.as_tensor(step_batch(config, data.train, 0))))
+            store.save_checkpoint(out, 0, model, data.tokenizer)
+            records.append(_record(out, config, 0, losses, first, eval_loss(model, held, config.batch_size)))
+            state["records"] = records
+            _save_state(out, 0, opt, state, seconds0)
     model.train()
     tell("training", start, config.steps)
     for step in range(start, config.steps):

@@ -41,7 +41,14 @@ class Outcome:
 
     @property
     def lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
+        """The stderr lines but the status lines (``loading MODEL …``: where stderr is not a terminal, a step
+        without counts says what it does as it starts, geoprobe.cli.progress.status)."""
+        return [line for line in self.err.splitlines() if line.strip() and not is_status(line)]
+
+
+def is_status(line: str) -> bool:
+    """A status line, "what the command is doing …", not an error or a warning."""
+    return line.endswith(" …") and not line.startswith(("error", "warning"))
 
 
 # ---------------------------------------------------------------- setups (run in the case's cwd)
