@@ -51,11 +51,14 @@ def _check_prompt_sets(by_model: dict[str, dict[str, Any]], notes: list[str]) ->
             roles.setdefault(f"restricted ({s.domain})", []).append(s)
     for role, srcs in roles.items():
         ref = srcs[0]
+        # the unrestricted role holds any set that is not one domain (mixed, builtin, a file): not named
+        # "mixed" when one of them is builtin (issue 39 case 3); the sets' own names follow in brackets
+        what = "prompt sets" if role == "mixed" else f"{role} prompt sets"
         for s in srcs[1:]:
             if (s.prompts_hash or s.set_hash) != (ref.prompts_hash or ref.set_hash):
                 _note(
                     notes,
-                    f"models {ref.model} and {s.model} were scanned on different {role} prompt sets "
+                    f"models {ref.model} and {s.model} were scanned on different {what} "
                     f"({ref.set_name} {short_hash(ref.prompts_hash or ref.set_hash)} vs "
                     f"{s.set_name} {short_hash(s.prompts_hash or s.set_hash)}); their numbers are not "
                     "computed on the same prompts",

@@ -142,9 +142,11 @@ def test_compare_warns_when_models_saw_different_prompts(tmp_path, capsys, monke
     assert "warning" in err and all(h in err for h in hashes)
     # said once, as a warning (it was printed again as a note after the table)
     flat = " ".join(err.split())  # rich wraps the lines at the console's width
-    assert flat.count("scanned on different mixed prompt sets") == 1 and flat.startswith("warning: models"), err
+    # each set named by its own name (issue 39 case 3: "different mixed prompt sets (mixed … vs builtin …)")
+    assert flat.count("scanned on different prompt sets (") == 1 and "mixed prompt sets" not in flat, err
+    assert flat.startswith("warning: models"), err
     stored = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
-    assert stored["global_pca"] is None and any("different mixed prompt sets" in n for n in stored["notes"])
+    assert stored["global_pca"] is None and any("different prompt sets (" in n for n in stored["notes"])
 
 
 def test_compare_domains_on_a_twin_writes_table_report_and_prompts(tmp_path, capsys, monkeypatch):
