@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from geoprobe.checks import bool_arg, callable_arg, name_arg
 from geoprobe.errors import ArgumentError, ProbeError, ResultsError
 from geoprobe.experiment import Experiment, OutputOptions
-from geoprobe.models.loading import LoadedModel, LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, is_loaded_model, load_fields
 from geoprobe.paths import read_json, read_regular
 from geoprobe.tables import dumps, typed
 
@@ -45,6 +45,7 @@ __all__ = [
     "EXPERIMENTS",
     "Probe",
     "experiment",
+    "experiment_named",
     "experiments",
     "find_results",
     "load_probe",
@@ -65,6 +66,18 @@ def experiment_of_package(name: str) -> Experiment:
 def experiments() -> dict[str, Experiment]:
     """Every experiment, by command (in the order of :data:`EXPERIMENTS`)."""
     return {e.command: e for e in map(experiment_of_package, EXPERIMENTS)}
+
+
+def experiment_named(command: str) -> Experiment | None:
+    """The experiment whose command is ``command`` (None: no experiment's), importing as few experiment
+    packages as it can: the package of that name first, then the others in the order of :data:`EXPERIMENTS`
+    (``geoprobe sweep status`` reads a scan sweep without importing the other experiments; issue 39 case 7)."""
+    package = command.replace("-", "_")
+    for name in sorted(EXPERIMENTS, key=lambda name: name != package):  # stable: the rest keep their order
+        e = experiment_of_package(name)
+        if e.command == command:
+            return e
+    return None
 
 
 def kinds() -> dict[str, type]:
@@ -206,13 +219,13 @@ def run(config_or_recipe: Any, **overrides: Any) -> Any:
     model = rest.pop("model", None)
     if isinstance(model, LoadOptions):
         load.update({f.name: getattr(model, f.name) for f in load_fields()})
-    elif model is not None and not isinstance(model, LoadedModel):
+    elif model is not None and not is_loaded_model(model):
         load["model"] = name_arg(model, "model", "a model name, LoadOptions or a LoadedModel")
     switches = {f.name for f in load_fields() if f.type in (bool, "bool")}  # trust_remote_code, allow_pickle, …
     for f in load_fields():
         if f.name in rest:
             load[f.name] = bool_arg(rest.pop(f.name), f.name) if f.name in switches else rest.pop(f.name)
-    if not isinstance(model, LoadedModel):
+    if not is_loaded_model(model):
         model = LoadOptions(**load) if load else None
     config = exp.changed(config, **rest)
     return exp.run(config, model=model, out=output, progress=progress)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.stats
 from jaxtyping import Float
 
 from geoprobe.analysis.stats import Estimate, RandomState, bonferroni, bootstrap_batch, chunk_size, quiet
@@ -32,12 +31,16 @@ ALPHA = 0.05  # significance level for the figure's markers (after Bonferroni)
 
 def pearson(x: Float[np.ndarray, "... n"], y: Float[np.ndarray, "... n"], axis: int = -1) -> Float[np.ndarray, "..."]:
     """Pearson r along ``axis`` (``scipy.stats.pearsonr``, vectorised); NaN for constant input."""
+    import scipy.stats
+
     with quiet():
         return scipy.stats.pearsonr(x, y, axis=axis).statistic
 
 
 def spearman(x: Float[np.ndarray, "... n"], y: Float[np.ndarray, "... n"], axis: int = -1) -> Float[np.ndarray, "..."]:
     """Spearman ρ along ``axis``: Pearson r of ``scipy.stats.rankdata`` ranks (vectorised)."""
+    import scipy.stats
+
     return pearson(scipy.stats.rankdata(x, axis=axis), scipy.stats.rankdata(y, axis=axis), axis=axis)
 
 
@@ -77,6 +80,8 @@ def _align(
     and permutations (one generator per call), so row l equals (up to rounding) a single-layer
     call with the same ``random_state``. ``ci_rows`` (bool, L): rows that get bootstrap CIs
     (the others: point estimate, NaN interval ends); p-values are computed for every row."""
+    import scipy.stats
+
     o = orientation(coords, entropy).reshape(-1)
     oc = coords * o[:, None]
     seeds = np.random.default_rng(random_state).spawn(3)

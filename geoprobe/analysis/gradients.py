@@ -19,12 +19,13 @@ Both are checked against autograd in float64 on planted inputs of several shapes
 from __future__ import annotations
 
 import numpy as np
-import scipy.special
 from jaxtyping import Float
 
 
 def softmax(scores: Float[np.ndarray, "*b q k"]) -> Float[np.ndarray, "*b q k"]:
     """Row softmax over the keys (the last axis), in float64 (``scipy.special.softmax``: stable for large scores)."""
+    import scipy.special
+
     return scipy.special.softmax(np.asarray(scores, dtype=np.float64), axis=-1)
 
 

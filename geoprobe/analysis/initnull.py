@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import scipy.stats
 from jaxtyping import Float, Int
 
 from geoprobe.analysis.paired import resample_indices as paired_indices
@@ -117,6 +116,8 @@ def null_contrast(
 ) -> Estimate:
     """Δ = stat − mean(null_stats) with the interval of the module docstring (NaN interval when the
     draws' spread cannot be estimated: k = 1 fresh draw)."""
+    import scipy.stats
+
     null_stats = np.asarray(null_stats, dtype=np.float64)
     delta = float(stat - null_stats.mean())
     boot = np.asarray(stat_boot, dtype=np.float64) - np.asarray(null_boot, dtype=np.float64).mean(axis=0)

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.linalg
-import scipy.stats
 from jaxtyping import Bool, Float
 
 from geoprobe.analysis.alignment import orientation as _orientation
@@ -168,6 +166,9 @@ def _fit_or_none(x: np.ndarray) -> _LayerFit | None:
     deterministic signs) but without the full eigendecomposition: the two leading eigenpairs
     of the Gram matrix (LAPACK dsyevr subset), total variance tr G and Σλ² = ‖G‖²_F for the PR.
     None when x has no variance (every prompt's vector equal)."""
+    import scipy.linalg
+    import scipy.stats
+
     kept = ~constant_columns(x)
     n = x.shape[0]
     if not kept.any() or n < 2:

@@ -27,7 +27,6 @@ from typing import Any, Sequence
 
 import numpy as np
 from jaxtyping import Float
-from scipy.special import gammaln
 
 from geoprobe.analysis.stats import one_blas_thread
 from geoprobe.serial import Record
@@ -98,6 +97,8 @@ def gaussian_baseline(d_model: int, exact: bool = True) -> float:
     ``E|cos θ| = Γ(D/2) / (√π Γ((D+1)/2))`` (computed with log-gamma; D=2: 2/π, D=3: 1/2);
     ``exact=False`` gives the large-D approximation ``√(2/(πD))`` (relative error ≈ 1/(4D)).
     """
+    from scipy.special import gammaln
+
     d = int(d_model)
     if d != d_model or d < 2:
         raise ValueError(f"d_model must be an integer >= 2, got {d_model!r}")

@@ -41,8 +41,6 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.stats
 from jaxtyping import Bool, Float, Int
 
 from geoprobe.analysis.stats import RandomState, one_blas_thread, quiet
@@ -79,6 +77,9 @@ def pca_resampled(
     columns constant in that resample; signs arbitrary) of ``x[idx[b]]`` for every resample b (module
     docs). NaN share and loadings where a resample has no variance. ``idx = identity_indices(n)`` gives
     the estimate of the data themselves: ValueManifold's PC1 ratio and components."""
+    import scipy.linalg
+    import scipy.stats
+
     x = np.asarray(x, dtype=np.float64)
     idx = np.asarray(idx)
     n, d = x.shape
@@ -220,6 +221,9 @@ def spearman_resampled(
     ``scipy.stats.rankdata`` ranks (ties averaged), as :func:`geoprobe.analysis.alignment.spearman`, with
     ``y``'s ranks made once per resample for every row of ``x`` and no p-value computed (scipy's pearsonr
     spends a third of its time on one). NaN where either side is constant."""
+    import scipy.linalg
+    import scipy.stats
+
     x, y, idx = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(idx)
     rx = scipy.stats.rankdata(x[..., idx], axis=-1)
     ry = scipy.stats.rankdata(y[idx], axis=-1)
@@ -270,6 +274,9 @@ def bootstrap_p(estimate: Float[np.ndarray, "..."], draws: Float[np.ndarray, "..
     """Two-sided p-value of ``estimate = 0`` from its bootstrap SE: ``2 Φ(−|θ̂| / SE*)``. An estimate of
     exactly 0 with SE* 0 (two identical cells) has p = 1; a nonzero one with SE* 0 (nothing to resample)
     or an undefined one has NaN."""
+    import scipy.linalg
+    import scipy.stats
+
     est = np.asarray(estimate, dtype=np.float64)
     se = _se(np.asarray(draws, dtype=np.float64))
     with np.errstate(divide="ignore", invalid="ignore"):

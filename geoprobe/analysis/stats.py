@@ -26,15 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
-import scipy.linalg
-import scipy.stats
 from jaxtyping import Bool, Float
 
 from geoprobe.analysis.workers import check_stop, worker_pool
 from geoprobe.serial import Record
 
 RandomState = int | np.random.Generator | None
-_QUIET = (scipy.stats.DegenerateDataWarning, scipy.stats.ConstantInputWarning, RuntimeWarning)
 _CHUNK_ELEMENTS = 4_000_000  # float64 elements per resampled batch (32 MB)
 
 
@@ -43,8 +40,11 @@ class quiet(warnings.catch_warnings):
     """Silence scipy's degenerate/constant-input warnings (and numpy's 0/0) inside a block."""
 
     def __enter__(self) -> Any:
+        import scipy.linalg
+        import scipy.stats
+
         out = super().__enter__()
-        for category in _QUIET:
+        for category in (scipy.stats.DegenerateDataWarning, scipy.stats.ConstantInputWarning, RuntimeWarning):
             warnings.simplefilter("ignore", category)
         return out
 
@@ -100,6 +100,9 @@ def one_blas_thread() -> Any:
 def t_interval(values: Float[np.ndarray, " n"], confidence: float = 0.95) -> Estimate:
     """The mean of a few independent repeats (seeds) with its Student-t interval, n − 1 degrees of
     freedom (NaN interval for one value)."""
+    import scipy.linalg
+    import scipy.stats
+
     a = np.asarray(values, dtype=np.float64)
     m = float(a.mean())
     if a.size < 2:
@@ -110,6 +113,9 @@ def t_interval(values: Float[np.ndarray, " n"], confidence: float = 0.95) -> Est
 
 def se_interval(value: float, se: float, confidence: float, lo: float, hi: float) -> Estimate:
     """The normal-approximation interval ``value ± z·se`` clipped to ``[lo, hi]`` (NaN when undefined)."""
+    import scipy.linalg
+    import scipy.stats
+
     if not (math.isfinite(value) and math.isfinite(se)):
         return Estimate(value, math.nan, math.nan, confidence)
     half = float(scipy.stats.norm.ppf((1 + confidence) / 2)) * se
@@ -141,6 +147,9 @@ def bootstrap_batch(
     observations or with every sample constant get the degenerate interval (value, value,
     value); a NaN statistic gets NaN bounds; a failed BCa interval (degenerate bootstrap
     distribution) falls back to the percentile interval of the same resamples."""
+    import scipy.linalg
+    import scipy.stats
+
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence {confidence} must be in (0, 1)")
     if method not in ("BCa", "percentile", "basic"):
@@ -224,6 +233,9 @@ def permutation_pvalue(
 
     Returns a float for a scalar statistic, else an array over the batch axes. A NaN observed
     statistic (e.g. a correlation with a constant variable) gives NaN, never a small p."""
+    import scipy.linalg
+    import scipy.stats
+
     samples = _as_samples(data)
     with quiet():
         observed = np.asarray(statistic(*samples, axis=axis), dtype=np.float64)
@@ -281,6 +293,9 @@ def gram_eigenvalues(z: Float[np.ndarray, "... n D"]) -> Float[np.ndarray, "... 
 def _top2(g: np.ndarray) -> np.ndarray:
     """The two largest eigenvalues (descending) of each symmetric matrix in the batch ``g``.
     LAPACK's dsyevr with an index subset: about twice as fast as all eigenvalues at m = 160."""
+    import scipy.linalg
+    import scipy.stats
+
     m = g.shape[-1]
     flat = g.reshape(-1, m, m)
     if m < 3:

@@ -10,8 +10,6 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import scipy.optimize
-import scipy.spatial.distance
 from jaxtyping import Float, Int
 
 from geoprobe.analysis.stats import RandomState
@@ -110,6 +108,9 @@ def matched_control(
     entry i is the match of target row i. ``exclude`` removes pool rows (e.g. the restricted
     domain's own candidates). ``random_state`` shuffles the pool before assignment, so exact
     ties are broken at random (reproducibly) rather than by position."""
+    import scipy.optimize
+    import scipy.spatial.distance
+
     pool, target = _features(pool, "pool"), _features(target, "target")
     if pool.shape[1] != target.shape[1]:
         raise ValueError(f"pool has {pool.shape[1]} features and target {target.shape[1]}; they must match")

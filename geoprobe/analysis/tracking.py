@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack
-import scipy.special
 from jaxtyping import Float, Int
 
 from geoprobe.analysis.manifold import ValueManifold
@@ -65,6 +62,10 @@ def top_subspace(x: Float[np.ndarray, "n D"], k: int) -> Float[np.ndarray, "k D"
 def principal_angles(a: Float[np.ndarray, "k D"], b: Float[np.ndarray, "m D"]) -> Float[np.ndarray, " min(k,m)"]:
     """Principal angles (radians, ascending) between the row spaces of ``a`` and ``b``
     (``scipy.linalg.subspace_angles`` on the transposes; rows need not be orthonormal)."""
+    import scipy.linalg
+    import scipy.linalg.lapack
+    import scipy.special
+
     a, b = np.atleast_2d(as_matrix(np.atleast_2d(a))), as_matrix(np.atleast_2d(b))
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"bases live in {a.shape[1]} and {b.shape[1]} dimensions")
@@ -158,6 +159,10 @@ def routing_stability(p: Float[np.ndarray, "n H T"], q: Float[np.ndarray, "n H T
     mass, gpt-oss) gets the missing mass as one extra outcome, so a change of sink mass counts;
     a row that sums to more (rounding) is renormalised (an all-zero row is all sink). Negative or
     non-finite entries are an error."""
+    import scipy.linalg
+    import scipy.linalg.lapack
+    import scipy.special
+
     p, q = (np.asarray(a, dtype=np.float64) for a in (p, q))
     if p.shape != q.shape or p.ndim != 3:
         raise ValueError(f"p {p.shape} and q {q.shape} must both be (n, H, T)")
@@ -253,6 +258,10 @@ def eigengap(ratios: Float[np.ndarray, " k"], n: int) -> Eigengap:
 def _top_pairs(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Largest eigenvalue (B,) and its unit eigenvector (B, m) of each symmetric matrix in ``g``
     (LAPACK dsyevr for one index, called directly: a fraction of a full eigendecomposition)."""
+    import scipy.linalg
+    import scipy.linalg.lapack
+    import scipy.special
+
     m = g.shape[-1]
     lam, vec = np.empty(len(g)), np.empty(g.shape[:2])
     for i, a in enumerate(g):

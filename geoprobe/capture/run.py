@@ -20,6 +20,7 @@ import torch
 from jaxtyping import Float
 
 from geoprobe.capture.assemble import CaptureArrays, batches_of
+from geoprobe.capture.defaults import DEFAULT_MAX_TOKENS
 from geoprobe.capture.forward import check_finite_rows, check_recorded, final_hidden, run_batch
 from geoprobe.capture.memory import check_capture_memory, check_memory, forward_peak_bytes, memory_budget
 from geoprobe.capture.result import Capture
@@ -33,7 +34,6 @@ from geoprobe.models.loading import LoadedModel
 from geoprobe.models.verify import position_ids
 from geoprobe.text import is_blank
 
-DEFAULT_MAX_TOKENS = 2048  # prompt tokens kept by default; see docs/capture.md for why 2048
 TOP_K_MAX = 1000
 TOKENIZE_CHUNK = 5000  # prompts tokenised per call, between progress reports
 

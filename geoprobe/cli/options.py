@@ -23,7 +23,7 @@ import typer
 from geoprobe.checks import BATCH_MAX, RESAMPLES_MAX, SEED_MAX, check_seed
 from geoprobe.errors import GeoprobeError
 from geoprobe.experiment import OutputOptions, model_run_dir
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 
 __all__ = ["LOAD", "LOAD_UNCHECKED", "OUTPUT", "Group", "OutputOptions", "model_run_dir", "takes"]
 

@@ -33,7 +33,7 @@ from geoprobe.cli.scan import (
     parsed_flags,
 )
 from geoprobe.errors import GeoprobeError
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 
 #: the flags of ``geoprobe run`` besides the loading flags, by parameter name (the output flags --out,
 #: --force, --figures apply to every recipe)

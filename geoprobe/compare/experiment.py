@@ -21,7 +21,7 @@ from geoprobe.errors import GeoprobeError, OutputExistsError
 from geoprobe.experiment import Experiment, OutputOptions, Reporter, Units, check_figures, model_run_dir, run_into
 from geoprobe.experiment.runner import discard_partial, finished, open_model
 from geoprobe.kinds import PAGE_KIND, PROMPTS_KIND
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 from geoprobe.rundir import RunOutputs
 from geoprobe.scan.config import ScanConfig
 from geoprobe.scan.experiment import SCAN_FLAGS, scan_request

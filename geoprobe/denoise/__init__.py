@@ -7,9 +7,33 @@ energy whose one gradient step is attention) and ``landscape`` (its (α, β) map
 (run_denoise) drive them.
 """
 
-from geoprobe.denoise import report as report  # the page of DenoiseResult: registered on import
-from geoprobe.denoise.config import DenoiseConfig, tiny_config
-from geoprobe.denoise.result import DenoiseResult
-from geoprobe.denoise.run import run_denoise
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: every public name -> where it lives (``module:attribute``, or a submodule); imported on first use
+_LAZY: dict[str, str] = {
+    "report": "geoprobe.denoise.report",
+    "DenoiseConfig": "geoprobe.denoise.config:DenoiseConfig",
+    "tiny_config": "geoprobe.denoise.config:tiny_config",
+    "DenoiseResult": "geoprobe.denoise.result:DenoiseResult",
+    "run_denoise": "geoprobe.denoise.run:run_denoise",
+}
 
 __all__ = ["DenoiseConfig", "DenoiseResult", "run_denoise", "tiny_config"]
+
+
+def __getattr__(name: str) -> Any:  # each name imported on first use (PEP 562): importing a submodule stays cheap
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = importlib.import_module(module)
+    value = getattr(value, attr) if attr else value
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

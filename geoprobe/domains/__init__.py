@@ -3,11 +3,23 @@
 compare with a model), ``compare`` (the comparison from value vectors), ``result``
 (DomainComparison, ``domains.json``), ``report`` (its page). See docs/domains.md."""
 
-from geoprobe.domains import report as report  # the page of DomainComparison: registered on import
-from geoprobe.domains.compare import compare_domains
-from geoprobe.domains.config import CONTROL_SUFFIX, KINDS, DomainsConfig
-from geoprobe.domains.result import DomainComparison, SetSummary
-from geoprobe.domains.run import DomainRun, compare_domains_run
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: every public name -> where it lives (``module:attribute``, or a submodule); imported on first use
+_LAZY: dict[str, str] = {
+    "report": "geoprobe.domains.report",
+    "compare_domains": "geoprobe.domains.compare:compare_domains",
+    "CONTROL_SUFFIX": "geoprobe.domains.config:CONTROL_SUFFIX",
+    "KINDS": "geoprobe.domains.config:KINDS",
+    "DomainsConfig": "geoprobe.domains.config:DomainsConfig",
+    "DomainComparison": "geoprobe.domains.result:DomainComparison",
+    "SetSummary": "geoprobe.domains.result:SetSummary",
+    "DomainRun": "geoprobe.domains.run:DomainRun",
+    "compare_domains_run": "geoprobe.domains.run:compare_domains_run",
+}
 
 __all__ = [
     "CONTROL_SUFFIX",
@@ -19,3 +31,18 @@ __all__ = [
     "compare_domains",
     "compare_domains_run",
 ]
+
+
+def __getattr__(name: str) -> Any:  # each name imported on first use (PEP 562): importing a submodule stays cheap
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = importlib.import_module(module)
+    value = getattr(value, attr) if attr else value
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -21,7 +21,7 @@ from geoprobe.experiment import (
     run_into,
 )
 from geoprobe.kinds import PROMPTS_KIND
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 from geoprobe.rundir import RunOutputs
 from geoprobe.sampling import SamplingConfig
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 from geoprobe.checks import bool_arg, optional_str_arg, path_arg
 from geoprobe.errors import ArgumentError, ProbeError
 from geoprobe.experiment.reporter import Progress, Reporter, Stages, as_reporter
-from geoprobe.models.loading import LoadedModel, LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, is_loaded_model, load_fields
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class Experiment:
         """``model`` as this experiment takes it: LoadOptions (from a name or LoadOptions), a LoadedModel
         where one may be given, or None for an experiment that loads no model. A loading setting it does
         not honour is refused in one line, never ignored."""
-        if isinstance(model, LoadedModel):
+        if is_loaded_model(model):
             if not self.model_given:
                 raise ArgumentError(
                     f"model is a LoadedModel, but {self.command} loads its models itself; pass LoadOptions or a name"

@@ -21,7 +21,7 @@ def open_model(load: Any, reporter: Reporter) -> Any:
     """The model ``load`` names (LoadOptions), loaded under a status line and timed (its ``load_s``); a
     LoadedModel as it is."""
     from geoprobe.models.loaded import timed
-    from geoprobe.models.loading import LoadOptions
+    from geoprobe.models.options import LoadOptions
 
     if not isinstance(load, LoadOptions):
         return load
@@ -38,7 +38,7 @@ def load_request(model: Any) -> dict[str, Any]:
     """How the model was loaded, as a run records it (a loaded model passed in: its id and weights)."""
     import dataclasses
 
-    from geoprobe.models.loading import LoadOptions
+    from geoprobe.models.options import LoadOptions
 
     if isinstance(model, LoadOptions):  # not any dataclass: a LoadedModel is one too, holding the model itself
         return dataclasses.asdict(model)

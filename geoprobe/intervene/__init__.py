@@ -1,22 +1,42 @@
 """Entropy-axis interventions on value vectors (arXiv 2512.23752 §6.2, §7.1); see docs/intervene.md."""
 
-from geoprobe.intervene import report as report  # the page of InterventionResult: registered on import
-from geoprobe.intervene.axis import Axis, InterventionError, fit_entropy_axis, random_axes
-from geoprobe.intervene.config import InterventionConfig, paper_experiments
-from geoprobe.intervene.metrics import (
-    Baseline,
-    ControlComparison,
-    Effects,
-    axis_entropy_correlation,
-    baseline,
-    compare_with_controls,
-    evaluate,
-)
-from geoprobe.intervene.ops import OPS, Edit, intervened, resolve_layer
-from geoprobe.intervene.result import InterventionResult, InterventionRow
-from geoprobe.intervene.resume import RESUMABLE, Resumable, SweepResult, sweep
-from geoprobe.intervene.run import run_interventions
-from geoprobe.intervene.verdict import MARGIN_BITS, CalibrationVerdict, TargetVerdict, calibration_verdict
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: every public name -> where it lives (``module:attribute``, or a submodule); imported on first use
+_LAZY: dict[str, str] = {
+    "report": "geoprobe.intervene.report",
+    "Axis": "geoprobe.intervene.axis:Axis",
+    "InterventionError": "geoprobe.intervene.axis:InterventionError",
+    "fit_entropy_axis": "geoprobe.intervene.axis:fit_entropy_axis",
+    "random_axes": "geoprobe.intervene.axis:random_axes",
+    "InterventionConfig": "geoprobe.intervene.config:InterventionConfig",
+    "paper_experiments": "geoprobe.intervene.config:paper_experiments",
+    "Baseline": "geoprobe.intervene.metrics:Baseline",
+    "ControlComparison": "geoprobe.intervene.metrics:ControlComparison",
+    "Effects": "geoprobe.intervene.metrics:Effects",
+    "axis_entropy_correlation": "geoprobe.intervene.metrics:axis_entropy_correlation",
+    "baseline": "geoprobe.intervene.metrics:baseline",
+    "compare_with_controls": "geoprobe.intervene.metrics:compare_with_controls",
+    "evaluate": "geoprobe.intervene.metrics:evaluate",
+    "OPS": "geoprobe.intervene.ops:OPS",
+    "Edit": "geoprobe.intervene.ops:Edit",
+    "intervened": "geoprobe.intervene.ops:intervened",
+    "resolve_layer": "geoprobe.intervene.ops:resolve_layer",
+    "InterventionResult": "geoprobe.intervene.result:InterventionResult",
+    "InterventionRow": "geoprobe.intervene.result:InterventionRow",
+    "RESUMABLE": "geoprobe.intervene.resume:RESUMABLE",
+    "Resumable": "geoprobe.intervene.resume:Resumable",
+    "SweepResult": "geoprobe.intervene.resume:SweepResult",
+    "sweep": "geoprobe.intervene.resume:sweep",
+    "run_interventions": "geoprobe.intervene.run:run_interventions",
+    "MARGIN_BITS": "geoprobe.intervene.verdict:MARGIN_BITS",
+    "CalibrationVerdict": "geoprobe.intervene.verdict:CalibrationVerdict",
+    "TargetVerdict": "geoprobe.intervene.verdict:TargetVerdict",
+    "calibration_verdict": "geoprobe.intervene.verdict:calibration_verdict",
+}
 
 __all__ = [
     "Axis",
@@ -48,3 +68,18 @@ __all__ = [
     "TargetVerdict",
     "calibration_verdict",
 ]
+
+
+def __getattr__(name: str) -> Any:  # each name imported on first use (PEP 562): importing a submodule stays cheap
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = importlib.import_module(module)
+    value = getattr(value, attr) if attr else value
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -4,13 +4,16 @@ paper's layer choices."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.intervene.axis import InterventionError
-from geoprobe.intervene.ops import Op
 from geoprobe.sula.config import DEFAULT_LABELS, SulaConfig
 from geoprobe.tables import FlatTables
+
+#: what an intervention does to the axis (geoprobe.intervene.ops): here, so that the config reads without torch
+Op = Literal["cut", "only", "shift"]
+OPS: tuple[Op, ...] = ("cut", "only", "shift")
 
 #: Pythia-410M (24 layers), the paper's defaults: single layers 12 and 23, and {8, 12, 16, 20, 23} at once
 PAPER_SINGLE = (12, 23)

@@ -22,7 +22,7 @@ from geoprobe.experiment import (
 )
 from geoprobe.intervene.config import InterventionConfig
 from geoprobe.intervene.result import InterventionResult
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 from geoprobe.rundir import RunOutputs
 
 PARTIAL = "intervene.partial"

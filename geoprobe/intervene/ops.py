@@ -27,17 +27,15 @@ import math
 import numbers
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterator, Mapping
 
 import torch
 from jaxtyping import Float
 
 from geoprobe.intervene.axis import Axis, InterventionError
+from geoprobe.intervene.config import OPS, Op  # noqa: F401 - their home is config (no torch), imported from here before
 from geoprobe.models.architecture import editing
 from geoprobe.models.loading import LoadedModel
-
-Op = Literal["cut", "only", "shift"]
-OPS: tuple[Op, ...] = ("cut", "only", "shift")
 
 
 @dataclass(frozen=True, eq=False)

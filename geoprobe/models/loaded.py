@@ -9,7 +9,7 @@ import itertools
 import logging
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 import torch
 
@@ -24,7 +24,6 @@ from geoprobe.models.registry import ModelSpec
 from geoprobe.models.verify import check_causal, check_same_model, own_logits, padding_dependence, position_offset
 from geoprobe.provenance import Provenance
 
-DType = Literal["float32", "bfloat16", "float16"]
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,12 +27,13 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
-from geoprobe.checks import SEED_MAX, check_seed, name_arg
+from geoprobe.checks import check_seed, name_arg
 from geoprobe.errors import GeoprobeError
 from geoprobe.models.fingerprint import tensors_sha256
 from geoprobe.models.gguf import embedded_gguf_path
 from geoprobe.models.init_weights import init_key_weights as init
 from geoprobe.models.loaded import LoadedModel, boot, torch_dtype
+from geoprobe.models.options import TwinName, parse_twin, twin_seed  # noqa: F401  (their home is options: no torch)
 from geoprobe.models.registry import ALIASES, closest_aliases, load_config_dict
 from geoprobe.models.tiny import tiny_model
 from geoprobe.paths import cache_dir
@@ -52,52 +52,6 @@ _OTHER_NAMES = {
     "num_attention_heads": "n_head",
     "intermediate_size": "n_inner",
 }
-
-
-@dataclass(frozen=True)
-class TwinName:
-    """``twin:ALIAS[:tiny|full][@SEED]`` read: the alias (or transformers model type), the scale as written
-    (None: not written, i.e. tiny) and the weight seed as written (None: not written, i.e. 0)."""
-
-    alias: str
-    scale: str | None
-    seed: int | None
-
-    @property
-    def model_id(self) -> str:
-        """The twin's ``model_id`` (its architecture: ``twin:ALIAS:SCALE``; the seed is in ``weight_seed``)."""
-        return f"twin:{self.alias}:{self.scale or 'tiny'}"
-
-
-def parse_twin(name: str) -> TwinName:
-    """Read ``twin:ALIAS[:tiny|full][@SEED]``; a seed that is not an integer in [0, 2**32 - 1] is one line."""
-    body = name.removeprefix("twin:")
-    head, at, text = body.partition("@")
-    seed = None
-    if at:
-        if not text.isdigit() or not text.isascii() or int(text) > SEED_MAX:
-            raise GeoprobeError(
-                f"twin seed {'@' + text!r} of --model {name!r} is not an integer in [0, {SEED_MAX}]; write "
-                "twin:ALIAS@N (e.g. twin:gpt2@3, twin:gpt2:tiny@3) or pass --weight-seed N"
-            )
-        seed = int(text)
-    alias, _, scale = head.partition(":")
-    return TwinName(alias, scale or None, seed)
-
-
-def twin_seed(name: str, weight_seed: Any) -> int:
-    """The weight seed of the twin ``name`` loaded with ``--weight-seed`` ``weight_seed`` (None: not given):
-    the one given (in the name or the flag, 0 where neither); both given and different is one line."""
-    written = parse_twin(name).seed
-    if weight_seed is None:
-        return 0 if written is None else written
-    check_seed(weight_seed, "--weight-seed (weight_seed)")
-    if written is not None and written != weight_seed:
-        raise GeoprobeError(
-            f"--weight-seed {weight_seed} and the seed @{written} in --model {name!r} differ; give the twin's "
-            "weight seed once (twin:ALIAS@N or --weight-seed N)"
-        )
-    return weight_seed
 
 
 def tiny_config(cfg: dict) -> dict:

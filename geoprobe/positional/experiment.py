@@ -22,7 +22,7 @@ from geoprobe.experiment import (
     open_model,
     run_into,
 )
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 from geoprobe.positional.config import PositionalConfig
 from geoprobe.positional.result import PositionalResult, TunnelLengthCurve
 from geoprobe.rundir import RunOutputs

@@ -16,8 +16,10 @@ its class, and registered there with :func:`register_page`:
 The result class mixes in :class:`Page`, whose ``title()``, ``subtitle()``, ``sections()``,
 ``figures()``, ``report(path)`` and ``_repr_html_`` look the registered page up by the result's class
 (its own, else the nearest base that has one): the result module never imports its report module, so
-the report module can import the result class it is typed with. An experiment's package imports its
-report module, so a result class is never used without its page. This module never names an experiment.
+the report module can import the result class it is typed with. A class without a registered page has its
+package's report module imported on first need (``geoprobe.scan.result.ScanResult`` -> ``geoprobe.scan.report``),
+so a result class is never used without its page, and importing an experiment's package (its config, to read a
+sweep file) does not import its figures (plotly, scipy). This module never names an experiment.
 
 **plotly.js**: a page inlines it once (``plotlyjs=None``, the default), so one run's page is one file that
 opens offline. Pages written by the hundred (a sweep's cells) pass ``plotlyjs``, the relative URL of one
@@ -231,7 +233,30 @@ def page_content(result: Any) -> PageContent[Any] | None:
     """The registered page of ``result`` (a result or a result class): its class's, else its nearest
     base's that has one; None if none has."""
     cls = result if isinstance(result, type) else type(result)
-    return next((_PAGES[k] for k in cls.__mro__ if k in _PAGES), None)
+    found = next((_PAGES[k] for k in cls.__mro__ if k in _PAGES), None)
+    if found is None and any(map(_import_report, cls.__mro__)):
+        found = next((_PAGES[k] for k in cls.__mro__ if k in _PAGES), None)
+    return found
+
+
+_TRIED: set[str] = set()
+
+
+def _import_report(cls: type) -> bool:
+    """Import the report module of the geoprobe package that defines ``cls`` (``<package>.report``, where
+    its page is registered), once; whether it was imported now."""
+    import importlib
+    import importlib.util
+
+    package = cls.__module__.rpartition(".")[0]
+    name = f"{package}.report"
+    if not package.startswith("geoprobe.") or name in _TRIED:
+        return False
+    _TRIED.add(name)
+    if importlib.util.find_spec(name) is None:
+        return False
+    importlib.import_module(name)
+    return True
 
 
 class Page:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from geoprobe.capture.run import DEFAULT_MAX_TOKENS
+from geoprobe.capture.defaults import DEFAULT_MAX_TOKENS
 from geoprobe.checks import Limit, check_limits, check_no_bools, check_seed
 from geoprobe.errors import ProbeError
 from geoprobe.sampling import SamplingConfig, is_corpus_set

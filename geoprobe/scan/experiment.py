@@ -19,7 +19,7 @@ from geoprobe.experiment import (
     open_model,
     run_into,
 )
-from geoprobe.models.loading import LoadOptions, load_fields
+from geoprobe.models.options import LoadOptions, load_fields
 from geoprobe.rundir import RunOutputs, check_capture_dir
 from geoprobe.scan.config import ScanConfig
 from geoprobe.scan.result import ScanResult

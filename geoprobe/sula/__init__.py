@@ -3,34 +3,45 @@
 See docs/sula.md. ``run_sula(model, SulaConfig())`` runs the main condition and the three
 controls and returns a ``SulaResult``."""
 
-from geoprobe.sula import report as report  # the page of SulaResult: registered on import
-from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
-from geoprobe.sula.evaluate import (
-    POSTERIOR,
-    PREDICTIVE,
-    TARGETS,
-    SulaMetrics,
-    calibration_metrics,
-    label_distribution,
-    label_logprobs,
-)
-from geoprobe.sula.geometry import SulaGeometry, fit_basis, geometry_stats
-from geoprobe.sula.result import SulaCondition, SulaResult
-from geoprobe.sula.run import run_sula
-from geoprobe.sula.task import (
-    CARRIER_WORDS,
-    LabelTokens,
-    SulaPrompt,
-    binary_entropy_bits,
-    check_context,
-    choose_labels,
-    generate,
-    generate_all,
-    label_tokens,
-    posterior_l1,
-    predictive_l1,
-)
-from geoprobe.sula.tracking import KContrast, KTracking, track_k
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: every public name -> where it lives (``module:attribute``, or a submodule); imported on first use
+_LAZY: dict[str, str] = {
+    "report": "geoprobe.sula.report",
+    "CONDITIONS": "geoprobe.sula.config:CONDITIONS",
+    "SulaConfig": "geoprobe.sula.config:SulaConfig",
+    "SulaError": "geoprobe.sula.config:SulaError",
+    "POSTERIOR": "geoprobe.sula.evaluate:POSTERIOR",
+    "PREDICTIVE": "geoprobe.sula.evaluate:PREDICTIVE",
+    "TARGETS": "geoprobe.sula.evaluate:TARGETS",
+    "SulaMetrics": "geoprobe.sula.evaluate:SulaMetrics",
+    "calibration_metrics": "geoprobe.sula.evaluate:calibration_metrics",
+    "label_distribution": "geoprobe.sula.evaluate:label_distribution",
+    "label_logprobs": "geoprobe.sula.evaluate:label_logprobs",
+    "SulaGeometry": "geoprobe.sula.geometry:SulaGeometry",
+    "fit_basis": "geoprobe.sula.geometry:fit_basis",
+    "geometry_stats": "geoprobe.sula.geometry:geometry_stats",
+    "SulaCondition": "geoprobe.sula.result:SulaCondition",
+    "SulaResult": "geoprobe.sula.result:SulaResult",
+    "run_sula": "geoprobe.sula.run:run_sula",
+    "CARRIER_WORDS": "geoprobe.sula.task:CARRIER_WORDS",
+    "LabelTokens": "geoprobe.sula.task:LabelTokens",
+    "SulaPrompt": "geoprobe.sula.task:SulaPrompt",
+    "binary_entropy_bits": "geoprobe.sula.task:binary_entropy_bits",
+    "check_context": "geoprobe.sula.task:check_context",
+    "choose_labels": "geoprobe.sula.task:choose_labels",
+    "generate": "geoprobe.sula.task:generate",
+    "generate_all": "geoprobe.sula.task:generate_all",
+    "label_tokens": "geoprobe.sula.task:label_tokens",
+    "posterior_l1": "geoprobe.sula.task:posterior_l1",
+    "predictive_l1": "geoprobe.sula.task:predictive_l1",
+    "KContrast": "geoprobe.sula.tracking:KContrast",
+    "KTracking": "geoprobe.sula.tracking:KTracking",
+    "track_k": "geoprobe.sula.tracking:track_k",
+}
 
 __all__ = [
     "POSTERIOR",
@@ -64,3 +75,18 @@ __all__ = [
     "run_sula",
     "track_k",
 ]
+
+
+def __getattr__(name: str) -> Any:  # each name imported on first use (PEP 562): importing a submodule stays cheap
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = importlib.import_module(module)
+    value = getattr(value, attr) if attr else value
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

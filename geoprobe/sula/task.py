@@ -40,7 +40,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.special
 
 from geoprobe.serial import Record
 from geoprobe.sula.config import CONDITIONS, SulaConfig, SulaError
@@ -145,6 +144,8 @@ LABEL_CANDIDATES: tuple[str, ...] = (
 def posterior_l1(n1: int | np.ndarray, n2: int | np.ndarray, agreement: float = 0.9) -> Any:
     """P(y = L1 | n1 L1-labels, n2 L2-labels) under a uniform prior and label agreement ``a``:
     ``a^n1 (1−a)^n2 / (a^n1 (1−a)^n2 + (1−a)^n1 a^n2)``, computed as a logistic in n1 − n2."""
+    import scipy.special
+
     a = float(agreement)
     d = np.asarray(n1, dtype=np.float64) - np.asarray(n2, dtype=np.float64)
     out = np.asarray(scipy.special.expit(d * math.log(a / (1.0 - a))), dtype=np.float64)

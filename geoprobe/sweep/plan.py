@@ -130,7 +130,7 @@ class _Coercer:
     def __init__(self, spec: SweepSpec, exp: Any) -> None:
         from typing import get_type_hints
 
-        from geoprobe.models.loading import LoadOptions, load_fields
+        from geoprobe.models.options import LoadOptions, load_fields
 
         self.spec, self.exp = spec, exp
         self.load_names = [f.name for f in load_fields()]
@@ -180,12 +180,12 @@ def make_plan(spec: SweepSpec, *, here: bool = True) -> Plan:
     """The sweep's cells (module docs), every coordinate and every cell's settings checked. ``here``: the
     cells run on this machine (the local executor), so a device must exist here too; on a cluster (False)
     a CUDA device is the cluster's to offer (geoprobe.sweep.executors checks that some node has a GPU)."""
-    from geoprobe.recipes import experiments
+    from geoprobe.recipes import experiment_named, experiments
 
-    known = experiments()
-    if spec.experiment not in known:
+    exp = experiment_named(spec.experiment)  # only the experiments it must import (geoprobe sweep status)
+    if exp is None:
+        known = experiments()
         raise SweepError(f"sweep {spec.path!r} runs experiment {spec.experiment!r}; known: {', '.join(known)}")
-    exp = known[spec.experiment]
     try:
         base = exp.config.from_tables(dict(spec.tables), Path(spec.path))
     except ProbeError as exc:  # names the file and the key: the sweep file, as the sweep's own errors do
@@ -245,7 +245,7 @@ def _shown(coordinates: Mapping[str, Any]) -> str:
 def _check_cells(spec: SweepSpec, exp: Any, base: Any, co: _Coercer, cells: list[Cell], here: bool) -> None:
     """Every cell's config builds and its loading settings hold, or one line naming the cell; settings
     shared by many cells are checked once."""
-    from geoprobe.models.loading import LoadOptions
+    from geoprobe.models.options import LoadOptions
 
     seen_config: set[str] = set()
     seen_load: set[str] = set()
@@ -306,7 +306,7 @@ def split(coordinates: Mapping[str, Any], load_names: set[str]) -> tuple[dict[st
 def expected_weight_seed(coordinates: Mapping[str, Any]) -> int | None:
     """The weight seed a cell's twin is built with (``twin:ALIAS@N`` or ``weight_seed``, else 0); None for a
     cell that loads no twin."""
-    from geoprobe.models.twins import twin_seed
+    from geoprobe.models.options import twin_seed
 
     name, rev = coordinates.get("model"), coordinates.get("revision")
     if not isinstance(name, str) or not name.startswith("twin:") or (isinstance(rev, str) and Path(rev).is_dir()):
@@ -329,7 +329,7 @@ def expected_model_id(coordinates: Mapping[str, Any]) -> str | None:
     if not isinstance(name, str):
         return None
     if name.startswith("twin:"):
-        from geoprobe.models.twins import parse_twin
+        from geoprobe.models.options import parse_twin
 
         return parse_twin(name).model_id
     path = Path(os.path.expanduser(name))

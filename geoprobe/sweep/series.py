@@ -84,7 +84,7 @@ def _twin_seed(coords: Mapping[str, Any], prov: Mapping[str, Any]) -> int | None
     m = re.fullmatch(r"random-init seed=(\d+)", str(prov.get("weights") or ""))
     if m:
         return int(m.group(1))
-    from geoprobe.models.twins import twin_seed
+    from geoprobe.models.options import twin_seed
 
     return twin_seed(str(coords["model"]), coords.get("weight_seed"))
 

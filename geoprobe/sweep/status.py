@@ -26,7 +26,7 @@ def status(directory: str | Path) -> SweepManifest:
     """The manifest of the sweep in ``directory``, each cell's status read from its own directory."""
     from geoprobe.checks import name_arg
     from geoprobe.kinds import directory_kind
-    from geoprobe.recipes import experiments
+    from geoprobe.recipes import experiment_named
 
     d = Path(name_arg(directory, "directory", "a sweep's --out"))
     kind = directory_kind(d)
@@ -38,7 +38,8 @@ def status(directory: str | Path) -> SweepManifest:
         )
     old = read_manifest(d)
     uid = ident.uid or (old.uid if old is not None else "")
-    result_cls = experiments()[ident.experiment].result if ident.experiment in experiments() else None
+    exp = experiment_named(ident.experiment)
+    result_cls = exp.result if exp is not None else None
     plan = _plan(ident.sweep_file, ident.digest)
     if plan is not None and result_cls is not None:
         cells = [

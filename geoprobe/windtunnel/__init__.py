@@ -7,11 +7,22 @@ MLP) → ``train`` (seeded, resumable) → ``evaluate`` (entropy MAE, KL, ablati
 ``config`` (WindTunnelConfig) and ``run`` (train_tunnel, evaluate_tunnel) drive them.
 """
 
-from geoprobe.windtunnel import report as report  # the page of WindTunnelResult and TunnelSeeds: registered on import
-from geoprobe.windtunnel.config import WindTunnelConfig
-from geoprobe.windtunnel.result import WindTunnelResult
-from geoprobe.windtunnel.run import evaluate_tunnel, train_tunnel
-from geoprobe.windtunnel.tasks import BijectionTask, HMMTask, make_task
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: every public name -> where it lives (``module:attribute``, or a submodule); imported on first use
+_LAZY: dict[str, str] = {
+    "report": "geoprobe.windtunnel.report",
+    "WindTunnelConfig": "geoprobe.windtunnel.config:WindTunnelConfig",
+    "WindTunnelResult": "geoprobe.windtunnel.result:WindTunnelResult",
+    "evaluate_tunnel": "geoprobe.windtunnel.run:evaluate_tunnel",
+    "train_tunnel": "geoprobe.windtunnel.run:train_tunnel",
+    "BijectionTask": "geoprobe.windtunnel.tasks:BijectionTask",
+    "HMMTask": "geoprobe.windtunnel.tasks:HMMTask",
+    "make_task": "geoprobe.windtunnel.tasks:make_task",
+}
 
 __all__ = [
     "BijectionTask",
@@ -22,3 +33,18 @@ __all__ = [
     "make_task",
     "train_tunnel",
 ]
+
+
+def __getattr__(name: str) -> Any:  # each name imported on first use (PEP 562): importing a submodule stays cheap
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = importlib.import_module(module)
+    value = getattr(value, attr) if attr else value
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

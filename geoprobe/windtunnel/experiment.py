@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from geoprobe.experiment import Experiment, OutputOptions, Reporter, run_into
 from geoprobe.experiment.runner import finished
-from geoprobe.models.loading import LoadOptions, check_device
+from geoprobe.models.options import LoadOptions, check_device
 from geoprobe.outputs import check_replaceable_dir
 from geoprobe.provenance import package_versions
 from geoprobe.rundir import RunOutputs

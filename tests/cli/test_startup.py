@@ -91,3 +91,49 @@ def test_a_lazy_command_runs_and_a_typo_is_suggested(capsys, monkeypatch):
     assert code == 2 and "No such command 'scna'. Did you mean 'scan'?" in err
     code, out, err = run_cli(["prompts", "--json"], capsys, monkeypatch)
     assert code == 0 and {r["set"] for r in json.loads(out)} >= {"builtin", "mixed"}, err
+
+
+def _planted_sweep(tmp_path):
+    """A sweep directory as ``geoprobe sweep`` leaves it, written without running a model: the sweep's marker
+    and three cells of a scan sweep (one done: its results file and the run record that matches it; one failed;
+    one never started)."""
+    import hashlib
+
+    from geoprobe.kinds import RECORD, RECORD_KIND
+    from geoprobe.recipes import experiment_named
+    from geoprobe.sweep.directory import cell_dir, cell_mark, new_uid, write_cell_mark, write_identity
+    from geoprobe.sweep.plan import make_plan
+    from geoprobe.sweep.spec import read_sweep
+
+    out, spec = tmp_path / "sweep", tmp_path / "tiny.toml"
+    spec.write_text(f'[sweep]\nexperiment = "scan"\nout = "{out}"\n[grid]\nmodel = ["twin:llama"]\nseed = [0, 1, 2]\n')
+    plan = make_plan(read_sweep(spec))
+    uid = new_uid()
+    out.mkdir()
+    write_identity(out, plan, uid)
+    done, failed, _ = plan.cells
+    result = experiment_named("scan").result.FILE
+    d = cell_dir(out, done.id)
+    write_cell_mark(d, cell_mark(plan, done, uid, status="done", attempts=1, seconds=1.5))
+    (d / result).write_text("{}")
+    record = {"kind": RECORD_KIND, "version": 1, "result": result, "sha256": hashlib.sha256(b"{}").hexdigest()}
+    (d / RECORD).write_text(json.dumps({**record, "request": {}}))
+    write_cell_mark(cell_dir(out, failed.id), cell_mark(plan, failed, uid, status="failed", attempts=1, error="boom"))
+    return out, (done.id, failed.id)
+
+
+def test_sweep_status_imports_no_heavy_package(tmp_path):
+    """Was: ``geoprobe sweep status`` imported torch and scipy (every experiment, each one's analysers and
+    figures, and LoadOptions with torch at the top of its module): 5-9 s on a loaded machine for a table read
+    from a directory. It reads the sweep file (checked against the scan's config and LoadOptions), the cells'
+    records and files, and still counts right."""
+    out, (done, failed) = _planted_sweep(tmp_path)
+    heavy, shown = _heavy_after(["sweep", "status", str(out)])
+    assert heavy == [], f"geoprobe sweep status imported {heavy}"
+    assert "1 done, 1 failed, 1 not run of 3 cells" in shown
+    heavy, shown = _heavy_after(["sweep", "status", str(out), "--format", "json"])
+    assert heavy == []
+    got = json.loads(shown)
+    assert got["counts"] == {"done": 1, "failed": 1, "pending": 1, "cells": 3}
+    assert {r["cell"]: r["status"] for r in got["cells"]}[done] == "done"
+    assert {r["cell"]: r["error"] for r in got["cells"]}[failed] == "boom"
