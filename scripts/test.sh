@@ -2,7 +2,7 @@
 # Set up, then run the whole test suite (CI runs exactly this, after scripts/lint.sh).
 # --fast: the package's unit tests only (-m "not slow and not e2e": no real weights, no whole commands,
 # subprocesses, browser, Ray cluster, notebooks or training runs; tests/conftest.py lists the e2e modules),
-# about a third of the suite's time, for use while developing; CI keeps the whole suite.
+# for use while developing (docs/testing.md#tiers); CI keeps the whole suite.
 # Other arguments go to pytest (bash scripts/test.sh --fast tests/analysis -x).
 # GEOPROBE_SKIP_SETUP=1: the venv is already set up (.ci/run set it up before linting).
 set -euo pipefail

@@ -38,6 +38,14 @@ E2E = (
     "positional/test_cli.py",
     "dynamics/test_dynamics.py",  # training runs, a SIGTERM in a subprocess
     "scan/test_determinism.py",  # a scan in two fresh interpreters
+    # the slowest of a timed --fast run (24 min under load 8, 1,456 s: these seven modules held ~700 s of it)
+    "scan/test_resume.py",  # real signals and SIGKILL sent to scans in subprocesses, then resumed (300 s)
+    "scan/test_stored_0_1_0.py",  # 0.1.0's scans rerun and compared (120 s)
+    "scan/test_untrained.py",  # full scans with nulls on five twins (170 s)
+    "scan/test_no_leak.py",  # scans on every family, memory freed after
+    "security/test_offline.py",  # scan and SmolLM2 capture in subprocesses, offline
+    "windtunnel/test_authors_cli.py",  # trains and evaluates the authors' tasks through the command line
+    "windtunnel/test_frame.py",  # five seeds trained
     "test_tiers.py",  # collects the whole suite three times through scripts/test.sh
 )
 
