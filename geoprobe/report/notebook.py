@@ -145,7 +145,7 @@ def show(obj: Any, anchor: str | None = None) -> None:
         items = [tuple(f) for f in figures()]
         if anchor is None:
             for _, caption, fig in items:
-                print(caption)
+                display({"text/plain": caption}, raw=True)  # as text, like print, through IPython's display
                 display(figure_bundle(fig, caption), raw=True)
             return
         chosen = [f for f in items if f[0] == anchor]

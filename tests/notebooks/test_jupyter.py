@@ -115,8 +115,14 @@ def test_show_displays_a_result_figure_by_anchor(monkeypatch, capsys):
 
     shown.clear()
     geoprobe.show(Result())
-    assert [b[PLOTLY]["layout"]["title"]["text"] for b, _ in shown] == ["one", "two"]
-    assert capsys.readouterr().out == "caption one\ncaption two\n"
+    # each caption as a text output, then its figure (no print: geoprobe writes only through its consoles)
+    assert [b.get(PLOTLY, {}).get("layout", {}).get("title", {}).get("text", b["text/plain"]) for b, _ in shown] == [
+        "caption one",
+        "one",
+        "caption two",
+        "two",
+    ]
+    assert capsys.readouterr().out == ""
 
     shown.clear()
     geoprobe.show(_figure("bare"))
