@@ -39,7 +39,11 @@ def test_dose_response_is_drawn_by_the_helper(result):
             line = next(t for t in mine if t.name == name)
             assert list(line.x) == [r.strength for r in true]
             np.testing.assert_allclose(np.asarray(line.y, dtype=float), [r.metrics[metric].value for r in true])
-            null = next(t for t in mine if t.name == f"{name}: random axes (mean ± sd)" and t.mode == "lines")
+            null = next(  # the mean line (its ± sd band is drawn with lines too, filled)
+                t
+                for t in mine
+                if t.name == f"{name}: random axes (mean ± sd)" and t.mode == "lines" and t.fill != "toself"
+            )
             s = true[-1].strength
             controls = [
                 r.metrics[metric].value

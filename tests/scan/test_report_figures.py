@@ -147,8 +147,8 @@ def test_alignment_figure_shows_rho_with_ci_null_and_significant_layers(alignmen
     assert list(marked.x) == [2, 5] and marked.marker.symbol == "circle"
     np.testing.assert_allclose(marked.y, rho[:2])
     null = [t for t in fig.data if "under independence" in t.name]  # the permutation null of |ρ|: mean and band
-    assert {t.mode for t in null} == {"lines", None}
-    np.testing.assert_allclose(next(t for t in null if t.mode == "lines").y, alignment.null_mean)
+    assert len(null) == 2 and {t.mode for t in null} == {"lines"}  # a band draws its edge, no markers
+    np.testing.assert_allclose(next(t for t in null if t.fill != "toself").y, alignment.null_mean)
     band = next(t for t in null if t.fill == "toself")
     np.testing.assert_allclose(band.y, list(alignment.null_high) + [0.0] * 3)
     assert fig.layout.yaxis.range[0] < 0 and "toy" in fig.layout.title.text
