@@ -36,6 +36,7 @@ from jaxtyping import Float, Int
 from geoprobe.analysis.alignment import spearman
 from geoprobe.analysis.stats import Estimate, RandomState, chunk_size, permutation_pvalue, quiet
 from geoprobe.serial import Record
+from geoprobe.text import number
 
 #: two resampled values closer than this are the same value (a difference of equal ρ is exactly 0)
 SAME = 1e-12
@@ -86,13 +87,13 @@ def interval_text(est: Estimate | None, note: str | None = None, spec: str = "+.
         return "n/a"
     if not math.isfinite(est.value):
         return f"n/a ({note})" if note and reason else "n/a"
-    value = format(est.value, spec)
+    value = number(est.value, spec)
     if math.isfinite(est.low) and math.isfinite(est.high):
         if est.high - est.low > SAME:  # a real interval: with as many digits as it takes to show it
             for s in (spec, ".2g", ".3g", ".6g"):
-                low, high = format(est.low, s), format(est.high, s)
+                low, high = number(est.low, s), number(est.high, s)
                 if low != high:
-                    return f"{format(est.value, s)} [{low}, {high}]"
+                    return f"{number(est.value, s)} [{low}, {high}]"
             return f"{value} (interval narrower than the digits shown)"
         note = note or "every resample gives the same value"
     return f"{value} (no interval: {note})" if note and reason else f"{value} (no interval)"

@@ -82,8 +82,8 @@ def test_a_control_like_the_condition_covers_0_and_an_identical_one_has_no_inter
     assert same.difference.value == 0.0
     assert math.isnan(same.difference.low) and math.isnan(same.difference.high)  # not [0, 0]
     assert same.note == "same has the same PC1 as main on every prompt: the difference is 0 in every resample"
-    assert interval_text(same.difference, same.note) == f"+0.00 (no interval: {same.note})"
-    assert interval_text(same.difference, same.note, reason=False) == "+0.00 (no interval)"
+    assert interval_text(same.difference, same.note) == f"0.00 (no interval: {same.note})"  # zero has no sign
+    assert interval_text(same.difference, same.note, reason=False) == "0.00 (no interval)"
 
 
 def test_the_intervals_cover_at_their_level_over_seeds():
@@ -162,6 +162,9 @@ def test_an_interval_is_shown_only_when_it_is_one():
     # a real interval narrower than the digits asked for: shown with more significant digits, not as [x, x]
     assert interval_text(Estimate(1.2e-5, 8e-6, 1.7e-5), spec=".3f") == "1.2e-05 [8e-06, 1.7e-05]"
     assert interval_text(Estimate(0.3, float("nan"), float("nan")), "why") == "+0.30 (no interval: why)"
+    # a value that rounds to zero is written without a sign (issue 39 case 5: "-0.00" read as code)
+    assert interval_text(Estimate(-0.001, -0.2, 0.3)) == "0.00 [-0.20, +0.30]"
+    assert interval_text(Estimate(0.2, -0.004, 0.5)) == "+0.20 [0.00, +0.50]"
 
 
 def test_undefined_values_say_why():
@@ -222,7 +225,7 @@ def test_the_page_shows_the_new_statistic_and_never_a_degenerate_interval(twin_r
     assert "not geoprobe&#x27;s ρ_S(k, PC1)" in html or "not geoprobe's ρ_S(k, PC1)" in html
     rows = {row["condition"]: row for row in k_tracking_rows(r)}
     assert rows["main"]["main − condition (paired)"] == "—"
-    assert rows["lexical_remap"]["main − condition (paired)"].startswith("+0.00 (no interval: lexical_remap has")
+    assert rows["lexical_remap"]["main − condition (paired)"].startswith("0.00 (no interval: lexical_remap has")
     assert "ρ_S(k, PC1)" in trajectory_figure(r).data[0].name
 
 
