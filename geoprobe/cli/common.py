@@ -88,6 +88,11 @@ class CliReporter(Reporter):
     def shown(self, result: Any) -> None:
         self.close()
         printer = PRINTERS.get(type(result))
+        if printer is None:  # its command's module was not imported (the command line imports one command)
+            from geoprobe.cli.lazy import import_commands
+
+            import_commands()
+            printer = PRINTERS.get(type(result))
         if printer is not None:
             printer(result, self)
 

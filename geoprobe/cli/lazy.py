@@ -140,3 +140,12 @@ def import_command(argv: list[str]) -> None:
     entry = index().get(words[0]) if words else None
     if entry is not None and entry.module not in sys.modules:
         importlib.import_module(entry.module)
+
+
+def import_commands() -> None:
+    """Import every command's module, so that each has registered the summary it prints for its results
+    (geoprobe.cli.common.prints). For a result shown by another command than its own: ``geoprobe run RECIPE``
+    imports the run command's module only, and before this the wind tunnel's seeds printed no summary."""
+    for entry in index().values():
+        if entry.module not in sys.modules:
+            importlib.import_module(entry.module)

@@ -137,3 +137,26 @@ def test_sweep_status_imports_no_heavy_package(tmp_path):
     assert got["counts"] == {"done": 1, "failed": 1, "pending": 1, "cells": 3}
     assert {r["cell"]: r["status"] for r in got["cells"]}[done] == "done"
     assert {r["cell"]: r["error"] for r in got["cells"]}[failed] == "boom"
+
+
+def test_a_result_shown_by_another_command_finds_its_printer():
+    """``geoprobe run RECIPE`` imports the run command's module only: the summary a result's own command
+    registers (``geoprobe.cli.common.prints``) is found when the result is shown (the wind tunnel's seeds
+    printed nothing after the CLI became lazy). In a fresh process: no experiment's command module imported,
+    then every result class an experiment writes first has its printer once one is asked for."""
+    code = """
+import json, sys
+from geoprobe.cli.common import PRINTERS
+from geoprobe.recipes import experiments
+names = set(experiments())
+kinds = [cls for exp in experiments().values() for cls in exp.results[:1]]
+before = sorted(m for m in list(sys.modules) if m.startswith("geoprobe.cli.") and m.split(".")[-1] in names)
+from geoprobe.cli.lazy import import_commands
+missing_before = [c.__name__ for c in kinds if c not in PRINTERS]
+import_commands()
+print(json.dumps([before, missing_before, [c.__name__ for c in kinds if c not in PRINTERS]]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, missing_before, missing_after = json.loads(out.strip().splitlines()[-1])
+    assert before == [] and len(missing_before) >= 5  # the lazy CLI had imported no command module
+    assert missing_after == []
