@@ -17,6 +17,7 @@ from geoprobe.domains.config import DomainsConfig
 from geoprobe.domains.experiment import EXPERIMENT
 from geoprobe.domains.result import DomainComparison
 from geoprobe.models.loading import LoadOptions
+from geoprobe.text import number
 
 
 @app.command(name="compare-domains")
@@ -73,7 +74,9 @@ def print_domains(cmp: Any, reporter: Any = None) -> None:
             f"{100 * s.pc1.value:.1f} [{100 * s.pc1.low:.1f}, {100 * s.pc1.high:.1f}]",
             f"{100 * s.pc12.value:.1f}",
             f"{s.pr.value:.1f}",
-            "—" if d is None else f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
+            "—"
+            if d is None
+            else f"{number(100 * d.value, '+.1f')} [{number(100 * d.low, '+.1f')}, {number(100 * d.high, '+.1f')}]",
             "—" if c is None else f"{c.p_adjusted['pc1']:.2g}",
         )
     out.print(table)

@@ -15,6 +15,7 @@ from geoprobe.cli.app import app, out
 from geoprobe.cli.common import check_figures, launch, print_rows, prints, reporting, write_report
 from geoprobe.cli.options import OUTPUT, OutputOptions, SeedOpt, ThreadsOpt, takes
 from geoprobe.models.loading import LoadOptions
+from geoprobe.text import number
 from geoprobe.windtunnel.experiment import EXPERIMENT, default_dir, evaluate_into, train_locked
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.seeds import TunnelSeeds
@@ -89,7 +90,9 @@ def print_summary(result: Any, reporter: Any = None) -> None:
         from geoprobe.windtunnel.report import step_text
 
         g, span = result.geometry, result.geometry.t90_interval
-        within = f", d = {span.difference:+.3f} (log(step + 1), 95 % over prompts)" if span is not None else ""
+        within = (
+            f", d = {number(span.difference, '+.3f')} (log(step + 1), 95 % over prompts)" if span is not None else ""
+        )
         out.print(
             f"  frame t90 {step_text(g.t90_frame)}, precision t90 {step_text(g.t90_precision)}"
             f"{within}; one seed: not testable (--seeds 0,1,2,3,4 tests it over seeds)"

@@ -29,6 +29,7 @@ from geoprobe import provenance
 from geoprobe.analysis.manifold import frozen_array
 from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, constant_columns, zscore
 from geoprobe.serial import Record
+from geoprobe.text import number
 
 N_RATIOS = 10  # leading explained-variance ratios kept
 MIN_SHARED = 10  # fewer shared prompts: no global PCA
@@ -142,8 +143,8 @@ class GlobalPCA(Record):
                 "D kept / D": f"{k} / {dd}",
                 "share of PC1": f"{100 * s[0]:.1f} %",
                 "share of PC2": f"{100 * s[1]:.1f} %",
-                "ρ(own PC1, global PC1)": f"{ro:+.2f}",
-                "ρ(global PC1, entropy)": f"{re:+.2f}",
+                "ρ(own PC1, global PC1)": f"{number(ro, '+.2f')}",
+                "ρ(global PC1, entropy)": f"{number(re, '+.2f')}",
             }
             for m, layer, k, dd, s, ro, re in zip(
                 self.models, self.layers, self.d_kept, self.d, self.loading_share, self.rho_own, self.rho_entropy

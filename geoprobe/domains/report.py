@@ -22,6 +22,7 @@ from geoprobe.report.page import (
 )
 from geoprobe.report.series import Line, Panel, Reference, estimate_panels
 from geoprobe.sampling import MIXED
+from geoprobe.text import number
 
 #: arXiv 2512.23752 Table 1: final-layer PC1 / PC1+PC2 (%) for mixed and mathematics prompts
 PAPER_TABLE1 = (
@@ -160,7 +161,9 @@ def sections(cmp: DomainComparison) -> list[Section]:
     paper = html_table(
         [{"model (paper)": m, "mixed PC1 / PC1+PC2 %": a, "mathematics PC1 / PC1+PC2 %": b} for m, a, b in PAPER_TABLE1]
     )
-    bal = html_table([{"domain": d, **{f"SMD {k}": f"{v:+.3f}" for k, v in b.items()}} for d, b in cmp.balance.items()])
+    bal = html_table(
+        [{"domain": d, **{f"SMD {k}": f"{number(v, '+.3f')}" for k, v in b.items()}} for d, b in cmp.balance.items()]
+    )
     set_rows = [
         {
             "set": k,

@@ -21,6 +21,7 @@ from geoprobe.report.page import (
     register_page,
 )
 from geoprobe.report.series import Line, Panel, estimate_panels
+from geoprobe.text import number
 
 #: arXiv 2512.23752 on Pythia-410M (§6.2; the SULA MAE of §5.2 is against the posterior entropy)
 PAPER = (
@@ -53,9 +54,9 @@ def verdict_rows(result: InterventionResult) -> list[dict[str, str]]:
                     "layers": ",".join(map(str, v.layers)),
                     "strength": f"{v.strength:g}",
                     "target": t.target,
-                    "Δ MAE, entropy axis (bits)": f"{t.axis_change:+.4f}",
-                    f"Δ MAE, {t.n_controls} random axes (bits)": f"{t.random_change:+.4f}",
-                    "axis − random (bits)": f"{t.difference:+.4f}",
+                    "Δ MAE, entropy axis (bits)": f"{number(t.axis_change, '+.4f')}",
+                    f"Δ MAE, {t.n_controls} random axes (bits)": f"{number(t.random_change, '+.4f')}",
+                    "axis − random (bits)": f"{number(t.difference, '+.4f')}",
                     "verdict": t.outcome + (" (headline)" if v.headline else ""),
                 }
             )

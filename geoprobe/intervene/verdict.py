@@ -36,6 +36,7 @@ from jaxtyping import Float
 
 from geoprobe.analysis.stats import Estimate, RandomState, bootstrap_ci, chunk_size
 from geoprobe.serial import Record
+from geoprobe.text import number
 
 #: equivalence margin of the rule, bits of SULA MAE (docs/intervene.md explains the choice)
 MARGIN_BITS = 0.02
@@ -67,9 +68,10 @@ class TargetVerdict(Record):
             raise ValueError(f"outcome {self.outcome!r} is not one of {OUTCOMES}")
 
     def clause(self, op: str, margin: float) -> str:
+        axis, random, diff = (number(x, "+.3f") for x in (self.axis_change, self.random_change, self.difference))
         return (
-            f"against the {self.target}, the entropy-axis {op} changes SULA MAE by {self.axis_change:+.3f} bits vs "
-            f"{self.random_change:+.3f} for {self.n_controls} random axes (difference {self.difference:+.3f}): "
+            f"against the {self.target}, the entropy-axis {op} changes SULA MAE by {axis} bits vs "
+            f"{random} for {self.n_controls} random axes (difference {diff}): "
             f"{_phrase(self.outcome, self.difference, margin, op)}"
         )
 

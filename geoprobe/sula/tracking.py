@@ -156,9 +156,9 @@ def _interval(value: float, draws: np.ndarray, confidence: float, what: str) -> 
     if hi - lo > SAME:
         return Estimate(value, lo, hi, confidence), None
     if np.ptp(d) <= SAME:
-        why = f"all {d.size} resamples give {what} = {lo:+.2f}"
+        why = f"all {d.size} resamples give {what} = {number(lo, '+.2f')}"
     else:
-        why = f"the central {100 * confidence:g} % of the {d.size} resamples all give {what} = {lo:+.2f}"
+        why = f"the central {100 * confidence:g} % of the {d.size} resamples all give {what} = {number(lo, '+.2f')}"
     return Estimate(value, nan, nan, confidence), why
 
 

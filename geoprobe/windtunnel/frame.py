@@ -30,6 +30,7 @@ import numpy as np
 from geoprobe.analysis.stats import Estimate, t_interval
 from geoprobe.errors import GeoprobeError
 from geoprobe.serial import Record
+from geoprobe.text import number
 from geoprobe.windtunnel.result import WindTunnelResult
 from geoprobe.windtunnel.t90 import log_gap
 
@@ -142,8 +143,8 @@ class FramePrecision(Record):
                     "seed": str(r.seed),
                     "t90 frame (step)": _step(r.t90_frame),
                     "t90 precision (step)": _step(r.t90_precision),
-                    "d = log(t90f+1) − log(t90p+1)": f"{r.difference_log:+.3f}" if r.defined else "—",
-                    "d (steps)": f"{r.difference_steps:+.0f}" if r.defined else "—",
+                    "d = log(t90f+1) − log(t90p+1)": f"{number(r.difference_log, '+.3f')}" if r.defined else "—",
+                    "d (steps)": f"{number(r.difference_steps, '+.0f')}" if r.defined else "—",
                     "d over prompts (95 % bootstrap)": _span(span) if r.defined else r.note,
                 }
             )
@@ -249,7 +250,7 @@ def _span(e: Any) -> str:
         return "not stored (re-evaluate the run)"
     if not (math.isfinite(e.low) and math.isfinite(e.high)):
         return "undefined in some draws"
-    return f"[{e.low:+.3f}, {e.high:+.3f}]"
+    return f"[{number(e.low, '+.3f')}, {number(e.high, '+.3f')}]"
 
 
 def by_task(found: Mapping[str, FramePrecision]) -> list[dict[str, str]]:

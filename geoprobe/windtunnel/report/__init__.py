@@ -12,6 +12,7 @@ from typing import Any
 
 from geoprobe.report.blocks import html_table
 from geoprobe.report.page import Figure, Section, figures_section, paragraph, provenance_section, register_page
+from geoprobe.text import number
 from geoprobe.windtunnel.geometry import TrainingGeometry
 from geoprobe.windtunnel.invariance import SemanticInvariance
 from geoprobe.windtunnel.paper import PAPER, paper_value
@@ -100,7 +101,7 @@ def frame_text(g: TrainingGeometry) -> str:
     span = g.t90_interval
     if span is not None and math.isfinite(span.difference.low):
         within = (
-            f"; d = log(t90 frame + 1) − log(t90 precision + 1) = {span.difference:+.3f} "
+            f"; d = log(t90 frame + 1) − log(t90 precision + 1) = {number(span.difference, '+.3f')} "
             f"(95 % bootstrap over {span.n_prompts} probe prompts and {span.n_sequences} held-out sequences)"
         )
     elif span is not None:
@@ -149,7 +150,7 @@ def invariance_text(inv: dict[str, SemanticInvariance] | None) -> str:
         return ""
     parts = [
         f"{arch}: calibration error {m.mean_before:.4g} bits before, {m.mean_after:.4g} after (change "
-        f"{m.change:+.2g}); equivariance TV {m.equivariance_tv:.3g}; KL(Bayes ‖ model) {m.kl_before:.4g} → "
+        f"{number(m.change, '+.2g')}); equivariance TV {m.equivariance_tv:.3g}; KL(Bayes ‖ model) {m.kl_before:.4g} → "
         f"{m.kl_after:.4g} bits"
         for arch, m in inv.items()
     ]
