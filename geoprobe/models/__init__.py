@@ -5,8 +5,7 @@ The names below are imported on first use (PEP 562): ``geoprobe.models.options``
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from geoprobe.lazy import lazy_names
 
 #: every name of the package -> ``module:attribute``; imported on first use
 _LAZY: dict[str, str] = {
@@ -32,15 +31,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

@@ -5,8 +5,7 @@ the bundled corpora, its checkpoints published on Pythia's schedule (steps 0, 1,
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from geoprobe.lazy import lazy_names
 
 #: every public name -> where it lives (``module:attribute``, or a submodule); imported on first use
 _LAZY: dict[str, str] = {
@@ -31,16 +30,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # each name imported on first use (PEP 562): importing a submodule stays cheap
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = importlib.import_module(module)
-    value = getattr(value, attr) if attr else value
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
