@@ -17,21 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.chromium import need_chromium
+
 ROOT = Path(__file__).resolve().parents[2]
 PLOTLY = "application/vnd.plotly.v1+json"
 PNG = "image/png"
-
-
-def _need_chromium() -> None:
-    from geoprobe.errors import GeoprobeError
-    from geoprobe.report.export import find_browser
-
-    try:
-        find_browser()
-    except GeoprobeError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but {exc}")
-        pytest.skip(f"no Chromium for kaleido here: {exc}")
 
 
 def _figure(title: str = "a figure", width: int = 420, height: int = 260):
@@ -76,7 +66,7 @@ def test_progress_bars_find_ipywidgets():
 
 # ---------------------------------------------------------------- geoprobe.show: plotly JSON + PNG
 def test_figure_bundle_holds_plotly_json_and_a_png_of_the_figure():
-    _need_chromium()
+    need_chromium()
     import plotly.io as pio
 
     from geoprobe.report.notebook import figure_bundle

@@ -3,7 +3,6 @@ shows carries a static PNG beside plotly's JSON (geoprobe.show), so a saved note
 
 import base64
 import json
-import os
 import re
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tests.chromium import has_chromium
 from tests.conftest import requires_smollm2
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
@@ -193,25 +193,11 @@ def test_notebook_is_valid_and_documented(path):
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
 
 
-def _chromium() -> bool:
-    """Whether kaleido has a Chromium to draw the figures' PNGs; on CI (CI=true) one must be there."""
-    from geoprobe.errors import GeoprobeError
-    from geoprobe.report.export import find_browser
-
-    try:
-        find_browser()
-    except GeoprobeError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but {exc}")
-        return False
-    return True
-
-
 def _check_figure_images(nb) -> None:
     """Every figure output holds plotly's JSON and a PNG of it (viewers without plotly show the PNG); without a
     Chromium, the figures are still shown (without PNG) and the notebook says why, once."""
     figures = _shown(nb, PLOTLY)
-    if _chromium():
+    if has_chromium():
         for o in figures:
             assert PNG in o["data"], f"a figure without a static image: {sorted(o['data'])}"
             assert base64.b64decode(o["data"][PNG])[:8] == b"\x89PNG\r\n\x1a\n"

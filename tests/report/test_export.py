@@ -4,7 +4,6 @@ Skipped with the reason where no Chromium is installed, except on CI (CI=true), 
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import xml.etree.ElementTree as ET
@@ -12,17 +11,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from geoprobe.errors import GeoprobeError, OutputExistsError
-from geoprobe.report.export import export_figures, figure_list, find_browser
+from geoprobe.report.export import export_figures, figure_list
+from tests.chromium import need_chromium
 from tests.cli.test_cli import run_cli
-
-
-def _need_chromium() -> None:
-    try:
-        find_browser()
-    except GeoprobeError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but {exc}")
-        pytest.skip(f"no Chromium for kaleido here: {exc}")
 
 
 def _figure():
@@ -39,7 +30,7 @@ def _anchors(html: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    _need_chromium()
+    need_chromium()
     out = tmp_path_factory.mktemp("export")
     return {
         fmt: export_figures([("small", "a caption", _figure())], out / fmt, fmt)[0] for fmt in ("png", "svg", "pdf")
@@ -96,7 +87,7 @@ def test_bad_format_and_bad_anchor_are_one_line_errors(tmp_path):
 @pytest.fixture(scope="module")
 def scan_dir(tmp_path_factory):
     """`geoprobe scan` on a tiny twin with --figures svg (run once for the CLI tests)."""
-    _need_chromium()
+    need_chromium()
     tmp = tmp_path_factory.mktemp("scan-export")
     prompts = tmp / "p.txt"
     prompts.write_text("\n".join(f"Prompt number {i} says that the weather" for i in range(12)), encoding="utf-8")
