@@ -181,3 +181,15 @@ def _torch_threads_unchanged(request):
     after = torch.get_num_threads()
     torch.set_num_threads(before)
     assert after == before, f"{request.node.nodeid} left torch's thread count at {after} (was {before})"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One playwright Chromium for the whole session, shared by every browser test: playwright's sync API
+    refuses a second instance in a thread where one is running (a sweep page test beside the report pages'
+    browser failed so in the full suite only)."""
+    from tests.report._browser import launch_browser
+
+    b = launch_browser()
+    yield b
+    b.close()

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.report._browser import launch_browser
-
 #: strings that would run script, break the markup or be evaluated by a template engine if unescaped
 EVIL_SCRIPT = "<script>window.__pwned=1</script>"
 EVIL_IMG = '<img src=x onerror="window.__pwned=2">'
@@ -256,10 +254,3 @@ def tunnel_length_report(windtunnel_run, evil_root) -> Path:
         out,
     )
     return out / "positional.html"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    b = launch_browser()
-    yield b
-    b.close()

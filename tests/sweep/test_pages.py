@@ -69,16 +69,12 @@ def test_the_shared_copy_is_written_once_and_refreshed_when_plotly_changes(tmp_p
     assert target.is_symlink() and not (tmp_path / "elsewhere.js").exists()
 
 
-def test_a_cell_page_draws_its_figures_from_the_shared_copy(reference):
-    from tests.report._browser import launch_browser, render
+def test_a_cell_page_draws_its_figures_from_the_shared_copy(reference, browser):
+    from tests.report._browser import render
 
     out, _ = reference
     page = _pages(out)[0]
-    browser = launch_browser()
-    try:
-        seen = render(browser, page, "sweep-cell")
-    finally:
-        browser.close()
+    seen = render(browser, page, "sweep-cell")
     assert seen.errors == []
     assert (out / PLOTLYJS).resolve().as_uri() in seen.requests
     n = page.read_text(encoding="utf-8").count('class="plotly-graph-div"')
