@@ -46,6 +46,7 @@ E2E = (
     "security/test_offline.py",  # scan and SmolLM2 capture in subprocesses, offline
     "windtunnel/test_authors_cli.py",  # trains and evaluates the authors' tasks through the command line
     "windtunnel/test_frame.py",  # five seeds trained
+    "report/test_export.py",  # static figures drawn by kaleido in Chromium (35 s idle)
     "test_tiers.py",  # collects the whole suite three times through scripts/test.sh
 )
 
@@ -69,6 +70,8 @@ def pytest_collection_modifyitems(config, items):
         rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else ""
         if any(rel == m or (m.endswith("/") and rel.startswith(m)) for m in E2E):
             item.add_marker(pytest.mark.e2e)
+        if "smollm2" in getattr(item, "fixturenames", ()):  # the embedded real model: slow, as the marker says
+            item.add_marker(pytest.mark.slow)
 
 
 FAMILY_TWINS = ("pythia-410m", "phi-2", "llama-3.2-1b", "mistral-7b", "mixtral-8x7b", "gemma-3-270m")

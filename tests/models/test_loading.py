@@ -68,6 +68,7 @@ def test_local_directory_round_trip(tmp_path, twin_factory, prompts):
         load_model(str(tmp_path))
 
 
+@pytest.mark.slow  # dequantises the real SmolLM2 GGUF (22 s idle)
 @requires_smollm2
 def test_gguf_cache_makes_the_second_load_use_safetensors(no_network, tmp_path, monkeypatch):
     """A fresh cache: the .gguf parse and dequantisation (tokenizer included), then the cached
