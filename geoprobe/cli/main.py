@@ -20,7 +20,7 @@ import sys
 import warnings
 from typing import Any
 
-from geoprobe.cli.lazy import COMMANDS, import_command
+from geoprobe.cli.lazy import import_command, import_commands
 from geoprobe.errors import GeoprobeError
 
 #: what an interrupted ``geoprobe sweep`` keeps
@@ -45,22 +45,15 @@ def __getattr__(name: str) -> Any:
 def commands(argv: list[str] | None = None) -> Any:
     """The ``geoprobe`` Typer app. With ``argv``: only the module of the command it runs is imported (none for
     ``geoprobe --help``; geoprobe.cli.lazy lists the others from their source without importing them, issue 39
-    case 7). Without: every command's module (imports torch and scipy: seconds): the modules of
-    :data:`COMMANDS`, then each experiment's command module (``geoprobe.cli.<package>``, where it has one;
-    every experiment also runs from a recipe with ``geoprobe run``)."""
-    import importlib
-    import importlib.util
-
+    case 7). Without: every command's module (imports torch and scipy: seconds), as geoprobe.cli.lazy indexes
+    them: the modules of its ``COMMANDS``, then each experiment's command module (``geoprobe.cli.<package>``,
+    where it has one; every experiment also runs from a recipe with ``geoprobe run``)."""
     from geoprobe.cli.app import app
 
     if argv is not None:
         import_command(argv)
     else:
-        from geoprobe.recipes import EXPERIMENTS
-
-        for name in (*COMMANDS, *EXPERIMENTS):
-            if name in COMMANDS or importlib.util.find_spec(f"geoprobe.cli.{name}") is not None:
-                importlib.import_module(f"geoprobe.cli.{name}")  # each module registers its commands on the app
+        import_commands()  # each module registers its commands on the app
     # importing the submodule geoprobe.cli.app bound that name on the package: ``geoprobe.cli.app`` is the app
     sys.modules["geoprobe.cli"].app = app  # type: ignore[attr-defined]
     return app

@@ -61,12 +61,19 @@ def test_the_help_lists_every_command_with_its_own_help():
 def test_the_index_is_what_the_modules_register():
     """geoprobe.cli.lazy reads the registrations from source: the same names, helps and order as importing
     every command module gives (a registration it cannot read would show here)."""
+    import importlib
+    import pkgutil
+
     import typer.main
 
-    from geoprobe.cli.lazy import index
-    from geoprobe.cli.main import COMMANDS, commands
+    import geoprobe.cli
+    from geoprobe.cli.lazy import COMMANDS, index
+    from geoprobe.cli.main import commands
     from geoprobe.recipes import EXPERIMENTS
 
+    for module in pkgutil.iter_modules(geoprobe.cli.__path__):  # every module, found apart from the index
+        if module.name != "__main__":  # that one runs the command line
+            importlib.import_module(f"geoprobe.cli.{module.name}")
     group = typer.main.get_group(commands())  # every module imported: the real commands
     assert group.standing_in == set()
     entries = index()
