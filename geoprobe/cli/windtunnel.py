@@ -18,6 +18,7 @@ from geoprobe.models.loading import LoadOptions
 from geoprobe.text import number
 from geoprobe.windtunnel.experiment import EXPERIMENT, default_dir, evaluate_into, train_locked
 from geoprobe.windtunnel.result import WindTunnelResult
+from geoprobe.windtunnel.scales import SCALES
 from geoprobe.windtunnel.seeds import TunnelSeeds
 
 wt = typer.Typer(
@@ -157,7 +158,7 @@ def eval_cmd(
     spec = read_spec(run_dir / "transformer")
     config = _config(
         spec.task["name"],
-        spec.scale if spec.scale in ("tiny", "small", "cpu", "paper") else "cpu",
+        spec.scale if spec.scale in SCALES else "cpu",
         "both",
         spec.train.seed,
         None,
